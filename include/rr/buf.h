@@ -1,0 +1,24 @@
+/* A growing byte buffer with a ceiling, so no outside input can make it grow without bound. */
+#ifndef RR_BUF_H
+#define RR_BUF_H
+
+#include <stddef.h>
+
+struct rr_buf {
+	unsigned char *data; /* always NUL-terminated past len when non-NULL */
+	size_t len;
+	size_t cap;
+	size_t max; /* appends that would pass this fail with RR_ETOOBIG */
+};
+
+void rr_buf_init(struct rr_buf *b, size_t max);
+/* Returns 0, RR_ENOMEM or RR_ETOOBIG (the buffer is unchanged on failure). */
+int rr_buf_append(struct rr_buf *b, const void *data, size_t len);
+int rr_buf_printf(struct rr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Makes room for at least n more bytes; returns 0, RR_ENOMEM or RR_ETOOBIG. */
+int rr_buf_reserve(struct rr_buf *b, size_t n);
+void rr_buf_reset(struct rr_buf *b);
+/* Frees the memory; the buffer can be used again after rr_buf_init. */
+void rr_buf_free(struct rr_buf *b);
+
+#endif

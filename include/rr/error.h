@@ -1,0 +1,28 @@
+/* Error codes shared by every module: 0 is success, failures are negative. */
+#ifndef RR_ERROR_H
+#define RR_ERROR_H
+
+enum rr_error {
+	RR_OK = 0,
+	RR_ENOMEM = -1,     /* out of memory */
+	RR_EIO = -2,        /* I/O error (errno kept by the caller's log line) */
+	RR_ENOENT = -3,     /* object or file does not exist */
+	RR_EEXIST = -4,     /* create-only write found the object already there */
+	RR_EPRECOND = -5,   /* compare-and-swap lost: the object changed since read */
+	RR_EINVAL = -6,     /* bad argument or option */
+	RR_ECORRUPT = -7,   /* stored data failed a hash or format check */
+	RR_ENOSPC = -8,     /* no space left on the device */
+	RR_EPATH = -9,      /* a path would leave its target directory */
+	RR_ETOOBIG = -10,   /* input larger than its ceiling */
+	RR_ECANCELED = -11, /* work abandoned on request */
+	RR_EUNSUPPORTED = -12, /* not available in this build */
+	RR_EACCES = -13,    /* permission denied */
+};
+
+/* Returns a static, human-readable description of an rr_error code. */
+const char *rr_strerror(int err);
+
+/* Maps an errno value to the closest rr_error code. */
+int rr_error_from_errno(int errnum);
+
+#endif

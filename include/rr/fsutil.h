@@ -1,0 +1,30 @@
+/* Local file helpers: durable writes (the redis recipe), bounded reads, directories. */
+#ifndef RR_FSUTIL_H
+#define RR_FSUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "rr/buf.h"
+
+/* Writes data to path durably: a temp file beside it, write, fsync, close, rename, fsync of
+ * the directory. The temp file is removed on any error, so path is either the old content
+ * or the new. mode is the new file's permission bits. Returns 0 or an rr_error. */
+int rr_write_file_durable(const char *path, const void *data, size_t len, mode_t mode);
+
+/* Reads a whole file into out (appending, bounded by out->max). */
+int rr_read_file(const char *path, struct rr_buf *out);
+
+/* fsyncs the directory itself (after a rename or create inside it). */
+int rr_fsync_dir(const char *dir);
+
+/* mkdir -p with mode 0755; existing directories are fine. */
+int rr_mkdir_p(const char *path);
+
+/* rm -rf; a missing path is fine. Does not follow symlinks. */
+int rr_remove_tree(const char *path);
+
+/* Joins a and b with one '/'; returns a malloc'd string or NULL. Caller frees. */
+char *rr_path_join(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,20 @@
+/* SHA-256 (OpenSSL) and hex helpers for content addressing. */
+#ifndef RR_HASH_H
+#define RR_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RR_SHA256_LEN 32
+#define RR_SHA256_HEX_LEN 64 /* without the NUL */
+
+/* One-shot digest of len bytes. */
+void rr_sha256(const void *data, size_t len, uint8_t out[RR_SHA256_LEN]);
+/* One-shot digest written as 64 lowercase hex digits plus NUL. */
+void rr_sha256_hex(const void *data, size_t len, char out[RR_SHA256_HEX_LEN + 1]);
+/* Writes 2*len lowercase hex digits plus NUL. */
+void rr_hex_encode(const uint8_t *in, size_t len, char *out);
+/* Returns 1 when s is exactly 64 lowercase hex digits, else 0. */
+int rr_is_sha256_hex(const char *s);
+
+#endif

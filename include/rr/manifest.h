@@ -1,0 +1,94 @@
+/* The manifest of one checkpoint (DESIGN §4): which files it holds and, for each, the
+ * byte ranges ("segments") of the original file, how each was encoded, and the chunks
+ * that hold the encoded bytes. It is JSON so any tool can read it, and it carries its own
+ * checksum: the sha256 of the manifest serialised compactly (cJSON_PrintUnformatted)
+ * without its "checksum" member. */
+#ifndef RR_MANIFEST_H
+#define RR_MANIFEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rr/buf.h"
+#include "rr/hash.h"
+
+#define RR_MANIFEST_FORMAT "resume-run/manifest-1"
+#define RR_MANIFEST_MAX_BYTES (64u << 20)   /* ceiling on manifest.json */
+#define RR_CHUNK_MAX_RAW (64u << 20)        /* ceiling on one chunk's decoded bytes */
+
+/* How a segment's bytes are stored. Only lossless forms yet; tensor forms (shuffle,
+ * bf16, scaled fp16) join this list with their own decoders. */
+enum rr_encoding {
+	RR_ENC_ZSTD = 0, /* "zstd": the raw bytes, zstd-compressed */
+};
+
+struct rr_chunk_ref {
+	char sha256[RR_SHA256_HEX_LEN + 1]; /* of the stored bytes: the chunk's key */
+	uint64_t size;        /* decoded bytes it yields */
+	uint64_t stored_size; /* bytes in the store */
+};
+
+struct rr_segment {
+	uint64_t offset;  /* where it starts in the original file */
+	uint64_t length;  /* original bytes it covers */
+	enum rr_encoding encoding;
+	char raw_sha256[RR_SHA256_HEX_LEN + 1]; /* of the original bytes (lossless forms) */
+	size_t nchunks;
+	struct rr_chunk_ref *chunks; /* malloc'd */
+};
+
+struct rr_file_entry {
+	char *path;     /* relative, '/'-separated, checked by rr_path_is_safe; malloc'd */
+	uint32_t mode;  /* permission bits (07777 at most) */
+	uint64_t size;
+	size_t nsegs;
+	struct rr_segment *segs; /* malloc'd; contiguous from 0 to size, in order */
+};
+
+struct rr_manifest {
+	char *run_id;       /* malloc'd */
+	char *checkpoint;   /* the checkpoint's directory name; malloc'd */
+	char *host;         /* machine that wrote it; malloc'd, may be NULL */
+	int64_t committed_unix_ms; /* when the trainer committed it (orders checkpoints) */
+	int64_t created_unix_ms;   /* when the manifest was written */
+	size_t nfiles;
+	struct rr_file_entry *files; /* malloc'd */
+};
+
+/* Serialises m (appending to out) with its checksum. Returns 0 or an rr_error. */
+int rr_manifest_to_json(const struct rr_manifest *m, struct rr_buf *out);
+
+/* Parses and checks a manifest: format, checksum, names, every path (rr_path_is_safe, no
+ * duplicates), modes, sizes (at most 2^53), segments contiguous and covering each file,
+ * chunk sizes adding up, hex digests. On success *out is the caller's to destroy.
+ * On failure returns RR_ECORRUPT (or RR_EPATH for an unsafe path, RR_ETOOBIG, RR_ENOMEM)
+ * and writes a one-line reason to why (if non-NULL). */
+int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, char *why,
+		      size_t why_len);
+
+/* Frees m and everything it owns; NULL is fine. */
+void rr_manifest_destroy(struct rr_manifest *m);
+
+/* Total original bytes and stored bytes of every chunk reference (duplicates counted). */
+uint64_t rr_manifest_total_size(const struct rr_manifest *m);
+uint64_t rr_manifest_total_stored(const struct rr_manifest *m);
+
+/* 1 when path is a safe relative path: non-empty, at most 4096 bytes, no leading '/', no
+ * empty, "." or ".." component, no backslash or control character. Else 0. */
+int rr_path_is_safe(const char *path);
+
+/* 1 when name can be a checkpoint directory name: 1..255 bytes, no '/', no control
+ * characters, does not start with '.'. Else 0. */
+int rr_checkpoint_name_valid(const char *name);
+
+/* Encoding names as they appear in the manifest ("zstd"); NULL for unknown. */
+const char *rr_encoding_name(enum rr_encoding e);
+int rr_encoding_from_name(const char *name, enum rr_encoding *out);
+
+/* LATEST: {"checkpoint":"<name>","updated_unix_ms":N,"host":"..."} */
+int rr_latest_to_json(const char *checkpoint, int64_t updated_unix_ms, const char *host,
+		      struct rr_buf *out);
+/* Parses LATEST; copies the checkpoint name (validated) into name_out. RR_ECORRUPT if bad. */
+int rr_latest_parse(const char *text, size_t len, char *name_out, size_t name_cap);
+
+#endif

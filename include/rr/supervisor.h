@@ -1,0 +1,43 @@
+/* The trainer's supervisor, after tini and git's run-command: spawn with everything built
+ * before fork, exec errors sent back through a close-on-exec pipe, reaping of every
+ * zombie, and delivery of the checkpoint signal only to processes that handle it. */
+#ifndef RR_SUPERVISOR_H
+#define RR_SUPERVISOR_H
+
+#include <sys/types.h>
+
+/* Finds cmd the way execvp would (PATH search unless cmd contains '/').
+ * Returns 0 and a malloc'd path in *path_out (caller frees); RR_ENOENT when no such
+ * command exists; RR_EACCES when it exists but cannot be executed (directory, no x bit). */
+int rr_supervisor_resolve(const char *cmd, char **path_out);
+
+/* Forks and execs path with argv/envp. The child gets an empty signal mask, default
+ * dispositions for every signal, and its own process group (pgid == pid); its
+ * stdin/stdout/stderr are the agent's own. Returns 0 with *pid_out set, or, when exec
+ * failed in the child (the child is reaped here), RR_ENOENT / RR_EACCES / RR_EIO with the
+ * child's errno in *exec_errno. */
+int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[],
+			pid_t *pid_out, int *exec_errno);
+
+/* 1 when process pid has a handler installed for sig (the SigCgt mask in
+ * /proc/PID/status), 0 when not, RR_ENOENT when the process is gone. */
+int rr_proc_handles_signal(pid_t pid, int sig);
+
+/* Sends sig to every process of process group pgid that handles it (SigCgt), and to no
+ * other. Returns how many processes were signalled (0 when none has a handler yet). */
+int rr_supervisor_signal_handlers(pid_t pgid, int sig);
+
+/* Reaps every exited child without blocking (a PID 1 must reap orphans too). When child
+ * is among them, sets *exited = 1 and its wait status in *status. Returns how many
+ * processes were reaped. */
+int rr_supervisor_reap(pid_t child, int *exited, int *status);
+
+/* A wait status as a shell would report it: the exit code, or 128+N for signal N. */
+int rr_exit_code_from_status(int status);
+
+/* Parses a signal name ("USR1", "SIGUSR1", "10") into its number; RR_EINVAL if unknown. */
+int rr_signal_from_name(const char *name, int *sig_out);
+/* "USR1" for SIGUSR1 (without the SIG prefix); "?" when unknown. */
+const char *rr_signal_name(int sig);
+
+#endif
