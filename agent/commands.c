@@ -1,0 +1,166 @@
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "rr/catalog.h"
+#include "rr/commands.h"
+#include "rr/error.h"
+#include "rr/gc.h"
+#include "rr/log.h"
+#include "rr/progress.h"
+#include "rr/restore.h"
+
+#define EXIT_ERROR 125
+
+/* Opens the store and reads the run's catalog; logs and returns 125 on failure. */
+static int s_open(const struct rr_config *cfg, struct rr_store **s, struct rr_catalog **c)
+{
+	int rc = rr_store_open(cfg->store_url, s);
+	if (rc) {
+		rr_error("cannot open store %s: %s", cfg->store_url,
+			 rc == RR_EUNSUPPORTED ? "this build supports file:// stores only" :
+						 rr_strerror(rc));
+		return EXIT_ERROR;
+	}
+	rc = rr_catalog_load(*s, cfg->run_id, c);
+	if (rc) {
+		rr_error("cannot read run '%s' in %s: %s", cfg->run_id, cfg->store_url,
+			 rr_strerror(rc));
+		rr_store_destroy(*s);
+		return EXIT_ERROR;
+	}
+	return 0;
+}
+
+int rr_cmd_ls(const struct rr_config *cfg)
+{
+	struct rr_store *s;
+	struct rr_catalog *c;
+
+	if (s_open(cfg, &s, &c))
+		return EXIT_ERROR;
+	if (c->n == 0)
+		printf("no checkpoints of run '%s' in %s\n", cfg->run_id, cfg->store_url);
+	else
+		printf("  %-24s %-10s %6s %10s %10s  %s\n", "CHECKPOINT", "STATE", "FILES", "SIZE",
+		       "STORED", "COMMITTED (UTC)");
+	for (size_t i = 0; i < c->n; i++) {
+		const struct rr_catalog_entry *e = &c->entries[i];
+		const struct rr_manifest *m = e->manifest;
+		char b1[16] = "-", b2[16] = "-", when[32] = "-";
+		if (m) {
+			time_t t = (time_t)(m->committed_unix_ms / 1000);
+			struct tm tm;
+			rr_format_bytes(rr_manifest_total_size(m), b1);
+			rr_format_bytes(rr_manifest_total_stored(m), b2);
+			if (gmtime_r(&t, &tm))
+				strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+		}
+		printf("%c %-24s %-10s %6zu %10s %10s  %s%s%s\n",
+		       strcmp(e->name, c->latest) == 0 ? '*' : ' ', e->name,
+		       e->committed ? "committed" : "INCOMPLETE", m ? m->nfiles : 0, b1, b2, when,
+		       e->committed ? "" : "  ", e->committed ? "" : e->problem);
+	}
+	rr_catalog_destroy(c);
+	rr_store_destroy(s);
+	return 0;
+}
+
+int rr_cmd_restore(const struct rr_config *cfg)
+{
+	struct rr_store *s;
+	struct rr_catalog *c;
+	struct rr_restore_stats st;
+	char name[256], why[512], b1[16];
+	int rc;
+
+	if (s_open(cfg, &s, &c))
+		return EXIT_ERROR;
+	if (cfg->checkpoint) {
+		const struct rr_catalog_entry *e = rr_catalog_find(c, cfg->checkpoint);
+		if (!e || !e->committed) {
+			rr_error("checkpoint %s of run '%s' %s%s", cfg->checkpoint, cfg->run_id,
+				 e ? "is not usable: " : "is not in the store", e ? e->problem : "");
+			rc = RR_ENOENT;
+			goto out;
+		}
+		snprintf(name, sizeof(name), "%s", e->name);
+		rc = rr_restore_checkpoint(s, cfg->run_id, e->manifest, cfg->to, cfg->threads, &st,
+					   why, sizeof(why));
+		if (rc)
+			rr_error("restore of %s failed: %s", name, why);
+	} else {
+		rc = rr_restore_newest(s, cfg->run_id, c, cfg->to, cfg->threads, name, sizeof(name),
+				       &st);
+		if (rc == RR_ENOENT)
+			rr_error("no committed checkpoint of run '%s' in %s", cfg->run_id,
+				 cfg->store_url);
+	}
+	if (!rc)
+		rr_info("restored %s into %s/%s: %llu files, %s%s", name, cfg->to, name,
+			(unsigned long long)st.files, rr_format_bytes(st.bytes, b1),
+			st.already_present ? " (already there and identical)" : "");
+out:
+	rr_catalog_destroy(c);
+	rr_store_destroy(s);
+	return rc ? EXIT_ERROR : 0;
+}
+
+int rr_cmd_verify(const struct rr_config *cfg)
+{
+	struct rr_store *s;
+	struct rr_catalog *c;
+	int damaged = 0, checked = 0;
+
+	if (s_open(cfg, &s, &c))
+		return EXIT_ERROR;
+	for (size_t i = 0; i < c->n; i++) {
+		const struct rr_catalog_entry *e = &c->entries[i];
+		char why[512];
+		if (cfg->checkpoint && strcmp(e->name, cfg->checkpoint) != 0)
+			continue;
+		checked++;
+		if (!e->committed) {
+			printf("%s: INCOMPLETE (%s)\n", e->name, e->problem);
+			damaged++;
+			continue;
+		}
+		int rc = rr_verify_checkpoint(s, cfg->run_id, e->manifest, cfg->threads, why,
+					      sizeof(why));
+		if (rc == 0) {
+			printf("%s: ok\n", e->name);
+		} else {
+			printf("%s: DAMAGED (%s)\n", e->name, why);
+			damaged++;
+		}
+	}
+	if (cfg->checkpoint && !checked) {
+		rr_error("checkpoint %s is not in the store", cfg->checkpoint);
+		damaged = -1;
+	}
+	rr_catalog_destroy(c);
+	rr_store_destroy(s);
+	return damaged < 0 ? EXIT_ERROR : damaged ? 1 : 0;
+}
+
+int rr_cmd_gc(const struct rr_config *cfg)
+{
+	struct rr_store *s;
+	struct rr_gc_stats st;
+	char b1[16];
+	int rc = rr_store_open(cfg->store_url, &s);
+
+	if (rc) {
+		rr_error("cannot open store %s: %s", cfg->store_url, rr_strerror(rc));
+		return EXIT_ERROR;
+	}
+	rc = rr_gc_run(s, cfg->run_id, cfg->keep, cfg->gc_grace_ms, &st);
+	if (rc)
+		rr_error("gc of run '%s' failed: %s", cfg->run_id, rr_strerror(rc));
+	else
+		rr_info("gc: deleted %zu checkpoints and %zu chunks (%s); %zu unreferenced chunks "
+			"are younger than the grace period", st.checkpoints_deleted,
+			st.chunks_deleted, rr_format_bytes(st.bytes_freed, b1), st.chunks_young);
+	rr_store_destroy(s);
+	return rc ? EXIT_ERROR : 0;
+}

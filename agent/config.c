@@ -1,0 +1,312 @@
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rr/codec.h"
+#include "rr/config.h"
+#include "rr/error.h"
+#include "rr/manifest.h"
+#include "rr/pool.h"
+#include "rr/supervisor.h"
+
+#define DEFAULT_STORE "file://./.resume-run/store"
+#define DEFAULT_CHECKPOINT_DIR "./.resume-run/checkpoints"
+
+int rr_parse_int(const char *s, long long min, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (!s || !*s || (*s != '-' && (*s < '0' || *s > '9')))
+		return RR_EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return RR_EINVAL;
+	*out = v;
+	return 0;
+}
+
+int rr_parse_duration_ms(const char *s, int64_t *out)
+{
+	static const struct { const char *suffix; int64_t ms; } units[] = {
+		{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 }, { "", 1000 },
+	};
+	char num[32];
+	size_t n = 0;
+	long long v;
+
+	while (s[n] >= '0' && s[n] <= '9')
+		n++;
+	if (n == 0 || n >= sizeof(num))
+		return RR_EINVAL;
+	memcpy(num, s, n);
+	num[n] = '\0';
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(s + n, units[i].suffix) != 0)
+			continue;
+		if (rr_parse_int(num, 0, 30LL * 86400 * 1000 / units[i].ms, &v))
+			return RR_EINVAL;
+		*out = v * units[i].ms;
+		return 0;
+	}
+	return RR_EINVAL;
+}
+
+static const char s_run_help[] =
+	"usage: resume-run [OPTIONS] -- COMMAND [ARGS...]\n"
+	"       resume-run ls|restore|verify|gc [OPTIONS]   (see resume-run CMD --help)\n"
+	"\n"
+	"Runs COMMAND (the trainer) under supervision. At start it restores the newest committed\n"
+	"checkpoint of the run from the store; on a notice it asks the trainer for a checkpoint\n"
+	"and makes it durable in the store before the deadline.\n"
+	"\n"
+	"Options (environment in brackets):\n"
+	"  --store URL            file:///abs/path or file://./rel [RESUME_RUN_STORE]\n"
+	"                         (default " DEFAULT_STORE ")\n"
+	"  --run-id ID            names the run inside the store [RESUME_RUN_ID] (default)\n"
+	"  --checkpoint-dir DIR   where the trainer writes checkpoints\n"
+	"                         [RESUME_RUN_CHECKPOINT_DIR] (default " DEFAULT_CHECKPOINT_DIR ")\n"
+	"  --notice-file PATH     treat the appearance of PATH as a preemption notice (drills)\n"
+	"  --grace SECONDS        deadline after SIGTERM/SIGINT to the agent (default 25)\n"
+	"  --signal SIG           signal asking the trainer for a checkpoint (default USR1)\n"
+	"  --every DURATION       also ask for a checkpoint periodically (90s, 30m, 2h)\n"
+	"  --keep N               committed checkpoints kept in the store (default 3)\n"
+	"  --max-restarts N       restarts after a trainer failure (default 3)\n"
+	"  --threads N            persist/restore worker threads (default: number of cores)\n"
+	"  --log-format text|json log lines on stderr (default text)\n"
+	"  -v, --verbose          also log debug lines\n"
+	"  -h, --help             this help;  --version  the version\n"
+	"\n"
+	"Signals: SIGTERM/SIGINT = a notice (checkpoint, persist, then SIGTERM to the trainer);\n"
+	"a second one forwards at once. SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH are forwarded.\n"
+	"Exit status: the trainer's; 128+N if it died of signal N; 127 command not found;\n"
+	"126 not executable; 125 agent error.\n";
+
+static const char s_ls_help[] =
+	"usage: resume-run ls [--store URL] [--run-id ID]\n"
+	"Lists the checkpoints of a run, newest first: name, state (committed, or why not),\n"
+	"files, original and stored size, commit time. LATEST is marked with '*'.\n";
+
+static const char s_restore_help[] =
+	"usage: resume-run restore [--store URL] [--run-id ID] [--checkpoint NAME] --to DIR\n"
+	"Restores the newest committed checkpoint (or NAME) into DIR/NAME/, verifying every\n"
+	"chunk. Without --checkpoint, a damaged newest checkpoint falls back to an older one.\n";
+
+static const char s_verify_help[] =
+	"usage: resume-run verify [--store URL] [--run-id ID] [--checkpoint NAME]\n"
+	"Re-reads and re-hashes every chunk of every committed checkpoint (or of NAME).\n"
+	"Exit status 0 when all are intact, 1 when any is damaged, 125 on other errors.\n";
+
+static const char s_gc_help[] =
+	"usage: resume-run gc [--store URL] [--run-id ID] [--keep N] [--grace DURATION]\n"
+	"Keeps the N newest committed checkpoints (default 3), deletes older ones, then deletes\n"
+	"chunks no remaining checkpoint references and older than --grace (default 1h; chunks\n"
+	"younger than that may belong to an upload still in flight).\n";
+
+void rr_config_print_help(enum rr_command cmd)
+{
+	const char *text = cmd == RR_CMD_LS ? s_ls_help :
+			   cmd == RR_CMD_RESTORE ? s_restore_help :
+			   cmd == RR_CMD_VERIFY ? s_verify_help :
+			   cmd == RR_CMD_GC ? s_gc_help : s_run_help;
+	fputs(text, stdout);
+}
+
+enum {
+	OPT_STORE = 256, OPT_RUN_ID, OPT_CKPT_DIR, OPT_NOTICE_FILE, OPT_GRACE, OPT_SIGNAL,
+	OPT_EVERY, OPT_KEEP, OPT_MAX_RESTARTS, OPT_THREADS, OPT_LOG_FORMAT, OPT_CHECKPOINT,
+	OPT_TO, OPT_VERSION, OPT_ZSTD_LEVEL,
+};
+
+static const struct option s_options[] = {
+	{ "store", required_argument, NULL, OPT_STORE },
+	{ "run-id", required_argument, NULL, OPT_RUN_ID },
+	{ "checkpoint-dir", required_argument, NULL, OPT_CKPT_DIR },
+	{ "notice-file", required_argument, NULL, OPT_NOTICE_FILE },
+	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "signal", required_argument, NULL, OPT_SIGNAL },
+	{ "every", required_argument, NULL, OPT_EVERY },
+	{ "keep", required_argument, NULL, OPT_KEEP },
+	{ "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL },
+	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
+	{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
+	{ "to", required_argument, NULL, OPT_TO },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Which options each command takes (the rest are refused with a clear line). */
+static int s_allowed(enum rr_command cmd, int opt)
+{
+	switch (opt) {
+	case OPT_STORE: case OPT_RUN_ID: case OPT_LOG_FORMAT: case OPT_THREADS: case 'v':
+	case 'h': case OPT_VERSION:
+		return 1;
+	case OPT_CHECKPOINT:
+		return cmd == RR_CMD_RESTORE || cmd == RR_CMD_VERIFY;
+	case OPT_TO:
+		return cmd == RR_CMD_RESTORE;
+	case OPT_KEEP:
+		return cmd == RR_CMD_RUN || cmd == RR_CMD_GC;
+	case OPT_GRACE:
+		return cmd == RR_CMD_RUN || cmd == RR_CMD_GC;
+	default:
+		return cmd == RR_CMD_RUN;
+	}
+}
+
+static const char *s_getenv(const char *name, const char *fallback)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : fallback;
+}
+
+int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_command *help_for,
+		    char *err, size_t err_len)
+{
+	static const struct { const char *name; enum rr_command cmd; } commands[] = {
+		{ "ls", RR_CMD_LS }, { "restore", RR_CMD_RESTORE },
+		{ "verify", RR_CMD_VERIFY }, { "gc", RR_CMD_GC },
+	};
+	const char *cmd_name = "resume-run";
+	long long v;
+	int first = 1, opt;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->command = RR_CMD_RUN;
+	cfg->store_url = s_getenv("RESUME_RUN_STORE", DEFAULT_STORE);
+	cfg->run_id = s_getenv("RESUME_RUN_ID", "default");
+	cfg->checkpoint_dir = s_getenv("RESUME_RUN_CHECKPOINT_DIR", DEFAULT_CHECKPOINT_DIR);
+	cfg->grace_ms = 25000;
+	cfg->checkpoint_signal = 10; /* SIGUSR1 */
+	cfg->keep = 3;
+	cfg->max_restarts = 3;
+	cfg->threads = rr_pool_default_threads();
+	cfg->zstd_level = RR_ZSTD_LEVEL_DEFAULT;
+	cfg->gc_grace_ms = -1;
+	*help_for = RR_CMD_RUN;
+
+	if (argc > 1) {
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (strcmp(argv[1], commands[i].name) == 0) {
+				cfg->command = commands[i].cmd;
+				cmd_name = commands[i].name;
+				first = 2;
+			}
+	}
+	*help_for = cfg->command;
+	optind = first;
+	opterr = 0;
+	/* '+': stop at the first non-option, which begins the trainer command. */
+	while ((opt = getopt_long(argc, argv, "+:vh", s_options, NULL)) != -1) {
+		const char *a = optarg;
+		if (opt == '?' || opt == ':') {
+			const char *bad = argv[optind - 1];
+			snprintf(err, err_len, "%s: %s '%s' (see %s%s --help)", cmd_name,
+				 opt == ':' ? "missing value for" : "unknown option", bad,
+				 first == 2 ? "resume-run " : "", cmd_name);
+			return RR_EINVAL;
+		}
+		if (!s_allowed(cfg->command, opt)) {
+			snprintf(err, err_len, "%s: option '%s' does not apply here (see %s%s --help)",
+				 cmd_name, argv[optind - 1], first == 2 ? "resume-run " : "", cmd_name);
+			return RR_EINVAL;
+		}
+		switch (opt) {
+		case OPT_STORE: cfg->store_url = a; break;
+		case OPT_RUN_ID: cfg->run_id = a; break;
+		case OPT_CKPT_DIR: cfg->checkpoint_dir = a; break;
+		case OPT_NOTICE_FILE: cfg->notice_file = a; break;
+		case OPT_CHECKPOINT: cfg->checkpoint = a; break;
+		case OPT_TO: cfg->to = a; break;
+		case 'v': cfg->verbose = 1; break;
+		case 'h': cfg->command = RR_CMD_HELP; return 0;
+		case OPT_VERSION: cfg->command = RR_CMD_VERSION; return 0;
+		case OPT_GRACE:
+			if (*help_for == RR_CMD_GC) {
+				if (rr_parse_duration_ms(a, &cfg->gc_grace_ms))
+					goto bad_value;
+			} else {
+				if (rr_parse_int(a, 0, 86400, &v))
+					goto bad_value;
+				cfg->grace_ms = v * 1000;
+			}
+			break;
+		case OPT_SIGNAL:
+			if (rr_signal_from_name(a, &cfg->checkpoint_signal))
+				goto bad_value;
+			break;
+		case OPT_EVERY:
+			if (rr_parse_duration_ms(a, &cfg->every_ms) || cfg->every_ms < 1000)
+				goto bad_value;
+			break;
+		case OPT_KEEP:
+			if (rr_parse_int(a, 1, 1000000, &v))
+				goto bad_value;
+			cfg->keep = (unsigned)v;
+			break;
+		case OPT_MAX_RESTARTS:
+			if (rr_parse_int(a, 0, 1000000, &v))
+				goto bad_value;
+			cfg->max_restarts = (unsigned)v;
+			break;
+		case OPT_THREADS:
+			if (rr_parse_int(a, 1, 256, &v))
+				goto bad_value;
+			cfg->threads = (unsigned)v;
+			break;
+		case OPT_ZSTD_LEVEL:
+			if (rr_parse_int(a, 1, 19, &v))
+				goto bad_value;
+			cfg->zstd_level = (int)v;
+			break;
+		case OPT_LOG_FORMAT:
+			if (strcmp(a, "text") && strcmp(a, "json"))
+				goto bad_value;
+			cfg->log_json = strcmp(a, "json") == 0;
+			break;
+		}
+		continue;
+bad_value:
+		snprintf(err, err_len, "%s: invalid value '%s' for %s (see %s%s --help)", cmd_name,
+			 a, argv[optind - 2 >= 0 && argv[optind - 1] == a ? optind - 2 : optind - 1],
+			 first == 2 ? "resume-run " : "", cmd_name);
+		return RR_EINVAL;
+	}
+	if (cfg->gc_grace_ms < 0)
+		cfg->gc_grace_ms = 3600 * 1000;
+	if (!rr_checkpoint_name_valid(cfg->run_id)) {
+		snprintf(err, err_len, "invalid run id '%s': use 1-255 characters, no '/', not "
+			 "starting with '.'", cfg->run_id);
+		return RR_EINVAL;
+	}
+	if (cfg->checkpoint && !rr_checkpoint_name_valid(cfg->checkpoint)) {
+		snprintf(err, err_len, "invalid checkpoint name '%s'", cfg->checkpoint);
+		return RR_EINVAL;
+	}
+	if (cfg->command == RR_CMD_RUN) {
+		if (optind >= argc) {
+			snprintf(err, err_len, "no command to run (usage: resume-run [OPTIONS] -- "
+				 "COMMAND [ARGS...]; see resume-run --help)");
+			return RR_EINVAL;
+		}
+		cfg->argv = argv + optind;
+		cfg->argc = argc - optind;
+	} else if (optind < argc) {
+		snprintf(err, err_len, "%s: unexpected argument '%s' (see resume-run %s --help)",
+			 cmd_name, argv[optind], cmd_name);
+		return RR_EINVAL;
+	}
+	if (cfg->command == RR_CMD_RESTORE && !cfg->to) {
+		snprintf(err, err_len, "restore: --to DIR is required (see resume-run restore --help)");
+		return RR_EINVAL;
+	}
+	return 0;
+}

@@ -1,0 +1,165 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "rr/catalog.h"
+#include "rr/clock.h"
+#include "rr/error.h"
+#include "rr/gc.h"
+#include "rr/layout.h"
+#include "rr/log.h"
+
+struct s_sweep {
+	struct rr_store *store;
+	const char *run_id;
+	char (*live)[RR_SHA256_HEX_LEN + 1]; /* sorted */
+	size_t nlive;
+	int64_t cutoff_ms;
+	struct rr_gc_stats *stats;
+	int rc;
+	/* Deleting while listing is not safe on every backend: collect first. */
+	char (*doomed)[RR_SHA256_HEX_LEN + 1];
+	uint64_t *doomed_size;
+	size_t ndoomed, cap;
+};
+
+static int s_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+static int s_on_chunk(const struct rr_store_entry *e, void *ud)
+{
+	struct s_sweep *w = ud;
+	const char *sha = rr_key_parse_chunk(e->key, w->run_id);
+
+	if (!sha || bsearch(sha, w->live, w->nlive, sizeof(*w->live), s_cmp))
+		return 0;
+	if (e->mtime_unix_ms > w->cutoff_ms) {
+		w->stats->chunks_young++;
+		return 0;
+	}
+	if (w->ndoomed == w->cap) {
+		size_t ncap = w->cap ? w->cap * 2 : 256;
+		void *a = realloc(w->doomed, ncap * sizeof(*w->doomed));
+		if (a)
+			w->doomed = a;
+		void *b = a ? realloc(w->doomed_size, ncap * sizeof(*w->doomed_size)) : NULL;
+		if (!a || !b)
+			return RR_ENOMEM;
+		w->doomed_size = b;
+		w->cap = ncap;
+	}
+	memcpy(w->doomed[w->ndoomed], sha, RR_SHA256_HEX_LEN + 1);
+	w->doomed_size[w->ndoomed++] = e->size;
+	return 0;
+}
+
+/* Collects the chunk digests of every manifest that stays. */
+static int s_live_chunks(const struct rr_catalog *c, const unsigned char *doomed,
+			 struct s_sweep *w)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->n; i++)
+		if (!doomed[i] && c->entries[i].manifest)
+			for (size_t f = 0; f < c->entries[i].manifest->nfiles; f++)
+				for (size_t g = 0; g < c->entries[i].manifest->files[f].nsegs; g++)
+					n += c->entries[i].manifest->files[f].segs[g].nchunks;
+	w->live = malloc((n ? n : 1) * sizeof(*w->live));
+	if (!w->live)
+		return RR_ENOMEM;
+	for (size_t i = 0; i < c->n; i++) {
+		const struct rr_manifest *m = c->entries[i].manifest;
+		if (doomed[i] || !m)
+			continue;
+		for (size_t f = 0; f < m->nfiles; f++)
+			for (size_t g = 0; g < m->files[f].nsegs; g++)
+				for (size_t k = 0; k < m->files[f].segs[g].nchunks; k++)
+					memcpy(w->live[w->nlive++], m->files[f].segs[g].chunks[k].sha256,
+					       RR_SHA256_HEX_LEN + 1);
+	}
+	if (w->nlive)
+		qsort(w->live, w->nlive, sizeof(*w->live), s_cmp);
+	return 0;
+}
+
+int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t grace_ms,
+	      struct rr_gc_stats *stats)
+{
+	struct rr_catalog *c = NULL;
+	struct s_sweep w = { .store = s, .run_id = run_id, .stats = stats };
+	unsigned char *doomed = NULL;
+	char key[RR_KEY_MAX];
+	size_t kept = 0, unreadable = 0;
+	int seen_committed = 0, rc;
+
+	memset(stats, 0, sizeof(*stats));
+	if (keep < 1)
+		keep = 1;
+	rc = rr_catalog_load(s, run_id, &c);
+	if (rc)
+		return rc;
+	doomed = calloc(c->n ? c->n : 1, 1);
+	if (!doomed) {
+		rc = RR_ENOMEM;
+		goto out;
+	}
+	/* Entries are newest first, unreadable manifests last. */
+	for (size_t i = 0; i < c->n; i++) {
+		const struct rr_catalog_entry *e = &c->entries[i];
+		if (!e->manifest) {
+			unreadable++;
+			continue;
+		}
+		if (e->committed) {
+			seen_committed = 1;
+			if (kept < keep) {
+				kept++;
+				continue;
+			}
+		}
+		/* Uncommitted and newer than every committed one: maybe still uploading. */
+		if (!seen_committed)
+			continue;
+		doomed[i] = 1;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		if (!doomed[i])
+			continue;
+		rc = rr_key_manifest(key, run_id, c->entries[i].name);
+		if (!rc)
+			rc = rr_store_del(s, key);
+		if (rc)
+			goto out;
+		stats->checkpoints_deleted++;
+		rr_info("retention: deleted checkpoint %s", c->entries[i].name);
+	}
+	if (unreadable) {
+		rr_warn("%zu manifest(s) of run %s could not be read; no chunk is deleted until "
+			"they are removed or readable", unreadable, run_id);
+		goto out;
+	}
+
+	rc = s_live_chunks(c, doomed, &w);
+	if (rc)
+		goto out;
+	w.cutoff_ms = rr_wall_ms() - grace_ms;
+	rc = rr_key_chunks_prefix(key, run_id);
+	if (!rc)
+		rc = rr_store_list(s, key, s_on_chunk, &w);
+	for (size_t i = 0; !rc && i < w.ndoomed; i++) {
+		rc = rr_key_chunk(key, run_id, w.doomed[i]);
+		if (!rc)
+			rc = rr_store_del(s, key);
+		if (!rc) {
+			stats->chunks_deleted++;
+			stats->bytes_freed += w.doomed_size[i];
+		}
+	}
+out:
+	free(w.live);
+	free(w.doomed);
+	free(w.doomed_size);
+	free(doomed);
+	rr_catalog_destroy(c);
+	return rc;
+}

@@ -1,0 +1,44 @@
+/* resume-run: run a training command on preemptible machines without losing work. */
+#include <stdio.h>
+
+#include "rr/commands.h"
+#include "rr/config.h"
+#include "rr/log.h"
+#include "rr/run.h"
+
+#ifndef RR_VERSION
+#define RR_VERSION "0.1.0"
+#endif
+
+int main(int argc, char **argv)
+{
+	struct rr_config cfg;
+	enum rr_command help_for;
+	char err[512];
+
+	if (rr_config_parse(argc, argv, &cfg, &help_for, err, sizeof(err)) != 0) {
+		rr_log_init(0, RR_LOG_INFO);
+		rr_error("%s", err);
+		return 125;
+	}
+	rr_log_init(cfg.log_json, cfg.verbose ? RR_LOG_DEBUG : RR_LOG_INFO);
+	switch (cfg.command) {
+	case RR_CMD_HELP:
+		rr_config_print_help(help_for);
+		return 0;
+	case RR_CMD_VERSION:
+		printf("resume-run %s\n", RR_VERSION);
+		return 0;
+	case RR_CMD_LS:
+		return rr_cmd_ls(&cfg);
+	case RR_CMD_RESTORE:
+		return rr_cmd_restore(&cfg);
+	case RR_CMD_VERIFY:
+		return rr_cmd_verify(&cfg);
+	case RR_CMD_GC:
+		return rr_cmd_gc(&cfg);
+	case RR_CMD_RUN:
+		break;
+	}
+	return rr_run(&cfg);
+}

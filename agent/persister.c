@@ -1,0 +1,382 @@
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "rr/ckpt_order.h"
+#include "rr/clock.h"
+#include "rr/error.h"
+#include "rr/events.h"
+#include "rr/gc.h"
+#include "rr/layout.h"
+#include "rr/log.h"
+#include "rr/persister.h"
+#include "rr/progress.h"
+
+#define MAX_RESULTS 64
+
+struct s_event {
+	char kind[32];
+	cJSON *fields;
+	struct s_event *next;
+};
+
+struct rr_persister {
+	struct rr_persister_config cfg;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	int efd;
+	int stop;
+
+	/* queued checkpoint (one slot: the newest wins) */
+	int have_pending, pending_urgent;
+	char pending[256];
+	int64_t pending_ms;
+
+	/* running checkpoint */
+	int running;
+	char running_name[256];
+	int64_t running_ms;
+	volatile int cancel;
+
+	/* newest checkpoint known to be in the store, and its manifest for reuse */
+	char done[256];
+	int64_t done_ms;
+	struct rr_manifest *previous;
+
+	struct s_event *events, **events_tail;
+	struct rr_persist_result results[MAX_RESULTS];
+	size_t nresults;
+};
+
+static void s_notify(struct rr_persister *p)
+{
+	uint64_t one = 1;
+	ssize_t n = write(p->efd, &one, sizeof(one));
+	(void)n;
+}
+
+static int s_newer(const char *a, int64_t a_ms, const char *b, int64_t b_ms)
+{
+	return !b[0] || rr_checkpoint_compare(a, a_ms, b, b_ms) > 0;
+}
+
+/* Points LATEST at name unless it already points at something newer. LATEST is only a
+ * hint (restore lists checkpoints), so a failure here is logged, not fatal. */
+static void s_update_latest(struct rr_persister *p, const struct rr_manifest *m)
+{
+	struct rr_store *s = p->cfg.store;
+	char key[RR_KEY_MAX], etag[RR_ETAG_MAX], cur[256];
+	struct rr_buf b, json;
+	int rc = 0;
+
+	rr_buf_init(&b, 64 * 1024);
+	rr_buf_init(&json, 64 * 1024);
+	if (rr_key_latest(key, p->cfg.run_id) != 0)
+		goto out;
+	for (int tries = 0; tries < 8; tries++) {
+		struct rr_put_opts opts = { 0 };
+		rr_buf_reset(&b);
+		rr_buf_reset(&json);
+		rc = rr_store_get(s, key, &b, etag);
+		if (rc == RR_ENOENT) {
+			opts.if_none_match = 1;
+		} else if (rc) {
+			break;
+		} else {
+			opts.if_match = etag;
+			if (rr_latest_parse((const char *)b.data, b.len, cur, sizeof(cur)) == 0 &&
+			    strcmp(cur, m->checkpoint) != 0) {
+				/* Compare with the commit time of what LATEST names. */
+				char mkey[RR_KEY_MAX];
+				struct rr_buf mb;
+				struct rr_manifest *other = NULL;
+				int64_t other_ms = 0;
+				rr_buf_init(&mb, RR_MANIFEST_MAX_BYTES);
+				if (rr_key_manifest(mkey, p->cfg.run_id, cur) == 0 &&
+				    rr_store_get(s, mkey, &mb, NULL) == 0 &&
+				    rr_manifest_parse((const char *)mb.data, mb.len, &other, NULL, 0) == 0)
+					other_ms = other->committed_unix_ms;
+				rr_manifest_destroy(other);
+				rr_buf_free(&mb);
+				if (rr_checkpoint_compare(m->checkpoint, m->committed_unix_ms, cur,
+							  other_ms) < 0) {
+					rr_info("LATEST stays at %s, which is newer than %s", cur,
+						m->checkpoint);
+					rc = 0;
+					goto out;
+				}
+			}
+		}
+		rc = rr_latest_to_json(m->checkpoint, rr_wall_ms(), m->host, &json);
+		if (!rc)
+			rc = rr_store_put(s, key, json.data, json.len, &opts, NULL);
+		if (rc != RR_EPRECOND && rc != RR_EEXIST)
+			break;
+	}
+out:
+	if (rc)
+		rr_warn("could not update LATEST to %s: %s (restore finds it by listing)",
+			m->checkpoint, rr_strerror(rc));
+	rr_buf_free(&b);
+	rr_buf_free(&json);
+}
+
+static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
+			    const struct rr_persist_stats *st, int urgent)
+{
+	char b1[16], b2[16], b3[16];
+	struct rr_gc_stats gs;
+	cJSON *ev = cJSON_CreateObject();
+
+	rr_info("persisted %s: %llu files, %s -> %s stored, %s new, %llu of %llu segments "
+		"unchanged, %.2f s",
+		m->checkpoint, (unsigned long long)st->files, rr_format_bytes(st->bytes, b1),
+		rr_format_bytes(st->stored_bytes, b2), rr_format_bytes(st->new_bytes, b3),
+		(unsigned long long)st->reused_segments, (unsigned long long)st->segments,
+		(double)st->elapsed_ms / 1000.0);
+	s_update_latest(p, m);
+	if (ev) {
+		cJSON_AddStringToObject(ev, "checkpoint", m->checkpoint);
+		cJSON_AddNumberToObject(ev, "files", (double)st->files);
+		cJSON_AddNumberToObject(ev, "bytes", (double)st->bytes);
+		cJSON_AddNumberToObject(ev, "stored_bytes", (double)st->stored_bytes);
+		cJSON_AddNumberToObject(ev, "new_bytes", (double)st->new_bytes);
+		cJSON_AddNumberToObject(ev, "elapsed_ms", (double)st->elapsed_ms);
+		cJSON_AddBoolToObject(ev, "urgent", urgent);
+		if (rr_event_record(p->cfg.store, p->cfg.run_id, "checkpoint", ev) != 0)
+			rr_warn("could not record the checkpoint event of %s", m->checkpoint);
+	}
+	if (rr_gc_run(p->cfg.store, p->cfg.run_id, p->cfg.keep, p->cfg.gc_grace_ms, &gs) != 0)
+		rr_warn("retention after %s did not complete; it runs again after the next "
+			"checkpoint", m->checkpoint);
+	else if (gs.chunks_deleted)
+		rr_info("retention: deleted %zu chunks (%s)", gs.chunks_deleted,
+			rr_format_bytes(gs.bytes_freed, b1));
+}
+
+static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t ms, int urgent)
+{
+	struct rr_persist_opts opts = {
+		.run_id = p->cfg.run_id, .host = rr_hostname(), .zstd_level = p->cfg.zstd_level,
+		.threads = p->cfg.threads, .previous = p->previous, .cancel = &p->cancel,
+	};
+	struct rr_persist_result r = { .urgent = urgent };
+	struct rr_manifest *m = NULL;
+
+	snprintf(r.name, sizeof(r.name), "%s", name);
+	rr_info("persisting %s%s", name, urgent ? " (notice: ahead of everything else)" : "");
+	r.rc = rr_persist_checkpoint(p->cfg.store, p->cfg.checkpoint_dir, name, ms, &opts, &m,
+				     &r.stats);
+	if (r.rc == 0)
+		s_after_persist(p, m, &r.stats, urgent);
+	else if (r.rc == RR_EEXIST)
+		rr_info("%s is already in the store; not written again", name);
+	else if (r.rc == RR_ECANCELED)
+		rr_info("persist of %s set aside for a newer checkpoint", name);
+	else if (r.rc == RR_ENOENT)
+		rr_warn("%s disappeared before it could be persisted", name);
+	else
+		rr_error("persist of %s failed (%s); the store's previous checkpoint stays the "
+			 "newest", name, rr_strerror(r.rc));
+
+	pthread_mutex_lock(&p->lock);
+	if (r.rc == 0 || r.rc == RR_EEXIST) {
+		if (s_newer(name, ms, p->done, p->done_ms)) {
+			snprintf(p->done, sizeof(p->done), "%s", name);
+			p->done_ms = ms;
+			if (m) {
+				rr_manifest_destroy(p->previous);
+				p->previous = m;
+				m = NULL;
+			}
+		}
+	}
+	p->running = 0;
+	p->cancel = 0;
+	if (p->nresults < MAX_RESULTS)
+		p->results[p->nresults++] = r;
+	pthread_mutex_unlock(&p->lock);
+	rr_manifest_destroy(m);
+	s_notify(p);
+}
+
+static void *s_thread(void *arg)
+{
+	struct rr_persister *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->stop && !p->have_pending && !p->events)
+			pthread_cond_wait(&p->wake, &p->lock);
+		if (p->stop)
+			break;
+		/* An urgent checkpoint goes first; otherwise ledger events, then checkpoints. */
+		if (p->have_pending && (p->pending_urgent || !p->events)) {
+			char name[256];
+			int64_t ms = p->pending_ms;
+			int urgent = p->pending_urgent;
+			memcpy(name, p->pending, sizeof(name));
+			p->have_pending = 0;
+			p->running = 1;
+			memcpy(p->running_name, name, sizeof(name));
+			p->running_ms = ms;
+			pthread_mutex_unlock(&p->lock);
+			s_run_checkpoint(p, name, ms, urgent);
+			pthread_mutex_lock(&p->lock);
+		} else {
+			struct s_event *e = p->events;
+			p->events = e->next;
+			if (!p->events)
+				p->events_tail = &p->events;
+			p->running = 1;
+			p->running_name[0] = '\0';
+			pthread_mutex_unlock(&p->lock);
+			if (rr_event_record(p->cfg.store, p->cfg.run_id, e->kind, e->fields) != 0)
+				rr_warn("could not record a %s event in the store", e->kind);
+			free(e);
+			pthread_mutex_lock(&p->lock);
+			p->running = 0;
+			s_notify(p);
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *baseline,
+		     struct rr_persister **out)
+{
+	struct rr_persister *p = calloc(1, sizeof(*p));
+
+	*out = NULL;
+	if (!p) {
+		rr_manifest_destroy(baseline);
+		return RR_ENOMEM;
+	}
+	p->cfg = *cfg;
+	p->events_tail = &p->events;
+	p->previous = baseline;
+	if (baseline) {
+		snprintf(p->done, sizeof(p->done), "%s", baseline->checkpoint);
+		p->done_ms = baseline->committed_unix_ms;
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (p->efd < 0 || pthread_create(&p->thread, NULL, s_thread, p) != 0) {
+		if (p->efd >= 0)
+			close(p->efd);
+		rr_manifest_destroy(p->previous);
+		free(p);
+		return RR_EIO;
+	}
+	*out = p;
+	return 0;
+}
+
+void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, int urgent)
+{
+	pthread_mutex_lock(&p->lock);
+	if (!s_newer(name, ms, p->done, p->done_ms) ||
+	    (p->running && !s_newer(name, ms, p->running_name, p->running_ms))) {
+		rr_debug("%s is not newer than what is persisted or persisting; skipped", name);
+		goto out;
+	}
+	if (!p->have_pending || s_newer(name, ms, p->pending, p->pending_ms)) {
+		if (p->have_pending)
+			rr_info("%s replaces %s in the persist queue (the newest wins)", name,
+				p->pending);
+		snprintf(p->pending, sizeof(p->pending), "%s", name);
+		p->pending_ms = ms;
+		p->have_pending = 1;
+		p->pending_urgent = urgent || p->pending_urgent;
+	}
+	if (urgent && p->running && p->running_name[0])
+		p->cancel = 1; /* the older persist in progress steps aside */
+	pthread_cond_signal(&p->wake);
+out:
+	pthread_mutex_unlock(&p->lock);
+}
+
+void rr_persister_record(struct rr_persister *p, const char *kind, cJSON *fields)
+{
+	struct s_event *e = calloc(1, sizeof(*e));
+	if (!e) {
+		cJSON_Delete(fields);
+		return;
+	}
+	snprintf(e->kind, sizeof(e->kind), "%s", kind);
+	e->fields = fields;
+	pthread_mutex_lock(&p->lock);
+	*p->events_tail = e;
+	p->events_tail = &e->next;
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+}
+
+int rr_persister_fd(const struct rr_persister *p)
+{
+	return p->efd;
+}
+
+size_t rr_persister_collect(struct rr_persister *p, struct rr_persist_result *out, size_t max)
+{
+	uint64_t v;
+	size_t n;
+	ssize_t r = read(p->efd, &v, sizeof(v));
+	(void)r;
+	pthread_mutex_lock(&p->lock);
+	n = p->nresults < max ? p->nresults : max;
+	memcpy(out, p->results, n * sizeof(*out));
+	memmove(p->results, p->results + n, (p->nresults - n) * sizeof(*out));
+	p->nresults -= n;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+int rr_persister_busy(struct rr_persister *p)
+{
+	int busy;
+	pthread_mutex_lock(&p->lock);
+	busy = p->running || p->have_pending || p->events != NULL;
+	pthread_mutex_unlock(&p->lock);
+	return busy;
+}
+
+void rr_persister_cancel(struct rr_persister *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->have_pending = 0;
+	if (p->running)
+		p->cancel = 1;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void rr_persister_destroy(struct rr_persister *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = 1;
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	while (p->events) {
+		struct s_event *e = p->events;
+		p->events = e->next;
+		cJSON_Delete(e->fields);
+		free(e);
+	}
+	close(p->efd);
+	rr_manifest_destroy(p->previous);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->wake);
+	free(p);
+}
+

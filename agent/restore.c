@@ -1,0 +1,455 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rr/clock.h"
+#include "rr/codec.h"
+#include "rr/dirwalk.h"
+#include "rr/error.h"
+#include "rr/fsutil.h"
+#include "rr/layout.h"
+#include "rr/log.h"
+#include "rr/pool.h"
+#include "rr/progress.h"
+#include "rr/restore.h"
+
+struct s_task {
+	size_t file;
+	size_t seg;
+};
+
+struct s_worker {
+	struct rr_codec *codec;
+	struct rr_buf stored;
+	unsigned char *raw;
+	size_t raw_cap;
+};
+
+struct s_job {
+	struct rr_store *store;
+	const char *run_id;
+	const struct rr_manifest *m;
+	const char *root;      /* where files are written; NULL to only verify */
+	const char *keep_root; /* existing checkpoint directory to take identical files from */
+	unsigned char *kept;   /* per file: 1 when taken from keep_root */
+	struct s_task *tasks;
+	size_t ntasks;
+	struct s_worker *workers;
+	struct rr_progress *progress;
+	atomic_uint_fast64_t downloaded;
+	pthread_mutex_t why_lock;
+	char why[512];
+};
+
+static void s_fail(struct s_job *j, const char *fmt, const char *a, const char *b)
+{
+	pthread_mutex_lock(&j->why_lock);
+	if (!j->why[0])
+		snprintf(j->why, sizeof(j->why), fmt, a, b);
+	pthread_mutex_unlock(&j->why_lock);
+}
+
+static int s_write_all(int fd, const unsigned char *p, size_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return rr_error_from_errno(n < 0 ? errno : EIO);
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Fetches, checks and decodes one segment into w->raw. */
+static int s_fetch_segment(struct s_job *j, struct s_worker *w, const struct rr_file_entry *fe,
+			   const struct rr_segment *seg)
+{
+	char key[RR_KEY_MAX], sha[RR_SHA256_HEX_LEN + 1];
+	uint64_t at = 0;
+	int rc;
+
+	if (seg->length > w->raw_cap) {
+		unsigned char *p = realloc(w->raw, seg->length);
+		if (!p)
+			return RR_ENOMEM;
+		w->raw = p;
+		w->raw_cap = seg->length;
+	}
+	for (size_t k = 0; k < seg->nchunks; k++) {
+		const struct rr_chunk_ref *ref = &seg->chunks[k];
+		rr_buf_reset(&w->stored);
+		rc = rr_key_chunk(key, j->run_id, ref->sha256);
+		if (!rc)
+			rc = rr_store_get(j->store, key, &w->stored, NULL);
+		if (rc) {
+			s_fail(j, "chunk %s of %s cannot be read", ref->sha256, fe->path);
+			return rc == RR_ENOENT || rc == RR_ETOOBIG ? RR_ECORRUPT : rc;
+		}
+		atomic_fetch_add(&j->downloaded, w->stored.len);
+		rr_sha256_hex(w->stored.data, w->stored.len, sha);
+		if (strcmp(sha, ref->sha256) != 0) {
+			s_fail(j, "chunk %s of %s does not match its sha256", ref->sha256, fe->path);
+			return RR_ECORRUPT;
+		}
+		rc = rr_codec_decode(w->codec, seg->encoding, w->stored.data, w->stored.len,
+				     w->raw + at, ref->size);
+		if (rc) {
+			s_fail(j, "chunk %s of %s does not decode", ref->sha256, fe->path);
+			return RR_ECORRUPT;
+		}
+		at += ref->size;
+	}
+	rr_sha256_hex(w->raw, seg->length, sha);
+	if (strcmp(sha, seg->raw_sha256) != 0) {
+		s_fail(j, "%s decodes to bytes whose sha256 differs from the manifest%s", fe->path,
+		       "");
+		return RR_ECORRUPT;
+	}
+	return 0;
+}
+
+static int s_do_task(size_t t, unsigned worker, void *ud)
+{
+	struct s_job *j = ud;
+	struct s_worker *w = &j->workers[worker];
+	const struct rr_file_entry *fe = &j->m->files[j->tasks[t].file];
+	const struct rr_segment *seg = &fe->segs[j->tasks[t].seg];
+	char path[8192];
+	int fd, rc;
+
+	if (j->kept && j->kept[j->tasks[t].file])
+		return 0;
+	rc = s_fetch_segment(j, w, fe, seg);
+	if (rc || !j->root)
+		goto done;
+	snprintf(path, sizeof(path), "%s/%s", j->root, fe->path);
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		rc = rr_error_from_errno(errno);
+		s_fail(j, "cannot open %s: %s", path, strerror(errno));
+		goto done;
+	}
+	rc = s_write_all(fd, w->raw, seg->length, seg->offset);
+	if (rc)
+		s_fail(j, "cannot write %s: %s", path, rr_strerror(rc));
+	close(fd);
+done:
+	if (!rc)
+		rr_progress_add(j->progress, seg->length);
+	return rc;
+}
+
+/* 1 when the local file at path holds exactly fe (size, permission bits, every segment's
+ * original-bytes sha256). */
+static int s_local_identical(const char *path, const struct rr_file_entry *fe)
+{
+	struct stat st;
+	unsigned char *buf = NULL;
+	int fd, same = 0;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != fe->size ||
+	    (st.st_mode & 0777) != (fe->mode & 0777))
+		goto out;
+	same = 1;
+	for (size_t g = 0; same && g < fe->nsegs; g++) {
+		const struct rr_segment *seg = &fe->segs[g];
+		char sha[RR_SHA256_HEX_LEN + 1];
+		unsigned char *p = realloc(buf, seg->length);
+		size_t got = 0;
+		if (!p) {
+			same = 0;
+			break;
+		}
+		buf = p;
+		while (got < seg->length) {
+			ssize_t n = pread(fd, buf + got, seg->length - got, (off_t)(seg->offset + got));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+		}
+		rr_sha256_hex(buf, got, sha);
+		same = got == seg->length && strcmp(sha, seg->raw_sha256) == 0;
+	}
+out:
+	free(buf);
+	close(fd);
+	return same;
+}
+
+/* Writes root/rel into path and creates every directory on the way to it. Paths were
+ * checked by the manifest parser, and root is a fresh directory of ours. */
+static int s_make_parent(const char *root, const char *rel, char *path, size_t cap)
+{
+	char *slash;
+	int rc;
+
+	if (snprintf(path, cap, "%s/%s", root, rel) >= (int)cap)
+		return RR_ETOOBIG;
+	slash = strrchr(path, '/');
+	*slash = '\0';
+	rc = rr_mkdir_p(path);
+	*slash = '/';
+	return rc;
+}
+
+/* Creates the empty file at its final size; O_NOFOLLOW and O_EXCL keep anything else
+ * from redirecting the write. */
+static int s_create_file(const char *root, const char *rel, uint64_t size)
+{
+	char path[8192];
+	int fd, rc = s_make_parent(root, rel, path, sizeof(path));
+
+	if (rc)
+		return rc;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return rr_error_from_errno(errno);
+	if (ftruncate(fd, (off_t)size) != 0)
+		rc = rr_error_from_errno(errno);
+	close(fd);
+	return rc;
+}
+
+static int s_finish_file(const char *root, const struct rr_file_entry *fe)
+{
+	char path[8192];
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", root, fe->path);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return rr_error_from_errno(errno);
+	/* Permission bits only: never setuid, setgid or sticky from a store. */
+	if (fchmod(fd, fe->mode & 0777) != 0 || fsync(fd) != 0)
+		rc = rr_error_from_errno(errno);
+	close(fd);
+	return rc;
+}
+
+static int s_job_init(struct s_job *j, unsigned *threads)
+{
+	size_t nt = 0;
+	for (size_t f = 0; f < j->m->nfiles; f++)
+		nt += j->m->files[f].nsegs;
+	j->tasks = calloc(nt ? nt : 1, sizeof(*j->tasks));
+	if (!j->tasks)
+		return RR_ENOMEM;
+	for (size_t f = 0; f < j->m->nfiles; f++)
+		for (size_t g = 0; g < j->m->files[f].nsegs; g++)
+			j->tasks[j->ntasks++] = (struct s_task){ f, g };
+	if (*threads < 1)
+		*threads = 1;
+	if (*threads > j->ntasks && j->ntasks)
+		*threads = (unsigned)j->ntasks;
+	j->workers = calloc(*threads, sizeof(*j->workers));
+	if (!j->workers)
+		return RR_ENOMEM;
+	for (unsigned i = 0; i < *threads; i++) {
+		j->workers[i].codec = rr_codec_new(3);
+		rr_buf_init(&j->workers[i].stored, 2 * RR_CHUNK_MAX_RAW);
+		if (!j->workers[i].codec)
+			return RR_ENOMEM;
+	}
+	return 0;
+}
+
+static void s_job_free(struct s_job *j, unsigned threads)
+{
+	for (unsigned i = 0; j->workers && i < threads; i++) {
+		rr_codec_destroy(j->workers[i].codec);
+		rr_buf_free(&j->workers[i].stored);
+		free(j->workers[i].raw);
+	}
+	free(j->workers);
+	free(j->tasks);
+	free(j->kept);
+}
+
+int rr_verify_checkpoint(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
+			 unsigned threads, char *why, size_t why_len)
+{
+	struct s_job j = { .store = s, .run_id = run_id, .m = m,
+			   .why_lock = PTHREAD_MUTEX_INITIALIZER };
+	char what[300];
+	int rc = s_job_init(&j, &threads);
+
+	if (!rc) {
+		snprintf(what, sizeof(what), "verify %s", m->checkpoint);
+		j.progress = rr_progress_new(what, rr_manifest_total_size(m));
+		rc = rr_pool_run(threads, j.ntasks, s_do_task, &j, NULL);
+		rr_progress_destroy(j.progress);
+	}
+	if (why && why_len)
+		snprintf(why, why_len, "%s", j.why[0] ? j.why : rr_strerror(rc));
+	s_job_free(&j, threads);
+	return rc;
+}
+
+/* 1 when dir holds exactly the files of m, each identical. */
+static int s_dir_identical(const char *dir, const struct rr_manifest *m)
+{
+	struct rr_dir_listing l;
+	int same;
+
+	if (rr_dir_list(dir, &l) != 0)
+		return 0;
+	same = l.n == m->nfiles && l.skipped == 0;
+	for (size_t f = 0; same && f < m->nfiles; f++) {
+		char *p = rr_path_join(dir, m->files[f].path);
+		same = p && s_local_identical(p, &m->files[f]);
+		free(p);
+	}
+	rr_dir_listing_free(&l);
+	return same;
+}
+
+int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
+			  const char *parent, unsigned threads, struct rr_restore_stats *stats,
+			  char *why, size_t why_len)
+{
+	struct s_job j = { .store = s, .run_id = run_id, .m = m,
+			   .why_lock = PTHREAD_MUTEX_INITIALIZER };
+	char tmp_name[300], what[300];
+	char *final = NULL, *tmp = NULL;
+	struct stat st;
+	int64_t t0 = rr_mono_ms();
+	int exists, rc;
+
+	memset(stats, 0, sizeof(*stats));
+	stats->files = m->nfiles;
+	stats->bytes = rr_manifest_total_size(m);
+	snprintf(tmp_name, sizeof(tmp_name), ".%s.restoring", m->checkpoint);
+	final = rr_path_join(parent, m->checkpoint);
+	tmp = rr_path_join(parent, tmp_name);
+	if (!final || !tmp) {
+		rc = RR_ENOMEM;
+		goto out;
+	}
+	rc = rr_mkdir_p(parent);
+	if (rc)
+		goto out;
+	exists = lstat(final, &st) == 0;
+	if (exists && S_ISDIR(st.st_mode) && s_dir_identical(final, m)) {
+		stats->already_present = 1;
+		stats->kept_files = m->nfiles;
+		goto out;
+	}
+
+	rc = rr_remove_tree(tmp);
+	if (!rc)
+		rc = rr_mkdir_p(tmp);
+	if (!rc)
+		rc = s_job_init(&j, &threads);
+	if (!rc && !(j.kept = calloc(m->nfiles ? m->nfiles : 1, 1)))
+		rc = RR_ENOMEM;
+	for (size_t f = 0; !rc && f < m->nfiles; f++) {
+		const struct rr_file_entry *fe = &m->files[f];
+		char *have = exists ? rr_path_join(final, fe->path) : NULL;
+		if (have && s_local_identical(have, fe)) {
+			char to[8192];
+			/* Same bytes already on disk: a link instead of a download. */
+			rc = s_make_parent(tmp, fe->path, to, sizeof(to));
+			if (!rc && link(have, to) != 0)
+				rc = rr_error_from_errno(errno);
+			j.kept[f] = 1;
+			stats->kept_files++;
+		} else {
+			rc = s_create_file(tmp, fe->path, fe->size);
+		}
+		if (rc)
+			snprintf(j.why, sizeof(j.why), "cannot create %s in %s: %s", fe->path, tmp,
+				 rr_strerror(rc));
+		free(have);
+	}
+	if (rc)
+		goto out;
+
+	j.root = tmp;
+	snprintf(what, sizeof(what), "restore %s", m->checkpoint);
+	j.progress = rr_progress_new(what, stats->bytes);
+	rc = rr_pool_run(threads, j.ntasks, s_do_task, &j, NULL);
+	rr_progress_destroy(j.progress);
+	for (size_t f = 0; !rc && f < m->nfiles; f++)
+		if (!j.kept[f])
+			rc = s_finish_file(tmp, &m->files[f]);
+	if (!rc)
+		rc = rr_fsync_dir(tmp);
+	if (rc)
+		goto out;
+	if (exists) {
+		char aside[300];
+		snprintf(aside, sizeof(aside), "%s/.%s.local-%lld", parent, m->checkpoint,
+			 (long long)rr_wall_ms());
+		if (rename(final, aside) != 0) {
+			rc = rr_error_from_errno(errno);
+			goto out;
+		}
+		rr_warn("%s existed locally with other contents; moved aside to %s", final, aside);
+	}
+	if (rename(tmp, final) != 0) {
+		rc = rr_error_from_errno(errno);
+		goto out;
+	}
+	rc = rr_fsync_dir(parent);
+out:
+	if (rc && tmp)
+		rr_remove_tree(tmp);
+	stats->downloaded_bytes = atomic_load(&j.downloaded);
+	stats->elapsed_ms = rr_mono_ms() - t0;
+	if (why && why_len)
+		snprintf(why, why_len, "%s", j.why[0] ? j.why : rr_strerror(rc));
+	s_job_free(&j, threads);
+	free(final);
+	free(tmp);
+	return rc;
+}
+
+int rr_restore_newest(struct rr_store *s, const char *run_id, const struct rr_catalog *c,
+		      const char *parent, unsigned threads, char *name_out, size_t cap,
+		      struct rr_restore_stats *stats)
+{
+	const char *damaged = NULL;
+	int rc = RR_ENOENT;
+
+	for (size_t i = 0; i < c->n; i++) {
+		const struct rr_catalog_entry *e = &c->entries[i];
+		char why[512];
+
+		if (!e->committed) {
+			rr_warn("checkpoint %s is not usable: %s", e->name, e->problem);
+			continue;
+		}
+		if (damaged)
+			rr_warn("falling back from damaged checkpoint %s to %s", damaged, e->name);
+		rc = rr_restore_checkpoint(s, run_id, e->manifest, parent, threads, stats, why,
+					   sizeof(why));
+		if (rc == 0) {
+			snprintf(name_out, cap, "%s", e->name);
+			return 0;
+		}
+		if (rc != RR_ECORRUPT) {
+			rr_error("restore of %s failed: %s", e->name, why);
+			return rc;
+		}
+		rr_error("checkpoint %s is DAMAGED: %s", e->name, why);
+		damaged = e->name;
+	}
+	if (damaged)
+		rr_error("no undamaged checkpoint left to fall back to after %s", damaged);
+	return rc;
+}

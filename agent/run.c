@@ -1,0 +1,661 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rr/catalog.h"
+#include "rr/ckpt_order.h"
+#include "rr/clock.h"
+#include "rr/error.h"
+#include "rr/events.h"
+#include "rr/fsutil.h"
+#include "rr/log.h"
+#include "rr/notice.h"
+#include "rr/persister.h"
+#include "rr/progress.h"
+#include "rr/restore.h"
+#include "rr/run.h"
+#include "rr/supervisor.h"
+#include "rr/watcher.h"
+
+#define EXIT_AGENT_ERROR 125
+#define NOTICE_FILE_NAME ".resume-run-notice.json"
+#define HANDLER_RETRY_MS 100
+#define NOTICE_FILE_POLL_MS 200
+#define RESTART_BACKOFF_MAX_MS 30000
+
+extern char **environ;
+
+struct s_run {
+	const struct rr_config *cfg;
+	struct rr_store *store;
+	struct rr_watcher *watcher;
+	struct rr_persister *persister;
+	char ckpt_dir[PATH_MAX];
+	char notice_path[PATH_MAX];
+	char *exe;
+	int sfd;
+
+	/* trainer */
+	pid_t child;
+	int child_exited, child_status;
+	unsigned attempt, restarts;
+	int64_t restart_at; /* monotonic ms; 0: none */
+
+	/* newest checkpoint committed in the checkpoint directory */
+	char newest[256];
+	int64_t newest_ms;
+
+	/* notice */
+	int notice_active;
+	struct rr_notice notice;
+	int64_t notice_mono;        /* when it arrived */
+	int64_t deadline_mono;      /* 0: none */
+	int64_t asked_wall_ms;      /* when the trainer was signalled (0: not yet) */
+	int64_t asked_mono;
+	int ask_pending, ask_warned;
+	char notice_ckpt[256];      /* the checkpoint written for it */
+	int notice_durable;
+	int terminate_after;        /* SIGTERM/SIGINT notice: SIGTERM the trainer when durable */
+	int term_forwarded;
+	int notice_file_seen;
+
+	int64_t next_every;         /* monotonic ms; 0: off */
+	int finishing, exit_code;
+};
+
+static void s_log_step(const struct s_run *r, const char *what)
+{
+	int64_t now = rr_mono_ms();
+	if (r->deadline_mono)
+		rr_info("%s: %.1f s after the notice, %.1f s before the deadline", what,
+			(double)(now - r->notice_mono) / 1000.0,
+			(double)(r->deadline_mono - now) / 1000.0);
+	else
+		rr_info("%s: %.1f s after the notice", what, (double)(now - r->notice_mono) / 1000.0);
+}
+
+/* ---- the trainer's environment and launch ---- */
+
+static int s_setenv(char **env, size_t *n, const char *name, const char *value)
+{
+	size_t len = strlen(name) + strlen(value) + 2;
+	char *kv = malloc(len);
+	if (!kv)
+		return RR_ENOMEM;
+	snprintf(kv, len, "%s=%s", name, value);
+	env[(*n)++] = kv;
+	return 0;
+}
+
+/* The agent's environment minus RESUME_RUN_* trainer variables, plus ours (DESIGN §2).
+ * Built before fork: the child only calls execve. */
+static char **s_build_env(const struct s_run *r)
+{
+	static const char *const ours[] = { "RESUME_RUN_CHECKPOINT_DIR=", "RESUME_RUN_RESTORE_DIR=",
+					    "RESUME_RUN_SIGNAL=", "RESUME_RUN_NOTICE_FILE=",
+					    "RESUME_RUN_ID=", "RESUME_RUN_ATTEMPT=" };
+	size_t count = 0, n = 0;
+	char **env, num[32], restore[PATH_MAX + 256];
+	int rc = 0;
+
+	while (environ[count])
+		count++;
+	env = calloc(count + 8, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < count && !rc; i++) {
+		int skip = 0;
+		for (size_t k = 0; k < sizeof(ours) / sizeof(ours[0]); k++)
+			skip |= strncmp(environ[i], ours[k], strlen(ours[k])) == 0;
+		if (!skip && !(env[n++] = strdup(environ[i])))
+			rc = RR_ENOMEM;
+	}
+	snprintf(num, sizeof(num), "%u", r->attempt);
+	if (!rc)
+		rc = s_setenv(env, &n, "RESUME_RUN_CHECKPOINT_DIR", r->ckpt_dir);
+	if (!rc)
+		rc = s_setenv(env, &n, "RESUME_RUN_SIGNAL", rr_signal_name(r->cfg->checkpoint_signal));
+	if (!rc)
+		rc = s_setenv(env, &n, "RESUME_RUN_NOTICE_FILE", r->notice_path);
+	if (!rc)
+		rc = s_setenv(env, &n, "RESUME_RUN_ID", r->cfg->run_id);
+	if (!rc)
+		rc = s_setenv(env, &n, "RESUME_RUN_ATTEMPT", num);
+	if (!rc && r->newest[0]) {
+		snprintf(restore, sizeof(restore), "%s/%s", r->ckpt_dir, r->newest);
+		rc = s_setenv(env, &n, "RESUME_RUN_RESTORE_DIR", restore);
+	}
+	if (rc) {
+		for (size_t i = 0; i < n; i++)
+			free(env[i]);
+		free(env);
+		return NULL;
+	}
+	return env;
+}
+
+/* Returns 0, or the exit status to leave with when the command cannot run. */
+static int s_launch(struct s_run *r)
+{
+	char **env = s_build_env(r);
+	int exec_errno = 0, rc;
+
+	if (!env) {
+		rr_error("out of memory building the trainer's environment");
+		return EXIT_AGENT_ERROR;
+	}
+	rc = rr_supervisor_spawn(r->exe, r->cfg->argv, env, &r->child, &exec_errno);
+	for (char **e = env; *e; e++)
+		free(*e);
+	free(env);
+	if (rc) {
+		rr_error("cannot run '%s': %s", r->cfg->argv[0], strerror(exec_errno));
+		return rc == RR_ENOENT ? 127 : 126;
+	}
+	r->child_exited = 0;
+	rr_info("started %s (pid %d, attempt %u)%s%s", r->cfg->argv[0], (int)r->child, r->attempt,
+		r->newest[0] ? ", resuming from " : "", r->newest);
+	return 0;
+}
+
+/* ---- notices ---- */
+
+static void s_ask_checkpoint(struct s_run *r)
+{
+	int n;
+
+	if (!r->child || r->child_exited)
+		return;
+	n = rr_supervisor_signal_handlers(r->child, r->cfg->checkpoint_signal);
+	if (n > 0) {
+		r->ask_pending = 0;
+		r->asked_wall_ms = rr_wall_ms();
+		r->asked_mono = rr_mono_ms();
+		if (r->notice_active)
+			s_log_step(r, "asked the trainer for a checkpoint");
+		else
+			rr_info("asked the trainer for a checkpoint (SIG%s to %d process%s)",
+				rr_signal_name(r->cfg->checkpoint_signal), n, n == 1 ? "" : "es");
+		return;
+	}
+	r->ask_pending = 1;
+	if (!r->ask_warned) {
+		rr_warn("no trainer process handles SIG%s yet; the checkpoint request waits until "
+			"one does", rr_signal_name(r->cfg->checkpoint_signal));
+		r->ask_warned = 1;
+	}
+}
+
+static void s_forward_term(struct s_run *r, const char *why)
+{
+	if (r->term_forwarded || !r->child || r->child_exited)
+		return;
+	rr_info("%s; sending SIGTERM to the trainer", why);
+	kill(-r->child, SIGTERM); /* the whole process group: wrappers and workers alike */
+	r->term_forwarded = 1;
+}
+
+static void s_start_notice(struct s_run *r, const struct rr_notice *n)
+{
+	struct rr_buf json;
+	cJSON *ev;
+
+	if (r->notice_active) {
+		rr_info("another notice (%s from %s) while one is active; carrying on",
+			rr_notice_kind_name(n->kind), rr_notice_source_name(n->source));
+		return;
+	}
+	r->notice_active = 1;
+	r->notice = *n;
+	r->notice_mono = rr_mono_ms();
+	r->deadline_mono = n->deadline_unix ?
+				   r->notice_mono + (n->deadline_unix - n->received_unix) * 1000 : 0;
+	r->notice_ckpt[0] = '\0';
+	r->notice_durable = 0;
+	r->asked_wall_ms = 0;
+	r->ask_warned = 0;
+	if (n->deadline_unix)
+		rr_info("notice: %s from %s, deadline in %lld s", rr_notice_kind_name(n->kind),
+			rr_notice_source_name(n->source),
+			(long long)(n->deadline_unix - n->received_unix));
+	else
+		rr_info("notice: %s from %s, no deadline", rr_notice_kind_name(n->kind),
+			rr_notice_source_name(n->source));
+
+	rr_buf_init(&json, 4096);
+	if (rr_notice_to_json(n, &json) != 0 ||
+	    rr_write_file_durable(r->notice_path, json.data, json.len, 0644) != 0)
+		rr_warn("could not write the notice file %s", r->notice_path);
+	rr_buf_free(&json);
+
+	ev = cJSON_CreateObject();
+	if (ev) {
+		cJSON_AddStringToObject(ev, "notice", rr_notice_kind_name(n->kind));
+		cJSON_AddStringToObject(ev, "source", rr_notice_source_name(n->source));
+		if (n->deadline_unix)
+			cJSON_AddNumberToObject(ev, "deadline_unix", (double)n->deadline_unix);
+		else
+			cJSON_AddNullToObject(ev, "deadline_unix");
+		cJSON_AddNumberToObject(ev, "received_unix", (double)n->received_unix);
+		rr_persister_record(r->persister, "notice", ev);
+	}
+	s_ask_checkpoint(r);
+}
+
+static void s_end_notice(struct s_run *r)
+{
+	unlink(r->notice_path);
+	r->notice_active = 0;
+	r->ask_pending = 0;
+	rr_info("notice withdrawn");
+}
+
+static void s_check_notice_file(struct s_run *r)
+{
+	struct stat st;
+	int present = stat(r->cfg->notice_file, &st) == 0;
+
+	if (present && !r->notice_file_seen) {
+		struct rr_notice n = { .source = RR_SOURCE_FILE, .received_unix = rr_wall_ms() / 1000 };
+		struct rr_buf b;
+		char why[160] = "";
+		rr_buf_init(&b, RR_NOTICE_FILE_MAX);
+		int rc = rr_read_file(r->cfg->notice_file, &b);
+		if (rc == 0)
+			rc = rr_notice_parse_file((const char *)(b.data ? b.data : (unsigned char *)""),
+						  b.len, n.received_unix, &n, why, sizeof(why));
+		rr_buf_free(&b);
+		r->notice_file_seen = 1;
+		if (rc) {
+			rr_warn("notice file %s: %s; treating it as a preemption notice",
+				r->cfg->notice_file, why[0] ? why : rr_strerror(rc));
+			n.kind = RR_NOTICE_PREEMPT;
+			n.deadline_unix = 0;
+		}
+		s_start_notice(r, &n);
+	} else if (!present && r->notice_file_seen) {
+		r->notice_file_seen = 0;
+		if (r->notice_active && r->notice.source == RR_SOURCE_FILE)
+			s_end_notice(r);
+	}
+}
+
+/* ---- checkpoints ---- */
+
+static void s_on_commit(const char *name, int64_t ms, void *ud)
+{
+	struct s_run *r = ud;
+	int urgent = 0;
+
+	if (r->newest[0] && rr_checkpoint_compare(name, ms, r->newest, r->newest_ms) <= 0) {
+		rr_debug("checkpoint %s committed (not newer than %s)", name, r->newest);
+		return;
+	}
+	snprintf(r->newest, sizeof(r->newest), "%s", name);
+	r->newest_ms = ms;
+	/* Commits after the trainer was asked answer the notice (ctime is coarse: allow 20 ms). */
+	if (r->notice_active && r->asked_wall_ms && !r->notice_ckpt[0] &&
+	    ms >= r->asked_wall_ms - 20) {
+		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", name);
+		urgent = 1;
+		char what[300];
+		snprintf(what, sizeof(what), "checkpoint %s committed by the trainer (%.1f s after "
+			 "asking)", name, (double)(rr_mono_ms() - r->asked_mono) / 1000.0);
+		s_log_step(r, what);
+	} else {
+		rr_info("checkpoint %s committed", name);
+	}
+	rr_persister_submit(r->persister, name, ms, urgent);
+}
+
+static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
+{
+	if (!r->notice_active || strcmp(res->name, r->notice_ckpt) != 0 || r->notice_durable)
+		return;
+	if (res->rc == 0 || res->rc == RR_EEXIST) {
+		char what[300];
+		r->notice_durable = 1;
+		snprintf(what, sizeof(what), "checkpoint %s is durable in the store", res->name);
+		s_log_step(r, what);
+	}
+	if (r->terminate_after)
+		s_forward_term(r, res->rc == 0 || res->rc == RR_EEXIST ?
+					  "checkpoint durable" : "persist failed");
+}
+
+/* ---- signals and the trainer's exit ---- */
+
+static void s_on_child_exit(struct s_run *r)
+{
+	int code = rr_exit_code_from_status(r->child_status);
+	int going = r->notice_active && (r->notice.kind == RR_NOTICE_PREEMPT ||
+					 r->notice.kind == RR_NOTICE_TERMINATE);
+	if (WIFSIGNALED(r->child_status))
+		rr_info("trainer was killed by SIG%s (exit status %d)",
+			rr_signal_name(WTERMSIG(r->child_status)), code);
+	else
+		rr_info("trainer exited with status %d", code);
+	r->child = 0;
+	r->ask_pending = 0;
+	if (code == 0 || going || r->terminate_after) {
+		r->finishing = 1;
+		r->exit_code = code;
+		return;
+	}
+	if (r->restarts >= r->cfg->max_restarts) {
+		if (r->cfg->max_restarts)
+			rr_error("trainer failed %u times; giving up", r->restarts + 1);
+		r->finishing = 1;
+		r->exit_code = code;
+		return;
+	}
+	r->restarts++;
+	r->attempt++;
+	int64_t delay = 1000LL << (r->restarts - 1 < 5 ? r->restarts - 1 : 5);
+	if (delay > RESTART_BACKOFF_MAX_MS)
+		delay = RESTART_BACKOFF_MAX_MS;
+	r->restart_at = rr_mono_ms() + delay;
+	rr_info("restarting the trainer in %.0f s (restart %u of %u)%s%s", (double)delay / 1000.0,
+		r->restarts, r->cfg->max_restarts, r->newest[0] ? " from " : "", r->newest);
+	cJSON *ev = cJSON_CreateObject();
+	if (ev) {
+		cJSON_AddNumberToObject(ev, "exit_status", code);
+		cJSON_AddNumberToObject(ev, "attempt", r->attempt);
+		if (r->newest[0])
+			cJSON_AddStringToObject(ev, "checkpoint", r->newest);
+		rr_persister_record(r->persister, "restart", ev);
+	}
+}
+
+static void s_on_signal(struct s_run *r, int sig)
+{
+	if (sig == SIGCHLD) {
+		int exited = 0, status = 0;
+		rr_supervisor_reap(r->child, &exited, &status);
+		if (exited && r->child) {
+			r->child_exited = 1;
+			r->child_status = status;
+		}
+		return;
+	}
+	if (sig == SIGTERM || sig == SIGINT) {
+		if (r->terminate_after || r->finishing || !r->child) {
+			/* The second one: no more waiting. */
+			rr_info("SIG%s again: giving up waiting", rr_signal_name(sig));
+			if (r->child && !r->child_exited)
+				kill(-r->child, sig);
+			else
+				rr_persister_cancel(r->persister);
+			r->term_forwarded = 1;
+			if (!r->child) {
+				r->finishing = 1;
+				if (!r->exit_code)
+					r->exit_code = 128 + sig;
+				r->restart_at = 0;
+			}
+			r->terminate_after = 1;
+			return;
+		}
+		struct rr_notice n = { .kind = RR_NOTICE_TERMINATE, .source = RR_SOURCE_SIGNAL };
+		n.received_unix = rr_wall_ms() / 1000;
+		n.deadline_unix = n.received_unix + r->cfg->grace_ms / 1000;
+		r->terminate_after = 1;
+		if (r->notice_active) {
+			/* Already checkpointing for another notice: SIGTERM once that is durable. */
+			if (r->notice_durable)
+				s_forward_term(r, "checkpoint already durable");
+			else if (!r->deadline_mono || r->deadline_mono > rr_mono_ms() + r->cfg->grace_ms)
+				r->deadline_mono = rr_mono_ms() + r->cfg->grace_ms;
+			return;
+		}
+		s_start_notice(r, &n);
+		return;
+	}
+	if (r->child && !r->child_exited)
+		kill(r->child, sig);
+}
+
+static int64_t s_min_timeout(int64_t cur, int64_t at, int64_t now)
+{
+	int64_t t = at > now ? at - now : 0;
+	return cur < 0 || t < cur ? t : cur;
+}
+
+static int s_loop(struct s_run *r)
+{
+	struct pollfd fds[3] = {
+		{ .fd = r->sfd, .events = POLLIN },
+		{ .fd = rr_watcher_fd(r->watcher), .events = POLLIN },
+		{ .fd = rr_persister_fd(r->persister), .events = POLLIN },
+	};
+
+	for (;;) {
+		int64_t now = rr_mono_ms(), timeout = -1;
+
+		if (r->finishing && !rr_persister_busy(r->persister))
+			break;
+		if (r->finishing && r->deadline_mono && now >= r->deadline_mono &&
+		    !r->notice_durable) {
+			rr_warn("deadline passed with the persist unfinished; the store keeps its "
+				"previous checkpoint");
+			rr_persister_cancel(r->persister);
+			break;
+		}
+		if (r->cfg->notice_file)
+			timeout = s_min_timeout(timeout, now + NOTICE_FILE_POLL_MS, now);
+		if (r->ask_pending)
+			timeout = s_min_timeout(timeout, now + HANDLER_RETRY_MS, now);
+		if (r->next_every)
+			timeout = s_min_timeout(timeout, r->next_every, now);
+		if (r->restart_at)
+			timeout = s_min_timeout(timeout, r->restart_at, now);
+		if (r->deadline_mono && (r->terminate_after || r->finishing))
+			timeout = s_min_timeout(timeout, r->deadline_mono, now);
+
+		int n = poll(fds, 3, (int)(timeout < 0 ? -1 : timeout > 60000 ? 60000 : timeout));
+		if (n < 0 && errno != EINTR) {
+			rr_error("poll: %s", strerror(errno));
+			return EXIT_AGENT_ERROR;
+		}
+		if (fds[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				s_on_signal(r, (int)si.ssi_signo);
+		}
+		/* Commits before exits: a trainer that commits and exits at once is seen in order. */
+		if (rr_watcher_process(r->watcher, s_on_commit, r) != 0)
+			rr_warn("checkpoint watcher error; rescanning");
+		if (fds[2].revents & POLLIN) {
+			struct rr_persist_result res[8];
+			size_t k;
+			while ((k = rr_persister_collect(r->persister, res, 8)) > 0)
+				for (size_t i = 0; i < k; i++)
+					s_on_persisted(r, &res[i]);
+		}
+		if (r->child && r->child_exited)
+			s_on_child_exit(r);
+
+		now = rr_mono_ms();
+		if (r->cfg->notice_file)
+			s_check_notice_file(r);
+		if (r->ask_pending)
+			s_ask_checkpoint(r);
+		if (r->next_every && now >= r->next_every) {
+			r->next_every = now + r->cfg->every_ms;
+			if (!r->notice_active)
+				s_ask_checkpoint(r);
+		}
+		if (r->terminate_after && r->deadline_mono && now >= r->deadline_mono)
+			s_forward_term(r, "deadline reached before the checkpoint was durable");
+		if (r->restart_at && now >= r->restart_at && !r->finishing) {
+			r->restart_at = 0;
+			int rc = s_launch(r);
+			if (rc) {
+				r->finishing = 1;
+				r->exit_code = rc;
+			}
+		}
+	}
+	return r->exit_code;
+}
+
+/* ---- start-up ---- */
+
+static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
+{
+	struct rr_catalog *c = NULL;
+	struct rr_restore_stats st;
+	char name[256];
+	int rc;
+
+	*baseline = NULL;
+	rc = rr_catalog_load(r->store, r->cfg->run_id, &c);
+	if (rc) {
+		rr_error("cannot read run '%s' in store %s: %s", r->cfg->run_id, r->store->url,
+			 rr_strerror(rc));
+		return EXIT_AGENT_ERROR;
+	}
+	if (c->n == 0) {
+		rr_info("no checkpoint of run '%s' in %s: fresh start", r->cfg->run_id,
+			r->store->url);
+		rr_catalog_destroy(c);
+		return 0;
+	}
+	rc = rr_restore_newest(r->store, r->cfg->run_id, c, r->ckpt_dir, r->cfg->threads, name,
+			       sizeof(name), &st);
+	if (rc) {
+		rr_error("no checkpoint of run '%s' could be restored (%s); not starting from "
+			 "scratch over them (use another --run-id for a fresh start)",
+			 r->cfg->run_id, rr_strerror(rc));
+		rr_catalog_destroy(c);
+		return EXIT_AGENT_ERROR;
+	}
+	char b1[16], b2[16];
+	if (st.already_present)
+		rr_info("checkpoint %s is already here and identical; nothing copied", name);
+	else
+		rr_info("restored %s: %llu files, %s (%s read from the store, %llu files already "
+			"here) in %.2f s",
+			name, (unsigned long long)st.files, rr_format_bytes(st.bytes, b1),
+			rr_format_bytes(st.downloaded_bytes, b2), (unsigned long long)st.kept_files,
+			(double)st.elapsed_ms / 1000.0);
+	for (size_t i = 0; i < c->n; i++)
+		if (strcmp(c->entries[i].name, name) == 0) {
+			*baseline = c->entries[i].manifest; /* taken over by the persister */
+			c->entries[i].manifest = NULL;
+		}
+	cJSON *ev = cJSON_CreateObject();
+	if (ev) {
+		cJSON_AddStringToObject(ev, "checkpoint", name);
+		cJSON_AddNumberToObject(ev, "bytes", (double)st.bytes);
+		cJSON_AddNumberToObject(ev, "downloaded_bytes", (double)st.downloaded_bytes);
+		cJSON_AddNumberToObject(ev, "elapsed_ms", (double)st.elapsed_ms);
+		cJSON_AddBoolToObject(ev, "already_present", st.already_present);
+		/* Before the trainer starts, so written at once. */
+		if (rr_event_record(r->store, r->cfg->run_id, "restore", ev) != 0)
+			rr_warn("could not record the restore event");
+	}
+	rr_catalog_destroy(c);
+	return 0;
+}
+
+/* Blocks every signal the loop handles (it reads them from a signalfd, tini-style: no
+ * handlers). Synchronous faults stay unblocked. */
+static int s_signals_setup(void)
+{
+	sigset_t set;
+	sigfillset(&set);
+	for (int s = 0, sync_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP,
+					SIGSYS, SIGTTIN, SIGTTOU, SIGTSTP, SIGKILL, SIGSTOP };
+	     s < (int)(sizeof(sync_sigs) / sizeof(sync_sigs[0])); s++)
+		sigdelset(&set, sync_sigs[s]);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+		return -1;
+	signal(SIGPIPE, SIG_IGN);
+	sigdelset(&set, SIGPIPE);
+	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+int rr_run(const struct rr_config *cfg)
+{
+	struct s_run r = { .cfg = cfg, .sfd = -1 };
+	struct rr_manifest *baseline = NULL;
+	struct rr_persister_config pc;
+	int rc, code = EXIT_AGENT_ERROR;
+
+	rc = rr_supervisor_resolve(cfg->argv[0], &r.exe);
+	if (rc) {
+		rr_error("cannot run '%s': %s", cfg->argv[0],
+			 rc == RR_ENOENT ? "command not found" : "permission denied");
+		return rc == RR_ENOENT ? 127 : 126;
+	}
+	/* Threads created from here on (the persister's) inherit the blocked mask. */
+	r.sfd = s_signals_setup();
+	if (r.sfd < 0) {
+		rr_error("cannot set up signal handling: %s", strerror(errno));
+		goto out;
+	}
+	if (getpid() != 1)
+		prctl(PR_SET_CHILD_SUBREAPER, 1); /* orphans of the trainer come to us */
+
+	if (rr_mkdir_p(cfg->checkpoint_dir) != 0 || !realpath(cfg->checkpoint_dir, r.ckpt_dir)) {
+		rr_error("cannot create the checkpoint directory %s: %s", cfg->checkpoint_dir,
+			 strerror(errno));
+		goto out;
+	}
+	snprintf(r.notice_path, sizeof(r.notice_path), "%s/%s", r.ckpt_dir, NOTICE_FILE_NAME);
+	unlink(r.notice_path); /* a stale one from a previous machine's run */
+
+	rc = rr_store_open(cfg->store_url, &r.store);
+	if (rc) {
+		rr_error("cannot open store %s: %s", cfg->store_url,
+			 rc == RR_EUNSUPPORTED ? "this build supports file:// stores only" :
+						 rr_strerror(rc));
+		goto out;
+	}
+	if (s_restore_at_start(&r, &baseline) != 0)
+		goto out;
+
+	pc = (struct rr_persister_config){
+		.store = r.store, .run_id = cfg->run_id, .checkpoint_dir = r.ckpt_dir,
+		.keep = cfg->keep, .threads = cfg->threads, .zstd_level = cfg->zstd_level,
+		.gc_grace_ms = cfg->gc_grace_ms,
+	};
+	rc = rr_persister_new(&pc, baseline, &r.persister);
+	if (!rc)
+		rc = rr_watcher_new(r.ckpt_dir, &r.watcher);
+	if (rc) {
+		rr_error("cannot start: %s", rr_strerror(rc));
+		goto out;
+	}
+	/* Checkpoints already here: the newest is what the trainer resumes from, and is
+	 * persisted if the store does not have it yet. */
+	rr_watcher_scan(r.watcher, s_on_commit, &r);
+	if (cfg->every_ms)
+		r.next_every = rr_mono_ms() + cfg->every_ms;
+
+	code = s_launch(&r);
+	if (code == 0)
+		code = s_loop(&r);
+out:
+	if (r.persister && rr_persister_busy(r.persister) && code != EXIT_AGENT_ERROR)
+		rr_warn("leaving with a persist unfinished");
+	rr_persister_destroy(r.persister);
+	rr_watcher_destroy(r.watcher);
+	rr_store_destroy(r.store);
+	if (r.notice_path[0])
+		unlink(r.notice_path);
+	if (r.sfd >= 0)
+		close(r.sfd);
+	free(r.exe);
+	return code;
+}

@@ -1,0 +1,586 @@
+/* The trainer's supervisor: spawn (after git's run-command), reaping (after tini), and
+ * delivery of the checkpoint signal only to the processes of the trainer's group that
+ * installed a handler for it (DESIGN.md §2, "Who gets the signal"). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rr/buf.h"
+#include "rr/error.h"
+#include "rr/log.h"
+#include "rr/supervisor.h"
+
+extern char **environ;
+
+#define S_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+#define S_MAX_SIGNAL 64
+/* /proc/PID/status can carry up to 65536 supplementary groups (~720 KiB); stat is one
+ * short line. Both ceilings are far above anything the kernel writes. */
+#define S_STATUS_MAX (2u << 20)
+#define S_STAT_MAX (64u << 10)
+
+/* ---- resolve ---------------------------------------------------------------------- */
+
+/* 0 when path is something execve could run, RR_ENOENT when it does not exist,
+ * RR_EACCES when it exists but is not an executable regular file. */
+static int s_check_executable(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0) {
+		if (errno == EACCES || errno == EPERM)
+			return RR_EACCES;
+		return RR_ENOENT;
+	}
+	/* execve refuses directories and other non-regular files with EACCES. */
+	if (!S_ISREG(st.st_mode))
+		return RR_EACCES;
+	/* AT_EACCESS: execve checks the effective ids, not the real ones. */
+	if (faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) < 0)
+		return RR_EACCES;
+	return 0;
+}
+
+int rr_supervisor_resolve(const char *cmd, char **path_out)
+{
+	const char *path, *p, *end;
+	size_t cmd_len;
+	int seen_eacces = 0;
+
+	if (!cmd || !path_out)
+		return RR_EINVAL;
+	*path_out = NULL;
+	if (!*cmd)
+		return RR_ENOENT;
+
+	if (strchr(cmd, '/')) {
+		int rc = s_check_executable(cmd);
+		if (rc)
+			return rc;
+		*path_out = strdup(cmd);
+		return *path_out ? 0 : RR_ENOMEM;
+	}
+
+	path = getenv("PATH");
+	if (!path)
+		path = S_DEFAULT_PATH;
+	cmd_len = strlen(cmd);
+
+	for (p = path;; p = end + 1) {
+		size_t dir_len;
+		char *cand;
+		int rc;
+
+		end = strchrnul(p, ':');
+		dir_len = (size_t)(end - p);
+		if (dir_len == 0) {
+			/* An empty entry is the current directory, as in execvp. */
+			p = ".";
+			dir_len = 1;
+		}
+		if (dir_len > SIZE_MAX - cmd_len - 2)
+			return RR_ETOOBIG;
+		cand = malloc(dir_len + 1 + cmd_len + 1);
+		if (!cand)
+			return RR_ENOMEM;
+		memcpy(cand, p, dir_len);
+		cand[dir_len] = '/';
+		memcpy(cand + dir_len + 1, cmd, cmd_len + 1);
+
+		rc = s_check_executable(cand);
+		if (rc == 0) {
+			*path_out = cand;
+			return 0;
+		}
+		free(cand);
+		/* Like execvp: remember a match we may not run, but keep looking for a later
+		 * one we may. */
+		if (rc == RR_EACCES)
+			seen_eacces = 1;
+		if (*end == '\0')
+			break;
+	}
+	return seen_eacces ? RR_EACCES : RR_ENOENT;
+}
+
+/* ---- spawn ------------------------------------------------------------------------ */
+
+static int s_exec_error(int e)
+{
+	switch (e) {
+	case ENOENT:
+	case ENOTDIR:
+		return RR_ENOENT;
+	case EACCES:
+	case EPERM:
+		return RR_EACCES;
+	}
+	return RR_EIO;
+}
+
+/* Runs in the forked child: async-signal-safe calls only. Never returns. */
+static void __attribute__((noreturn)) s_child(const char *path, char *const argv[],
+					      char *const envp[], int err_fd,
+					      const struct sigaction *dfl, const sigset_t *empty)
+{
+	int sig, e;
+
+	/* Every signal is still blocked (see the parent), so no inherited handler can run
+	 * here before it is reset. Ignored signals would stay ignored across execve. */
+	for (sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		/* glibc refuses its internal real-time signals with EINVAL; that is fine. */
+		(void)sigaction(sig, dfl, NULL);
+	}
+	/* The agent blocks everything for its signalfd; the trainer must not inherit it. */
+	(void)sigprocmask(SIG_SETMASK, empty, NULL);
+	/* Cannot fail for a fresh child of ours; the parent does the same to close the race. */
+	(void)setpgid(0, 0);
+
+	execve(path, argv, envp);
+
+	e = errno;
+	while (write(err_fd, &e, sizeof(e)) < 0 && errno == EINTR)
+		;
+	_exit(127);
+}
+
+int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[],
+			pid_t *pid_out, int *exec_errno)
+{
+	struct sigaction dfl;
+	sigset_t all, old, empty;
+	int fds[2] = { -1, -1 };
+	int child_errno = 0;
+	size_t got = 0;
+	pid_t pid;
+
+	if (exec_errno)
+		*exec_errno = 0;
+	if (pid_out)
+		*pid_out = -1;
+	if (!path || !argv || !argv[0] || !pid_out)
+		return RR_EINVAL;
+	if (!envp)
+		envp = environ;
+
+	/* Everything the child touches is ready before fork. */
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigfillset(&all);
+	sigemptyset(&empty);
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		if (exec_errno)
+			*exec_errno = errno;
+		return rr_error_from_errno(errno);
+	}
+
+	/* Block every signal across fork so no handler of ours runs in the child before
+	 * it has reset the dispositions (git's run-command does the same). */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		s_child(path, argv, envp, fds[1], &dfl, &empty);
+	}
+	if (pid < 0) {
+		int e = errno;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		close(fds[0]);
+		close(fds[1]);
+		if (exec_errno)
+			*exec_errno = e;
+		return rr_error_from_errno(e);
+	}
+	/* EACCES: the child has already exec'd (and so already ran its own setpgid);
+	 * ESRCH: it is already gone. Both are the child's race to win. */
+	(void)setpgid(pid, pid);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(fds[1]);
+
+	/* EOF means the close-on-exec pipe closed: execve succeeded. */
+	while (got < sizeof(child_errno)) {
+		ssize_t n = read(fds[0], (char *)&child_errno + got, sizeof(child_errno) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fds[0]);
+
+	if (got == 0) {
+		*pid_out = pid;
+		return 0;
+	}
+
+	/* The child failed before or in execve and is exiting with 127: collect it so it
+	 * does not linger as a zombie the caller never heard of. */
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (got < sizeof(child_errno))
+		child_errno = EIO; /* a torn report; cannot happen with a pipe, be safe */
+	if (exec_errno)
+		*exec_errno = child_errno;
+	return s_exec_error(child_errno);
+}
+
+/* ---- /proc ------------------------------------------------------------------------ */
+
+/* Reads a whole /proc file into b (reset first). RR_ENOENT when the process is gone. */
+static int s_read_proc(const char *path, struct rr_buf *b)
+{
+	int fd, rc = 0;
+
+	rr_buf_reset(b);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return (errno == ENOENT || errno == ESRCH) ? RR_ENOENT : rr_error_from_errno(errno);
+	for (;;) {
+		ssize_t n;
+
+		rc = rr_buf_reserve(b, 4096);
+		if (rc)
+			goto out;
+		n = read(fd, b->data + b->len, b->cap - b->len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = errno == ESRCH ? RR_ENOENT : rr_error_from_errno(errno);
+			goto out;
+		}
+		if (n == 0)
+			break;
+		b->len += (size_t)n;
+	}
+	b->data[b->len] = '\0';
+out:
+	close(fd);
+	return rc;
+}
+
+static int s_hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Finds "key" at the start of a line of text and returns what follows it, past blanks;
+ * NULL when absent. */
+static const char *s_status_field(const char *text, const char *key)
+{
+	size_t key_len = strlen(key);
+	const char *line = text;
+
+	while (line && *line) {
+		if (strncmp(line, key, key_len) == 0) {
+			const char *v = line + key_len;
+			while (*v == ' ' || *v == '\t')
+				v++;
+			return v;
+		}
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	return NULL;
+}
+
+/* Tests bit sig-1 of a hex mask such as SigCgt's "0000000000014a02", whatever its
+ * width. 1 or 0; RR_EIO when the field is not a hex mask. */
+static int s_mask_has_signal(const char *v, int sig)
+{
+	size_t ndigits = 0, bit = (size_t)(sig - 1), idx;
+	int d;
+
+	while (s_hex_value(v[ndigits]) >= 0)
+		ndigits++;
+	if (ndigits == 0 || (v[ndigits] != '\n' && v[ndigits] != '\0'))
+		return RR_EIO;
+	idx = bit / 4; /* hex digit counted from the right */
+	if (idx >= ndigits)
+		return 0;
+	d = s_hex_value(v[ndigits - 1 - idx]);
+	return (d >> (bit % 4)) & 1;
+}
+
+static int s_proc_handles_signal(pid_t pid, int sig, struct rr_buf *b)
+{
+	char path[64];
+	const char *v;
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	rc = s_read_proc(path, b);
+	if (rc)
+		return rc;
+	/* A zombie keeps its SigCgt until reaped, but nothing will ever run a handler. */
+	v = s_status_field((const char *)b->data, "State:");
+	if (v && (*v == 'Z' || *v == 'X'))
+		return 0;
+	v = s_status_field((const char *)b->data, "SigCgt:");
+	if (!v)
+		return RR_EIO;
+	return s_mask_has_signal(v, sig);
+}
+
+int rr_proc_handles_signal(pid_t pid, int sig)
+{
+	struct rr_buf b;
+	int rc;
+
+	if (pid <= 0 || sig < 1 || sig > S_MAX_SIGNAL)
+		return RR_EINVAL;
+	rr_buf_init(&b, S_STATUS_MAX);
+	rc = s_proc_handles_signal(pid, sig, &b);
+	rr_buf_free(&b);
+	return rc;
+}
+
+/* Parses a decimal pid_t-sized number at *p, advancing *p. -1 when there is none. */
+static long s_parse_long(const char **p)
+{
+	char *end;
+	long v;
+
+	if (**p < '0' || **p > '9')
+		return -1;
+	errno = 0;
+	v = strtol(*p, &end, 10);
+	if (errno || v > INT_MAX)
+		return -1;
+	*p = end;
+	return v;
+}
+
+/* Process group of pid from /proc/PID/stat; RR_ENOENT when gone, RR_EIO if malformed.
+ * comm (field 2) may hold spaces and ')', so fields are counted from the last ')'. */
+static int s_proc_pgrp(pid_t pid, struct rr_buf *b, pid_t *pgrp)
+{
+	char path[64];
+	const char *p;
+	long v;
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	rc = s_read_proc(path, b);
+	if (rc)
+		return rc;
+	p = strrchr((const char *)b->data, ')');
+	/* ") S 1234 5678": state (3), ppid (4), pgrp (5). */
+	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
+		return RR_EIO;
+	p += 4;
+	if (s_parse_long(&p) < 0 || *p++ != ' ')
+		return RR_EIO;
+	v = s_parse_long(&p);
+	if (v < 0 || *p != ' ')
+		return RR_EIO;
+	*pgrp = (pid_t)v;
+	return 0;
+}
+
+/* A pidfd pins the process so a pid recycled between our checks and the kill cannot
+ * be signalled by mistake. -1 when unavailable (old kernel, seccomp): plain kill then. */
+static int s_pidfd_open(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+static int s_send(pid_t pid, int pidfd, int sig)
+{
+#ifdef SYS_pidfd_send_signal
+	if (pidfd >= 0)
+		return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+#endif
+	(void)pidfd;
+	return kill(pid, sig);
+}
+
+int rr_supervisor_signal_handlers(pid_t pgid, int sig)
+{
+	struct rr_buf b;
+	struct dirent *de;
+	DIR *dir;
+	int count = 0;
+
+	if (pgid <= 0 || sig < 1 || sig > S_MAX_SIGNAL)
+		return RR_EINVAL;
+	dir = opendir("/proc");
+	if (!dir)
+		return rr_error_from_errno(errno);
+	rr_buf_init(&b, S_STATUS_MAX);
+
+	while ((errno = 0, de = readdir(dir)) != NULL) {
+		const char *name = de->d_name;
+		pid_t pid, pgrp;
+		long v;
+		int pidfd, rc;
+
+		v = s_parse_long(&name);
+		if (v <= 0 || *name != '\0')
+			continue;
+		pid = (pid_t)v;
+
+		pidfd = s_pidfd_open(pid);
+		if (pidfd < 0 && errno == ESRCH)
+			continue;
+		if (s_proc_pgrp(pid, &b, &pgrp) == 0 && pgrp == pgid) {
+			rc = s_proc_handles_signal(pid, sig, &b);
+			if (rc == 1) {
+				if (s_send(pid, pidfd, sig) == 0) {
+					rr_debug("sent SIG%s to pid %ld", rr_signal_name(sig),
+						 (long)pid);
+					count++;
+				} else if (errno != ESRCH) {
+					rr_warn("cannot send SIG%s to pid %ld: %s",
+						rr_signal_name(sig), (long)pid, strerror(errno));
+				}
+			}
+		}
+		if (pidfd >= 0)
+			close(pidfd);
+	}
+
+	rr_buf_free(&b);
+	closedir(dir);
+	return count;
+}
+
+/* ---- reaping and exit status ------------------------------------------------------ */
+
+int rr_supervisor_reap(pid_t child, int *exited, int *status)
+{
+	int count = 0;
+
+	if (exited)
+		*exited = 0;
+	for (;;) {
+		int st;
+		pid_t pid = waitpid(-1, &st, WNOHANG);
+
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* ECHILD: nothing left to wait for */
+		}
+		if (pid == 0)
+			break;
+		count++;
+		if (pid == child) {
+			if (exited)
+				*exited = 1;
+			if (status)
+				*status = st;
+		}
+	}
+	return count;
+}
+
+int rr_exit_code_from_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	if (WIFSTOPPED(status))
+		return 128 + WSTOPSIG(status); /* what a shell reports for a stopped job */
+	return 255;
+}
+
+/* ---- signal names ----------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	int sig;
+} s_signals[] = {
+	{ "HUP", SIGHUP },	 { "INT", SIGINT },	  { "QUIT", SIGQUIT },
+	{ "ILL", SIGILL },	 { "TRAP", SIGTRAP },	  { "ABRT", SIGABRT },
+	{ "BUS", SIGBUS },	 { "FPE", SIGFPE },	  { "KILL", SIGKILL },
+	{ "USR1", SIGUSR1 },	 { "SEGV", SIGSEGV },	  { "USR2", SIGUSR2 },
+	{ "PIPE", SIGPIPE },	 { "ALRM", SIGALRM },	  { "TERM", SIGTERM },
+	{ "CHLD", SIGCHLD },	 { "CONT", SIGCONT },	  { "STOP", SIGSTOP },
+	{ "TSTP", SIGTSTP },	 { "TTIN", SIGTTIN },	  { "TTOU", SIGTTOU },
+	{ "URG", SIGURG },	 { "XCPU", SIGXCPU },	  { "XFSZ", SIGXFSZ },
+	{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },	  { "WINCH", SIGWINCH },
+	{ "IO", SIGIO },	 { "PWR", SIGPWR },	  { "SYS", SIGSYS },
+};
+
+/* ASCII-only, so the answer does not depend on the locale (Turkish 'i'). */
+static int s_ascii_casecmp(const char *a, const char *b)
+{
+	for (;; a++, b++) {
+		int ca = (unsigned char)*a, cb = (unsigned char)*b;
+		if (ca >= 'a' && ca <= 'z')
+			ca -= 'a' - 'A';
+		if (cb >= 'a' && cb <= 'z')
+			cb -= 'a' - 'A';
+		if (ca != cb || ca == 0)
+			return ca - cb;
+	}
+}
+
+int rr_signal_from_name(const char *name, int *sig_out)
+{
+	size_t i;
+
+	if (!name || !sig_out || !*name)
+		return RR_EINVAL;
+	if (name[0] >= '0' && name[0] <= '9') {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(name, &end, 10);
+		if (errno || *end != '\0' || v < 1 || v > S_MAX_SIGNAL)
+			return RR_EINVAL;
+		*sig_out = (int)v;
+		return 0;
+	}
+	if ((name[0] == 'S' || name[0] == 's') && (name[1] == 'I' || name[1] == 'i') &&
+	    (name[2] == 'G' || name[2] == 'g'))
+		name += 3;
+	for (i = 0; i < sizeof(s_signals) / sizeof(s_signals[0]); i++) {
+		if (s_ascii_casecmp(name, s_signals[i].name) == 0) {
+			*sig_out = s_signals[i].sig;
+			return 0;
+		}
+	}
+	return RR_EINVAL;
+}
+
+const char *rr_signal_name(int sig)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(s_signals) / sizeof(s_signals[0]); i++) {
+		if (s_signals[i].sig == sig)
+			return s_signals[i].name;
+	}
+	return "?";
+}

@@ -1,0 +1,51 @@
+/* Command line and environment (DESIGN §3): flags > environment > defaults. */
+#ifndef RR_CONFIG_H
+#define RR_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum rr_command { RR_CMD_RUN, RR_CMD_LS, RR_CMD_RESTORE, RR_CMD_VERIFY, RR_CMD_GC,
+		  RR_CMD_HELP, RR_CMD_VERSION };
+
+struct rr_config {
+	enum rr_command command;
+	const char *store_url;
+	const char *run_id;
+	const char *checkpoint_dir;
+	const char *notice_file;  /* NULL: none */
+	int64_t grace_ms;
+	int checkpoint_signal;
+	int64_t every_ms;         /* 0: off */
+	unsigned keep;
+	unsigned max_restarts;
+	int log_json;
+	int verbose;
+	unsigned threads;
+	int zstd_level;
+	/* subcommands */
+	const char *checkpoint;   /* --checkpoint NAME */
+	const char *to;           /* restore --to DIR */
+	int64_t gc_grace_ms;
+	/* the trainer command (run): argv[0..argc-1], NULL-terminated */
+	char **argv;
+	int argc;
+};
+
+/* Parses argv (and the environment) into cfg. Strings point into argv/environ. Returns 0;
+ * RR_EINVAL with a one-line message in err for bad usage. For --help, cfg->command is
+ * RR_CMD_HELP and help_for tells which command's help to print. */
+int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_command *help_for,
+		    char *err, size_t err_len);
+
+/* Prints the help of one command to stdout. */
+void rr_config_print_help(enum rr_command cmd);
+
+/* "90s", "30m", "2h", "1500ms", or plain seconds → milliseconds (at most 30 days).
+ * Returns 0 or RR_EINVAL. */
+int rr_parse_duration_ms(const char *s, int64_t *out);
+
+/* A decimal integer in [min, max], nothing else. Returns 0 or RR_EINVAL. */
+int rr_parse_int(const char *s, long long min, long long max, long long *out);
+
+#endif

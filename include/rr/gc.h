@@ -1,0 +1,29 @@
+/* Retention: keep the newest N committed checkpoints of a run, delete older manifests, then
+ * chunks that no remaining manifest references. */
+#ifndef RR_GC_H
+#define RR_GC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rr/store.h"
+
+#define RR_GC_GRACE_MS_DEFAULT (3600 * 1000) /* chunks younger than this are never deleted */
+
+struct rr_gc_stats {
+	size_t checkpoints_deleted;
+	size_t chunks_deleted;
+	uint64_t bytes_freed;
+	size_t chunks_young; /* unreferenced but within the grace period */
+};
+
+/* Keeps the `keep` (at least 1) newest committed checkpoints and everything newer than the
+ * newest committed one (uploads in flight elsewhere); deletes the manifests of older
+ * checkpoints, then unreferenced chunks older than grace_ms (uploads in flight have written
+ * chunks before their manifest). Manifests it cannot read are never deleted, and while one
+ * exists no chunk is. Never touches the newest committed checkpoint.
+ * Returns 0 or the store's error. */
+int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t grace_ms,
+	      struct rr_gc_stats *stats);
+
+#endif

@@ -1,0 +1,43 @@
+/* Persists one committed checkpoint directory into the store: chunks, then the manifest
+ * (create-only). LATEST, the ledger and retention are the caller's next steps. */
+#ifndef RR_PERSIST_H
+#define RR_PERSIST_H
+
+#include <stdint.h>
+
+#include "rr/manifest.h"
+#include "rr/store.h"
+
+struct rr_persist_opts {
+	const char *run_id;
+	const char *host;                   /* recorded in the manifest; may be NULL */
+	int zstd_level;
+	unsigned threads;                   /* workers encoding, hashing and storing */
+	const struct rr_manifest *previous; /* segments whose original bytes are unchanged
+					     * since this manifest reuse its chunks */
+	const volatile int *cancel;         /* non-zero: stop soon with RR_ECANCELED */
+};
+
+struct rr_persist_stats {
+	uint64_t files;
+	uint64_t bytes;           /* original bytes */
+	uint64_t stored_bytes;    /* bytes the checkpoint occupies in the store */
+	uint64_t new_bytes;       /* stored bytes written by this persist */
+	uint64_t segments, reused_segments;
+	int64_t elapsed_ms;
+};
+
+/* Persists <ckpt_dir>/<name>. It first hard-links the files into a private staging
+ * directory (<ckpt_dir>/.resume-run-staging/<name>) so that a trainer deleting old
+ * checkpoints cannot pull files away mid-read. On success *manifest_out (may be NULL) gets
+ * the manifest written (caller destroys). Returns 0; RR_EEXIST when the store already holds
+ * a manifest of that name (nothing written); RR_ENOENT when the directory is gone;
+ * RR_ECANCELED; or the store's error (the store then has no manifest for it, so the
+ * previous checkpoint stays the newest committed one). */
+int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *name,
+			  int64_t committed_unix_ms, const struct rr_persist_opts *opts,
+			  struct rr_manifest **manifest_out, struct rr_persist_stats *stats);
+
+#define RR_STAGING_DIR ".resume-run-staging"
+
+#endif

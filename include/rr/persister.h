@@ -1,0 +1,65 @@
+/* The background persister: one thread that takes committed checkpoints (the newest wins;
+ * a notice's checkpoint goes ahead of everything) and ledger events, persists them, moves
+ * LATEST forward (compare-and-swap), and applies retention. The event loop never waits on
+ * it: it is told of finished work through a readable file descriptor. */
+#ifndef RR_PERSISTER_H
+#define RR_PERSISTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "rr/manifest.h"
+#include "rr/persist.h"
+#include "rr/store.h"
+
+struct rr_persister_config {
+	struct rr_store *store;
+	const char *run_id;
+	const char *checkpoint_dir;
+	unsigned keep;
+	unsigned threads;
+	int zstd_level;
+	int64_t gc_grace_ms;
+};
+
+struct rr_persist_result {
+	char name[256];
+	int rc;       /* 0, RR_EEXIST (already in the store), RR_ECANCELED, or an error */
+	int urgent;
+	struct rr_persist_stats stats;
+};
+
+struct rr_persister;
+
+/* Starts the thread. baseline (may be NULL; copied by reference and taken over) is the
+ * newest checkpoint already in the store: older submissions are ignored and its unchanged
+ * segments are reused. Returns 0 or an rr_error; *out is the caller's to destroy. */
+int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *baseline,
+		     struct rr_persister **out);
+
+/* Queues a committed checkpoint. Only the newest queued one is kept. urgent: persist it
+ * before anything else, setting aside an older persist in progress. */
+void rr_persister_submit(struct rr_persister *p, const char *name, int64_t committed_unix_ms,
+			 int urgent);
+
+/* Queues a ledger event (fields taken over, may be NULL). */
+void rr_persister_record(struct rr_persister *p, const char *kind, cJSON *fields);
+
+/* Readable when results are waiting (eventfd). */
+int rr_persister_fd(const struct rr_persister *p);
+
+/* Moves up to max finished results into out; returns how many. */
+size_t rr_persister_collect(struct rr_persister *p, struct rr_persist_result *out, size_t max);
+
+/* 1 while anything is queued or running. */
+int rr_persister_busy(struct rr_persister *p);
+
+/* Cancels the persist in progress (it ends with RR_ECANCELED) and drops queued work. */
+void rr_persister_cancel(struct rr_persister *p);
+
+/* Stops the thread (finishing the current job) and frees everything; NULL is fine. */
+void rr_persister_destroy(struct rr_persister *p);
+
+#endif

@@ -1,0 +1,21 @@
+/* Progress of a long persist or restore: a live line on a terminal, otherwise a line every
+ * 10 s with bytes, MB/s and time left. Quiet for operations that finish within 2 s.
+ * Thread-safe: workers call rr_progress_add concurrently. */
+#ifndef RR_PROGRESS_H
+#define RR_PROGRESS_H
+
+#include <stdint.h>
+
+struct rr_progress;
+
+/* what: e.g. "persist step-200"; total: bytes expected. Returns NULL when out of memory
+ * (callers may pass NULL to the other functions, which then do nothing). */
+struct rr_progress *rr_progress_new(const char *what, uint64_t total);
+void rr_progress_add(struct rr_progress *p, uint64_t bytes);
+/* Ends a live line (if one was shown) and frees p; NULL is fine. */
+void rr_progress_destroy(struct rr_progress *p);
+
+/* Formats bytes as "12.3 MB" into out (at least 16 bytes). Returns out. */
+const char *rr_format_bytes(uint64_t bytes, char *out);
+
+#endif

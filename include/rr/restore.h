@@ -1,0 +1,45 @@
+/* Puts a checkpoint from the store back on disk, trusting nothing: every chunk's sha256,
+ * every decoded segment's sha256, every path confined to the target. */
+#ifndef RR_RESTORE_H
+#define RR_RESTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rr/catalog.h"
+#include "rr/manifest.h"
+#include "rr/store.h"
+
+struct rr_restore_stats {
+	uint64_t files, bytes;
+	uint64_t downloaded_bytes; /* stored bytes fetched */
+	uint64_t kept_files;       /* already present and identical: linked, not copied */
+	int already_present;       /* the whole checkpoint was there already */
+	int64_t elapsed_ms;
+};
+
+/* Restores m into <parent>/<m->checkpoint>/. It builds the checkpoint in a dot-directory
+ * beside it and renames it into place, so the final name only ever holds a complete,
+ * verified checkpoint. Files of an existing directory of that name that are identical are
+ * kept (linked, not copied); if that directory differed, it is moved aside to
+ * ".<name>.local-<unix-ms>" and the log says so. Modes are restored without
+ * setuid/setgid/sticky bits. Returns 0; RR_ECORRUPT (reason in why) when stored data is
+ * damaged or missing; or an I/O error. Nothing is left behind on failure. */
+int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
+			  const char *parent, unsigned threads, struct rr_restore_stats *stats,
+			  char *why, size_t why_len);
+
+/* Re-reads every chunk of m and checks it as restore would, writing nothing.
+ * Returns 0 or RR_ECORRUPT with the reason in why. */
+int rr_verify_checkpoint(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
+			 unsigned threads, char *why, size_t why_len);
+
+/* Restores the newest committed checkpoint of the catalog into parent, falling back to
+ * older ones (loudly) when one is damaged. On success copies the restored name into
+ * name_out (cap bytes). Returns 0, RR_ENOENT when there is nothing to restore, or the
+ * error of the last attempt. */
+int rr_restore_newest(struct rr_store *s, const char *run_id, const struct rr_catalog *c,
+		      const char *parent, unsigned threads, char *name_out, size_t cap,
+		      struct rr_restore_stats *stats);
+
+#endif

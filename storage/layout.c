@@ -1,0 +1,80 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "rr/error.h"
+#include "rr/hash.h"
+#include "rr/layout.h"
+
+static int s_fmt_ok(int n)
+{
+	return n >= 0 && n < RR_KEY_MAX ? 0 : RR_EINVAL;
+}
+
+int rr_key_chunk(char *out, const char *run_id, const char *sha)
+{
+	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/chunks/%.2s/%s", run_id, sha, sha));
+}
+
+int rr_key_manifest(char *out, const char *run_id, const char *checkpoint)
+{
+	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/checkpoints/%s/manifest.json", run_id,
+				 checkpoint));
+}
+
+int rr_key_latest(char *out, const char *run_id)
+{
+	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/LATEST", run_id));
+}
+
+int rr_key_event(char *out, const char *run_id, int64_t unix_ms, const char *kind)
+{
+	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/events/%013lld-%s.json", run_id,
+				 (long long)unix_ms, kind));
+}
+
+int rr_key_checkpoints_prefix(char *out, const char *run_id)
+{
+	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/checkpoints/", run_id));
+}
+
+int rr_key_chunks_prefix(char *out, const char *run_id)
+{
+	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/chunks/", run_id));
+}
+
+/* Returns the rest of key after "<run_id>/<dir>", or NULL. */
+static const char *s_under(const char *key, const char *run_id, const char *dir)
+{
+	size_t r = strlen(run_id), d = strlen(dir);
+	if (strncmp(key, run_id, r) != 0 || key[r] != '/' || strncmp(key + r + 1, dir, d) != 0)
+		return NULL;
+	return key + r + 1 + d;
+}
+
+int rr_key_parse_manifest(const char *key, const char *run_id, char *name, size_t cap)
+{
+	static const char tail[] = "/manifest.json";
+	const char *rest = s_under(key, run_id, "checkpoints/");
+	const char *slash;
+	size_t n;
+
+	if (!rest || !(slash = strchr(rest, '/')) || strcmp(slash, tail) != 0)
+		return 0;
+	n = (size_t)(slash - rest);
+	if (n == 0 || n >= cap)
+		return 0;
+	memcpy(name, rest, n);
+	name[n] = '\0';
+	return 1;
+}
+
+const char *rr_key_parse_chunk(const char *key, const char *run_id)
+{
+	const char *rest = s_under(key, run_id, "chunks/");
+	if (!rest || strlen(rest) != 3 + RR_SHA256_HEX_LEN || rest[2] != '/')
+		return NULL;
+	rest += 3;
+	if (!rr_is_sha256_hex(rest) || strncmp(rest, rest - 3, 2) != 0)
+		return NULL;
+	return rest;
+}

@@ -1,0 +1,1000 @@
+/* Manifest and LATEST (DESIGN §4). Both are read from the store, which restore trusts no
+ * more than the network it came over: every parse below has a size ceiling, checks every
+ * number before converting it from cJSON's double, and says in one line what it refused. */
+#include <limits.h>
+#include <math.h> /* isfinite, a macro: no libm */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "rr/error.h"
+#include "rr/manifest.h"
+
+#define S_INT_MAX ((uint64_t)1 << 53) /* largest integer a JSON double holds exactly */
+#define S_MAX_FILES 1000000u
+#define S_MAX_CHUNKS 1000000u
+#define S_MAX_STORED ((uint64_t)RR_CHUNK_MAX_RAW * 2) /* zstd never grows data this much */
+#define S_MAX_MODE 07777u
+#define S_LABEL_MAX 255  /* run_id, host */
+#define S_PATH_MAX 4096
+#define S_LATEST_MAX_BYTES (64u << 10)
+#define S_QUOTE_SRC 64   /* bytes of an outside string shown in a reason */
+#define S_QUOTE_CAP (S_QUOTE_SRC * 4 + 8)
+#define S_WHERE_CAP 96
+
+struct s_ctx {
+	char *why;
+	size_t why_len;
+	size_t nchunks; /* chunk references seen so far, against S_MAX_CHUNKS */
+};
+
+__attribute__((format(printf, 3, 4))) static int s_fail(struct s_ctx *c, int rc,
+							 const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->why && c->why_len) {
+		va_start(ap, fmt);
+		vsnprintf(c->why, c->why_len, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+/* Writes src as a quoted, escaped, possibly shortened string, so that a hostile name
+ * cannot break the one-line reason (or the log line it ends up in). */
+static const char *s_quote(char dst[S_QUOTE_CAP], const char *src)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = strlen(src), shown = n, o = 0;
+
+	if (shown > S_QUOTE_SRC) {
+		shown = S_QUOTE_SRC;
+		/* do not cut a UTF-8 sequence in half */
+		while (shown > 0 && ((unsigned char)src[shown] & 0xc0) == 0x80)
+			shown--;
+	}
+	dst[o++] = '"';
+	for (size_t i = 0; i < shown; i++) {
+		unsigned char ch = (unsigned char)src[i];
+		if (ch == '"' || ch == '\\') {
+			dst[o++] = '\\';
+			dst[o++] = (char)ch;
+		} else if (ch < 0x20 || ch == 0x7f) {
+			dst[o++] = '\\';
+			dst[o++] = 'x';
+			dst[o++] = hex[ch >> 4];
+			dst[o++] = hex[ch & 15];
+		} else {
+			dst[o++] = (char)ch;
+		}
+	}
+	dst[o++] = '"';
+	if (shown < n) {
+		memcpy(dst + o, "...", 3);
+		o += 3;
+	}
+	dst[o] = '\0';
+	return dst;
+}
+
+static int s_has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
+/* cJSON keeps numbers as doubles and prints them with "%1.15g", falling back to "%1.17g"
+ * only when the short form misses by more than its relative epsilon. So a few integers
+ * in [2^52, 2^53] print as a neighbour (2^53 - 1 comes out as 9.00719925474099e+15).
+ * Both the writer and the reader refuse such values, so that what is read is what was
+ * written and the checksum (taken over cJSON's printing) is stable. */
+static int s_prints_exactly(double d)
+{
+	char buf[64];
+	cJSON item;
+
+	if (d < 1e15)
+		return 1; /* at most 15 digits: "%1.15g" is exact */
+	memset(&item, 0, sizeof(item));
+	item.type = cJSON_Number;
+	item.valuedouble = d;
+	item.valueint = INT_MAX; /* what cJSON_CreateNumber stores for large values */
+	if (!cJSON_PrintPreallocated(&item, buf, (int)sizeof(buf), 0))
+		return 0;
+	return strtod(buf, NULL) == d;
+}
+
+static int s_uint_writable(uint64_t v)
+{
+	return v <= S_INT_MAX && s_prints_exactly((double)v);
+}
+
+/* Refuses a second member of one of our names: cJSON would keep both and read the first,
+ * other JSON readers the last, and the two must not disagree about a manifest. */
+static int s_check_members(struct s_ctx *c, const cJSON *obj, const char *const *keys,
+			   size_t nkeys, const char *where)
+{
+	unsigned seen[16] = { 0 };
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, obj)
+	{
+		if (!it->string)
+			continue;
+		for (size_t k = 0; k < nkeys && k < 16; k++) {
+			if (strcmp(it->string, keys[k]) == 0 && ++seen[k] > 1)
+				return s_fail(c, RR_ECORRUPT, "%s\"%s\" appears twice", where,
+					      keys[k]);
+		}
+	}
+	return 0;
+}
+
+static int s_get_item(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
+		      const cJSON **out)
+{
+	*out = cJSON_GetObjectItemCaseSensitive(obj, key);
+	if (!*out)
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is missing", where, key);
+	return 0;
+}
+
+static int s_get_string(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
+			const char **out)
+{
+	const cJSON *it;
+	int rc = s_get_item(c, obj, key, where, &it);
+	if (rc)
+		return rc;
+	if (!cJSON_IsString(it) || !it->valuestring)
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not a string", where, key);
+	*out = it->valuestring;
+	return 0;
+}
+
+static int s_get_array(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
+		       const cJSON **out, size_t *n)
+{
+	int rc = s_get_item(c, obj, key, where, out);
+	if (rc)
+		return rc;
+	if (!cJSON_IsArray(*out))
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not an array", where, key);
+	*n = (size_t)cJSON_GetArraySize(*out);
+	return 0;
+}
+
+/* An integer in [0, max] (max at most 2^53), checked before it leaves the double. */
+static int s_get_uint(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
+		      uint64_t max, uint64_t *out)
+{
+	const cJSON *it;
+	double d;
+	int rc = s_get_item(c, obj, key, where, &it);
+
+	if (rc)
+		return rc;
+	if (!cJSON_IsNumber(it))
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not a number", where, key);
+	d = it->valuedouble;
+	if (!isfinite(d))
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not a finite number", where, key);
+	if (d < 0)
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is negative (%.17g)", where, key, d);
+	if (d > (double)max)
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is %.*g, above the limit %llu", where,
+			      key, d < 1e21 ? 21 : 6, d, (unsigned long long)max);
+	/* 0 <= d <= 2^53 here, so the conversion is defined */
+	if ((double)(uint64_t)d != d)
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not an integer (%.17g)", where, key, d);
+	if (!s_prints_exactly(d))
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" (%.0f) cannot be written back exactly",
+			      where, key, d);
+	*out = (uint64_t)d;
+	return 0;
+}
+
+static int s_get_hex(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
+		     char out[RR_SHA256_HEX_LEN + 1])
+{
+	char q[S_QUOTE_CAP];
+	const char *s;
+	int rc = s_get_string(c, obj, key, where, &s);
+
+	if (rc)
+		return rc;
+	if (!rr_is_sha256_hex(s))
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" %s is not 64 lowercase hex digits", where,
+			      key, s_quote(q, s));
+	memcpy(out, s, RR_SHA256_HEX_LEN + 1);
+	return 0;
+}
+
+/* 1..255 bytes, no control characters: names that go into log lines. */
+static int s_get_label(struct s_ctx *c, const cJSON *obj, const char *key, char **out)
+{
+	char q[S_QUOTE_CAP];
+	const char *s;
+	size_t n;
+	int rc = s_get_string(c, obj, key, "", &s);
+
+	if (rc)
+		return rc;
+	n = strlen(s);
+	if (n == 0 || n > S_LABEL_MAX || s_has_control(s))
+		return s_fail(c, RR_ECORRUPT,
+			      "\"%s\" %s must be 1..%d bytes without control characters", key,
+			      s_quote(q, s), S_LABEL_MAX);
+	*out = strdup(s);
+	return *out ? 0 : RR_ENOMEM;
+}
+
+/* Parses len bytes (no NUL needed) into a JSON object; nothing but whitespace may follow. */
+static int s_parse_object(struct s_ctx *c, const char *what, const char *text, size_t len,
+			  cJSON **out)
+{
+	const char *end = NULL;
+	char *copy;
+	size_t pos;
+
+	/* A terminated private copy: cJSON has read past unterminated buffers before
+	 * (CVE-2023-53154), and the store's bytes deserve no such chance. */
+	copy = malloc(len + 1);
+	if (!copy)
+		return RR_ENOMEM;
+	if (len)
+		memcpy(copy, text, len);
+	copy[len] = '\0';
+	*out = cJSON_ParseWithLengthOpts(copy, len, &end, 0);
+	pos = end && end >= copy && end <= copy + len ? (size_t)(end - copy) : len;
+	if (*out) {
+		while (pos < len && copy[pos] != '\0' && strchr(" \t\r\n", copy[pos]))
+			pos++;
+	}
+	free(copy);
+	if (!*out)
+		return s_fail(c, RR_ECORRUPT, "%s is not valid JSON (error near byte %zu of %zu)",
+			      what, pos, len);
+	if (pos != len) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		return s_fail(c, RR_ECORRUPT, "%s has data after its JSON value (at byte %zu)",
+			      what, pos);
+	}
+	if (!cJSON_IsObject(*out)) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		return s_fail(c, RR_ECORRUPT, "%s is not a JSON object", what);
+	}
+	return 0;
+}
+
+/* The checksum covers the manifest exactly as cJSON prints it without "checksum", so any
+ * member, known or not, and any value the parser read differently are covered. */
+static int s_verify_checksum(struct s_ctx *c, cJSON *root)
+{
+	char q[S_QUOTE_CAP], got[RR_SHA256_HEX_LEN + 1];
+	cJSON *sum;
+	char *body = NULL;
+	int rc;
+
+	sum = cJSON_DetachItemFromObjectCaseSensitive(root, "checksum");
+	if (!sum)
+		return s_fail(c, RR_ECORRUPT, "checksum is missing");
+	if (!cJSON_IsString(sum) || !sum->valuestring) {
+		rc = s_fail(c, RR_ECORRUPT, "checksum is not a string");
+		goto out;
+	}
+	if (!rr_is_sha256_hex(sum->valuestring)) {
+		rc = s_fail(c, RR_ECORRUPT, "checksum %s is not 64 lowercase hex digits",
+			    s_quote(q, sum->valuestring));
+		goto out;
+	}
+	body = cJSON_PrintUnformatted(root);
+	if (!body) {
+		rc = RR_ENOMEM;
+		goto out;
+	}
+	rr_sha256_hex(body, strlen(body), got);
+	if (strcmp(got, sum->valuestring) != 0) {
+		rc = s_fail(c, RR_ECORRUPT,
+			    "checksum mismatch: manifest says %.12s..., its content hashes to "
+			    "%.12s...",
+			    sum->valuestring, got);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(body);
+	cJSON_Delete(sum);
+	return rc;
+}
+
+static int s_parse_chunk(struct s_ctx *c, const cJSON *j, const char *where,
+			 struct rr_chunk_ref *ch)
+{
+	static const char *const keys[] = { "sha256", "size", "stored_size" };
+	int rc;
+
+	if (!cJSON_IsObject(j))
+		return s_fail(c, RR_ECORRUPT, "%sis not an object", where);
+	rc = s_check_members(c, j, keys, sizeof(keys) / sizeof(keys[0]), where);
+	if (!rc)
+		rc = s_get_hex(c, j, "sha256", where, ch->sha256);
+	if (!rc)
+		rc = s_get_uint(c, j, "size", where, RR_CHUNK_MAX_RAW, &ch->size);
+	if (!rc)
+		rc = s_get_uint(c, j, "stored_size", where, S_MAX_STORED, &ch->stored_size);
+	if (rc)
+		return rc;
+	if (ch->size == 0)
+		return s_fail(c, RR_ECORRUPT, "%s\"size\" is 0", where);
+	if (ch->stored_size == 0)
+		return s_fail(c, RR_ECORRUPT, "%s\"stored_size\" is 0", where);
+	return 0;
+}
+
+static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si,
+			   uint64_t expect_offset, uint64_t file_size, struct rr_segment *sg)
+{
+	static const char *const keys[] = { "offset", "length", "encoding", "raw_sha256",
+					    "chunks" };
+	char where[S_WHERE_CAP], cwhere[S_WHERE_CAP], q[S_QUOTE_CAP];
+	const cJSON *chunks, *it;
+	const char *enc;
+	uint64_t sum = 0;
+	size_t n, k = 0;
+	int rc;
+
+	snprintf(where, sizeof(where), "file %zu segment %zu: ", fi, si);
+	if (!cJSON_IsObject(j))
+		return s_fail(c, RR_ECORRUPT, "%sis not an object", where);
+	rc = s_check_members(c, j, keys, sizeof(keys) / sizeof(keys[0]), where);
+	if (!rc)
+		rc = s_get_uint(c, j, "offset", where, S_INT_MAX, &sg->offset);
+	if (!rc)
+		rc = s_get_uint(c, j, "length", where, S_INT_MAX, &sg->length);
+	if (rc)
+		return rc;
+	if (sg->offset > expect_offset)
+		return s_fail(c, RR_ECORRUPT, "%soffset %llu leaves a gap (expected %llu)", where,
+			      (unsigned long long)sg->offset, (unsigned long long)expect_offset);
+	if (sg->offset < expect_offset)
+		return s_fail(c, RR_ECORRUPT,
+			      "%soffset %llu overlaps the previous segment (expected %llu)", where,
+			      (unsigned long long)sg->offset, (unsigned long long)expect_offset);
+	if (sg->length == 0)
+		return s_fail(c, RR_ECORRUPT, "%s\"length\" is 0", where);
+	/* both at most 2^53: the sum cannot wrap */
+	if (sg->offset + sg->length > file_size)
+		return s_fail(c, RR_ECORRUPT, "%sends at %llu, past the file size %llu", where,
+			      (unsigned long long)(sg->offset + sg->length),
+			      (unsigned long long)file_size);
+
+	rc = s_get_string(c, j, "encoding", where, &enc);
+	if (rc)
+		return rc;
+	if (rr_encoding_from_name(enc, &sg->encoding) != 0)
+		return s_fail(c, RR_ECORRUPT, "%sunknown encoding %s", where, s_quote(q, enc));
+	rc = s_get_hex(c, j, "raw_sha256", where, sg->raw_sha256);
+	if (!rc)
+		rc = s_get_array(c, j, "chunks", where, &chunks, &n);
+	if (rc)
+		return rc;
+	if (n == 0)
+		return s_fail(c, RR_ECORRUPT, "%shas no chunks", where);
+	if (n > S_MAX_CHUNKS - c->nchunks)
+		return s_fail(c, RR_ETOOBIG, "manifest names more than %u chunks", S_MAX_CHUNKS);
+	c->nchunks += n;
+	sg->chunks = calloc(n, sizeof(*sg->chunks));
+	if (!sg->chunks)
+		return RR_ENOMEM;
+	sg->nchunks = n;
+	cJSON_ArrayForEach(it, chunks)
+	{
+		if (k >= n)
+			break;
+		snprintf(cwhere, sizeof(cwhere), "file %zu segment %zu chunk %zu: ", fi, si, k);
+		rc = s_parse_chunk(c, it, cwhere, &sg->chunks[k]);
+		if (rc)
+			return rc;
+		/* each size is at most 2^26 and there are at most 10^6: no wrap, but say so */
+		if (sg->chunks[k].size > UINT64_MAX - sum)
+			return s_fail(c, RR_ECORRUPT, "%schunk sizes overflow", where);
+		sum += sg->chunks[k].size;
+		k++;
+	}
+	if (sg->encoding == RR_ENC_ZSTD && sum != sg->length)
+		return s_fail(c, RR_ECORRUPT, "%schunk sizes add up to %llu, not the length %llu",
+			      where, (unsigned long long)sum, (unsigned long long)sg->length);
+	return 0;
+}
+
+static int s_parse_file(struct s_ctx *c, const cJSON *j, size_t fi, struct rr_file_entry *fe)
+{
+	static const char *const keys[] = { "path", "mode", "size", "segments" };
+	char where[S_WHERE_CAP], q[S_QUOTE_CAP];
+	const cJSON *segs, *it;
+	const char *path;
+	uint64_t mode, next = 0;
+	size_t n, k = 0;
+	int rc;
+
+	snprintf(where, sizeof(where), "file %zu: ", fi);
+	if (!cJSON_IsObject(j))
+		return s_fail(c, RR_ECORRUPT, "%sis not an object", where);
+	rc = s_check_members(c, j, keys, sizeof(keys) / sizeof(keys[0]), where);
+	if (!rc)
+		rc = s_get_string(c, j, "path", where, &path);
+	if (rc)
+		return rc;
+	if (!rr_path_is_safe(path))
+		return s_fail(c, RR_EPATH, "%spath %s leaves the checkpoint directory", where,
+			      s_quote(q, path));
+	fe->path = strdup(path);
+	if (!fe->path)
+		return RR_ENOMEM;
+	rc = s_get_uint(c, j, "mode", where, S_MAX_MODE, &mode);
+	if (!rc)
+		rc = s_get_uint(c, j, "size", where, S_INT_MAX, &fe->size);
+	if (!rc)
+		rc = s_get_array(c, j, "segments", where, &segs, &n);
+	if (rc)
+		return rc;
+	fe->mode = (uint32_t)mode;
+	if (fe->size == 0 && n != 0)
+		return s_fail(c, RR_ECORRUPT, "%sis empty but has %zu segments", where, n);
+	if (fe->size != 0 && n == 0)
+		return s_fail(c, RR_ECORRUPT, "%shas %llu bytes but no segments", where,
+			      (unsigned long long)fe->size);
+	/* every segment holds a chunk: bound the allocation before making it */
+	if (n > S_MAX_CHUNKS - c->nchunks)
+		return s_fail(c, RR_ETOOBIG, "manifest names more than %u chunks", S_MAX_CHUNKS);
+	if (n) {
+		fe->segs = calloc(n, sizeof(*fe->segs));
+		if (!fe->segs)
+			return RR_ENOMEM;
+		fe->nsegs = n;
+	}
+	cJSON_ArrayForEach(it, segs)
+	{
+		if (k >= n)
+			break;
+		rc = s_parse_segment(c, it, fi, k, next, fe->size, &fe->segs[k]);
+		if (rc)
+			return rc;
+		next = fe->segs[k].offset + fe->segs[k].length;
+		k++;
+	}
+	if (next != fe->size)
+		return s_fail(c, RR_ECORRUPT, "%ssegments cover %llu of its %llu bytes", where,
+			      (unsigned long long)next, (unsigned long long)fe->size);
+	return 0;
+}
+
+struct s_path_ref {
+	const char *path;
+	size_t index;
+};
+
+/* Orders paths component by component ('/' below every other byte), so that a path
+ * sorts right before the paths inside it as a directory: "a" < "a/b" < "a-b". */
+static int s_path_cmp(const void *pa, const void *pb)
+{
+	const unsigned char *a = (const unsigned char *)((const struct s_path_ref *)pa)->path;
+	const unsigned char *b = (const unsigned char *)((const struct s_path_ref *)pb)->path;
+
+	for (;; a++, b++) {
+		int ca = *a == '/' ? 1 : *a == 0 ? 0 : *a + 1;
+		int cb = *b == '/' ? 1 : *b == 0 ? 0 : *b + 1;
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
+		if (ca == 0)
+			break;
+	}
+	/* equal paths: keep the report stable (the later file is the duplicate) */
+	size_t ia = ((const struct s_path_ref *)pa)->index;
+	size_t ib = ((const struct s_path_ref *)pb)->index;
+	return ia < ib ? -1 : ia > ib;
+}
+
+/* Refuses a path named twice, and a file that is also a directory of another file's path:
+ * restore could only satisfy one of them. In the order above, if p is a directory of some
+ * path, it is one of the path right after p, so neighbours are all we compare. */
+static int s_check_paths(struct s_ctx *c, const struct rr_manifest *m)
+{
+	char q1[S_QUOTE_CAP], q2[S_QUOTE_CAP];
+	struct s_path_ref *refs;
+	int rc = 0;
+
+	if (m->nfiles < 2)
+		return 0;
+	refs = calloc(m->nfiles, sizeof(*refs));
+	if (!refs)
+		return RR_ENOMEM;
+	for (size_t i = 0; i < m->nfiles; i++) {
+		refs[i].path = m->files[i].path;
+		refs[i].index = i;
+	}
+	qsort(refs, m->nfiles, sizeof(*refs), s_path_cmp);
+	for (size_t i = 1; i < m->nfiles; i++) {
+		const char *a = refs[i - 1].path, *b = refs[i].path;
+		size_t na = strlen(a);
+		if (strcmp(a, b) == 0) {
+			rc = s_fail(c, RR_ECORRUPT, "file %zu: path %s is also file %zu's",
+				    refs[i].index, s_quote(q1, b), refs[i - 1].index);
+			break;
+		}
+		if (strncmp(a, b, na) == 0 && b[na] == '/') {
+			rc = s_fail(c, RR_ECORRUPT,
+				    "file %zu: path %s is inside file %zu's path %s, which is "
+				    "not a directory",
+				    refs[i].index, s_quote(q1, b), refs[i - 1].index, s_quote(q2, a));
+			break;
+		}
+	}
+	free(refs);
+	return rc;
+}
+
+int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, char *why,
+		      size_t why_len)
+{
+	static const char *const keys[] = { "format",	  "run_id",	     "checkpoint",
+					    "host",	  "committed_unix_ms", "created_unix_ms",
+					    "files",	  "checksum" };
+	struct s_ctx c = { why, why_len, 0 };
+	struct rr_manifest *m = NULL;
+	cJSON *root = NULL;
+	const cJSON *files, *it;
+	const char *fmt, *name;
+	char q[S_QUOTE_CAP];
+	uint64_t t;
+	size_t n, i = 0;
+	int rc;
+
+	if (why && why_len)
+		why[0] = '\0';
+	if (!out || (!text && len))
+		return s_fail(&c, RR_EINVAL, "no manifest given");
+	*out = NULL;
+	if (len > RR_MANIFEST_MAX_BYTES)
+		return s_fail(&c, RR_ETOOBIG, "manifest is %zu bytes, above the ceiling of %u",
+			      len, RR_MANIFEST_MAX_BYTES);
+	rc = s_parse_object(&c, "manifest", text ? text : "", len, &root);
+	if (rc)
+		goto out;
+	rc = s_check_members(&c, root, keys, sizeof(keys) / sizeof(keys[0]), "");
+	if (rc)
+		goto out;
+	rc = s_get_string(&c, root, "format", "", &fmt);
+	if (rc)
+		goto out;
+	if (strcmp(fmt, RR_MANIFEST_FORMAT) != 0) {
+		rc = s_fail(&c, RR_ECORRUPT, "format %s is not \"%s\"", s_quote(q, fmt),
+			    RR_MANIFEST_FORMAT);
+		goto out;
+	}
+	rc = s_verify_checksum(&c, root);
+	if (rc)
+		goto out;
+
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		rc = RR_ENOMEM;
+		goto out;
+	}
+	rc = s_get_label(&c, root, "run_id", &m->run_id);
+	if (rc)
+		goto out;
+	rc = s_get_string(&c, root, "checkpoint", "", &name);
+	if (rc)
+		goto out;
+	if (!rr_checkpoint_name_valid(name)) {
+		rc = s_fail(&c, RR_ECORRUPT, "checkpoint name %s is not valid", s_quote(q, name));
+		goto out;
+	}
+	m->checkpoint = strdup(name);
+	if (!m->checkpoint) {
+		rc = RR_ENOMEM;
+		goto out;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(root, "host");
+	if (it && !cJSON_IsNull(it)) {
+		rc = s_get_label(&c, root, "host", &m->host);
+		if (rc)
+			goto out;
+	}
+	rc = s_get_uint(&c, root, "committed_unix_ms", "", S_INT_MAX, &t);
+	if (rc)
+		goto out;
+	m->committed_unix_ms = (int64_t)t;
+	rc = s_get_uint(&c, root, "created_unix_ms", "", S_INT_MAX, &t);
+	if (rc)
+		goto out;
+	m->created_unix_ms = (int64_t)t;
+
+	rc = s_get_array(&c, root, "files", "", &files, &n);
+	if (rc)
+		goto out;
+	if (n > S_MAX_FILES) {
+		rc = s_fail(&c, RR_ETOOBIG, "manifest names %zu files, more than %u", n,
+			    S_MAX_FILES);
+		goto out;
+	}
+	if (n) {
+		m->files = calloc(n, sizeof(*m->files));
+		if (!m->files) {
+			rc = RR_ENOMEM;
+			goto out;
+		}
+		m->nfiles = n;
+	}
+	cJSON_ArrayForEach(it, files)
+	{
+		if (i >= n)
+			break;
+		rc = s_parse_file(&c, it, i, &m->files[i]);
+		if (rc)
+			goto out;
+		i++;
+	}
+	rc = s_check_paths(&c, m);
+	if (rc)
+		goto out;
+	*out = m;
+	m = NULL;
+out:
+	if (rc == RR_ENOMEM)
+		s_fail(&c, rc, "out of memory reading the manifest");
+	rr_manifest_destroy(m);
+	cJSON_Delete(root);
+	return rc;
+}
+
+void rr_manifest_destroy(struct rr_manifest *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; m->files && i < m->nfiles; i++) {
+		struct rr_file_entry *fe = &m->files[i];
+		for (size_t k = 0; fe->segs && k < fe->nsegs; k++)
+			free(fe->segs[k].chunks);
+		free(fe->segs);
+		free(fe->path);
+	}
+	free(m->files);
+	free(m->run_id);
+	free(m->checkpoint);
+	free(m->host);
+	free(m);
+}
+
+/* --- writing ------------------------------------------------------------------------- */
+
+static int s_add_uint(cJSON *obj, const char *key, uint64_t v)
+{
+	if (!s_uint_writable(v))
+		return RR_EINVAL;
+	return cJSON_AddNumberToObject(obj, key, (double)v) ? 0 : RR_ENOMEM;
+}
+
+static int s_add_string(cJSON *obj, const char *key, const char *v)
+{
+	if (!v)
+		return RR_EINVAL;
+	return cJSON_AddStringToObject(obj, key, v) ? 0 : RR_ENOMEM;
+}
+
+static int s_add_hex(cJSON *obj, const char *key, const char v[RR_SHA256_HEX_LEN + 1])
+{
+	/* the writer does not judge content (tests build bad manifests with it), but it must
+	 * not read past the field */
+	if (!memchr(v, '\0', RR_SHA256_HEX_LEN + 1))
+		return RR_EINVAL;
+	return s_add_string(obj, key, v);
+}
+
+static int s_add_int64(cJSON *obj, const char *key, int64_t v)
+{
+	return v < 0 ? RR_EINVAL : s_add_uint(obj, key, (uint64_t)v);
+}
+
+/* Adds a new empty array or object under key into *out, owned by obj. */
+static int s_add_container(cJSON *parent, const char *key, int array, cJSON **out)
+{
+	*out = array ? cJSON_CreateArray() : cJSON_CreateObject();
+	if (!*out)
+		return RR_ENOMEM;
+	if (key ? !cJSON_AddItemToObject(parent, key, *out)
+		: !cJSON_AddItemToArray(parent, *out)) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		return RR_ENOMEM;
+	}
+	return 0;
+}
+
+static int s_build_segment(cJSON *arr, const struct rr_segment *sg)
+{
+	cJSON *o, *chunks, *co;
+	const char *enc = rr_encoding_name(sg->encoding);
+	int rc;
+
+	if (!enc || (sg->nchunks && !sg->chunks))
+		return RR_EINVAL;
+	rc = s_add_container(arr, NULL, 0, &o);
+	if (!rc)
+		rc = s_add_uint(o, "offset", sg->offset);
+	if (!rc)
+		rc = s_add_uint(o, "length", sg->length);
+	if (!rc)
+		rc = s_add_string(o, "encoding", enc);
+	if (!rc)
+		rc = s_add_hex(o, "raw_sha256", sg->raw_sha256);
+	if (!rc)
+		rc = s_add_container(o, "chunks", 1, &chunks);
+	for (size_t k = 0; !rc && k < sg->nchunks; k++) {
+		const struct rr_chunk_ref *ch = &sg->chunks[k];
+		rc = s_add_container(chunks, NULL, 0, &co);
+		if (!rc)
+			rc = s_add_hex(co, "sha256", ch->sha256);
+		if (!rc)
+			rc = s_add_uint(co, "size", ch->size);
+		if (!rc)
+			rc = s_add_uint(co, "stored_size", ch->stored_size);
+	}
+	return rc;
+}
+
+static int s_build_file(cJSON *arr, const struct rr_file_entry *fe)
+{
+	cJSON *o, *segs;
+	int rc;
+
+	if (fe->mode > S_MAX_MODE || (fe->nsegs && !fe->segs))
+		return RR_EINVAL;
+	rc = s_add_container(arr, NULL, 0, &o);
+	if (!rc)
+		rc = s_add_string(o, "path", fe->path);
+	if (!rc)
+		rc = s_add_uint(o, "mode", fe->mode);
+	if (!rc)
+		rc = s_add_uint(o, "size", fe->size);
+	if (!rc)
+		rc = s_add_container(o, "segments", 1, &segs);
+	for (size_t k = 0; !rc && k < fe->nsegs; k++)
+		rc = s_build_segment(segs, &fe->segs[k]);
+	return rc;
+}
+
+static int s_append_line(struct rr_buf *out, const char *text)
+{
+	size_t n = strlen(text);
+	int rc = rr_buf_reserve(out, n + 1);
+	if (rc)
+		return rc;
+	rr_buf_append(out, text, n);
+	return rr_buf_append(out, "\n", 1);
+}
+
+int rr_manifest_to_json(const struct rr_manifest *m, struct rr_buf *out)
+{
+	char sum[RR_SHA256_HEX_LEN + 1];
+	char *body = NULL, *text = NULL;
+	cJSON *root = NULL, *files;
+	int rc;
+
+	if (!m || !out || (m->nfiles && !m->files))
+		return RR_EINVAL;
+	if (m->nfiles > S_MAX_FILES)
+		return RR_ETOOBIG;
+	root = cJSON_CreateObject();
+	if (!root)
+		return RR_ENOMEM;
+	rc = s_add_string(root, "format", RR_MANIFEST_FORMAT);
+	if (!rc)
+		rc = s_add_string(root, "run_id", m->run_id);
+	if (!rc)
+		rc = s_add_string(root, "checkpoint", m->checkpoint);
+	if (!rc && m->host)
+		rc = s_add_string(root, "host", m->host);
+	if (!rc)
+		rc = s_add_int64(root, "committed_unix_ms", m->committed_unix_ms);
+	if (!rc)
+		rc = s_add_int64(root, "created_unix_ms", m->created_unix_ms);
+	if (!rc)
+		rc = s_add_container(root, "files", 1, &files);
+	for (size_t i = 0; !rc && i < m->nfiles; i++)
+		rc = s_build_file(files, &m->files[i]);
+	if (rc)
+		goto out;
+	body = cJSON_PrintUnformatted(root);
+	if (!body) {
+		rc = RR_ENOMEM;
+		goto out;
+	}
+	rr_sha256_hex(body, strlen(body), sum);
+	rc = s_add_string(root, "checksum", sum);
+	if (rc)
+		goto out;
+	text = cJSON_PrintUnformatted(root);
+	if (!text) {
+		rc = RR_ENOMEM;
+		goto out;
+	}
+	rc = s_append_line(out, text);
+out:
+	free(text);
+	free(body);
+	cJSON_Delete(root);
+	return rc;
+}
+
+static uint64_t s_add_sat(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+uint64_t rr_manifest_total_size(const struct rr_manifest *m)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; m && m->files && i < m->nfiles; i++)
+		total = s_add_sat(total, m->files[i].size);
+	return total;
+}
+
+uint64_t rr_manifest_total_stored(const struct rr_manifest *m)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; m && m->files && i < m->nfiles; i++) {
+		const struct rr_file_entry *fe = &m->files[i];
+		for (size_t k = 0; fe->segs && k < fe->nsegs; k++) {
+			const struct rr_segment *sg = &fe->segs[k];
+			for (size_t j = 0; sg->chunks && j < sg->nchunks; j++)
+				total = s_add_sat(total, sg->chunks[j].stored_size);
+		}
+	}
+	return total;
+}
+
+/* --- names --------------------------------------------------------------------------- */
+
+int rr_path_is_safe(const char *path)
+{
+	const char *comp, *p;
+
+	if (!path || path[0] == '\0' || path[0] == '/' || strnlen(path, S_PATH_MAX + 1) > S_PATH_MAX)
+		return 0;
+	for (comp = p = path;; p++) {
+		unsigned char ch = (unsigned char)*p;
+		if (ch == '/' || ch == '\0') {
+			size_t n = (size_t)(p - comp);
+			if (n == 0 || (n == 1 && comp[0] == '.') ||
+			    (n == 2 && comp[0] == '.' && comp[1] == '.'))
+				return 0;
+			if (ch == '\0')
+				return 1;
+			comp = p + 1;
+		} else if (ch == '\\' || ch < 0x20 || ch == 0x7f) {
+			return 0;
+		}
+	}
+}
+
+int rr_checkpoint_name_valid(const char *name)
+{
+	size_t n;
+
+	if (!name)
+		return 0;
+	n = strnlen(name, 256);
+	if (n == 0 || n > 255 || name[0] == '.' || strchr(name, '/'))
+		return 0;
+	return !s_has_control(name);
+}
+
+static const char *const s_encoding_names[] = {
+	[RR_ENC_ZSTD] = "zstd",
+};
+
+const char *rr_encoding_name(enum rr_encoding e)
+{
+	size_t i = (size_t)e;
+	return i < sizeof(s_encoding_names) / sizeof(s_encoding_names[0]) ? s_encoding_names[i]
+									   : NULL;
+}
+
+int rr_encoding_from_name(const char *name, enum rr_encoding *out)
+{
+	for (size_t i = 0; name && i < sizeof(s_encoding_names) / sizeof(s_encoding_names[0]);
+	     i++) {
+		if (s_encoding_names[i] && strcmp(name, s_encoding_names[i]) == 0) {
+			if (out)
+				*out = (enum rr_encoding)i;
+			return 0;
+		}
+	}
+	return RR_EINVAL;
+}
+
+/* --- LATEST -------------------------------------------------------------------------- */
+
+int rr_latest_to_json(const char *checkpoint, int64_t updated_unix_ms, const char *host,
+		      struct rr_buf *out)
+{
+	char *text = NULL;
+	cJSON *root;
+	int rc;
+
+	if (!out || !rr_checkpoint_name_valid(checkpoint))
+		return RR_EINVAL;
+	root = cJSON_CreateObject();
+	if (!root)
+		return RR_ENOMEM;
+	rc = s_add_string(root, "checkpoint", checkpoint);
+	if (!rc)
+		rc = s_add_int64(root, "updated_unix_ms", updated_unix_ms);
+	if (!rc && host)
+		rc = s_add_string(root, "host", host);
+	if (rc)
+		goto out;
+	text = cJSON_PrintUnformatted(root);
+	if (!text) {
+		rc = RR_ENOMEM;
+		goto out;
+	}
+	/* what we write must be readable back */
+	if (strlen(text) + 1 > S_LATEST_MAX_BYTES) {
+		rc = RR_ETOOBIG;
+		goto out;
+	}
+	rc = s_append_line(out, text);
+out:
+	free(text);
+	cJSON_Delete(root);
+	return rc;
+}
+
+int rr_latest_parse(const char *text, size_t len, char *name_out, size_t name_cap)
+{
+	static const char *const keys[] = { "checkpoint" };
+	struct s_ctx c = { NULL, 0, 0 };
+	cJSON *root = NULL;
+	const char *name;
+	size_t n;
+	int rc;
+
+	if (!name_out || (!text && len))
+		return RR_EINVAL;
+	if (name_cap)
+		name_out[0] = '\0';
+	if (len > S_LATEST_MAX_BYTES)
+		return RR_ETOOBIG;
+	rc = s_parse_object(&c, "LATEST", text ? text : "", len, &root);
+	if (!rc)
+		rc = s_check_members(&c, root, keys, 1, "");
+	if (!rc)
+		rc = s_get_string(&c, root, "checkpoint", "", &name);
+	if (rc)
+		goto out;
+	if (!rr_checkpoint_name_valid(name)) {
+		rc = RR_ECORRUPT;
+		goto out;
+	}
+	n = strlen(name);
+	if (n >= name_cap) {
+		rc = RR_ETOOBIG;
+		goto out;
+	}
+	memcpy(name_out, name, n + 1);
+out:
+	cJSON_Delete(root);
+	return rc;
+}

@@ -1,0 +1,923 @@
+/* Supervisor: PATH resolution, spawn (mask, dispositions, process group, exec errors),
+ * SigCgt-targeted signalling, reaping (including orphans under a subreaper), and signal
+ * names. Real processes throughout; every wait is a bounded poll on a condition. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cunit_main.h"
+#include "rr/error.h"
+#include "rr/supervisor.h"
+
+extern char **environ;
+
+#define S_PYTHON "/usr/bin/python3"
+/* 1000 polls x 10 ms: a 10 s ceiling that only a failing test ever reaches. */
+#define S_POLL_TRIES 1000
+
+/* Installs a SIGUSR1 handler that writes "got" to argv[1], optionally renames the process
+ * (argv[2] becomes its comm), announces readiness with argv[1].ready, then sleeps. */
+static const char s_handler_py[] =
+	"import signal, sys, time\n"
+	"out = sys.argv[1]\n"
+	"if len(sys.argv) > 2:\n"
+	"    with open('/proc/self/comm', 'w') as f:\n"
+	"        f.write(sys.argv[2])\n"
+	"def on_usr1(signum, frame):\n"
+	"    with open(out, 'w') as f:\n"
+	"        f.write('got')\n"
+	"signal.signal(signal.SIGUSR1, on_usr1)\n"
+	"open(out + '.ready', 'w').close()\n"
+	"while True:\n"
+	"    time.sleep(3600)\n";
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+static void s_nap(void)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+static int s_exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* Polls for path to exist; 1 when it does within the ceiling. */
+static int s_wait_for_file(const char *path)
+{
+	for (int i = 0; i < S_POLL_TRIES; i++) {
+		if (s_exists(path))
+			return 1;
+		s_nap();
+	}
+	return 0;
+}
+
+/* Reads up to cap-1 bytes of path into out; -1 when it cannot be opened. */
+static ssize_t s_read_small(const char *path, char *out, size_t cap)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, out, cap - 1);
+	close(fd);
+	out[n < 0 ? 0 : n] = '\0';
+	return n;
+}
+
+static int s_file_equals(const char *path, const char *want)
+{
+	char buf[256];
+	return s_read_small(path, buf, sizeof(buf)) >= 0 && strcmp(buf, want) == 0;
+}
+
+/* Polls for path to hold exactly want. */
+static int s_wait_for_content(const char *path, const char *want)
+{
+	for (int i = 0; i < S_POLL_TRIES; i++) {
+		if (s_file_equals(path, want))
+			return 1;
+		s_nap();
+	}
+	return 0;
+}
+
+static int s_write_file(const char *path, const void *data, size_t len, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -1;
+	if (write(fd, data, len) != (ssize_t)len) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return chmod(path, mode); /* past the umask */
+}
+
+static int s_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void s_rm_rf(const char *dir)
+{
+	nftw(dir, s_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void s_mkdtemp(char *buf, size_t cap)
+{
+	snprintf(buf, cap, "/tmp/rr-sup-test-XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(buf));
+}
+
+static int s_waitpid(pid_t pid)
+{
+	int st = -1;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return st;
+}
+
+static void s_kill_and_wait(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		s_waitpid(pid);
+	}
+}
+
+/* A line of /proc/PID/status, parsed as a hex mask. 0 on success. */
+static int s_status_mask(pid_t pid, const char *key, uint64_t *out)
+{
+	char path[64], buf[8192], *p, *end;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	if (s_read_small(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	for (p = buf; p; p = strchr(p, '\n')) {
+		if (*p == '\n')
+			p++;
+		if (strncmp(p, key, strlen(key)) == 0) {
+			errno = 0;
+			*out = strtoull(p + strlen(key), &end, 16);
+			return (errno || end == p + strlen(key)) ? -1 : 0;
+		}
+	}
+	return -1;
+}
+
+/* The State letter of /proc/PID/status, or 0 when the process is gone. */
+static char s_proc_state(pid_t pid)
+{
+	char path[64], buf[8192], *p;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	if (s_read_small(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strstr(buf, "\nState:");
+	if (!p)
+		return 0;
+	p += strlen("\nState:");
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return *p;
+}
+
+static uint64_t s_bit(int sig)
+{
+	return (uint64_t)1 << (sig - 1);
+}
+
+/* Alive, not a zombie, and sig neither pending nor on its way: if sig had been sent to
+ * a process that does not handle it, the process would be dead or have it pending. */
+static int s_alive_without_pending(pid_t pid, int sig)
+{
+	uint64_t pnd = 0, shd = 0;
+	char state = s_proc_state(pid);
+
+	if (state == 0 || state == 'Z' || state == 'X')
+		return 0;
+	if (s_status_mask(pid, "SigPnd:", &pnd) || s_status_mask(pid, "ShdPnd:", &shd))
+		return 0;
+	return !((pnd | shd) & s_bit(sig));
+}
+
+static int s_spawn_argv(char *const argv[], pid_t *pid)
+{
+	char *path = NULL;
+	int rc, exec_errno = -1;
+
+	rc = rr_supervisor_resolve(argv[0], &path);
+	if (rc)
+		return rc;
+	rc = rr_supervisor_spawn(path, argv, environ, pid, &exec_errno);
+	free(path);
+	return rc;
+}
+
+/* Spawns sh -c script [args...] and returns its wait status. */
+static int s_run_sh(const char *script)
+{
+	char *argv[] = { "sh", "-c", (char *)script, NULL };
+	pid_t pid = -1;
+
+	if (s_spawn_argv(argv, &pid))
+		return -1;
+	return s_waitpid(pid);
+}
+
+/* Keeps PATH and the cwd around a test that changes them. */
+struct s_env {
+	char *path;
+	int cwd_fd;
+};
+
+static void s_env_save(struct s_env *e)
+{
+	const char *p = getenv("PATH");
+	e->path = p ? strdup(p) : NULL;
+	e->cwd_fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+static void s_env_restore(struct s_env *e)
+{
+	if (e->path)
+		setenv("PATH", e->path, 1);
+	else
+		unsetenv("PATH");
+	free(e->path);
+	if (e->cwd_fd >= 0) {
+		CU_ASSERT_EQUAL(fchdir(e->cwd_fd), 0);
+		close(e->cwd_fd);
+	}
+}
+
+/* dir/name as an executable shell script or, with exec 0, as a plain 0644 file. */
+static void s_make_cmd(const char *dir, const char *name, int exec)
+{
+	char path[512];
+	static const char script[] = "#!/bin/sh\nexit 0\n";
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	CU_ASSERT_EQUAL(s_write_file(path, script, sizeof(script) - 1, exec ? 0755 : 0644), 0);
+}
+
+/* ---- resolve ---------------------------------------------------------------------- */
+
+static void test_resolve_missing_command_is_enoent(void)
+{
+	char *path = (char *)"untouched";
+
+	CU_ASSERT_EQUAL(rr_supervisor_resolve("rr-no-such-command-7f3a", &path), RR_ENOENT);
+	CU_ASSERT_PTR_NULL(path);
+	CU_ASSERT_EQUAL(rr_supervisor_resolve("/nonexistent-rr-dir/cmd", &path), RR_ENOENT);
+	CU_ASSERT_EQUAL(rr_supervisor_resolve("", &path), RR_ENOENT);
+	CU_ASSERT_EQUAL(rr_supervisor_resolve(NULL, &path), RR_EINVAL);
+}
+
+static void test_resolve_non_executable_file_is_eacces(void)
+{
+	char dir[64], file[128];
+	char *path = NULL;
+
+	s_mkdtemp(dir, sizeof(dir));
+	s_make_cmd(dir, "plain", 0);
+	snprintf(file, sizeof(file), "%s/plain", dir);
+
+	CU_ASSERT_EQUAL(rr_supervisor_resolve(file, &path), RR_EACCES);
+	CU_ASSERT_PTR_NULL(path);
+	s_rm_rf(dir);
+}
+
+static void test_resolve_directory_is_eacces(void)
+{
+	char dir[64], sub[128];
+	char *path = NULL;
+	struct s_env env;
+
+	s_mkdtemp(dir, sizeof(dir));
+	CU_ASSERT_EQUAL(rr_supervisor_resolve(dir, &path), RR_EACCES);
+
+	/* Found by PATH search too: a directory named like the command. */
+	snprintf(sub, sizeof(sub), "%s/rr-cmd", dir);
+	CU_ASSERT_EQUAL(mkdir(sub, 0755), 0);
+	s_env_save(&env);
+	setenv("PATH", dir, 1);
+	CU_ASSERT_EQUAL(rr_supervisor_resolve("rr-cmd", &path), RR_EACCES);
+	CU_ASSERT_PTR_NULL(path);
+	s_env_restore(&env);
+	s_rm_rf(dir);
+}
+
+static void test_resolve_prefers_later_executable_over_earlier_non_executable(void)
+{
+	char a[64], b[64], search[160], want[128];
+	char *path = NULL;
+	struct s_env env;
+
+	s_mkdtemp(a, sizeof(a));
+	s_mkdtemp(b, sizeof(b));
+	s_make_cmd(a, "rr-cmd", 0);
+	s_make_cmd(b, "rr-cmd", 1);
+	snprintf(search, sizeof(search), "%s:%s", a, b);
+	snprintf(want, sizeof(want), "%s/rr-cmd", b);
+
+	s_env_save(&env);
+	setenv("PATH", search, 1);
+	CU_ASSERT_EQUAL(rr_supervisor_resolve("rr-cmd", &path), 0);
+	CU_ASSERT_STRING_EQUAL(path ? path : "", want);
+	free(path);
+	path = NULL;
+
+	/* With only the non-executable match, the answer is "permission denied". */
+	setenv("PATH", a, 1);
+	CU_ASSERT_EQUAL(rr_supervisor_resolve("rr-cmd", &path), RR_EACCES);
+	CU_ASSERT_PTR_NULL(path);
+	s_env_restore(&env);
+	s_rm_rf(a);
+	s_rm_rf(b);
+}
+
+static void test_resolve_takes_first_executable_match_in_path_order(void)
+{
+	char a[64], b[64], search[200], want[128];
+	char *path = NULL;
+	struct s_env env;
+
+	s_mkdtemp(a, sizeof(a));
+	s_mkdtemp(b, sizeof(b));
+	s_make_cmd(a, "rr-cmd", 1);
+	s_make_cmd(b, "rr-cmd", 1);
+	snprintf(search, sizeof(search), "/nonexistent-rr-dir:%s:%s", a, b);
+	snprintf(want, sizeof(want), "%s/rr-cmd", a);
+
+	s_env_save(&env);
+	setenv("PATH", search, 1);
+	CU_ASSERT_EQUAL(rr_supervisor_resolve("rr-cmd", &path), 0);
+	CU_ASSERT_STRING_EQUAL(path ? path : "", want);
+	free(path);
+	s_env_restore(&env);
+	s_rm_rf(a);
+	s_rm_rf(b);
+}
+
+static void test_resolve_empty_path_entry_means_current_directory(void)
+{
+	static const char *const searches[] = { ":/nonexistent-rr-dir", "/nonexistent-rr-dir:",
+						"/nonexistent-rr-dir::/nonexistent-rr-2", "" };
+	char dir[64];
+	struct s_env env;
+
+	s_mkdtemp(dir, sizeof(dir));
+	s_make_cmd(dir, "rr-cmd", 1);
+	s_env_save(&env);
+	CU_ASSERT_EQUAL_FATAL(chdir(dir), 0);
+	for (size_t i = 0; i < sizeof(searches) / sizeof(searches[0]); i++) {
+		char *path = NULL;
+		setenv("PATH", searches[i], 1);
+		CU_ASSERT_EQUAL(rr_supervisor_resolve("rr-cmd", &path), 0);
+		CU_ASSERT_STRING_EQUAL(path ? path : "", "./rr-cmd");
+		free(path);
+	}
+	s_env_restore(&env);
+	s_rm_rf(dir);
+}
+
+static void test_resolve_uses_default_path_when_unset(void)
+{
+	struct s_env env;
+	char *path = NULL;
+
+	s_env_save(&env);
+	unsetenv("PATH");
+	CU_ASSERT_EQUAL(rr_supervisor_resolve("sh", &path), 0);
+	CU_ASSERT_PTR_NOT_NULL(path);
+	if (path) {
+		CU_ASSERT(strcmp(path, "/usr/local/bin/sh") == 0 ||
+			  strcmp(path, "/usr/bin/sh") == 0 || strcmp(path, "/bin/sh") == 0);
+	}
+	free(path);
+	s_env_restore(&env);
+}
+
+static void test_resolve_uses_command_with_slash_as_is(void)
+{
+	char dir[64];
+	char *path = NULL;
+	struct s_env env;
+
+	CU_ASSERT_EQUAL(rr_supervisor_resolve("/bin/sh", &path), 0);
+	CU_ASSERT_STRING_EQUAL(path ? path : "", "/bin/sh");
+	free(path);
+	path = NULL;
+
+	/* A relative path is not searched for in PATH, even when PATH has the command. */
+	s_mkdtemp(dir, sizeof(dir));
+	s_make_cmd(dir, "rr-cmd", 1);
+	s_env_save(&env);
+	CU_ASSERT_EQUAL_FATAL(chdir(dir), 0);
+	CU_ASSERT_EQUAL(rr_supervisor_resolve("./rr-cmd", &path), 0);
+	CU_ASSERT_STRING_EQUAL(path ? path : "", "./rr-cmd");
+	free(path);
+	path = NULL;
+	setenv("PATH", dir, 1);
+	CU_ASSERT_EQUAL(rr_supervisor_resolve("sub/rr-cmd", &path), RR_ENOENT);
+	s_env_restore(&env);
+	s_rm_rf(dir);
+}
+
+/* ---- spawn ------------------------------------------------------------------------ */
+
+static void test_spawn_passes_exit_code_7(void)
+{
+	int st = s_run_sh("exit 7");
+
+	CU_ASSERT(WIFEXITED(st));
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(st), 7);
+}
+
+static void test_spawn_child_killed_by_sigkill_exits_137(void)
+{
+	int st = s_run_sh("kill -9 $$");
+
+	CU_ASSERT(WIFSIGNALED(st));
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(st), 137);
+}
+
+static void test_spawn_passes_argv_and_envp(void)
+{
+	char *argv[] = { "/bin/sh", "-c", "test \"$RR_X\" = hello && test \"$1\" = 'a b' && "
+					  "test -z \"$HOME\"",
+			 "sh", "a b", NULL };
+	char *envp[] = { "RR_X=hello", "PATH=/usr/bin:/bin", NULL };
+	pid_t pid = -1;
+	int exec_errno = -1;
+
+	CU_ASSERT_EQUAL_FATAL(rr_supervisor_spawn("/bin/sh", argv, envp, &pid, &exec_errno), 0);
+	CU_ASSERT_EQUAL(exec_errno, 0);
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(s_waitpid(pid)), 0);
+}
+
+/* After an exec failure the child must already be reaped: the test process has no
+ * other children at that point. */
+static void s_assert_no_children(void)
+{
+	errno = 0;
+	CU_ASSERT_EQUAL(waitpid(-1, NULL, WNOHANG), -1);
+	CU_ASSERT_EQUAL(errno, ECHILD);
+}
+
+static void test_spawn_missing_path_reports_enoent(void)
+{
+	char *argv[] = { "rr-missing", NULL };
+	pid_t pid = 1234;
+	int exec_errno = 0;
+
+	CU_ASSERT_EQUAL(rr_supervisor_spawn("/nonexistent-rr-dir/rr-missing", argv, environ,
+					    &pid, &exec_errno),
+			RR_ENOENT);
+	CU_ASSERT_EQUAL(exec_errno, ENOENT);
+	CU_ASSERT_EQUAL(pid, -1);
+	s_assert_no_children();
+}
+
+static void test_spawn_directory_reports_eacces(void)
+{
+	char dir[64];
+	char *argv[] = { "dir", NULL };
+	pid_t pid = -1;
+	int exec_errno = 0;
+
+	s_mkdtemp(dir, sizeof(dir));
+	CU_ASSERT_EQUAL(rr_supervisor_spawn(dir, argv, environ, &pid, &exec_errno), RR_EACCES);
+	CU_ASSERT_EQUAL(exec_errno, EACCES);
+	s_assert_no_children();
+	s_rm_rf(dir);
+}
+
+static void test_spawn_garbage_executable_reports_enoexec_as_eio(void)
+{
+	/* No "#!" and no ELF magic: execve (unlike execvp) does not fall back to sh. */
+	static const unsigned char garbage[] = { 0x7f, 'X', 'Y', 0x00, 0x01, 0xfe, 0xff, 'z' };
+	char dir[64], file[128];
+	char *argv[] = { "garbage", NULL };
+	pid_t pid = -1;
+	int exec_errno = 0;
+
+	s_mkdtemp(dir, sizeof(dir));
+	snprintf(file, sizeof(file), "%s/garbage", dir);
+	CU_ASSERT_EQUAL_FATAL(s_write_file(file, garbage, sizeof(garbage), 0755), 0);
+
+	CU_ASSERT_EQUAL(rr_supervisor_spawn(file, argv, environ, &pid, &exec_errno), RR_EIO);
+	CU_ASSERT_EQUAL(exec_errno, ENOEXEC);
+	s_assert_no_children();
+	s_rm_rf(dir);
+}
+
+static void test_spawn_rejects_missing_arguments(void)
+{
+	char *argv[] = { "sh", NULL };
+	char *no_args[] = { NULL };
+	pid_t pid;
+
+	CU_ASSERT_EQUAL(rr_supervisor_spawn(NULL, argv, environ, &pid, NULL), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_supervisor_spawn("/bin/sh", NULL, environ, &pid, NULL), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_supervisor_spawn("/bin/sh", no_args, environ, &pid, NULL), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_supervisor_spawn("/bin/sh", argv, environ, NULL, NULL), RR_EINVAL);
+}
+
+static void s_noop_handler(int sig)
+{
+	(void)sig;
+}
+
+/* The agent blocks every signal (signalfd) and may ignore some; none of it may leak. */
+static void test_spawn_child_starts_with_empty_mask_and_default_dispositions(void)
+{
+	char *argv[] = { "sleep", "1000", NULL };
+	struct sigaction ign = { 0 }, handled = { 0 }, old_pipe, old_int, old_usr2;
+	sigset_t block, old_mask;
+	uint64_t blk = 1, ign_mask = 1, cgt = 1;
+	pid_t pid = -1;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &old_mask);
+	ign.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	sigaction(SIGINT, &ign, &old_int);
+	handled.sa_handler = s_noop_handler;
+	sigaction(SIGUSR2, &handled, &old_usr2);
+
+	CU_ASSERT_EQUAL(s_spawn_argv(argv, &pid), 0);
+
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGUSR2, &old_usr2, NULL);
+	if (pid <= 0)
+		return;
+
+	/* spawn returns only once execve succeeded, and sleep changes none of these. */
+	CU_ASSERT_EQUAL(s_status_mask(pid, "SigBlk:", &blk), 0);
+	CU_ASSERT_EQUAL(s_status_mask(pid, "SigIgn:", &ign_mask), 0);
+	CU_ASSERT_EQUAL(s_status_mask(pid, "SigCgt:", &cgt), 0);
+	CU_ASSERT_EQUAL(blk, 0);
+	CU_ASSERT_EQUAL(ign_mask, 0);
+	CU_ASSERT_EQUAL(cgt, 0);
+	s_kill_and_wait(pid);
+}
+
+static void test_spawn_leaves_parent_signal_mask_unchanged(void)
+{
+	char *argv[] = { "sh", "-c", "exit 0", NULL };
+	sigset_t block, before, after;
+	pid_t pid = -1;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &block, &before);
+	sigprocmask(SIG_BLOCK, NULL, &before);
+
+	CU_ASSERT_EQUAL(s_spawn_argv(argv, &pid), 0);
+	sigprocmask(SIG_BLOCK, NULL, &after);
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sigismember(&before, sig) != sigismember(&after, sig))
+			CU_FAIL("spawn changed the caller's signal mask");
+	}
+	CU_ASSERT(sigismember(&after, SIGUSR1));
+	sigprocmask(SIG_UNBLOCK, &block, NULL);
+	if (pid > 0)
+		s_waitpid(pid);
+}
+
+static void test_spawn_child_leads_its_own_process_group(void)
+{
+	char *argv[] = { "sleep", "1000", NULL };
+	pid_t pid = -1;
+
+	CU_ASSERT_EQUAL_FATAL(s_spawn_argv(argv, &pid), 0);
+	CU_ASSERT_EQUAL(getpgid(pid), pid);
+	CU_ASSERT_NOT_EQUAL(getpgid(pid), getpgrp());
+	s_kill_and_wait(pid);
+}
+
+/* ---- handlers and targeted signals ------------------------------------------------ */
+
+/* Spawns the Python handler script writing to out (comm renamed when comm != NULL) and
+ * waits until its handler is installed. */
+static pid_t s_spawn_handler(const char *out, const char *comm)
+{
+	char ready[256];
+	char *argv[] = { S_PYTHON, "-c", (char *)s_handler_py, (char *)out, (char *)comm, NULL };
+	pid_t pid = -1;
+	int exec_errno;
+
+	if (rr_supervisor_spawn(S_PYTHON, argv, environ, &pid, &exec_errno))
+		return -1;
+	snprintf(ready, sizeof(ready), "%s.ready", out);
+	if (!s_wait_for_file(ready)) {
+		s_kill_and_wait(pid);
+		return -1;
+	}
+	return pid;
+}
+
+static void test_proc_handles_signal_sees_installed_handler(void)
+{
+	char dir[64], out[128];
+	pid_t pid;
+
+	s_mkdtemp(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/out", dir);
+	pid = s_spawn_handler(out, NULL);
+	CU_ASSERT_FATAL(pid > 0);
+
+	CU_ASSERT_EQUAL(rr_proc_handles_signal(pid, SIGUSR1), 1);
+	CU_ASSERT_EQUAL(rr_proc_handles_signal(pid, SIGUSR2), 0);
+	CU_ASSERT_EQUAL(rr_proc_handles_signal(pid, 64), 0);
+	CU_ASSERT_EQUAL(rr_proc_handles_signal(pid, 0), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_proc_handles_signal(pid, 65), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_proc_handles_signal(0, SIGUSR1), RR_EINVAL);
+	s_kill_and_wait(pid);
+	s_rm_rf(dir);
+}
+
+static void test_proc_handles_signal_treats_zombie_as_not_handling(void)
+{
+	/* os._exit skips Python's finalizer, which would restore SIG_DFL; the zombie keeps
+	 * the handler bit in SigCgt until it is reaped. */
+	char *argv[] = { S_PYTHON, "-c",
+			 "import os, signal\n"
+			 "signal.signal(signal.SIGUSR1, lambda s, f: None)\n"
+			 "os._exit(0)\n",
+			 NULL };
+	pid_t pid = -1;
+	int exec_errno, i;
+
+	CU_ASSERT_EQUAL_FATAL(rr_supervisor_spawn(S_PYTHON, argv, environ, &pid, &exec_errno), 0);
+	for (i = 0; i < S_POLL_TRIES && s_proc_state(pid) != 'Z'; i++)
+		s_nap();
+	CU_ASSERT_EQUAL(s_proc_state(pid), 'Z');
+	CU_ASSERT_EQUAL(rr_proc_handles_signal(pid, SIGUSR1), 0);
+
+	s_waitpid(pid);
+	CU_ASSERT_EQUAL(rr_proc_handles_signal(pid, SIGUSR1), RR_ENOENT);
+}
+
+static void test_signal_handlers_signals_only_processes_with_handler(void)
+{
+	/* One group: a shell wrapper (no handler), two Python workers with a handler (one
+	 * with a comm that fools a parser reading up to the first ')'), and a sleep
+	 * without one. Outside the group: another worker with a handler. */
+	static const char launcher[] =
+		"\"$0\" -c \"$1\" \"$2/a\" & "
+		"\"$0\" -c \"$1\" \"$2/b\" 'x) S 1 1 (y' & "
+		"sleep 1000 & echo $! > \"$2/sleep.tmp\" && mv \"$2/sleep.tmp\" \"$2/sleep.pid\"; "
+		"wait";
+	char dir[64], a[128], b[128], c[128], path[160], pidbuf[32];
+	char *argv[] = { "/bin/sh", "-c", (char *)launcher, S_PYTHON, (char *)s_handler_py, dir,
+			 NULL };
+	pid_t leader = -1, outsider = -1, sleeper = -1;
+	int exec_errno;
+
+	s_mkdtemp(dir, sizeof(dir));
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(c, sizeof(c), "%s/c", dir);
+
+	outsider = s_spawn_handler(c, NULL);
+	CU_ASSERT(outsider > 0);
+	CU_ASSERT_EQUAL(rr_supervisor_spawn("/bin/sh", argv, environ, &leader, &exec_errno), 0);
+	if (leader <= 0 || outsider <= 0)
+		goto out;
+
+	snprintf(path, sizeof(path), "%s.ready", a);
+	CU_ASSERT(s_wait_for_file(path));
+	snprintf(path, sizeof(path), "%s.ready", b);
+	CU_ASSERT(s_wait_for_file(path));
+	snprintf(path, sizeof(path), "%s/sleep.pid", dir);
+	CU_ASSERT(s_wait_for_file(path));
+	if (s_read_small(path, pidbuf, sizeof(pidbuf)) > 0)
+		sleeper = (pid_t)strtol(pidbuf, NULL, 10);
+	CU_ASSERT(sleeper > 0);
+	if (sleeper <= 0)
+		goto out;
+
+	CU_ASSERT_EQUAL(rr_supervisor_signal_handlers(leader, SIGUSR1), 2);
+
+	CU_ASSERT(s_wait_for_content(a, "got"));
+	CU_ASSERT(s_wait_for_content(b, "got"));
+	/* Both handlers ran, so the signals were delivered; the others have none pending. */
+	CU_ASSERT(s_alive_without_pending(leader, SIGUSR1));
+	CU_ASSERT(s_alive_without_pending(sleeper, SIGUSR1));
+	CU_ASSERT(s_alive_without_pending(outsider, SIGUSR1));
+	CU_ASSERT_FALSE(s_exists(c));
+
+out:
+	if (leader > 0) {
+		kill(-leader, SIGKILL);
+		s_waitpid(leader);
+	}
+	s_kill_and_wait(outsider);
+	s_rm_rf(dir);
+}
+
+static void test_signal_handlers_returns_zero_while_no_handler_is_installed(void)
+{
+	char *argv[] = { "sleep", "1000", NULL };
+	pid_t pid = -1;
+
+	CU_ASSERT_EQUAL_FATAL(s_spawn_argv(argv, &pid), 0);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_handlers(pid, SIGUSR1), 0);
+	CU_ASSERT(s_alive_without_pending(pid, SIGUSR1));
+	CU_ASSERT_EQUAL(rr_supervisor_signal_handlers(pid, 0), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_handlers(0, SIGUSR1), RR_EINVAL);
+	s_kill_and_wait(pid);
+}
+
+/* ---- reaping ---------------------------------------------------------------------- */
+
+/* Polls rr_supervisor_reap until child is among the reaped; 1 when it was. */
+static int s_reap_until(pid_t child, int *status, int *reaped)
+{
+	for (int i = 0; i < S_POLL_TRIES; i++) {
+		int exited = -1;
+		*reaped += rr_supervisor_reap(child, &exited, status);
+		if (exited == 1)
+			return 1;
+		CU_ASSERT_EQUAL(exited, 0);
+		s_nap();
+	}
+	return 0;
+}
+
+static void test_reap_returns_child_status(void)
+{
+	char *argv[] = { "sh", "-c", "exit 3", NULL };
+	pid_t pid = -1;
+	int st = -1, reaped = 0;
+
+	CU_ASSERT_EQUAL_FATAL(s_spawn_argv(argv, &pid), 0);
+	CU_ASSERT(s_reap_until(pid, &st, &reaped));
+	CU_ASSERT_EQUAL(reaped, 1);
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(st), 3);
+	s_assert_no_children();
+}
+
+static void test_reap_with_no_children_returns_zero(void)
+{
+	int exited = -1, st = 12345;
+
+	CU_ASSERT_EQUAL(rr_supervisor_reap(1, &exited, &st), 0);
+	CU_ASSERT_EQUAL(exited, 0);
+	CU_ASSERT_EQUAL(st, 12345);
+}
+
+static void test_reap_collects_orphaned_grandchild_as_subreaper(void)
+{
+	char dir[64], pidfile[128], pidbuf[32], script[512];
+	pid_t child = -1, grandchild = -1;
+	int st = -1, reaped = 0;
+
+	s_mkdtemp(dir, sizeof(dir));
+	snprintf(pidfile, sizeof(pidfile), "%s/gc.pid", dir);
+	snprintf(script, sizeof(script), "sleep 1000 & echo $! > '%s'; exit 5", pidfile);
+	char *argv[] = { "sh", "-c", script, NULL };
+
+	CU_ASSERT_EQUAL_FATAL(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+	CU_ASSERT_EQUAL(s_spawn_argv(argv, &child), 0);
+	if (child <= 0)
+		goto out;
+	CU_ASSERT(s_reap_until(child, &st, &reaped));
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(st), 5);
+
+	/* The shell wrote the pid before exiting, and its orphan is ours now. */
+	if (s_read_small(pidfile, pidbuf, sizeof(pidbuf)) > 0)
+		grandchild = (pid_t)strtol(pidbuf, NULL, 10);
+	CU_ASSERT(grandchild > 0);
+	if (grandchild <= 0)
+		goto out;
+	CU_ASSERT_EQUAL(kill(grandchild, SIGKILL), 0);
+	reaped = 0;
+	CU_ASSERT(s_reap_until(grandchild, &st, &reaped));
+	CU_ASSERT_EQUAL(reaped, 1);
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(st), 137);
+	s_assert_no_children();
+out:
+	prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+	s_rm_rf(dir);
+}
+
+/* ---- exit status and signal names ------------------------------------------------- */
+
+static void test_exit_code_from_status_maps_exit_and_signal(void)
+{
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(W_EXITCODE(0, 0)), 0);
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(W_EXITCODE(7, 0)), 7);
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(W_EXITCODE(255, 0)), 255);
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(W_EXITCODE(0, SIGTERM)), 143);
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(W_EXITCODE(0, SIGKILL)), 137);
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(W_STOPCODE(SIGTSTP)), 128 + SIGTSTP);
+}
+
+static void test_signal_from_name_accepts_bare_prefixed_lowercase_and_numeric(void)
+{
+	static const char *const names[] = { "USR1", "SIGUSR1", "usr1", "sigusr1", "SigUsr1",
+					     "10" };
+	int sig;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		sig = -1;
+		CU_ASSERT_EQUAL(rr_signal_from_name(names[i], &sig), 0);
+		CU_ASSERT_EQUAL(sig, SIGUSR1);
+	}
+	CU_ASSERT_EQUAL(rr_signal_from_name("TERM", &sig), 0);
+	CU_ASSERT_EQUAL(sig, SIGTERM);
+	CU_ASSERT_EQUAL(rr_signal_from_name("1", &sig), 0);
+	CU_ASSERT_EQUAL(sig, 1);
+	CU_ASSERT_EQUAL(rr_signal_from_name("64", &sig), 0);
+	CU_ASSERT_EQUAL(sig, 64);
+}
+
+static void test_signal_from_name_rejects_unknown_and_out_of_range(void)
+{
+	static const char *const bad[] = { "",	 "SIG",	 "FOO",	  "SIGFOO", "USR3", "0",
+					   "65", "-1",	 "+10",	  " 10",    "10 ",  "10x",
+					   "0x0a", "USR1 ", "SIGSIGUSR1",
+					   "99999999999999999999999" };
+	int sig = 42;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CU_ASSERT_EQUAL(rr_signal_from_name(bad[i], &sig), RR_EINVAL);
+	}
+	CU_ASSERT_EQUAL(sig, 42);
+	CU_ASSERT_EQUAL(rr_signal_from_name(NULL, &sig), RR_EINVAL);
+}
+
+static void test_signal_name_round_trips_every_listed_signal(void)
+{
+	static const char *const names[] = { "HUP",  "INT",  "QUIT", "ILL",  "TRAP",   "ABRT",
+					     "BUS",  "FPE",  "KILL", "USR1", "SEGV",   "USR2",
+					     "PIPE", "ALRM", "TERM", "CHLD", "CONT",   "STOP",
+					     "TSTP", "TTIN", "TTOU", "URG",  "XCPU",   "XFSZ",
+					     "VTALRM", "PROF", "WINCH", "IO", "PWR",   "SYS" };
+	char prefixed[32];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int sig = -1, sig2 = -1;
+		CU_ASSERT_EQUAL(rr_signal_from_name(names[i], &sig), 0);
+		CU_ASSERT(sig >= 1 && sig <= 64);
+		CU_ASSERT_STRING_EQUAL(rr_signal_name(sig), names[i]);
+		snprintf(prefixed, sizeof(prefixed), "SIG%s", names[i]);
+		CU_ASSERT_EQUAL(rr_signal_from_name(prefixed, &sig2), 0);
+		CU_ASSERT_EQUAL(sig2, sig);
+	}
+	CU_ASSERT_STRING_EQUAL(rr_signal_name(SIGUSR1), "USR1");
+	CU_ASSERT_STRING_EQUAL(rr_signal_name(SIGKILL), "KILL");
+}
+
+static void test_signal_name_of_unknown_is_question_mark(void)
+{
+	CU_ASSERT_STRING_EQUAL(rr_signal_name(0), "?");
+	CU_ASSERT_STRING_EQUAL(rr_signal_name(-1), "?");
+	CU_ASSERT_STRING_EQUAL(rr_signal_name(65), "?");
+}
+
+#define S_TEST(fn) { #fn, fn }
+
+static CU_TestInfo s_tests[] = {
+	S_TEST(test_resolve_missing_command_is_enoent),
+	S_TEST(test_resolve_non_executable_file_is_eacces),
+	S_TEST(test_resolve_directory_is_eacces),
+	S_TEST(test_resolve_prefers_later_executable_over_earlier_non_executable),
+	S_TEST(test_resolve_takes_first_executable_match_in_path_order),
+	S_TEST(test_resolve_empty_path_entry_means_current_directory),
+	S_TEST(test_resolve_uses_default_path_when_unset),
+	S_TEST(test_resolve_uses_command_with_slash_as_is),
+	S_TEST(test_spawn_passes_exit_code_7),
+	S_TEST(test_spawn_child_killed_by_sigkill_exits_137),
+	S_TEST(test_spawn_passes_argv_and_envp),
+	S_TEST(test_spawn_missing_path_reports_enoent),
+	S_TEST(test_spawn_directory_reports_eacces),
+	S_TEST(test_spawn_garbage_executable_reports_enoexec_as_eio),
+	S_TEST(test_spawn_rejects_missing_arguments),
+	S_TEST(test_spawn_child_starts_with_empty_mask_and_default_dispositions),
+	S_TEST(test_spawn_leaves_parent_signal_mask_unchanged),
+	S_TEST(test_spawn_child_leads_its_own_process_group),
+	S_TEST(test_proc_handles_signal_sees_installed_handler),
+	S_TEST(test_proc_handles_signal_treats_zombie_as_not_handling),
+	S_TEST(test_signal_handlers_signals_only_processes_with_handler),
+	S_TEST(test_signal_handlers_returns_zero_while_no_handler_is_installed),
+	S_TEST(test_reap_returns_child_status),
+	S_TEST(test_reap_with_no_children_returns_zero),
+	S_TEST(test_reap_collects_orphaned_grandchild_as_subreaper),
+	S_TEST(test_exit_code_from_status_maps_exit_and_signal),
+	S_TEST(test_signal_from_name_accepts_bare_prefixed_lowercase_and_numeric),
+	S_TEST(test_signal_from_name_rejects_unknown_and_out_of_range),
+	S_TEST(test_signal_name_round_trips_every_listed_signal),
+	S_TEST(test_signal_name_of_unknown_is_question_mark),
+	CU_TEST_INFO_NULL,
+};
+
+RR_CUNIT_MAIN("supervisor", s_tests)

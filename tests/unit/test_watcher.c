@@ -1,0 +1,706 @@
+/* Tests for the checkpoint-directory watcher. Negative cases ("X is not reported") commit a
+ * sentinel after X and wait for it: inotify keeps events in order, so anything X would
+ * report arrives before the sentinel. No sleeps, no timing thresholds; each wait for an
+ * event is bounded (poll, 2 s) so a broken watcher fails instead of hanging. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rr/watcher.h"
+#include "cunit_main.h"
+
+#define S_REC_MAX 64
+#define S_WAIT_MS 2000
+
+struct s_rec {
+	char names[S_REC_MAX][NAME_MAX + 1];
+	int64_t ms[S_REC_MAX];
+	int n; /* calls, even past S_REC_MAX */
+};
+
+static void s_record(const char *name, int64_t ms, void *ud)
+{
+	struct s_rec *r = ud;
+	if (r->n < S_REC_MAX) {
+		snprintf(r->names[r->n], sizeof(r->names[r->n]), "%s", name);
+		r->ms[r->n] = ms;
+	}
+	r->n++;
+}
+
+static int s_count(const struct s_rec *r, const char *name)
+{
+	int c = 0;
+	for (int i = 0; i < r->n && i < S_REC_MAX; i++)
+		c += strcmp(r->names[i], name) == 0;
+	return c;
+}
+
+static int s_index(const struct s_rec *r, const char *name)
+{
+	for (int i = 0; i < r->n && i < S_REC_MAX; i++)
+		if (strcmp(r->names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+/* A fresh temp root and the checkpoint dir inside it (not created: the watcher does). */
+struct s_env {
+	char root[64];
+	char dir[128];
+};
+
+static void s_env_init(struct s_env *e)
+{
+	snprintf(e->root, sizeof(e->root), "/tmp/rr-watcher-XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(e->root) != NULL);
+	snprintf(e->dir, sizeof(e->dir), "%s/ckpt", e->root);
+}
+
+static int s_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int s_rm_rf(const char *path)
+{
+	return nftw(path, s_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void s_path(char *out, size_t cap, const char *dir, const char *name)
+{
+	int n = snprintf(out, cap, "%s/%s", dir, name);
+	CU_ASSERT_FATAL(n > 0 && (size_t)n < cap);
+}
+
+static void s_mkdir(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+	s_path(p, sizeof(p), dir, name);
+	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+}
+
+static void s_write(const char *dir, const char *name, const char *content)
+{
+	char p[PATH_MAX];
+	s_path(p, sizeof(p), dir, name);
+	FILE *f = fopen(p, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs(content, f);
+	CU_ASSERT_FATAL(fclose(f) == 0);
+}
+
+static void s_rename(const char *dir, const char *from, const char *to)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	s_path(a, sizeof(a), dir, from);
+	s_path(b, sizeof(b), dir, to);
+	CU_ASSERT_FATAL(rename(a, b) == 0);
+}
+
+/* The trainer's side of the contract: write under ".name.tmp", then rename to name. */
+static void s_commit(const char *dir, const char *name)
+{
+	char tmp[NAME_MAX + 1], sub[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+	s_mkdir(dir, tmp);
+	s_path(sub, sizeof(sub), dir, tmp);
+	s_write(sub, "model.safetensors", "weights");
+	s_rename(dir, tmp, name);
+}
+
+static int64_t s_ctime_ms(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	s_path(p, sizeof(p), dir, name);
+	CU_ASSERT_FATAL(lstat(p, &st) == 0);
+	return (int64_t)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
+}
+
+/* Processes events until name has been reported; fails if 2 s pass without an event. */
+static void s_pump_until(struct rr_watcher *w, struct s_rec *r, const char *name)
+{
+	struct pollfd pfd = { .fd = rr_watcher_fd(w), .events = POLLIN };
+
+	for (int i = 0; i < 1000 && s_index(r, name) < 0; i++) {
+		int n = poll(&pfd, 1, S_WAIT_MS);
+		if (n < 0 && errno == EINTR)
+			continue;
+		CU_ASSERT_FATAL(n == 1);
+		CU_ASSERT_FATAL(rr_watcher_process(w, s_record, r) == 0);
+	}
+	CU_ASSERT_FATAL(s_index(r, name) >= 0);
+}
+
+/* Commits a sentinel and waits for it, so every earlier event has been processed. */
+static void s_sync(struct rr_watcher *w, struct s_rec *r, const char *dir)
+{
+	s_commit(dir, "sentinel");
+	s_pump_until(w, r, "sentinel");
+}
+
+/* Sends stderr (where rr_log writes) to a file for the duration of a test. */
+struct s_capture {
+	int saved;
+	char path[64];
+};
+
+static void s_capture_begin(struct s_capture *c)
+{
+	int fd;
+	snprintf(c->path, sizeof(c->path), "/tmp/rr-watcher-log-XXXXXX");
+	fd = mkstemp(c->path);
+	CU_ASSERT_FATAL(fd >= 0);
+	c->saved = dup(STDERR_FILENO);
+	CU_ASSERT_FATAL(c->saved >= 0);
+	CU_ASSERT_FATAL(dup2(fd, STDERR_FILENO) == STDERR_FILENO);
+	close(fd);
+}
+
+/* Restores stderr; returns the captured text (malloc'd, caller frees). */
+static char *s_capture_end(struct s_capture *c)
+{
+	char *text = calloc(1, 65536);
+	FILE *f;
+	CU_ASSERT_FATAL(dup2(c->saved, STDERR_FILENO) == STDERR_FILENO);
+	close(c->saved);
+	CU_ASSERT_FATAL(text != NULL);
+	f = fopen(c->path, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	size_t n = fread(text, 1, 65535, f);
+	(void)n;
+	fclose(f);
+	unlink(c->path);
+	return text;
+}
+
+static int s_count_substr(const char *hay, const char *needle)
+{
+	int c = 0;
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+		c++;
+	return c;
+}
+
+static int s_count_lines(const char *text)
+{
+	return s_count_substr(text, "\n");
+}
+
+static void test_new_creates_missing_directory_with_parents(void)
+{
+	struct s_env e;
+	struct rr_watcher *w = NULL;
+	char deep[PATH_MAX];
+	struct stat st;
+
+	s_env_init(&e);
+	s_path(deep, sizeof(deep), e.root, "a/b/ckpt");
+	CU_ASSERT_FATAL(rr_watcher_new(deep, &w) == 0);
+	CU_ASSERT_PTR_NOT_NULL(w);
+	CU_ASSERT(stat(deep, &st) == 0 && S_ISDIR(st.st_mode));
+	CU_ASSERT(rr_watcher_fd(w) >= 0);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_new_rejects_a_path_that_is_a_file(void)
+{
+	struct s_env e;
+	struct rr_watcher *w = (struct rr_watcher *)&e; /* must be reset to NULL */
+
+	s_env_init(&e);
+	s_write(e.root, "ckpt", "not a directory");
+	CU_ASSERT(rr_watcher_new(e.dir, &w) < 0);
+	CU_ASSERT_PTR_NULL(w);
+	CU_ASSERT(rr_watcher_new(NULL, &w) < 0);
+	CU_ASSERT(rr_watcher_new("", &w) < 0);
+	s_rm_rf(e.root);
+}
+
+static void test_destroy_accepts_null(void)
+{
+	rr_watcher_destroy(NULL);
+}
+
+static void test_process_with_nothing_pending_returns_at_once(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	CU_ASSERT(rr_watcher_process(w, s_record, &r) == 0);
+	CU_ASSERT(r.n == 0);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_rename_from_dot_dir_is_a_commit(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_mkdir(e.dir, ".step-1.tmp");
+	s_rename(e.dir, ".step-1.tmp", "step-1");
+	s_pump_until(w, &r, "step-1");
+	CU_ASSERT_STRING_EQUAL(r.names[0], "step-1");
+	CU_ASSERT(r.ms[0] == s_ctime_ms(e.dir, "step-1"));
+	s_sync(w, &r, e.dir);
+	CU_ASSERT(s_count(&r, "step-1") == 1);
+	CU_ASSERT(r.n == 2);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_dot_directories_are_never_reported(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	char sub[PATH_MAX];
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_mkdir(e.dir, ".tmp");
+	s_path(sub, sizeof(sub), e.dir, ".tmp");
+	s_write(sub, "a.safetensors", "a");
+	s_write(sub, "b.json", "{}");
+	s_mkdir(sub, "nested");
+	s_rename(e.dir, ".tmp", ".tmp2"); /* dot to dot: still not committed */
+	s_sync(w, &r, e.dir);
+	CU_ASSERT(r.n == 1);
+	CU_ASSERT_STRING_EQUAL(r.names[0], "sentinel");
+	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
+	CU_ASSERT(r.n == 2);
+	CU_ASSERT(s_count(&r, "sentinel") == 2);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_scan_reports_existing_checkpoints_only(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	char p[PATH_MAX];
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(mkdir(e.dir, 0755) == 0);
+	s_commit(e.dir, "step-1");
+	s_commit(e.dir, "step-2");
+	s_mkdir(e.dir, ".step-3.tmp");
+	s_write(e.dir, "notes.txt", "a regular file");
+	s_write(e.dir, ".hidden", "a dot file");
+	s_path(p, sizeof(p), e.dir, "link-to-step-1");
+	CU_ASSERT_FATAL(symlink("step-1", p) == 0);
+	s_path(p, sizeof(p), e.dir, "dangling");
+	CU_ASSERT_FATAL(symlink("missing", p) == 0);
+	s_path(p, sizeof(p), e.dir, "fifo");
+	CU_ASSERT_FATAL(mkfifo(p, 0600) == 0);
+
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
+	CU_ASSERT(r.n == 2);
+	CU_ASSERT(s_count(&r, "step-1") == 1);
+	CU_ASSERT(s_count(&r, "step-2") == 1);
+	CU_ASSERT(s_index(&r, "step-1") >= 0 &&
+		  r.ms[s_index(&r, "step-1")] == s_ctime_ms(e.dir, "step-1"));
+	CU_ASSERT(s_index(&r, "step-2") >= 0 &&
+		  r.ms[s_index(&r, "step-2")] == s_ctime_ms(e.dir, "step-2"));
+
+	/* A scan is a snapshot: repeating it reports the same set again. */
+	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
+	CU_ASSERT(r.n == 4);
+	CU_ASSERT(s_count(&r, "step-1") == 2);
+	CU_ASSERT(s_count(&r, "step-2") == 2);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_scan_of_an_empty_directory_reports_nothing(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
+	CU_ASSERT(r.n == 0);
+	CU_ASSERT(rr_watcher_scan(w, NULL, &r) < 0);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_scan_sees_commits_made_after_the_watcher_started(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_commit(e.dir, "step-10");
+	s_mkdir(e.dir, ".step-11.tmp");
+	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
+	CU_ASSERT(r.n == 1);
+	CU_ASSERT_STRING_EQUAL(r.names[0], "step-10");
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_five_commits_in_a_row_are_all_reported_in_order(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	static const char *const names[] = { "step-1", "step-2", "step-3", "step-4", "step-5" };
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	for (int i = 0; i < 5; i++)
+		s_commit(e.dir, names[i]);
+	s_pump_until(w, &r, "step-5");
+	CU_ASSERT_FATAL(r.n == 5);
+	for (int i = 0; i < 5; i++) {
+		CU_ASSERT_STRING_EQUAL(r.names[i], names[i]);
+		CU_ASSERT(r.ms[i] == s_ctime_ms(e.dir, names[i]));
+	}
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_final_name_renamed_to_another_final_name_is_a_commit(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_commit(e.dir, "step-1");
+	s_pump_until(w, &r, "step-1");
+	s_rename(e.dir, "step-1", "best");
+	s_pump_until(w, &r, "best");
+	CU_ASSERT(r.n == 2);
+	CU_ASSERT_STRING_EQUAL(r.names[1], "best");
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_directory_moved_in_from_elsewhere_is_a_commit(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	char from[PATH_MAX], to[PATH_MAX];
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_mkdir(e.root, "staging");
+	s_path(from, sizeof(from), e.root, "staging");
+	s_path(to, sizeof(to), e.dir, "step-7");
+	CU_ASSERT_FATAL(rename(from, to) == 0);
+	s_pump_until(w, &r, "step-7");
+	CU_ASSERT(r.n == 1);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_file_renamed_to_a_final_name_is_not_reported(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_write(e.dir, ".model.bin.tmp", "bytes");
+	s_rename(e.dir, ".model.bin.tmp", "model.bin");
+	s_sync(w, &r, e.dir);
+	CU_ASSERT(r.n == 1);
+	CU_ASSERT(s_count(&r, "model.bin") == 0);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_commit_that_vanished_before_processing_is_skipped(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	char p[PATH_MAX];
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_mkdir(e.dir, ".step-1.tmp");
+	s_rename(e.dir, ".step-1.tmp", "step-1");
+	s_path(p, sizeof(p), e.dir, "step-1");
+	CU_ASSERT_FATAL(rmdir(p) == 0);
+	s_sync(w, &r, e.dir);
+	CU_ASSERT(r.n == 1);
+	CU_ASSERT(s_count(&r, "step-1") == 0);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_directory_created_directly_with_final_name_is_not_reported(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	struct s_capture c;
+	char *log;
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_capture_begin(&c);
+	s_mkdir(e.dir, "step-1");
+	s_sync(w, &r, e.dir);
+	log = s_capture_end(&c);
+	CU_ASSERT(r.n == 1);
+	CU_ASSERT(s_count(&r, "step-1") == 0);
+	CU_ASSERT(s_count_lines(log) == 1);
+	CU_ASSERT(s_count_substr(log, "step-1 was created directly") == 1);
+	free(log);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_direct_create_warns_once_per_name_and_for_at_most_ten_names(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	struct s_capture c;
+	char name[32], p[PATH_MAX];
+	char *log;
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_capture_begin(&c);
+	/* The same name three times (mkdir, rmdir, mkdir...), then 12 more names. */
+	for (int i = 0; i < 3; i++) {
+		s_mkdir(e.dir, "step-0");
+		s_path(p, sizeof(p), e.dir, "step-0");
+		if (i < 2)
+			CU_ASSERT_FATAL(rmdir(p) == 0);
+	}
+	for (int i = 1; i <= 12; i++) {
+		snprintf(name, sizeof(name), "step-%d", i);
+		s_mkdir(e.dir, name);
+	}
+	s_sync(w, &r, e.dir);
+	log = s_capture_end(&c);
+	CU_ASSERT(r.n == 1);
+	CU_ASSERT(s_count_lines(log) == 10);
+	CU_ASSERT(s_count_substr(log, "created directly") == 10);
+	CU_ASSERT(s_count_substr(log, "/step-0 was created directly") == 1);
+	CU_ASSERT(s_count_substr(log, "/step-9 was created directly") == 1);
+	CU_ASSERT(s_count_substr(log, "/step-10 was") == 0);
+	CU_ASSERT(s_count_substr(log, "further such directories are not logged") == 1);
+	free(log);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_watcher_survives_the_directory_being_deleted(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	struct pollfd pfd;
+	struct s_capture c;
+	struct stat st;
+	char *log;
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_commit(e.dir, "step-1");
+	s_pump_until(w, &r, "step-1");
+	CU_ASSERT_FATAL(s_rm_rf(e.dir) == 0);
+
+	s_capture_begin(&c);
+	pfd = (struct pollfd){ .fd = rr_watcher_fd(w), .events = POLLIN };
+	CU_ASSERT_FATAL(poll(&pfd, 1, S_WAIT_MS) == 1);
+	CU_ASSERT(rr_watcher_process(w, s_record, &r) == 0);
+	log = s_capture_end(&c);
+	CU_ASSERT(stat(e.dir, &st) == 0 && S_ISDIR(st.st_mode));
+	CU_ASSERT(s_count_lines(log) == 1);
+	CU_ASSERT(s_count_substr(log, "recreated") == 1);
+	CU_ASSERT(r.n == 1); /* the rescan of the new, empty directory found nothing */
+	free(log);
+
+	s_commit(e.dir, "step-2");
+	s_pump_until(w, &r, "step-2");
+	CU_ASSERT(r.n == 2);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_watcher_rescans_a_directory_recreated_by_the_trainer(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	struct s_capture c;
+	char *log;
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	CU_ASSERT_FATAL(s_rm_rf(e.dir) == 0);
+	/* The trainer recreates the directory and commits before the agent looks: the
+	 * commit happened in a directory that was not watched yet, so the rescan finds it. */
+	CU_ASSERT_FATAL(mkdir(e.dir, 0755) == 0);
+	s_commit(e.dir, "step-3");
+	s_capture_begin(&c);
+	s_pump_until(w, &r, "step-3");
+	log = s_capture_end(&c);
+	CU_ASSERT(s_count_substr(log, "recreated") == 1);
+	free(log);
+	s_commit(e.dir, "step-4");
+	s_pump_until(w, &r, "step-4");
+	CU_ASSERT(s_count(&r, "step-3") == 1);
+	CU_ASSERT(s_count(&r, "step-4") == 1);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_watcher_follows_the_path_when_the_directory_is_moved_away(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	struct s_capture c;
+	struct pollfd pfd;
+	char old[PATH_MAX];
+	char *log;
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_path(old, sizeof(old), e.root, "ckpt.old");
+	CU_ASSERT_FATAL(rename(e.dir, old) == 0);
+	s_capture_begin(&c);
+	pfd = (struct pollfd){ .fd = rr_watcher_fd(w), .events = POLLIN };
+	CU_ASSERT_FATAL(poll(&pfd, 1, S_WAIT_MS) == 1);
+	CU_ASSERT(rr_watcher_process(w, s_record, &r) == 0);
+	log = s_capture_end(&c);
+	CU_ASSERT(s_count_substr(log, "recreated") == 1);
+	free(log);
+	/* A commit in the moved-away directory is no longer ours; one at the path is. */
+	s_commit(old, "step-old");
+	s_commit(e.dir, "step-new");
+	s_pump_until(w, &r, "step-new");
+	CU_ASSERT(r.n == 1);
+	CU_ASSERT(s_count(&r, "step-old") == 0);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static long s_read_long(const char *path)
+{
+	char buf[32] = { 0 };
+	FILE *f = fopen(path, "r");
+	long v = -1;
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f))
+		v = strtol(buf, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static void test_queue_overflow_falls_back_to_a_full_scan(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	struct pollfd pfd;
+	long max = s_read_long("/proc/sys/fs/inotify/max_queued_events");
+
+	/* Overflowing the queue takes max+1 events; skip if the limit makes that slow. */
+	if (max <= 0 || max > (1L << 17))
+		return;
+	s_env_init(&e);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	/* Each rename queues one IN_MOVED_TO (distinct cookies keep them from merging). */
+	s_write(e.dir, ".a", "");
+	for (long i = 0; i <= max; i++)
+		s_rename(e.dir, i % 2 ? ".b" : ".a", i % 2 ? ".a" : ".b");
+	/* The queue is full: these events are dropped, only a scan can see the commit. A
+	 * directory made directly is reported by a scan but never by events, so seeing it
+	 * proves the scan ran. */
+	s_commit(e.dir, "step-1");
+	s_mkdir(e.dir, "made-directly");
+	pfd = (struct pollfd){ .fd = rr_watcher_fd(w), .events = POLLIN };
+	CU_ASSERT_FATAL(poll(&pfd, 1, S_WAIT_MS) == 1);
+	CU_ASSERT(rr_watcher_process(w, s_record, &r) == 0);
+	CU_ASSERT(r.n == 2);
+	CU_ASSERT(s_count(&r, "step-1") == 1);
+	CU_ASSERT(s_count(&r, "made-directly") == 1);
+	CU_ASSERT(s_index(&r, "step-1") >= 0 &&
+		  r.ms[s_index(&r, "step-1")] == s_ctime_ms(e.dir, "step-1"));
+	/* Afterwards events flow again. */
+	s_commit(e.dir, "step-2");
+	s_pump_until(w, &r, "step-2");
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static CU_TestInfo s_tests[] = {
+	{ "test_new_creates_missing_directory_with_parents",
+	  test_new_creates_missing_directory_with_parents },
+	{ "test_new_rejects_a_path_that_is_a_file", test_new_rejects_a_path_that_is_a_file },
+	{ "test_destroy_accepts_null", test_destroy_accepts_null },
+	{ "test_process_with_nothing_pending_returns_at_once",
+	  test_process_with_nothing_pending_returns_at_once },
+	{ "test_rename_from_dot_dir_is_a_commit", test_rename_from_dot_dir_is_a_commit },
+	{ "test_dot_directories_are_never_reported", test_dot_directories_are_never_reported },
+	{ "test_scan_reports_existing_checkpoints_only",
+	  test_scan_reports_existing_checkpoints_only },
+	{ "test_scan_of_an_empty_directory_reports_nothing",
+	  test_scan_of_an_empty_directory_reports_nothing },
+	{ "test_scan_sees_commits_made_after_the_watcher_started",
+	  test_scan_sees_commits_made_after_the_watcher_started },
+	{ "test_five_commits_in_a_row_are_all_reported_in_order",
+	  test_five_commits_in_a_row_are_all_reported_in_order },
+	{ "test_final_name_renamed_to_another_final_name_is_a_commit",
+	  test_final_name_renamed_to_another_final_name_is_a_commit },
+	{ "test_directory_moved_in_from_elsewhere_is_a_commit",
+	  test_directory_moved_in_from_elsewhere_is_a_commit },
+	{ "test_file_renamed_to_a_final_name_is_not_reported",
+	  test_file_renamed_to_a_final_name_is_not_reported },
+	{ "test_commit_that_vanished_before_processing_is_skipped",
+	  test_commit_that_vanished_before_processing_is_skipped },
+	{ "test_directory_created_directly_with_final_name_is_not_reported",
+	  test_directory_created_directly_with_final_name_is_not_reported },
+	{ "test_direct_create_warns_once_per_name_and_for_at_most_ten_names",
+	  test_direct_create_warns_once_per_name_and_for_at_most_ten_names },
+	{ "test_watcher_survives_the_directory_being_deleted",
+	  test_watcher_survives_the_directory_being_deleted },
+	{ "test_watcher_rescans_a_directory_recreated_by_the_trainer",
+	  test_watcher_rescans_a_directory_recreated_by_the_trainer },
+	{ "test_watcher_follows_the_path_when_the_directory_is_moved_away",
+	  test_watcher_follows_the_path_when_the_directory_is_moved_away },
+	{ "test_queue_overflow_falls_back_to_a_full_scan",
+	  test_queue_overflow_falls_back_to_a_full_scan },
+	CU_TEST_INFO_NULL,
+};
+
+RR_CUNIT_MAIN("watcher", s_tests)
