@@ -2,6 +2,7 @@
  * more than the network it came over: every parse below has a size ceiling, checks every
  * number before converting it from cJSON's double, and says in one line what it refused. */
 #include <limits.h>
+#include <stddef.h>
 #include <math.h> /* isfinite, a macro: no libm */
 #include <stdarg.h>
 #include <stdio.h>
@@ -235,6 +236,26 @@ static int s_get_label(struct s_ctx *c, const cJSON *obj, const char *key, char 
 	return *out ? 0 : RR_ENOMEM;
 }
 
+/* Offset of the first NUL character in the JSON text, raw or escaped as \u0000, or len.
+ * cJSON would cut the string there ("a\u0000/../b" reads as "a") where other readers
+ * keep it whole, and the two must not disagree about a name. A backslash starts an
+ * escape when an even number of backslashes precede it. */
+static size_t s_find_nul(const char *text, size_t len)
+{
+	const char *raw = memchr(text, '\0', len), *p = text;
+	size_t limit = raw ? (size_t)(raw - text) : len;
+
+	while ((p = memmem(p, limit - (size_t)(p - text), "\\u0000", 6)) != NULL) {
+		size_t run = 0;
+		while (p - run > text && p[-1 - (ptrdiff_t)run] == '\\')
+			run++;
+		if (run % 2 == 0)
+			return (size_t)(p - text);
+		p++;
+	}
+	return limit;
+}
+
 /* Parses len bytes (no NUL needed) into a JSON object; nothing but whitespace may follow. */
 static int s_parse_object(struct s_ctx *c, const char *what, const char *text, size_t len,
 			  cJSON **out)
@@ -242,6 +263,12 @@ static int s_parse_object(struct s_ctx *c, const char *what, const char *text, s
 	const char *end = NULL;
 	char *copy;
 	size_t pos;
+
+	*out = NULL;
+	pos = s_find_nul(text, len);
+	if (pos != len)
+		return s_fail(c, RR_ECORRUPT, "%s contains a NUL character (at byte %zu)", what,
+			      pos);
 
 	/* A terminated private copy: cJSON has read past unterminated buffers before
 	 * (CVE-2023-53154), and the store's bytes deserve no such chance. */

@@ -54,7 +54,8 @@ static int s_file_is(const char *path, const void *want, size_t len)
 	int ok;
 
 	rr_buf_init(&b, 1 << 24);
-	ok = rr_read_file(path, &b) == 0 && b.len == len && (len == 0 || memcmp(b.data, want, len) == 0);
+	ok = rr_read_file(path, &b) == 0 && b.len == len &&
+	     (len == 0 || memcmp(b.data, want, len) == 0);
 	rr_buf_free(&b);
 	return ok;
 }

@@ -936,7 +936,7 @@ static void test_parse_refuses_deep_nesting(void)
 	free(t);
 }
 
-static void test_parse_refuses_embedded_nul(void)
+static void test_parse_refuses_nul_characters(void)
 {
 	struct rr_manifest *m = s_one_file("f"), *out = NULL;
 	char *text = s_to_json(m);
@@ -951,6 +951,14 @@ static void test_parse_refuses_embedded_nul(void)
 	rr_manifest_destroy(out);
 	free(t);
 	free(text);
+
+	/* cJSON would read "f\u0000/../x" as "f"; other readers would not */
+	s_expect_edit(m, "\"path\":\"f\"", "\"path\":\"f\\u0000/../x\"", RR_ECORRUPT,
+		      "NUL character");
+	s_expect_edit(m, "\"run_id\":\"default\"", "\"run_id\":\"\\\\\\u0000\"", RR_ECORRUPT,
+		      "NUL character");
+	/* an escaped backslash followed by the text u0000 is no NUL */
+	s_expect_edit(m, "\"run_id\":\"default\"", "\"run_id\":\"\\\\u0000\"", 0, NULL);
 	rr_manifest_destroy(m);
 }
 
@@ -1201,7 +1209,7 @@ static CU_TestInfo s_tests[] = {
 	  test_parse_refuses_bad_run_id_and_checkpoint },
 	{ "test_parse_refuses_bad_format_and_not_json", test_parse_refuses_bad_format_and_not_json },
 	{ "test_parse_refuses_deep_nesting", test_parse_refuses_deep_nesting },
-	{ "test_parse_refuses_embedded_nul", test_parse_refuses_embedded_nul },
+	{ "test_parse_refuses_nul_characters", test_parse_refuses_nul_characters },
 	{ "test_parse_refuses_too_large_input", test_parse_refuses_too_large_input },
 	{ "test_parse_refuses_more_than_a_million_files_or_chunks",
 	  test_parse_refuses_more_than_a_million_files_or_chunks },

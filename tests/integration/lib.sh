@@ -1,0 +1,64 @@
+# Shared helpers for the integration tests. Each test sources this, gets a fresh work
+# directory in $W, and uses the real binary ($RR_BIN) with real trainer processes.
+set -euo pipefail
+
+: "${RR_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+: "${RR_BIN:=$RR_SRC/build/resume-run}"
+PY=/usr/bin/python3
+TRAINER="$RR_SRC/scripts/example_trainer.py"
+export PYTHONPATH="$RR_SRC/scripts${PYTHONPATH:+:$PYTHONPATH}"
+# The agent's own variables must come from each test, not from whoever runs it.
+unset RESUME_RUN_STORE RESUME_RUN_ID RESUME_RUN_CHECKPOINT_DIR RESUME_RUN_RESTORE_DIR \
+      RESUME_RUN_NOTICE_FILE RESUME_RUN_SIGNAL RESUME_RUN_ATTEMPT
+
+W=$(mktemp -d /tmp/rr-it.XXXXXX)
+cleanup() {
+	local rc=$?
+	if [ $rc -ne 0 ]; then
+		echo "--- FAILED ($rc); work directory kept: $W" >&2
+		for f in "$W"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 40 "$f" >&2; }; done
+	else
+		rm -rf "$W"
+	fi
+}
+trap cleanup EXIT
+cd "$W"
+
+PASSED=0
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
+finish() { echo "$PASSED passed, 0 failed"; }
+
+# expect_eq ACTUAL EXPECTED WHAT
+expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"; }
+# expect_grep PATTERN FILE WHAT
+expect_grep() { grep -qE -- "$1" "$2" || fail "$3: no line matching '$1' in $2"; }
+expect_no_grep() { ! grep -qE -- "$1" "$2" || fail "$3: unexpected line matching '$1' in $2"; }
+
+# wait_for SECONDS COMMAND...: polls until COMMAND succeeds (bounded).
+wait_for() {
+	local limit=$1; shift
+	local end=$((SECONDS + limit))
+	until "$@"; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.05
+	done
+}
+
+# run_rr LOG ARGS...: runs the agent, stderr+stdout to LOG; sets RC.
+run_rr() {
+	local log=$1; shift
+	set +e
+	"$RR_BIN" "$@" >"$log" 2>&1
+	RC=$?
+	set -e
+}
+
+# Final state of an uninterrupted example training run (same seed and steps).
+reference_run() {
+	local steps=$1 out=$2
+	env -u RESUME_RUN_RESTORE_DIR RESUME_RUN_CHECKPOINT_DIR="$W/ref-ckpt" \
+		"$PY" "$TRAINER" --steps "$steps" --step-time 0 --checkpoint-every 0 --out "$out" >/dev/null
+}
+
+json_field() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }

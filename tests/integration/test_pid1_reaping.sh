@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# As PID 1 of a PID namespace (a container entrypoint), the agent reaps every zombie:
+# orphans of the trainer are re-parented to it and must not pile up.
+. "$(dirname "$0")/lib.sh"
+
+# The trainer orphans five short-lived processes, waits for them to die, then exits with
+# the number of zombies it can see (0 when someone reaps them).
+cat > orphans.sh <<'SH'
+for i in 1 2 3 4 5; do ( sleep 0.2 & ) ; done
+sleep 1.5
+exit $(grep -l '^State:.*Z' /proc/[0-9]*/status 2>/dev/null | wc -l)
+SH
+
+# Control: a PID 1 that only waits for its own child leaves the orphans as zombies, so
+# the check above can see them.
+set +e
+unshare --pid --fork --mount-proc "$PY" -c 'import subprocess,sys; sys.exit(subprocess.call(["sh", "orphans.sh"]))'
+control=$?
+set -e
+[ "$control" -ge 5 ] || fail "control run should see 5 zombies, saw $control"
+ok "control: a non-reaping PID 1 leaves $control zombies"
+
+set +e
+unshare --pid --fork --mount-proc "$RR_BIN" --max-restarts 0 --store "file://$W/store" \
+	--checkpoint-dir "$W/ck" -- sh orphans.sh > pid1.log 2>&1
+rc=$?
+set -e
+expect_eq "$rc" 0 "zombies seen by the trainer under resume-run as PID 1"
+ok "resume-run as PID 1 reaps orphaned zombies"
+
+# Not PID 1: it is a child subreaper, so orphans are still reaped.
+run_rr sub.log --max-restarts 0 --store "file://$W/store" --checkpoint-dir "$W/ck" -- sh orphans.sh
+expect_eq "$RC" 0 "zombies under resume-run as a subreaper"
+ok "resume-run as a subreaper reaps orphaned zombies"
+finish
