@@ -1,4 +1,4 @@
-#include <math.h>
+#include <math.h> /* isfinite, a macro: no libm */
 #include <stdio.h>
 #include <string.h>
 
@@ -34,11 +34,12 @@ int rr_notice_to_json(const struct rr_notice *n, struct rr_buf *out)
 			     deadline, (long long)n->received_unix);
 }
 
-/* An integral JSON number within [lo, hi]. */
+/* An integral JSON number within [lo, hi]. The range is checked before the cast, so the
+ * cast is defined; no floor(): the library does not link libm. */
 static int s_int(const cJSON *v, double lo, double hi, int64_t *out)
 {
 	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
-	    v->valuedouble > hi || floor(v->valuedouble) != v->valuedouble)
+	    v->valuedouble > hi || (double)(int64_t)v->valuedouble != v->valuedouble)
 		return RR_EINVAL;
 	*out = (int64_t)v->valuedouble;
 	return 0;

@@ -426,12 +426,18 @@ int rr_restore_newest(struct rr_store *s, const char *run_id, const struct rr_ca
 	const char *damaged = NULL;
 	int rc = RR_ENOENT;
 
+	/* Manifests that cannot be read have no place in the order: name them all first. */
+	for (size_t i = 0; i < c->n; i++)
+		if (!c->entries[i].manifest)
+			rr_warn("checkpoint %s is not usable: %s", c->entries[i].name,
+				c->entries[i].problem);
 	for (size_t i = 0; i < c->n; i++) {
 		const struct rr_catalog_entry *e = &c->entries[i];
 		char why[512];
 
 		if (!e->committed) {
-			rr_warn("checkpoint %s is not usable: %s", e->name, e->problem);
+			if (e->manifest)
+				rr_warn("checkpoint %s is not usable: %s", e->name, e->problem);
 			continue;
 		}
 		if (damaged)
