@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The demo of README's first command: build, then run the example trainer under resume-run
+# on the local file:// store, preempt it with a drill notice, and restore it on a "new
+# machine" (an empty checkpoint directory) where it finishes from the saved step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh build
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)" --target resume-run >/dev/null
+RR=$PWD/build/resume-run
+export PYTHONPATH=$PWD/scripts
+TRAINER=$PWD/scripts/example_trainer.py
+
+demo=$(mktemp -d /tmp/resume-run-demo.XXXXXX)
+cd "$demo"
+echo "== demo in $demo"
+echo "== machine 1: train; a drill notice arrives after step 100"
+( while [ ! -d .resume-run/checkpoints/step-100 ]; do sleep 0.1; done; touch PREEMPT ) &
+"$RR" --notice-file PREEMPT -- /usr/bin/python3 "$TRAINER" --steps 400 --step-time 0.01
+wait
+echo
+echo "== the store now holds:"
+"$RR" ls
+echo
+echo "== machine 2: a fresh checkpoint directory; the same command line restores and finishes"
+rm -rf .resume-run/checkpoints PREEMPT
+"$RR" -- /usr/bin/python3 "$TRAINER" --steps 400 --step-time 0 --out final.json
+echo
+echo "== an uninterrupted run, for comparison"
+RESUME_RUN_CHECKPOINT_DIR=$demo/reference /usr/bin/python3 "$TRAINER" --steps 400 --step-time 0 \
+	--checkpoint-every 0 --out reference.json | tail -n 1
+if cmp -s <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sha256"])' final.json) \
+	  <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sha256"])' reference.json); then
+	echo "== final weights identical to the uninterrupted run"
+else
+	echo "== final weights DIFFER from the uninterrupted run" >&2
+	exit 1
+fi

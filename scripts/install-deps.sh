@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what resume-run needs to build and test, from Debian's packages.
+# Usage: scripts/install-deps.sh [build|test]   (test adds what the test suite uses)
+set -euo pipefail
+what=${1:-build}
+pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev libzstd-dev libcjson-dev
+      libcunit1-dev python3)
+if [ "$what" = test ]; then
+	# clang + its runtime for the libFuzzer targets; zstd for comparisons; util-linux for
+	# unshare (PID 1 and disk-full tests); python3-torch for the PyTorch helper tests.
+	pkgs+=(clang libclang-rt-14-dev zstd util-linux python3-torch)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "installing: ${missing[*]}"
+	SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+	$SUDO apt-get update -q
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,378 @@
+/* CUnit suite "persist": rr_persist_checkpoint against a real file store in a temp dir.
+ * File contents are pseudo-random so stored sizes track original sizes and byte bounds
+ * on new_bytes are meaningful. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rr/error.h"
+#include "rr/persist.h"
+#include "rr/restore.h"
+
+#include "ckpt_fixture.h"
+#include "cunit_main.h"
+
+#define S_BIG (20u * FX_MIB) /* three 8 MiB segments: 8 + 8 + 4 */
+
+/* The mixed checkpoint: nested files, an empty file, a 20 MiB file, modes 0640 and 0755. */
+static void s_make_mixed(struct fx *f, const char *name)
+{
+	char *d = fx_ckpt(f, name);
+	fx_write_random(d, "model/weights.bin", S_BIG, 1, 0644);
+	fx_write_str(d, "model/sub/deep/config.json", "{\"layers\": 12}\n", 0640);
+	fx_write(d, "empty.txt", "", 0, 0644);
+	fx_write_str(d, "run.sh", "#!/bin/sh\necho hi\n", 0755);
+	free(d);
+}
+
+static uint64_t s_mixed_bytes(void)
+{
+	return S_BIG + strlen("{\"layers\": 12}\n") + strlen("#!/bin/sh\necho hi\n");
+}
+
+static void test_persist_writes_manifest_every_chunk_and_stats(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL, *parsed = NULL;
+	char key[RR_KEY_MAX], why[256];
+	uint64_t stored = 0;
+	char *json;
+
+	fx_init(&f);
+	s_make_mixed(&f, "step-1");
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1000, NULL, &m, &st), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+
+	/* The manifest is under run/checkpoints/NAME/manifest.json and parses. */
+	CU_ASSERT_EQUAL(rr_key_manifest(key, FX_RUN, "step-1"), 0);
+	CU_ASSERT_STRING_EQUAL(key, "run/checkpoints/step-1/manifest.json");
+	CU_ASSERT_TRUE(fx_exists_in(f.store_dir, key));
+	json = fx_get_str(&f, key);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+	CU_ASSERT_EQUAL_FATAL(rr_manifest_parse(json, strlen(json), &parsed, why, sizeof(why)), 0);
+	CU_ASSERT_STRING_EQUAL(parsed->checkpoint, "step-1");
+	CU_ASSERT_STRING_EQUAL(parsed->run_id, FX_RUN);
+	CU_ASSERT_EQUAL(parsed->committed_unix_ms, 1000);
+	CU_ASSERT_EQUAL(parsed->nfiles, 4);
+
+	/* Files, sizes and modes as on disk; the big file in 8 MiB segments. */
+	CU_ASSERT_EQUAL(fx_file(parsed, "model/weights.bin")->size, S_BIG);
+	CU_ASSERT_EQUAL(fx_file(parsed, "model/weights.bin")->nsegs, 3);
+	CU_ASSERT_EQUAL(fx_file(parsed, "model/weights.bin")->segs[2].length, 4 * FX_MIB);
+	CU_ASSERT_EQUAL(fx_file(parsed, "model/sub/deep/config.json")->mode, 0640);
+	CU_ASSERT_EQUAL(fx_file(parsed, "run.sh")->mode, 0755);
+	CU_ASSERT_EQUAL(fx_file(parsed, "empty.txt")->size, 0);
+	CU_ASSERT_EQUAL(fx_file(parsed, "empty.txt")->nsegs, 0);
+
+	/* Every chunk the manifest names is in the store with its stored size. */
+	for (size_t i = 0; i < parsed->nfiles; i++)
+		for (size_t g = 0; g < parsed->files[i].nsegs; g++)
+			for (size_t k = 0; k < parsed->files[i].segs[g].nchunks; k++) {
+				const struct rr_chunk_ref *r = &parsed->files[i].segs[g].chunks[k];
+				uint64_t sz = 0;
+				CU_ASSERT_EQUAL(rr_key_chunk(key, FX_RUN, r->sha256), 0);
+				CU_ASSERT_EQUAL(rr_store_head(f.s, key, &sz), 0);
+				CU_ASSERT_EQUAL(sz, r->stored_size);
+				stored += r->stored_size;
+			}
+	CU_ASSERT_EQUAL(fx_count_chunks(&f), 5);
+
+	CU_ASSERT_EQUAL(st.files, 4);
+	CU_ASSERT_EQUAL(st.bytes, s_mixed_bytes());
+	CU_ASSERT_EQUAL(st.segments, 5);
+	CU_ASSERT_EQUAL(st.reused_segments, 0);
+	CU_ASSERT_EQUAL(st.stored_bytes, stored);
+	/* Everything was new: every chunk plus the manifest itself. */
+	CU_ASSERT_EQUAL(st.new_bytes, stored + strlen(json));
+	/* The returned manifest is the one stored. */
+	CU_ASSERT_EQUAL(m->nfiles, parsed->nfiles);
+
+	free(json);
+	rr_manifest_destroy(parsed);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+static void test_persist_same_name_again_is_eexist_and_changes_nothing(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	char key[RR_KEY_MAX], *before, *after;
+	size_t nchunks;
+	ino_t ino;
+
+	fx_init(&f);
+	s_make_mixed(&f, "step-1");
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1000, NULL, NULL, &st), 0);
+	CU_ASSERT_EQUAL(rr_key_manifest(key, FX_RUN, "step-1"), 0);
+	before = fx_get_str(&f, key);
+	ino = fx_ino(f.store_dir, key);
+	nchunks = fx_count_chunks(&f);
+
+	/* Even with other contents now: the name is taken. */
+	{
+		char *d = fx_ckpt(&f, "step-1");
+		fx_write_str(d, "run.sh", "#!/bin/sh\necho changed\n", 0755);
+		free(d);
+	}
+	CU_ASSERT_EQUAL(fx_persist(&f, "step-1", 2000, NULL, &m, &st), RR_EEXIST);
+	CU_ASSERT_PTR_NULL(m);
+	after = fx_get_str(&f, key);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(before);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(after);
+	CU_ASSERT_STRING_EQUAL(before, after);
+	CU_ASSERT_EQUAL(fx_ino(f.store_dir, key), ino);
+	CU_ASSERT_EQUAL(fx_count_chunks(&f), nchunks);
+	CU_ASSERT_EQUAL(st.new_bytes, 0);
+	CU_ASSERT_FALSE(fx_exists_in(f.ckpt_dir, RR_STAGING_DIR));
+
+	free(before);
+	free(after);
+	fx_done(&f);
+}
+
+static void test_persist_with_previous_reuses_unchanged_segments(void)
+{
+	struct fx f;
+	struct rr_persist_stats st1, st2;
+	struct rr_manifest *m1 = NULL, *m2 = NULL;
+	const size_t small = FX_MIB;
+	const struct rr_file_entry *fe;
+	char why[256];
+	uint64_t changed_stored, bound;
+
+	fx_init(&f);
+	{
+		char *d1 = fx_ckpt(&f, "step-1"), *d2 = fx_ckpt(&f, "step-2");
+		fx_write_random(d1, "big.bin", S_BIG, 1, 0644);
+		fx_write_random(d1, "opt.bin", small, 2, 0644);
+		fx_write_str(d1, "meta.json", "{\"step\": 1}\n", 0644);
+		/* step-2: the same except opt.bin */
+		fx_write_random(d2, "big.bin", S_BIG, 1, 0644);
+		fx_write_random(d2, "opt.bin", small, 3, 0644);
+		fx_write_str(d2, "meta.json", "{\"step\": 1}\n", 0644);
+		free(d1);
+		free(d2);
+	}
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1000, NULL, &m1, &st1), 0);
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-2", 2000, m1, &m2, &st2), 0);
+
+	CU_ASSERT_EQUAL(st2.segments, 5);
+	CU_ASSERT_EQUAL(st2.reused_segments, 4); /* big.bin's three and meta.json */
+	fe = fx_file(m2, "opt.bin");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fe);
+	changed_stored = fe->segs[0].chunks[0].stored_size;
+	/* New bytes: the changed file's chunk plus the manifest, far below the 20 MiB that
+	 * did not change. The bound allows 1/16 zstd overhead and 64 KiB of manifest. */
+	bound = small + small / 16 + 64 * 1024;
+	CU_ASSERT(st2.new_bytes >= changed_stored);
+	CU_ASSERT(st2.new_bytes < bound);
+	CU_ASSERT(st1.new_bytes > S_BIG);
+	/* Reused segments point at step-1's chunks. */
+	CU_ASSERT_STRING_EQUAL(fx_file(m2, "big.bin")->segs[1].chunks[0].sha256,
+			       fx_file(m1, "big.bin")->segs[1].chunks[0].sha256);
+	CU_ASSERT_EQUAL(fx_count_chunks(&f), 6);
+	/* And the reusing checkpoint is complete on its own. */
+	CU_ASSERT_EQUAL(rr_verify_checkpoint(f.s, FX_RUN, m2, 2, why, sizeof(why)), 0);
+
+	rr_manifest_destroy(m1);
+	rr_manifest_destroy(m2);
+	fx_done(&f);
+}
+
+static void test_persist_identical_files_store_one_chunk(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	struct rr_persist_opts o = fx_opts();
+	char *d;
+
+	fx_init(&f);
+	d = fx_ckpt(&f, "step-1");
+	fx_write_random(d, "a/copy1.bin", FX_MIB, 7, 0644);
+	fx_write_random(d, "b/copy2.bin", FX_MIB, 7, 0600);
+	free(d);
+	o.threads = 1; /* one worker: the second file sees the first's chunk */
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(f.s, f.ckpt_dir, "step-1", 1, &o, &m, &st), 0);
+	CU_ASSERT_EQUAL(fx_count_chunks(&f), 1);
+	CU_ASSERT_STRING_EQUAL(fx_first_chunk(m, "a/copy1.bin"), fx_first_chunk(m, "b/copy2.bin"));
+	CU_ASSERT_EQUAL(st.files, 2);
+	CU_ASSERT_EQUAL(st.bytes, 2 * FX_MIB);
+	/* The chunk counts twice in the checkpoint but was written once. */
+	CU_ASSERT_EQUAL(st.stored_bytes, 2 * fx_file(m, "a/copy1.bin")->segs[0].chunks[0].stored_size);
+	CU_ASSERT(st.new_bytes < st.stored_bytes);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+static void test_persist_skips_symlinks(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	char *d, *l1, *l2;
+
+	fx_init(&f);
+	d = fx_ckpt(&f, "step-1");
+	fx_write_str(d, "real.txt", "real\n", 0644);
+	l1 = fx_join(d, "link-inside");
+	l2 = fx_join(d, "link-outside");
+	CU_ASSERT_EQUAL_FATAL(symlink("real.txt", l1), 0);
+	CU_ASSERT_EQUAL_FATAL(symlink("/etc/passwd", l2), 0);
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1, NULL, &m, &st), 0);
+	CU_ASSERT_EQUAL(st.files, 1);
+	CU_ASSERT_EQUAL(m->nfiles, 1);
+	CU_ASSERT_PTR_NOT_NULL(fx_file(m, "real.txt"));
+	CU_ASSERT_PTR_NULL(fx_file(m, "link-inside"));
+	CU_ASSERT_PTR_NULL(fx_file(m, "link-outside"));
+	CU_ASSERT_EQUAL(fx_count_chunks(&f), 1);
+	/* The source is untouched, links included. */
+	CU_ASSERT_TRUE(fx_exists(l1));
+	CU_ASSERT_TRUE(fx_exists(l2));
+	rr_manifest_destroy(m);
+	free(l1);
+	free(l2);
+	free(d);
+	fx_done(&f);
+}
+
+static void test_persist_missing_directory_is_enoent(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	char names[256];
+
+	fx_init(&f);
+	CU_ASSERT_EQUAL(fx_persist(&f, "step-404", 1, NULL, &m, &st), RR_ENOENT);
+	CU_ASSERT_PTR_NULL(m);
+	CU_ASSERT_FALSE(fx_has_manifest(&f, "step-404"));
+	CU_ASSERT_EQUAL(fx_count_chunks(&f), 0);
+	CU_ASSERT_EQUAL(fx_dir_names(f.ckpt_dir, names, sizeof(names)), 0);
+	fx_done(&f);
+}
+
+static void test_persist_canceled_before_start_writes_no_manifest(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	struct rr_persist_opts o = fx_opts();
+	volatile int cancel = 1;
+	char names[256];
+
+	fx_init(&f);
+	s_make_mixed(&f, "step-1");
+	o.cancel = &cancel;
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(f.s, f.ckpt_dir, "step-1", 1, &o, &m, &st),
+			RR_ECANCELED);
+	CU_ASSERT_PTR_NULL(m);
+	CU_ASSERT_FALSE(fx_has_manifest(&f, "step-1"));
+	CU_ASSERT_EQUAL(fx_dir_names(f.ckpt_dir, names, sizeof(names)), 1);
+	CU_ASSERT_STRING_EQUAL(names, "step-1");
+	/* A later persist of the same name is not blocked by the canceled one. */
+	CU_ASSERT_EQUAL(fx_persist(&f, "step-1", 1, NULL, NULL, &st), 0);
+	fx_done(&f);
+}
+
+static void test_persist_removes_staging_dir_and_leaves_source_alone(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	char names[256], *d, *copy;
+	struct stat sb;
+
+	fx_init(&f);
+	s_make_mixed(&f, "step-1");
+	/* A reference copy to compare the source with afterwards. */
+	copy = fx_join(f.root, "copy");
+	s_make_mixed(&f, "step-1-copy");
+	CU_ASSERT_EQUAL_FATAL(rename(d = fx_ckpt(&f, "step-1-copy"), copy), 0);
+	free(d);
+
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1, NULL, NULL, &st), 0);
+	CU_ASSERT_EQUAL(fx_dir_names(f.ckpt_dir, names, sizeof(names)), 1);
+	CU_ASSERT_STRING_EQUAL(names, "step-1");
+	d = fx_ckpt(&f, "step-1");
+	FX_ASSERT_SAME_TREE(d, copy);
+	/* The staging hard links are gone: each source file has one link again. */
+	{
+		char *p = fx_join(d, "model/weights.bin");
+		CU_ASSERT_EQUAL(stat(p, &sb), 0);
+		CU_ASSERT_EQUAL(sb.st_nlink, 1);
+		free(p);
+	}
+	free(d);
+	free(copy);
+	fx_done(&f);
+}
+
+static void test_persist_ignores_leftover_staging_of_a_crashed_persist(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	char *staging, names[256];
+
+	fx_init(&f);
+	s_make_mixed(&f, "step-1");
+	/* A crash mid-persist left its staging copy with a stray file behind. */
+	staging = fx_join(f.ckpt_dir, RR_STAGING_DIR "/step-1");
+	fx_write_str(staging, "stray.bin", "from a crashed run\n", 0644);
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1, NULL, &m, &st), 0);
+	CU_ASSERT_EQUAL(m->nfiles, 4);
+	CU_ASSERT_PTR_NULL(fx_file(m, "stray.bin"));
+	CU_ASSERT_EQUAL(fx_dir_names(f.ckpt_dir, names, sizeof(names)), 1);
+	CU_ASSERT_STRING_EQUAL(names, "step-1");
+	rr_manifest_destroy(m);
+	free(staging);
+	fx_done(&f);
+}
+
+static void test_persist_empty_checkpoint_dir_writes_empty_manifest(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	char *d;
+
+	fx_init(&f);
+	d = fx_ckpt(&f, "step-0");
+	CU_ASSERT_EQUAL_FATAL(rr_mkdir_p(d), 0);
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-0", 1, NULL, &m, &st), 0);
+	CU_ASSERT_EQUAL(m->nfiles, 0);
+	CU_ASSERT_EQUAL(st.files, 0);
+	CU_ASSERT_EQUAL(st.segments, 0);
+	CU_ASSERT_TRUE(fx_has_manifest(&f, "step-0"));
+	rr_manifest_destroy(m);
+	free(d);
+	fx_done(&f);
+}
+
+static CU_TestInfo s_tests[] = {
+	{ "persist_writes_manifest_every_chunk_and_stats",
+	  test_persist_writes_manifest_every_chunk_and_stats },
+	{ "persist_same_name_again_is_eexist_and_changes_nothing",
+	  test_persist_same_name_again_is_eexist_and_changes_nothing },
+	{ "persist_with_previous_reuses_unchanged_segments",
+	  test_persist_with_previous_reuses_unchanged_segments },
+	{ "persist_identical_files_store_one_chunk", test_persist_identical_files_store_one_chunk },
+	{ "persist_skips_symlinks", test_persist_skips_symlinks },
+	{ "persist_missing_directory_is_enoent", test_persist_missing_directory_is_enoent },
+	{ "persist_canceled_before_start_writes_no_manifest",
+	  test_persist_canceled_before_start_writes_no_manifest },
+	{ "persist_removes_staging_dir_and_leaves_source_alone",
+	  test_persist_removes_staging_dir_and_leaves_source_alone },
+	{ "persist_ignores_leftover_staging_of_a_crashed_persist",
+	  test_persist_ignores_leftover_staging_of_a_crashed_persist },
+	{ "persist_empty_checkpoint_dir_writes_empty_manifest",
+	  test_persist_empty_checkpoint_dir_writes_empty_manifest },
+	CU_TEST_INFO_NULL,
+};
+
+RR_CUNIT_MAIN("persist", s_tests)
