@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,13 @@ static int s_allowed(enum rr_command cmd, int opt)
 	}
 }
 
+/* The word that named the current option: for "--keep 0" the one before the value, for
+ * "--keep=0" or "-v" the last one getopt consumed. */
+static const char *s_opt_word(char **av, const char *value)
+{
+	return value && optind >= 2 && av[optind - 1] == value ? av[optind - 2] : av[optind - 1];
+}
+
 static const char *s_getenv(const char *name, const char *fallback)
 {
 	const char *v = getenv(name);
@@ -176,8 +184,9 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		{ "verify", RR_CMD_VERIFY }, { "gc", RR_CMD_GC },
 	};
 	const char *cmd_name = "resume-run";
+	char **av;
 	long long v;
-	int first = 1, opt;
+	int first = 1, opt, ac;
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->command = RR_CMD_RUN;
@@ -202,13 +211,22 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			}
 	}
 	*help_for = cfg->command;
-	optind = first;
+	/* getopt keeps state between calls (glibc: the rest of a "-hv" cluster it stopped in).
+	 * optind = 0 asks glibc and musl for a full reset, which restarts at index 1, so a
+	 * subcommand's options are parsed from an argv that starts at the subcommand's name. */
+	av = argv + first - 1;
+	ac = argc - first + 1;
+	optind = 0;
 	opterr = 0;
 	/* '+': stop at the first non-option, which begins the trainer command. */
-	while ((opt = getopt_long(argc, argv, "+:vh", s_options, NULL)) != -1) {
+	while ((opt = getopt_long(ac, av, "+:vh", s_options, NULL)) != -1) {
 		const char *a = optarg;
 		if (opt == '?' || opt == ':') {
-			const char *bad = argv[optind - 1];
+			/* An unknown short option may sit inside a cluster ("-xv") that optind has
+			 * not moved past: name the letter. ('v' and 'h' here mean "--verbose=1".) */
+			char letter[3] = { '-', (char)optopt, '\0' };
+			const char *bad = opt == '?' && optopt > 0 && optopt < 256 &&
+					  !strchr("vh", optopt) ? letter : av[optind - 1];
 			snprintf(err, err_len, "%s: %s '%s' (see %s%s --help)", cmd_name,
 				 opt == ':' ? "missing value for" : "unknown option", bad,
 				 first == 2 ? "resume-run " : "", cmd_name);
@@ -216,7 +234,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		}
 		if (!s_allowed(cfg->command, opt)) {
 			snprintf(err, err_len, "%s: option '%s' does not apply here (see %s%s --help)",
-				 cmd_name, argv[optind - 1], first == 2 ? "resume-run " : "", cmd_name);
+				 cmd_name, s_opt_word(av, a), first == 2 ? "resume-run " : "", cmd_name);
 			return RR_EINVAL;
 		}
 		switch (opt) {
@@ -240,7 +258,9 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			}
 			break;
 		case OPT_SIGNAL:
-			if (rr_signal_from_name(a, &cfg->checkpoint_signal))
+			/* KILL and STOP can have no handler: a notice would wait forever. */
+			if (rr_signal_from_name(a, &cfg->checkpoint_signal) ||
+			    cfg->checkpoint_signal == SIGKILL || cfg->checkpoint_signal == SIGSTOP)
 				goto bad_value;
 			break;
 		case OPT_EVERY:
@@ -276,8 +296,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		continue;
 bad_value:
 		snprintf(err, err_len, "%s: invalid value '%s' for %s (see %s%s --help)", cmd_name,
-			 a, argv[optind - 2 >= 0 && argv[optind - 1] == a ? optind - 2 : optind - 1],
-			 first == 2 ? "resume-run " : "", cmd_name);
+			 a, s_opt_word(av, a), first == 2 ? "resume-run " : "", cmd_name);
 		return RR_EINVAL;
 	}
 	if (cfg->gc_grace_ms < 0)
@@ -292,16 +311,16 @@ bad_value:
 		return RR_EINVAL;
 	}
 	if (cfg->command == RR_CMD_RUN) {
-		if (optind >= argc) {
+		if (optind >= ac) {
 			snprintf(err, err_len, "no command to run (usage: resume-run [OPTIONS] -- "
 				 "COMMAND [ARGS...]; see resume-run --help)");
 			return RR_EINVAL;
 		}
-		cfg->argv = argv + optind;
-		cfg->argc = argc - optind;
-	} else if (optind < argc) {
+		cfg->argv = av + optind;
+		cfg->argc = ac - optind;
+	} else if (optind < ac) {
 		snprintf(err, err_len, "%s: unexpected argument '%s' (see resume-run %s --help)",
-			 cmd_name, argv[optind], cmd_name);
+			 cmd_name, av[optind], cmd_name);
 		return RR_EINVAL;
 	}
 	if (cfg->command == RR_CMD_RESTORE && !cfg->to) {

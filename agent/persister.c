@@ -353,7 +353,9 @@ void rr_persister_cancel(struct rr_persister *p)
 {
 	pthread_mutex_lock(&p->lock);
 	p->have_pending = 0;
-	if (p->running)
+	/* Only a checkpoint clears the flag when it ends; set during a ledger event, it
+	 * would cancel the next checkpoint submitted instead. */
+	if (p->running && p->running_name[0])
 		p->cancel = 1;
 	pthread_mutex_unlock(&p->lock);
 }

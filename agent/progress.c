@@ -25,7 +25,8 @@ const char *rr_format_bytes(uint64_t bytes, char *out)
 	static const char *const units[] = { "B", "kB", "MB", "GB", "TB" };
 	double v = (double)bytes;
 	int u = 0;
-	while (v >= 1000 && u < 4) {
+	/* 999.95 and up would print as "1000.0": show those in the next unit ("1.0 MB"). */
+	while (v >= 999.95 && u < 4) {
 		v /= 1000;
 		u++;
 	}

@@ -191,6 +191,11 @@ out:
 	return same;
 }
 
+static int s_cmp_listed(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct rr_dir_file *)elem)->path);
+}
+
 /* Writes root/rel into path and creates every directory on the way to it. Paths were
  * checked by the manifest parser, and root is a fresh directory of ours. */
 static int s_make_parent(const char *root, const char *rel, char *path, size_t cap)
@@ -324,6 +329,7 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 {
 	struct s_job j = { .store = s, .run_id = run_id, .m = m,
 			   .why_lock = PTHREAD_MUTEX_INITIALIZER };
+	struct rr_dir_listing local = { 0 };
 	char tmp_name[300], what[300];
 	char *final = NULL, *tmp = NULL;
 	struct stat st;
@@ -357,15 +363,21 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 		rc = s_job_init(&j, &threads);
 	if (!rc && !(j.kept = calloc(m->nfiles ? m->nfiles : 1, 1)))
 		rc = RR_ENOMEM;
+	/* Files to keep are taken only from a real directory, and only those its listing
+	 * (which follows no symlink) shows: a link to a file reached through a symlink would
+	 * put an inode from outside the target into the checkpoint. */
+	if (!rc && exists && S_ISDIR(st.st_mode) && rr_dir_list(final, &local) != 0)
+		memset(&local, 0, sizeof(local));
 	for (size_t f = 0; !rc && f < m->nfiles; f++) {
 		const struct rr_file_entry *fe = &m->files[f];
-		char *have = exists ? rr_path_join(final, fe->path) : NULL;
-		if (have && s_local_identical(have, fe)) {
-			char to[8192];
-			/* Same bytes already on disk: a link instead of a download. */
-			rc = s_make_parent(tmp, fe->path, to, sizeof(to));
-			if (!rc && link(have, to) != 0)
-				rc = rr_error_from_errno(errno);
+		int listed = local.n && bsearch(fe->path, local.files, local.n,
+						sizeof(*local.files), s_cmp_listed);
+		char *have = listed ? rr_path_join(final, fe->path) : NULL;
+		char to[8192];
+		/* Same bytes already on disk: a link instead of a download (if linking fails,
+		 * e.g. across filesystems, the download it is). */
+		if (have && s_local_identical(have, fe) &&
+		    s_make_parent(tmp, fe->path, to, sizeof(to)) == 0 && link(have, to) == 0) {
 			j.kept[f] = 1;
 			stats->kept_files++;
 		} else {
@@ -392,14 +404,23 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	if (rc)
 		goto out;
 	if (exists) {
-		char aside[300];
-		snprintf(aside, sizeof(aside), "%s/.%s.local-%lld", parent, m->checkpoint,
+		/* Only the name in a fixed buffer (it fits: names are at most 255 bytes); a
+		 * fixed buffer for the whole path truncated long parents to some other path. */
+		char aside_name[300], *aside;
+		snprintf(aside_name, sizeof(aside_name), ".%s.local-%lld", m->checkpoint,
 			 (long long)rr_wall_ms());
+		aside = rr_path_join(parent, aside_name);
+		if (!aside) {
+			rc = RR_ENOMEM;
+			goto out;
+		}
 		if (rename(final, aside) != 0) {
 			rc = rr_error_from_errno(errno);
+			free(aside);
 			goto out;
 		}
 		rr_warn("%s existed locally with other contents; moved aside to %s", final, aside);
+		free(aside);
 	}
 	if (rename(tmp, final) != 0) {
 		rc = rr_error_from_errno(errno);
@@ -414,6 +435,7 @@ out:
 	if (why && why_len)
 		snprintf(why, why_len, "%s", j.why[0] ? j.why : rr_strerror(rc));
 	s_job_free(&j, threads);
+	rr_dir_listing_free(&local);
 	free(final);
 	free(tmp);
 	return rc;

@@ -2,9 +2,9 @@
  * more than the network it came over: every parse below has a size ceiling, checks every
  * number before converting it from cJSON's double, and says in one line what it refused. */
 #include <limits.h>
-#include <stddef.h>
 #include <math.h> /* isfinite, a macro: no libm */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

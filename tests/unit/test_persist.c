@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rr/catalog.h"
 #include "rr/error.h"
 #include "rr/persist.h"
 #include "rr/restore.h"
@@ -354,6 +355,112 @@ static void test_persist_empty_checkpoint_dir_writes_empty_manifest(void)
 	fx_done(&f);
 }
 
+/* A store that passes everything to the file store except puts of keys containing `match`,
+ * which fail with `rc` (a full disk, a lost connection). */
+struct s_failing {
+	struct rr_store base;
+	struct rr_store *inner;
+	const char *match;
+	int rc;
+};
+
+static int s_failing_put(struct rr_store *s, const char *key, const void *data, size_t len,
+			 const struct rr_put_opts *opts, char *etag_out)
+{
+	struct s_failing *fs = (struct s_failing *)s;
+	if (strstr(key, fs->match))
+		return fs->rc;
+	return rr_store_put(fs->inner, key, data, len, opts, etag_out);
+}
+
+static int s_failing_get(struct rr_store *s, const char *key, struct rr_buf *out, char *etag)
+{
+	return rr_store_get(((struct s_failing *)s)->inner, key, out, etag);
+}
+
+static int s_failing_head(struct rr_store *s, const char *key, uint64_t *size_out)
+{
+	return rr_store_head(((struct s_failing *)s)->inner, key, size_out);
+}
+
+static int s_failing_list(struct rr_store *s, const char *prefix, rr_store_list_cb cb, void *ud)
+{
+	return rr_store_list(((struct s_failing *)s)->inner, prefix, cb, ud);
+}
+
+static int s_failing_del(struct rr_store *s, const char *key)
+{
+	return rr_store_del(((struct s_failing *)s)->inner, key);
+}
+
+static void s_failing_destroy(struct rr_store *s)
+{
+	(void)s; /* on the test's stack; the inner store is the fixture's */
+}
+
+static const struct rr_store_vtable s_failing_vt = {
+	.scheme = "failing", .put = s_failing_put, .get = s_failing_get,
+	.head = s_failing_head, .list = s_failing_list, .del = s_failing_del,
+	.destroy = s_failing_destroy,
+};
+
+/* step-1 persisted fine; step-2's persist meets a store failing puts matching `match`. The
+ * error is reported, step-2 has no manifest, and step-1 stays the newest committed
+ * checkpoint and restores. */
+static void s_failure_keeps_previous(const char *match)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	struct rr_persist_opts o = fx_opts();
+	struct s_failing fs = { .base = { .vt = &s_failing_vt, .url = (char *)"failing://" },
+				.match = match, .rc = RR_ENOSPC };
+	struct rr_catalog *c = NULL;
+	struct rr_restore_stats rs;
+	char why[512], *src, *dst, names[256];
+
+	fx_init(&f);
+	fs.inner = f.s;
+	s_make_mixed(&f, "step-1");
+	{
+		char *d = fx_ckpt(&f, "step-2");
+		fx_write_random(d, "model/weights.bin", 3 * FX_MIB, 2, 0644);
+		free(d);
+	}
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1000, NULL, NULL, &st), 0);
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-2", 2000, &o, &m, &st),
+			RR_ENOSPC);
+	CU_ASSERT_PTR_NULL(m);
+	CU_ASSERT_FALSE(fx_has_manifest(&f, "step-2"));
+	CU_ASSERT_EQUAL(fx_dir_names(f.ckpt_dir, names, sizeof(names)), 2);
+	CU_ASSERT_STRING_EQUAL(names, "step-1,step-2");
+
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(c->n, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rr_catalog_newest(c));
+	CU_ASSERT_STRING_EQUAL(rr_catalog_newest(c)->name, "step-1");
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, rr_catalog_newest(c)->manifest,
+					      f.restore_dir, 2, &rs, why, sizeof(why)),
+			0);
+	src = fx_ckpt(&f, "step-1");
+	dst = fx_join(f.restore_dir, "step-1");
+	FX_ASSERT_SAME_TREE(src, dst);
+	free(src);
+	free(dst);
+	rr_catalog_destroy(c);
+	fx_done(&f);
+}
+
+static void test_persist_chunk_store_failure_leaves_previous_checkpoint_newest(void)
+{
+	s_failure_keeps_previous("/chunks/");
+}
+
+static void test_persist_manifest_store_failure_leaves_previous_checkpoint_newest(void)
+{
+	s_failure_keeps_previous("/manifest.json");
+}
+
 static CU_TestInfo s_tests[] = {
 	{ "persist_writes_manifest_every_chunk_and_stats",
 	  test_persist_writes_manifest_every_chunk_and_stats },
@@ -372,6 +479,10 @@ static CU_TestInfo s_tests[] = {
 	  test_persist_ignores_leftover_staging_of_a_crashed_persist },
 	{ "persist_empty_checkpoint_dir_writes_empty_manifest",
 	  test_persist_empty_checkpoint_dir_writes_empty_manifest },
+	{ "persist_chunk_store_failure_leaves_previous_checkpoint_newest",
+	  test_persist_chunk_store_failure_leaves_previous_checkpoint_newest },
+	{ "persist_manifest_store_failure_leaves_previous_checkpoint_newest",
+	  test_persist_manifest_store_failure_leaves_previous_checkpoint_newest },
 	CU_TEST_INFO_NULL,
 };
 

@@ -715,10 +715,13 @@ static void test_signal_handlers_signals_only_processes_with_handler(void)
 	CU_ASSERT_FALSE(s_exists(c));
 
 out:
-	if (leader > 0) {
+	/* The whole group; the leader and the sleep by pid too, so that a broken
+	 * process-group setup fails this test instead of hanging it. */
+	if (leader > 0)
 		kill(-leader, SIGKILL);
-		s_waitpid(leader);
-	}
+	if (sleeper > 0)
+		kill(sleeper, SIGKILL);
+	s_kill_and_wait(leader);
 	s_kill_and_wait(outsider);
 	s_rm_rf(dir);
 }

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (ASan + UBSan) in build-fuzz and runs each for
+# FUZZ_SECONDS on a scratch copy of its seed corpus. What the fuzzer finds stays in the
+# scratch copy (build-fuzz/fuzz-work/<target>/); promote inputs to tests/fuzz/corpus/ by
+# hand, so the repository only gains seeds someone looked at. A crash, leak, timeout or
+# out-of-memory fails the script and prints the path of the input that caused it.
+#
+# usage: scripts/fuzz.sh [TARGET...]        default: fuzz_manifest fuzz_latest
+# env:   FUZZ_SECONDS  seconds per target (default 30)
+#        BUILD_DIR     build directory (default build-fuzz)
+#        FUZZ_ARGS     extra libFuzzer flags, e.g. "-jobs=4 -workers=4"
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+seconds=${FUZZ_SECONDS:-30}
+build=${BUILD_DIR:-build-fuzz}
+case $build in /*) ;; *) build=$root/$build ;; esac
+if [ $# -gt 0 ]; then
+	targets=("$@")
+else
+	targets=(fuzz_manifest fuzz_latest)
+fi
+
+# libFuzzer reads -max_total_time=0 as "forever"
+case $seconds in
+'' | *[!0-9]* | 0)
+	echo "fuzz.sh: FUZZ_SECONDS must be a whole number of seconds, at least 1" >&2
+	exit 2
+	;;
+esac
+if ! command -v clang >/dev/null; then
+	echo "fuzz.sh: clang not found (Debian: apt-get install clang libclang-rt-14-dev)" >&2
+	exit 2
+fi
+
+# -fsanitize=fuzzer-no-link gives the library code (rrcore) coverage instrumentation too;
+# without it libFuzzer would see only the target's own file and fuzz the parsers blind.
+# -Wno-unknown-warning-option: the tree is mostly built with gcc, whose -Wno-... options
+# clang does not all know, and -Werror would stop on them.
+cmake -DCMAKE_C_COMPILER=clang -DRR_FUZZ=ON -DRR_SANITIZE=ON \
+	-DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link -Wno-unknown-warning-option" -S . -B "$build"
+cmake --build "$build" --target "${targets[@]}" -j "$(nproc 2>/dev/null || echo 2)"
+
+work=$build/fuzz-work
+failed=()
+for t in "${targets[@]}"; do
+	bin=$build/$t
+	seeds=tests/fuzz/corpus/$t
+	dir=$work/$t
+	if [ ! -x "$bin" ]; then
+		echo "fuzz.sh: $bin was not built" >&2
+		exit 2
+	fi
+	rm -rf "$dir"
+	mkdir -p "$dir/corpus" "$dir/artifacts"
+	if [ -d "$seeds" ]; then
+		cp -R "$seeds/." "$dir/corpus/"
+	fi
+
+	echo "fuzz.sh: running $t for ${seconds}s (log: $dir/log)"
+	rc=0
+	# shellcheck disable=SC2086 # FUZZ_ARGS is a list of flags
+	"$bin" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 \
+		-print_final_stats=1 -artifact_prefix="$dir/artifacts/" ${FUZZ_ARGS:-} \
+		"$dir/corpus" >"$dir/log" 2>&1 || rc=$?
+	grep -E '^(#[0-9]+[[:space:]]+DONE|stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb))' \
+		"$dir/log" | sed "s/^/  $t: /" || true
+
+	artifacts=$(find "$dir/artifacts" -type f 2>/dev/null | sort)
+	if [ "$rc" -ne 0 ] || [ -n "$artifacts" ]; then
+		echo "fuzz.sh: $t FAILED (exit $rc); end of its log:" >&2
+		tail -n 40 "$dir/log" >&2
+		if [ -n "$artifacts" ]; then
+			while IFS= read -r a; do
+				echo "fuzz.sh: $t artifact: $a" >&2
+				echo "fuzz.sh:   reproduce: $bin $a" >&2
+			done <<<"$artifacts"
+		fi
+		failed+=("$t")
+	else
+		n=$(find "$dir/corpus" -type f | wc -l)
+		echo "fuzz.sh: $t ok; scratch corpus now holds $n inputs in $dir/corpus"
+	fi
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "fuzz.sh: failed: ${failed[*]}" >&2
+	exit 1
+fi
+echo "fuzz.sh: all ${#targets[@]} targets ran ${seconds}s without a finding"

@@ -1,0 +1,188 @@
+/* CUnit suite "ckpt_order": which checkpoint is newest (DESIGN §2): the greatest step-N
+ * number, else the latest commit time, then the name. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rr/ckpt_order.h"
+
+#include "cunit_main.h"
+
+/* Sign of a comparison, so tests do not depend on its magnitude. */
+static int s_cmp(const char *a, int64_t a_ms, const char *b, int64_t b_ms)
+{
+	int c = rr_checkpoint_compare(a, a_ms, b, b_ms);
+	return (c > 0) - (c < 0);
+}
+
+static void test_step_is_parsed_from_step_names(void)
+{
+	uint64_t n = 12345;
+
+	CU_ASSERT(rr_checkpoint_step("step-0", &n) == 1 && n == 0);
+	CU_ASSERT(rr_checkpoint_step("step-2", &n) == 1 && n == 2);
+	CU_ASSERT(rr_checkpoint_step("step-1200", &n) == 1 && n == 1200);
+	CU_ASSERT(rr_checkpoint_step("step-007", &n) == 1 && n == 7);
+}
+
+static void test_step_may_be_followed_by_a_suffix(void)
+{
+	uint64_t n = 0;
+
+	CU_ASSERT(rr_checkpoint_step("step-1200.final", &n) == 1 && n == 1200);
+	CU_ASSERT(rr_checkpoint_step("step-5-epoch2", &n) == 1 && n == 5);
+	CU_ASSERT(rr_checkpoint_step("step-9_best", &n) == 1 && n == 9);
+}
+
+static void test_names_that_are_not_steps_are_recognised(void)
+{
+	static const char *const not_steps[] = {
+		"step-", "step", "steps-1", "Step-1", "step_1", "step--1", "step-x1", "xstep-1",
+		"best", "", "step-+1", " step-1",
+	};
+	uint64_t n = 777;
+
+	for (size_t i = 0; i < sizeof(not_steps) / sizeof(not_steps[0]); i++)
+		CU_ASSERT_EQUAL(rr_checkpoint_step(not_steps[i], &n), 0);
+	CU_ASSERT_EQUAL(n, 777); /* untouched */
+}
+
+static void test_step_numbers_of_up_to_19_digits_are_steps_and_longer_are_not(void)
+{
+	uint64_t n = 0;
+
+	/* 19 nines still fit in 64 bits; 20 digits may not, so they are not step numbers. */
+	CU_ASSERT(rr_checkpoint_step("step-9999999999999999999", &n) == 1 &&
+		  n == 9999999999999999999ULL);
+	CU_ASSERT(rr_checkpoint_step("step-0000000000000000001", &n) == 1 && n == 1);
+	n = 777;
+	CU_ASSERT_EQUAL(rr_checkpoint_step("step-18446744073709551615", &n), 0); /* UINT64_MAX */
+	CU_ASSERT_EQUAL(rr_checkpoint_step("step-99999999999999999999", &n), 0);
+	CU_ASSERT_EQUAL(rr_checkpoint_step("step-00000000000000000001", &n), 0);
+	CU_ASSERT_EQUAL(n, 777);
+}
+
+static void test_steps_compare_numerically_not_lexically(void)
+{
+	/* Commit times point the other way: the step number wins. */
+	CU_ASSERT_EQUAL(s_cmp("step-2", 2000, "step-10", 1000), -1);
+	CU_ASSERT_EQUAL(s_cmp("step-10", 1000, "step-2", 2000), 1);
+	CU_ASSERT_EQUAL(s_cmp("step-0", 9000, "step-1", 0), -1);
+	CU_ASSERT_EQUAL(s_cmp("step-999", 5, "step-1000", 5), -1);
+	CU_ASSERT_EQUAL(s_cmp("step-010", 5, "step-9", 5), 1);
+}
+
+static void test_same_step_with_different_suffixes_compares_by_time_then_name(void)
+{
+	CU_ASSERT_EQUAL(s_cmp("step-5", 1000, "step-5.final", 2000), -1);
+	CU_ASSERT_EQUAL(s_cmp("step-5.final", 1000, "step-5", 2000), -1);
+	CU_ASSERT_EQUAL(s_cmp("step-5", 1000, "step-5.final", 1000), -1); /* by name */
+	CU_ASSERT_EQUAL(s_cmp("step-5.final", 1000, "step-5", 1000), 1);
+	CU_ASSERT_EQUAL(s_cmp("step-05", 1000, "step-5", 1000), -1);
+}
+
+static void test_step_suffix_does_not_change_the_number_order(void)
+{
+	CU_ASSERT_EQUAL(s_cmp("step-10.a", 0, "step-9.z", 1000), 1);
+	CU_ASSERT_EQUAL(s_cmp("step-9.final", 1000, "step-10", 0), -1);
+}
+
+static void test_non_step_names_compare_by_commit_time(void)
+{
+	CU_ASSERT_EQUAL(s_cmp("best", 2000, "latest", 1000), 1);
+	CU_ASSERT_EQUAL(s_cmp("latest", 1000, "best", 2000), -1);
+	CU_ASSERT_EQUAL(s_cmp("epoch-2", 100, "epoch-10", 200), -1);
+	CU_ASSERT_EQUAL(s_cmp("epoch-10", -5, "epoch-2", -6), 1); /* negative times still order */
+}
+
+static void test_step_against_non_step_compares_by_commit_time(void)
+{
+	CU_ASSERT_EQUAL(s_cmp("step-100", 1000, "manual", 2000), -1);
+	CU_ASSERT_EQUAL(s_cmp("manual", 2000, "step-100", 1000), 1);
+	CU_ASSERT_EQUAL(s_cmp("step-1", 3000, "manual", 2000), 1);
+	/* a 20-digit "step" is just a name */
+	CU_ASSERT_EQUAL(s_cmp("step-99999999999999999999", 1, "step-1", 2), -1);
+}
+
+static void test_commit_time_ties_are_broken_by_name(void)
+{
+	CU_ASSERT_EQUAL(s_cmp("a", 1000, "b", 1000), -1);
+	CU_ASSERT_EQUAL(s_cmp("b", 1000, "a", 1000), 1);
+	CU_ASSERT_EQUAL(s_cmp("step-3", 1000, "zzz", 1000), -1);
+	CU_ASSERT_EQUAL(s_cmp("zzz", 1000, "step-3", 1000), 1);
+	CU_ASSERT_EQUAL(s_cmp("ab", 7, "abc", 7), -1);
+}
+
+static void test_equal_names_are_the_same_checkpoint(void)
+{
+	CU_ASSERT_EQUAL(rr_checkpoint_compare("best", 1000, "best", 1000), 0);
+	/* Same name with two different times is still one checkpoint (seen twice). */
+	CU_ASSERT_EQUAL(rr_checkpoint_compare("best", 1000, "best", 5000), 0);
+	CU_ASSERT_EQUAL(rr_checkpoint_compare("step-7", 1, "step-7", 2), 0);
+	CU_ASSERT_EQUAL(rr_checkpoint_compare("step-0", 0, "step-0", 0), 0);
+}
+
+struct s_ckpt {
+	const char *name;
+	int64_t ms;
+};
+
+static int s_qsort_cmp(const void *a, const void *b)
+{
+	const struct s_ckpt *x = a, *y = b;
+	return rr_checkpoint_compare(x->name, x->ms, y->name, y->ms);
+}
+
+static void test_sorting_a_list_of_steps_puts_the_greatest_last(void)
+{
+	struct s_ckpt list[] = {
+		{ "step-10", 100 }, { "step-2", 300 }, { "step-100", 50 },
+		{ "step-1", 400 },  { "step-0", 500 }, { "step-11", 90 },
+	};
+	static const char *const want[] = { "step-0", "step-1", "step-2",
+					    "step-10", "step-11", "step-100" };
+
+	qsort(list, 6, sizeof(list[0]), s_qsort_cmp);
+	for (int i = 0; i < 6; i++)
+		CU_ASSERT_STRING_EQUAL(list[i].name, want[i]);
+}
+
+static void test_compare_is_antisymmetric(void)
+{
+	static const struct s_ckpt c[] = {
+		{ "step-1", 5 }, { "step-2", 5 }, { "step-2.b", 5 }, { "best", 5 },
+		{ "best2", 9 },  { "step-3", 1 }, { "x", 0 },        { "step-99999999999999999999", 5 },
+	};
+	const size_t n = sizeof(c) / sizeof(c[0]);
+
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++)
+			CU_ASSERT_EQUAL(s_cmp(c[i].name, c[i].ms, c[j].name, c[j].ms),
+					-s_cmp(c[j].name, c[j].ms, c[i].name, c[i].ms));
+}
+
+static CU_TestInfo s_tests[] = {
+	{ "test_step_is_parsed_from_step_names", test_step_is_parsed_from_step_names },
+	{ "test_step_may_be_followed_by_a_suffix", test_step_may_be_followed_by_a_suffix },
+	{ "test_names_that_are_not_steps_are_recognised",
+	  test_names_that_are_not_steps_are_recognised },
+	{ "test_step_numbers_of_up_to_19_digits_are_steps_and_longer_are_not",
+	  test_step_numbers_of_up_to_19_digits_are_steps_and_longer_are_not },
+	{ "test_steps_compare_numerically_not_lexically",
+	  test_steps_compare_numerically_not_lexically },
+	{ "test_same_step_with_different_suffixes_compares_by_time_then_name",
+	  test_same_step_with_different_suffixes_compares_by_time_then_name },
+	{ "test_step_suffix_does_not_change_the_number_order",
+	  test_step_suffix_does_not_change_the_number_order },
+	{ "test_non_step_names_compare_by_commit_time", test_non_step_names_compare_by_commit_time },
+	{ "test_step_against_non_step_compares_by_commit_time",
+	  test_step_against_non_step_compares_by_commit_time },
+	{ "test_commit_time_ties_are_broken_by_name", test_commit_time_ties_are_broken_by_name },
+	{ "test_equal_names_are_the_same_checkpoint", test_equal_names_are_the_same_checkpoint },
+	{ "test_sorting_a_list_of_steps_puts_the_greatest_last",
+	  test_sorting_a_list_of_steps_puts_the_greatest_last },
+	{ "test_compare_is_antisymmetric", test_compare_is_antisymmetric },
+	CU_TEST_INFO_NULL,
+};
+
+RR_CUNIT_MAIN("ckpt_order", s_tests)

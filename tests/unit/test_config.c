@@ -1,0 +1,715 @@
+/* CUnit suite "config": durations, bounded integers, and the command line (DESIGN §3):
+ * flags > environment > defaults, per-subcommand options, the trainer's argv.
+ *
+ * rr_config_parse is called many times in one process, so it must reset getopt's global
+ * state itself (it does, with optind = 0); the tests therefore never touch optind, and one
+ * test checks that a parse stopped halfway through an option cluster leaves nothing behind.
+ * Every test starts from an environment without the RESUME_RUN_* variables. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rr/codec.h"
+#include "rr/config.h"
+#include "rr/error.h"
+#include "rr/pool.h"
+
+#include "cunit_main.h"
+
+/* A NULL-terminated argv from string literals (getopt_long with '+' never permutes it). */
+#define ARGV(...) ((char *[]){ __VA_ARGS__, NULL })
+
+struct s_parsed {
+	struct rr_config cfg;
+	enum rr_command help_for;
+	char err[512];
+	int rc;
+};
+
+static void s_clear_env(void)
+{
+	unsetenv("RESUME_RUN_STORE");
+	unsetenv("RESUME_RUN_ID");
+	unsetenv("RESUME_RUN_CHECKPOINT_DIR");
+}
+
+static struct s_parsed s_parse(char **argv)
+{
+	struct s_parsed p;
+	int argc = 0;
+
+	while (argv[argc])
+		argc++;
+	memset(&p, 0, sizeof(p));
+	p.help_for = (enum rr_command)-1;
+	p.rc = rr_config_parse(argc, argv, &p.cfg, &p.help_for, p.err, sizeof(p.err));
+	return p;
+}
+
+static int s_has(const char *hay, const char *needle)
+{
+	return strstr(hay, needle) != NULL;
+}
+
+static int64_t s_dur(const char *s)
+{
+	int64_t v = -12345;
+	CU_ASSERT_EQUAL(rr_parse_duration_ms(s, &v), 0);
+	return v;
+}
+
+static void s_dur_bad(const char *s)
+{
+	int64_t v = -12345;
+	CU_ASSERT_EQUAL(rr_parse_duration_ms(s, &v), RR_EINVAL);
+	CU_ASSERT_EQUAL(v, -12345); /* untouched on failure */
+}
+
+static void test_duration_accepts_each_unit(void)
+{
+	CU_ASSERT_EQUAL(s_dur("90s"), 90000);
+	CU_ASSERT_EQUAL(s_dur("30m"), 30LL * 60 * 1000);
+	CU_ASSERT_EQUAL(s_dur("2h"), 2LL * 3600 * 1000);
+	CU_ASSERT_EQUAL(s_dur("1500ms"), 1500);
+	CU_ASSERT_EQUAL(s_dur("45"), 45000); /* plain number: seconds */
+	CU_ASSERT_EQUAL(s_dur("0s"), 0);
+	CU_ASSERT_EQUAL(s_dur("0"), 0);
+	CU_ASSERT_EQUAL(s_dur("007s"), 7000);
+}
+
+static void test_duration_of_exactly_30_days_is_accepted_in_every_unit(void)
+{
+	const int64_t days30 = 30LL * 86400 * 1000;
+
+	CU_ASSERT_EQUAL(s_dur("720h"), days30);
+	CU_ASSERT_EQUAL(s_dur("43200m"), days30);
+	CU_ASSERT_EQUAL(s_dur("2592000s"), days30);
+	CU_ASSERT_EQUAL(s_dur("2592000"), days30);
+	CU_ASSERT_EQUAL(s_dur("2592000000ms"), days30);
+}
+
+static void test_duration_refuses_junk(void)
+{
+	static const char *const bad[] = {
+		"",    "5x",  "-1",   "1.5h", "h",    "ms",  "s5",  " 5s", "5s ", "5S",
+		"5H",  "5sec", "+5",  "5hh",  "5 s",  "0x10", "5d", "1e3", "5\n",  "5m5s",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		s_dur_bad(bad[i]);
+}
+
+static void test_duration_refuses_overflow_and_more_than_30_days(void)
+{
+	s_dur_bad("721h");
+	s_dur_bad("43201m");
+	s_dur_bad("2592001s");
+	s_dur_bad("2592001");
+	s_dur_bad("2592000001ms");
+	s_dur_bad("99999999999h");             /* would overflow int64 once multiplied */
+	s_dur_bad("9223372036854775807ms");    /* INT64_MAX, but > 30 days */
+	s_dur_bad("9223372036854775808s");     /* strtoll overflow */
+	s_dur_bad("99999999999999999999999999999999999999s"); /* longer than any number */
+}
+
+static void test_int_accepts_values_at_both_bounds(void)
+{
+	long long v = -1;
+
+	CU_ASSERT(rr_parse_int("0", 0, 10, &v) == 0 && v == 0);
+	CU_ASSERT(rr_parse_int("10", 0, 10, &v) == 0 && v == 10);
+	CU_ASSERT(rr_parse_int("-5", -5, 5, &v) == 0 && v == -5);
+	CU_ASSERT(rr_parse_int("007", 0, 10, &v) == 0 && v == 7); /* decimal, not octal */
+	CU_ASSERT(rr_parse_int("9223372036854775807", 0, 9223372036854775807LL, &v) == 0 &&
+		  v == 9223372036854775807LL);
+}
+
+static void test_int_refuses_out_of_range_and_junk(void)
+{
+	static const char *const bad[] = {
+		"11", "-1", "", " 1", "1 ", "+1", "1e1", "0x1", "1.0", "-", "abc", "1a", "\t1",
+	};
+	long long v = 42;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CU_ASSERT_EQUAL(rr_parse_int(bad[i], 0, 10, &v), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_parse_int(NULL, 0, 10, &v), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_parse_int("9223372036854775808", 0, 9223372036854775807LL, &v),
+			RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_parse_int("-9223372036854775809", -9223372036854775807LL - 1, 0, &v),
+			RR_EINVAL);
+	CU_ASSERT_EQUAL(v, 42); /* untouched on failure */
+}
+
+static void test_parse_without_flags_or_environment_uses_the_defaults(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--", "python", "train.py"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.command, RR_CMD_RUN);
+	CU_ASSERT_STRING_EQUAL(p.cfg.store_url, "file://./.resume-run/store");
+	CU_ASSERT_STRING_EQUAL(p.cfg.run_id, "default");
+	CU_ASSERT_STRING_EQUAL(p.cfg.checkpoint_dir, "./.resume-run/checkpoints");
+	CU_ASSERT_PTR_NULL(p.cfg.notice_file);
+	CU_ASSERT_EQUAL(p.cfg.grace_ms, 25000);
+	CU_ASSERT_EQUAL(p.cfg.checkpoint_signal, SIGUSR1);
+	CU_ASSERT_EQUAL(p.cfg.every_ms, 0);
+	CU_ASSERT_EQUAL(p.cfg.keep, 3);
+	CU_ASSERT_EQUAL(p.cfg.max_restarts, 3);
+	CU_ASSERT_EQUAL(p.cfg.log_json, 0);
+	CU_ASSERT_EQUAL(p.cfg.verbose, 0);
+	CU_ASSERT_EQUAL(p.cfg.threads, rr_pool_default_threads());
+	CU_ASSERT_EQUAL(p.cfg.zstd_level, RR_ZSTD_LEVEL_DEFAULT);
+	CU_ASSERT_PTR_NULL(p.cfg.checkpoint);
+	CU_ASSERT_PTR_NULL(p.cfg.to);
+	CU_ASSERT_EQUAL(p.help_for, RR_CMD_RUN);
+}
+
+static void test_parse_takes_store_run_id_and_checkpoint_dir_from_the_environment(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	setenv("RESUME_RUN_STORE", "file:///srv/store", 1);
+	setenv("RESUME_RUN_ID", "exp-7", 1);
+	setenv("RESUME_RUN_CHECKPOINT_DIR", "/scratch/ckpt", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.store_url, "file:///srv/store");
+	CU_ASSERT_STRING_EQUAL(p.cfg.run_id, "exp-7");
+	CU_ASSERT_STRING_EQUAL(p.cfg.checkpoint_dir, "/scratch/ckpt");
+
+	/* The subcommands read the same variables. */
+	p = s_parse(ARGV("resume-run", "ls"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.store_url, "file:///srv/store");
+	CU_ASSERT_STRING_EQUAL(p.cfg.run_id, "exp-7");
+	s_clear_env();
+}
+
+static void test_parse_treats_empty_environment_variables_as_unset(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	setenv("RESUME_RUN_STORE", "", 1);
+	setenv("RESUME_RUN_ID", "", 1);
+	setenv("RESUME_RUN_CHECKPOINT_DIR", "", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.store_url, "file://./.resume-run/store");
+	CU_ASSERT_STRING_EQUAL(p.cfg.run_id, "default");
+	CU_ASSERT_STRING_EQUAL(p.cfg.checkpoint_dir, "./.resume-run/checkpoints");
+	s_clear_env();
+}
+
+static void test_parse_flags_override_the_environment(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	setenv("RESUME_RUN_STORE", "file:///env/store", 1);
+	setenv("RESUME_RUN_ID", "from-env", 1);
+	setenv("RESUME_RUN_CHECKPOINT_DIR", "/env/ckpt", 1);
+	p = s_parse(ARGV("resume-run", "--store", "file:///flag/store", "--run-id=from-flag",
+			 "--checkpoint-dir", "/flag/ckpt", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.store_url, "file:///flag/store");
+	CU_ASSERT_STRING_EQUAL(p.cfg.run_id, "from-flag");
+	CU_ASSERT_STRING_EQUAL(p.cfg.checkpoint_dir, "/flag/ckpt");
+
+	p = s_parse(ARGV("resume-run", "gc", "--run-id", "flag-gc"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.run_id, "flag-gc");
+	CU_ASSERT_STRING_EQUAL(p.cfg.store_url, "file:///env/store");
+	s_clear_env();
+}
+
+static void test_parse_gives_everything_after_double_dash_to_the_trainer(void)
+{
+	char **argv = ARGV("resume-run", "--keep", "5", "--", "python", "train.py", "--keep",
+			   "9", "--", "-v");
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(argv);
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.keep, 5);
+	CU_ASSERT_EQUAL(p.cfg.verbose, 0);
+	CU_ASSERT_EQUAL_FATAL(p.cfg.argc, 6);
+	CU_ASSERT_PTR_EQUAL(p.cfg.argv, argv + 4); /* points into argv, not a copy */
+	CU_ASSERT_STRING_EQUAL(p.cfg.argv[0], "python");
+	CU_ASSERT_STRING_EQUAL(p.cfg.argv[2], "--keep");
+	CU_ASSERT_STRING_EQUAL(p.cfg.argv[4], "--");
+	CU_ASSERT_STRING_EQUAL(p.cfg.argv[5], "-v");
+	CU_ASSERT_PTR_NULL(p.cfg.argv[p.cfg.argc]);
+}
+
+static void test_parse_trainer_command_without_double_dash_starts_at_first_non_option(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "-v", "python", "-u", "--store", "x"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.verbose, 1);
+	CU_ASSERT_STRING_EQUAL(p.cfg.store_url, "file://./.resume-run/store");
+	CU_ASSERT_EQUAL_FATAL(p.cfg.argc, 4);
+	CU_ASSERT_STRING_EQUAL(p.cfg.argv[0], "python");
+	CU_ASSERT_STRING_EQUAL(p.cfg.argv[3], "x");
+}
+
+static void test_parse_without_a_trainer_command_is_an_error(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "no command to run"));
+	p = s_parse(ARGV("resume-run", "--"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "no command to run"));
+	p = s_parse(ARGV("resume-run", "--keep", "2", "-v"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "no command to run"));
+}
+
+static void test_parse_unknown_option_error_names_the_option(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--bogus", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "unknown option '--bogus'"));
+	CU_ASSERT(s_has(p.err, "resume-run --help"));
+
+	p = s_parse(ARGV("resume-run", "ls", "--frobnicate=1"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "ls: unknown option '--frobnicate=1'"));
+	CU_ASSERT(s_has(p.err, "resume-run ls --help"));
+
+	p = s_parse(ARGV("resume-run", "-x", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "unknown option '-x'"));
+
+	/* Inside a cluster, the bad letter is named, not the word before the cluster. */
+	p = s_parse(ARGV("resume-run", "-xv", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "unknown option '-x'"));
+	p = s_parse(ARGV("resume-run", "--verbose", "-xv", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "unknown option '-x'"));
+	p = s_parse(ARGV("resume-run", "ls", "-vx"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "ls: unknown option '-x'"));
+
+	/* A flag that takes no value, given one. */
+	p = s_parse(ARGV("resume-run", "--verbose=1", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "'--verbose=1'"));
+}
+
+static void test_parse_option_without_its_value_is_named(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--store"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "missing value for '--store'"));
+	p = s_parse(ARGV("resume-run", "restore", "--to"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "restore: missing value for '--to'"));
+}
+
+static void test_parse_refuses_options_that_do_not_apply_to_the_subcommand(void)
+{
+	const struct {
+		char **argv;
+		const char *opt;
+	} cases[] = {
+		{ ARGV("resume-run", "ls", "--notice-file", "x"), "'--notice-file'" },
+		{ ARGV("resume-run", "ls", "--keep", "2"), "'--keep'" },
+		{ ARGV("resume-run", "ls", "--grace", "5s"), "'--grace'" },
+		{ ARGV("resume-run", "ls", "--checkpoint", "step-1"), "'--checkpoint'" },
+		{ ARGV("resume-run", "verify", "--to", "/tmp/x"), "'--to'" },
+		{ ARGV("resume-run", "gc", "--checkpoint", "step-1"), "'--checkpoint'" },
+		{ ARGV("resume-run", "gc", "--every", "90s"), "'--every'" },
+		{ ARGV("resume-run", "restore", "--to", "d", "--signal", "USR2"), "'--signal'" },
+		{ ARGV("resume-run", "restore", "--to", "d", "--checkpoint-dir", "c"),
+		  "'--checkpoint-dir'" },
+		{ ARGV("resume-run", "--to", "d", "--", "train"), "'--to'" },
+		{ ARGV("resume-run", "--checkpoint", "step-1", "--", "train"), "'--checkpoint'" },
+	};
+
+	s_clear_env();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct s_parsed p = s_parse(cases[i].argv);
+		CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+		CU_ASSERT(s_has(p.err, "does not apply here"));
+		CU_ASSERT(s_has(p.err, cases[i].opt));
+	}
+}
+
+static void test_parse_subcommands_take_the_options_they_document(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "ls", "--store", "file:///s", "--run-id", "r1", "-v",
+			 "--log-format", "json", "--threads", "2"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.command, RR_CMD_LS);
+	CU_ASSERT_STRING_EQUAL(p.cfg.store_url, "file:///s");
+	CU_ASSERT_STRING_EQUAL(p.cfg.run_id, "r1");
+	CU_ASSERT_EQUAL(p.cfg.verbose, 1);
+	CU_ASSERT_EQUAL(p.cfg.log_json, 1);
+	CU_ASSERT_EQUAL(p.cfg.threads, 2);
+	CU_ASSERT_EQUAL(p.cfg.argc, 0);
+	CU_ASSERT_PTR_NULL(p.cfg.argv);
+
+	p = s_parse(ARGV("resume-run", "verify", "--checkpoint", "step-9"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.command, RR_CMD_VERIFY);
+	CU_ASSERT_STRING_EQUAL(p.cfg.checkpoint, "step-9");
+
+	p = s_parse(ARGV("resume-run", "gc", "--keep", "1"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.command, RR_CMD_GC);
+	CU_ASSERT_EQUAL(p.cfg.keep, 1);
+}
+
+static void test_parse_subcommand_refuses_positional_arguments(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "ls", "extra"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "unexpected argument 'extra'"));
+	p = s_parse(ARGV("resume-run", "gc", "--", "x"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "unexpected argument 'x'"));
+	p = s_parse(ARGV("resume-run", "ls", "--"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+}
+
+static void test_parse_restore_without_to_is_refused(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "restore"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "--to DIR is required"));
+	p = s_parse(ARGV("resume-run", "restore", "--checkpoint", "step-3"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+
+	p = s_parse(ARGV("resume-run", "restore", "--to", "/tmp/out", "--checkpoint", "step-3"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.command, RR_CMD_RESTORE);
+	CU_ASSERT_STRING_EQUAL(p.cfg.to, "/tmp/out");
+	CU_ASSERT_STRING_EQUAL(p.cfg.checkpoint, "step-3");
+}
+
+static void test_parse_refuses_an_invalid_checkpoint_name(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "restore", "--to", "d", "--checkpoint", "../x"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "invalid checkpoint name '../x'"));
+	p = s_parse(ARGV("resume-run", "verify", "--checkpoint", ".step-1.tmp"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+}
+
+static void test_parse_gc_grace_is_a_duration(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "gc", "--grace", "0s"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.command, RR_CMD_GC);
+	CU_ASSERT_EQUAL(p.cfg.gc_grace_ms, 0);
+	CU_ASSERT_EQUAL(p.cfg.grace_ms, 25000); /* the run's grace is another setting */
+
+	p = s_parse(ARGV("resume-run", "gc", "--grace=2h"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.gc_grace_ms, 2LL * 3600 * 1000);
+
+	p = s_parse(ARGV("resume-run", "gc"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.gc_grace_ms, 3600 * 1000); /* default 1h */
+
+	p = s_parse(ARGV("resume-run", "gc", "--grace", "5x"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "invalid value '5x' for --grace"));
+}
+
+static void test_parse_run_grace_is_whole_seconds(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--grace", "10", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.grace_ms, 10000);
+	p = s_parse(ARGV("resume-run", "--grace", "0", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.grace_ms, 0);
+	p = s_parse(ARGV("resume-run", "--grace", "10s", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "--grace", "86401", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+}
+
+static void test_parse_refuses_keep_zero(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--keep", "0", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "invalid value '0' for --keep"));
+	p = s_parse(ARGV("resume-run", "gc", "--keep=0"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "invalid value '0' for --keep=0"));
+	p = s_parse(ARGV("resume-run", "gc", "--keep", "-1"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "gc", "--keep", "two"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+}
+
+static void test_parse_max_restarts_may_be_zero(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--max-restarts", "0", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.max_restarts, 0);
+	p = s_parse(ARGV("resume-run", "--max-restarts", "-1", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+}
+
+static void test_parse_refuses_an_invalid_run_id(void)
+{
+	static const char *const bad[] = { "../x", ".hidden", "a/b", "..", ".", "", "x\ny" };
+	struct s_parsed p;
+
+	s_clear_env();
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "resume-run", "--run-id", (char *)bad[i], "--", "train", NULL };
+		p = s_parse(argv);
+		CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+		CU_ASSERT(s_has(p.err, "invalid run id"));
+	}
+	/* From the environment too, and for subcommands. */
+	setenv("RESUME_RUN_ID", "../other-run", 1);
+	p = s_parse(ARGV("resume-run", "ls"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "invalid run id '../other-run'"));
+	s_clear_env();
+
+	p = s_parse(ARGV("resume-run", "--run-id", "run.v2_a-b", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+}
+
+static void test_parse_signal_by_name_with_or_without_sig_or_by_number(void)
+{
+	static const struct {
+		const char *arg;
+		int sig;
+	} good[] = {
+		{ "USR2", SIGUSR2 }, { "SIGTERM", SIGTERM }, { "15", 15 }, { "usr1", SIGUSR1 },
+		{ "SigHup", SIGHUP }, { "SIGUSR2", SIGUSR2 },
+	};
+	static const char *const bad[] = { "SIGFOO", "0", "65", "-1", "", "USR", "SIG", "KILL", "9", "STOP" };
+	struct s_parsed p;
+
+	s_clear_env();
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		char *argv[] = { "resume-run", "--signal", (char *)good[i].arg, "--", "t", NULL };
+		p = s_parse(argv);
+		CU_ASSERT_EQUAL(p.rc, 0);
+		CU_ASSERT_EQUAL(p.cfg.checkpoint_signal, good[i].sig);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "resume-run", "--signal", (char *)bad[i], "--", "t", NULL };
+		p = s_parse(argv);
+		CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+		CU_ASSERT(s_has(p.err, "for --signal"));
+	}
+}
+
+static void test_parse_every_below_one_second_is_refused(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--every", "999ms", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "invalid value '999ms' for --every"));
+	p = s_parse(ARGV("resume-run", "--every", "0", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "--every", "1000ms", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_ms, 1000);
+	p = s_parse(ARGV("resume-run", "--every", "90s", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_ms, 90000);
+	p = s_parse(ARGV("resume-run", "--every", "30m", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_ms, 30LL * 60 * 1000);
+}
+
+static void test_parse_run_options_set_their_fields(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--notice-file", "/tmp/notice", "--threads", "8",
+			 "--zstd-level", "19", "--log-format=json", "--keep", "7", "--verbose",
+			 "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/tmp/notice");
+	CU_ASSERT_EQUAL(p.cfg.threads, 8);
+	CU_ASSERT_EQUAL(p.cfg.zstd_level, 19);
+	CU_ASSERT_EQUAL(p.cfg.log_json, 1);
+	CU_ASSERT_EQUAL(p.cfg.keep, 7);
+	CU_ASSERT_EQUAL(p.cfg.verbose, 1);
+
+	p = s_parse(ARGV("resume-run", "--log-format", "xml", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "--threads", "0", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "--zstd-level", "20", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+}
+
+static void test_parse_help_sets_the_help_command_and_which_help(void)
+{
+	const struct {
+		char **argv;
+		enum rr_command help_for;
+	} cases[] = {
+		{ ARGV("resume-run", "--help"), RR_CMD_RUN },
+		{ ARGV("resume-run", "-h"), RR_CMD_RUN },
+		{ ARGV("resume-run", "--store", "file:///s", "-h", "--bogus"), RR_CMD_RUN },
+		{ ARGV("resume-run", "ls", "--help"), RR_CMD_LS },
+		{ ARGV("resume-run", "restore", "--help"), RR_CMD_RESTORE }, /* no --to needed */
+		{ ARGV("resume-run", "verify", "-h"), RR_CMD_VERIFY },
+		{ ARGV("resume-run", "gc", "--help"), RR_CMD_GC },
+	};
+
+	s_clear_env();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct s_parsed p = s_parse(cases[i].argv);
+		CU_ASSERT_EQUAL(p.rc, 0);
+		CU_ASSERT_EQUAL(p.cfg.command, RR_CMD_HELP);
+		CU_ASSERT_EQUAL(p.help_for, cases[i].help_for);
+	}
+}
+
+static void test_parse_version_sets_the_version_command(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--version"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.command, RR_CMD_VERSION);
+}
+
+static void test_parse_can_be_called_again_after_stopping_inside_an_option_cluster(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	/* Returns at 'h' with "v" still pending in getopt's state... */
+	p = s_parse(ARGV("resume-run", "-hv"));
+	CU_ASSERT_EQUAL(p.cfg.command, RR_CMD_HELP);
+	/* ...which must not leak into the next parse (as -v, or by skipping the "--"). */
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.verbose, 0);
+	CU_ASSERT_EQUAL_FATAL(p.cfg.argc, 1);
+	CU_ASSERT_STRING_EQUAL(p.cfg.argv[0], "train");
+
+	p = s_parse(ARGV("resume-run", "-xv", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "ls"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.verbose, 0);
+
+	/* A subcommand parse, then a run parse, then a subcommand again. */
+	p = s_parse(ARGV("resume-run", "gc", "--keep", "4"));
+	CU_ASSERT(p.rc == 0 && p.cfg.keep == 4);
+	p = s_parse(ARGV("resume-run", "--keep", "5", "--", "train"));
+	CU_ASSERT(p.rc == 0 && p.cfg.keep == 5 && p.cfg.argc == 1);
+	p = s_parse(ARGV("resume-run", "restore", "--to", "d"));
+	CU_ASSERT(p.rc == 0 && p.cfg.command == RR_CMD_RESTORE);
+}
+
+static CU_TestInfo s_tests[] = {
+	{ "test_duration_accepts_each_unit", test_duration_accepts_each_unit },
+	{ "test_duration_of_exactly_30_days_is_accepted_in_every_unit",
+	  test_duration_of_exactly_30_days_is_accepted_in_every_unit },
+	{ "test_duration_refuses_junk", test_duration_refuses_junk },
+	{ "test_duration_refuses_overflow_and_more_than_30_days",
+	  test_duration_refuses_overflow_and_more_than_30_days },
+	{ "test_int_accepts_values_at_both_bounds", test_int_accepts_values_at_both_bounds },
+	{ "test_int_refuses_out_of_range_and_junk", test_int_refuses_out_of_range_and_junk },
+	{ "test_parse_without_flags_or_environment_uses_the_defaults",
+	  test_parse_without_flags_or_environment_uses_the_defaults },
+	{ "test_parse_takes_store_run_id_and_checkpoint_dir_from_the_environment",
+	  test_parse_takes_store_run_id_and_checkpoint_dir_from_the_environment },
+	{ "test_parse_treats_empty_environment_variables_as_unset",
+	  test_parse_treats_empty_environment_variables_as_unset },
+	{ "test_parse_flags_override_the_environment", test_parse_flags_override_the_environment },
+	{ "test_parse_gives_everything_after_double_dash_to_the_trainer",
+	  test_parse_gives_everything_after_double_dash_to_the_trainer },
+	{ "test_parse_trainer_command_without_double_dash_starts_at_first_non_option",
+	  test_parse_trainer_command_without_double_dash_starts_at_first_non_option },
+	{ "test_parse_without_a_trainer_command_is_an_error",
+	  test_parse_without_a_trainer_command_is_an_error },
+	{ "test_parse_unknown_option_error_names_the_option",
+	  test_parse_unknown_option_error_names_the_option },
+	{ "test_parse_option_without_its_value_is_named",
+	  test_parse_option_without_its_value_is_named },
+	{ "test_parse_refuses_options_that_do_not_apply_to_the_subcommand",
+	  test_parse_refuses_options_that_do_not_apply_to_the_subcommand },
+	{ "test_parse_subcommands_take_the_options_they_document",
+	  test_parse_subcommands_take_the_options_they_document },
+	{ "test_parse_subcommand_refuses_positional_arguments",
+	  test_parse_subcommand_refuses_positional_arguments },
+	{ "test_parse_restore_without_to_is_refused", test_parse_restore_without_to_is_refused },
+	{ "test_parse_refuses_an_invalid_checkpoint_name",
+	  test_parse_refuses_an_invalid_checkpoint_name },
+	{ "test_parse_gc_grace_is_a_duration", test_parse_gc_grace_is_a_duration },
+	{ "test_parse_run_grace_is_whole_seconds", test_parse_run_grace_is_whole_seconds },
+	{ "test_parse_refuses_keep_zero", test_parse_refuses_keep_zero },
+	{ "test_parse_max_restarts_may_be_zero", test_parse_max_restarts_may_be_zero },
+	{ "test_parse_refuses_an_invalid_run_id", test_parse_refuses_an_invalid_run_id },
+	{ "test_parse_signal_by_name_with_or_without_sig_or_by_number",
+	  test_parse_signal_by_name_with_or_without_sig_or_by_number },
+	{ "test_parse_every_below_one_second_is_refused",
+	  test_parse_every_below_one_second_is_refused },
+	{ "test_parse_run_options_set_their_fields", test_parse_run_options_set_their_fields },
+	{ "test_parse_help_sets_the_help_command_and_which_help",
+	  test_parse_help_sets_the_help_command_and_which_help },
+	{ "test_parse_version_sets_the_version_command",
+	  test_parse_version_sets_the_version_command },
+	{ "test_parse_can_be_called_again_after_stopping_inside_an_option_cluster",
+	  test_parse_can_be_called_again_after_stopping_inside_an_option_cluster },
+	CU_TEST_INFO_NULL,
+};
+
+RR_CUNIT_MAIN("config", s_tests)

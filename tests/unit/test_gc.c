@@ -1,0 +1,301 @@
+/* CUnit suite "gc": rr_gc_run (retention) against a real file store. Each checkpoint holds a
+ * file shared by all (one chunk referenced by every manifest) and a file of its own (one
+ * chunk only it references). Chunk ages are set explicitly with utimensat, so the grace
+ * period is tested without depending on how fast the test runs. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "rr/catalog.h"
+#include "rr/clock.h"
+#include "rr/error.h"
+#include "rr/gc.h"
+#include "rr/persist.h"
+#include "rr/restore.h"
+
+#include "ckpt_fixture.h"
+#include "cunit_main.h"
+
+#define S_N 5
+#define S_HOUR_MS (3600 * 1000)
+
+struct s_run {
+	struct fx f;
+	struct rr_manifest *m[S_N + 1]; /* m[i] is step-i, 1..S_N */
+	char own[S_N + 1][RR_SHA256_HEX_LEN + 1]; /* the chunk only step-i references */
+	char shared[RR_SHA256_HEX_LEN + 1];
+	uint64_t own_size[S_N + 1];
+};
+
+static void s_name(char *out, size_t cap, int i)
+{
+	snprintf(out, cap, "step-%d", i);
+}
+
+/* Sets the mtime of every chunk file in the store to now - age_ms. */
+static void s_age_chunks(struct s_run *r, int64_t age_ms)
+{
+	char *dir = fx_join(r->f.store_dir, FX_RUN "/chunks");
+	struct rr_dir_listing l;
+	int64_t t = rr_wall_ms() - age_ms;
+	struct timespec ts[2] = { { .tv_sec = t / 1000, .tv_nsec = (t % 1000) * 1000000 },
+				  { .tv_sec = t / 1000, .tv_nsec = (t % 1000) * 1000000 } };
+
+	CU_ASSERT_EQUAL_FATAL(rr_dir_list(dir, &l), 0);
+	for (size_t i = 0; i < l.n; i++) {
+		char *p = fx_join(dir, l.files[i].path);
+		CU_ASSERT_EQUAL(utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW), 0);
+		free(p);
+	}
+	rr_dir_listing_free(&l);
+	free(dir);
+}
+
+/* step-1..step-S_N, committed at increasing times; every chunk an hour and a half old
+ * unless fresh. */
+static void s_setup(struct s_run *r, int fresh)
+{
+	memset(r, 0, sizeof(*r));
+	fx_init(&r->f);
+	for (int i = 1; i <= S_N; i++) {
+		char name[32], *d;
+		s_name(name, sizeof(name), i);
+		d = fx_ckpt(&r->f, name);
+		fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
+		fx_write_random(d, "weights.bin", 64 * 1024, (uint64_t)i, 0644);
+		free(d);
+		CU_ASSERT_EQUAL_FATAL(fx_persist(&r->f, name, 1000 * i, NULL, &r->m[i], NULL), 0);
+		snprintf(r->own[i], sizeof(r->own[i]), "%s", fx_first_chunk(r->m[i], "weights.bin"));
+		r->own_size[i] = fx_file(r->m[i], "weights.bin")->segs[0].chunks[0].stored_size;
+	}
+	snprintf(r->shared, sizeof(r->shared), "%s",
+		 fx_first_chunk(r->m[1], "shared/tokenizer.bin"));
+	CU_ASSERT_EQUAL_FATAL(fx_count_chunks(&r->f), S_N + 1);
+	if (!fresh)
+		s_age_chunks(r, S_HOUR_MS + S_HOUR_MS / 2);
+}
+
+static void s_teardown(struct s_run *r)
+{
+	for (int i = 1; i <= S_N; i++)
+		rr_manifest_destroy(r->m[i]);
+	fx_done(&r->f);
+}
+
+static int s_has(struct s_run *r, int i)
+{
+	char name[32];
+	s_name(name, sizeof(name), i);
+	return fx_has_manifest(&r->f, name);
+}
+
+static void test_gc_keeps_newest_two_and_deletes_unreferenced_chunks(void)
+{
+	struct s_run r;
+	struct rr_gc_stats st;
+
+	/* Chunks written just now: with no grace period they may go at once (a file's mtime
+	 * is never later than the clock read after writing it). */
+	s_setup(&r, 1);
+	CU_ASSERT_EQUAL_FATAL(rr_gc_run(r.f.s, FX_RUN, 2, 0, &st), 0);
+	CU_ASSERT_EQUAL(st.checkpoints_deleted, 3);
+	CU_ASSERT_EQUAL(st.chunks_deleted, 3);
+	CU_ASSERT_EQUAL(st.bytes_freed, r.own_size[1] + r.own_size[2] + r.own_size[3]);
+	CU_ASSERT_EQUAL(st.chunks_young, 0);
+	for (int i = 1; i <= 3; i++) {
+		CU_ASSERT_FALSE(s_has(&r, i));
+		CU_ASSERT_FALSE(fx_chunk_exists(&r.f, r.own[i]));
+	}
+	for (int i = 4; i <= 5; i++) {
+		CU_ASSERT_TRUE(s_has(&r, i));
+		CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.own[i]));
+	}
+	/* Referenced by the survivors too. */
+	CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.shared));
+	CU_ASSERT_EQUAL(fx_count_chunks(&r.f), 3);
+
+	/* Nothing more to do the second time. */
+	CU_ASSERT_EQUAL(rr_gc_run(r.f.s, FX_RUN, 2, 0, &st), 0);
+	CU_ASSERT_EQUAL(st.checkpoints_deleted, 0);
+	CU_ASSERT_EQUAL(st.chunks_deleted, 0);
+	s_teardown(&r);
+}
+
+static void test_gc_grace_period_keeps_young_unreferenced_chunks(void)
+{
+	struct s_run r;
+	struct rr_gc_stats st;
+
+	s_setup(&r, 1); /* chunks written just now */
+	CU_ASSERT_EQUAL_FATAL(rr_gc_run(r.f.s, FX_RUN, 2, S_HOUR_MS, &st), 0);
+	CU_ASSERT_EQUAL(st.checkpoints_deleted, 3);
+	CU_ASSERT_EQUAL(st.chunks_deleted, 0);
+	CU_ASSERT_EQUAL(st.chunks_young, 3);
+	CU_ASSERT_EQUAL(st.bytes_freed, 0);
+	for (int i = 1; i <= 3; i++) {
+		CU_ASSERT_FALSE(s_has(&r, i));
+		CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.own[i]));
+	}
+	CU_ASSERT_EQUAL(fx_count_chunks(&r.f), S_N + 1);
+
+	/* Once they are older than the grace period, the next run deletes them. */
+	s_age_chunks(&r, 2 * S_HOUR_MS);
+	CU_ASSERT_EQUAL(rr_gc_run(r.f.s, FX_RUN, 2, S_HOUR_MS, &st), 0);
+	CU_ASSERT_EQUAL(st.chunks_deleted, 3);
+	CU_ASSERT_EQUAL(st.chunks_young, 0);
+	CU_ASSERT_EQUAL(fx_count_chunks(&r.f), 3);
+	s_teardown(&r);
+}
+
+static void test_gc_never_deletes_newest_committed_even_with_keep_one(void)
+{
+	struct s_run r;
+	struct rr_gc_stats st;
+	char why[512];
+
+	s_setup(&r, 0);
+	CU_ASSERT_EQUAL_FATAL(rr_gc_run(r.f.s, FX_RUN, 1, 0, &st), 0);
+	CU_ASSERT_EQUAL(st.checkpoints_deleted, 4);
+	CU_ASSERT_TRUE(s_has(&r, 5));
+	/* keep 0 means 1: the newest committed stays. */
+	CU_ASSERT_EQUAL_FATAL(rr_gc_run(r.f.s, FX_RUN, 0, 0, &st), 0);
+	CU_ASSERT_EQUAL(st.checkpoints_deleted, 0);
+	CU_ASSERT_EQUAL(st.chunks_deleted, 0);
+	CU_ASSERT_TRUE(s_has(&r, 5));
+	CU_ASSERT_EQUAL(fx_count_chunks(&r.f), 2);
+	CU_ASSERT_EQUAL(rr_verify_checkpoint(r.f.s, FX_RUN, r.m[5], 2, why, sizeof(why)), 0);
+	s_teardown(&r);
+}
+
+static void test_gc_keeps_uncommitted_checkpoints_newer_than_newest_committed(void)
+{
+	struct s_run r;
+	struct rr_gc_stats st;
+
+	s_setup(&r, 0);
+	/* step-5 lacks its own chunk (an upload in flight elsewhere): step-4 is the newest
+	 * committed one, and step-5 with the chunks it has stays. */
+	fx_delete_chunk(&r.f, r.own[5]);
+	CU_ASSERT_EQUAL_FATAL(rr_gc_run(r.f.s, FX_RUN, 1, 0, &st), 0);
+	CU_ASSERT_EQUAL(st.checkpoints_deleted, 3);
+	CU_ASSERT_TRUE(s_has(&r, 5));
+	CU_ASSERT_TRUE(s_has(&r, 4));
+	for (int i = 1; i <= 3; i++)
+		CU_ASSERT_FALSE(s_has(&r, i));
+	CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.own[4]));
+	CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.shared));
+	CU_ASSERT_EQUAL(fx_count_chunks(&r.f), 2);
+	s_teardown(&r);
+}
+
+static void test_gc_deletes_incomplete_checkpoints_older_than_newest_committed(void)
+{
+	struct s_run r;
+	struct rr_gc_stats st;
+
+	s_setup(&r, 0);
+	fx_delete_chunk(&r.f, r.own[4]); /* step-4 can never be restored */
+	CU_ASSERT_EQUAL_FATAL(rr_gc_run(r.f.s, FX_RUN, 2, 0, &st), 0);
+	/* Kept: step-5 and step-3, the two newest committed ones. */
+	CU_ASSERT_TRUE(s_has(&r, 5));
+	CU_ASSERT_TRUE(s_has(&r, 3));
+	CU_ASSERT_FALSE(s_has(&r, 4));
+	CU_ASSERT_FALSE(s_has(&r, 2));
+	CU_ASSERT_FALSE(s_has(&r, 1));
+	CU_ASSERT_EQUAL(st.checkpoints_deleted, 3);
+	s_teardown(&r);
+}
+
+static void test_gc_with_unreadable_manifest_deletes_no_chunk(void)
+{
+	struct s_run r;
+	struct rr_gc_stats st;
+	static const char garbage[] = "\x00\x01 definitely not a manifest";
+
+	s_setup(&r, 0);
+	fx_put_manifest_bytes(&r.f, "step-3-broken", garbage, sizeof(garbage) - 1);
+	CU_ASSERT_EQUAL_FATAL(rr_gc_run(r.f.s, FX_RUN, 2, 0, &st), 0);
+	CU_ASSERT_EQUAL(st.chunks_deleted, 0);
+	CU_ASSERT_EQUAL(fx_count_chunks(&r.f), S_N + 1);
+	for (int i = 1; i <= S_N; i++)
+		CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.own[i]));
+	/* The unreadable manifest itself is never deleted. */
+	CU_ASSERT_TRUE(fx_has_manifest(&r.f, "step-3-broken"));
+	CU_ASSERT_TRUE(s_has(&r, 4));
+	CU_ASSERT_TRUE(s_has(&r, 5));
+	s_teardown(&r);
+}
+
+static void test_gc_remaining_checkpoints_restore_after_gc(void)
+{
+	struct s_run r;
+	struct rr_gc_stats st;
+	struct rr_catalog *c = NULL;
+	struct rr_restore_stats rs;
+	char why[512];
+
+	s_setup(&r, 0);
+	CU_ASSERT_EQUAL_FATAL(rr_gc_run(r.f.s, FX_RUN, 2, 0, &st), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(r.f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL_FATAL(c->n, 2);
+	for (size_t k = 0; k < c->n; k++) {
+		const struct rr_catalog_entry *e = &c->entries[k];
+		char *src, *dst;
+		CU_ASSERT_EQUAL(e->committed, 1);
+		CU_ASSERT_EQUAL(rr_restore_checkpoint(r.f.s, FX_RUN, e->manifest, r.f.restore_dir, 2,
+						      &rs, why, sizeof(why)),
+				0);
+		src = fx_ckpt(&r.f, e->name);
+		dst = fx_join(r.f.restore_dir, e->name);
+		FX_ASSERT_SAME_TREE(src, dst);
+		free(src);
+		free(dst);
+	}
+	rr_catalog_destroy(c);
+	s_teardown(&r);
+}
+
+static void test_gc_ignores_other_runs(void)
+{
+	struct s_run r;
+	struct rr_gc_stats st;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_stats ps;
+	char *d, *other_chunks;
+
+	s_setup(&r, 0);
+	d = fx_ckpt(&r.f, "step-1");
+	o.run_id = "run-other";
+	/* Another run's only checkpoint, older than everything of ours. */
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(r.f.s, r.f.ckpt_dir, "step-1", 1, &o, NULL, &ps),
+			      0);
+	other_chunks = fx_join(r.f.store_dir, "run-other/chunks");
+	CU_ASSERT_EQUAL(rr_gc_run(r.f.s, FX_RUN, 1, 0, &st), 0);
+	CU_ASSERT_EQUAL(fx_count_files(other_chunks), 2);
+	CU_ASSERT_TRUE(fx_exists_in(r.f.store_dir, "run-other/checkpoints/step-1/manifest.json"));
+	free(other_chunks);
+	free(d);
+	s_teardown(&r);
+}
+
+static CU_TestInfo s_tests[] = {
+	{ "gc_keeps_newest_two_and_deletes_unreferenced_chunks",
+	  test_gc_keeps_newest_two_and_deletes_unreferenced_chunks },
+	{ "gc_grace_period_keeps_young_unreferenced_chunks",
+	  test_gc_grace_period_keeps_young_unreferenced_chunks },
+	{ "gc_never_deletes_newest_committed_even_with_keep_one",
+	  test_gc_never_deletes_newest_committed_even_with_keep_one },
+	{ "gc_keeps_uncommitted_checkpoints_newer_than_newest_committed",
+	  test_gc_keeps_uncommitted_checkpoints_newer_than_newest_committed },
+	{ "gc_deletes_incomplete_checkpoints_older_than_newest_committed",
+	  test_gc_deletes_incomplete_checkpoints_older_than_newest_committed },
+	{ "gc_with_unreadable_manifest_deletes_no_chunk",
+	  test_gc_with_unreadable_manifest_deletes_no_chunk },
+	{ "gc_remaining_checkpoints_restore_after_gc", test_gc_remaining_checkpoints_restore_after_gc },
+	{ "gc_ignores_other_runs", test_gc_ignores_other_runs },
+	CU_TEST_INFO_NULL,
+};
+
+RR_CUNIT_MAIN("gc", s_tests)

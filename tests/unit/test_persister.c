@@ -1,0 +1,709 @@
+/* CUnit suite "persister": the background persister thread against a real file store.
+ * Waits are bounded polls on the persister's eventfd (S_WAIT_MS in all), never sleeps or
+ * timing thresholds: a broken persister fails a test instead of hanging it. "Nothing
+ * happened" is checked once the persister is idle (rr_persister_busy() == 0), since it
+ * files a result before it stops being busy. */
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "rr/catalog.h"
+#include "rr/clock.h"
+#include "rr/error.h"
+#include "rr/gc.h"
+#include "rr/manifest.h"
+#include "rr/persister.h"
+#include "rr/restore.h"
+
+#include "ckpt_fixture.h"
+#include "cunit_main.h"
+
+#define S_WAIT_MS 10000
+#define S_MAX_RESULTS 16
+
+struct s_env {
+	struct fx f;
+	struct rr_persister *p;
+	struct rr_persist_result res[S_MAX_RESULTS];
+	size_t nres;
+};
+
+static struct rr_persister_config s_config(struct fx *f, unsigned keep)
+{
+	return (struct rr_persister_config){ .store = f->s, .run_id = FX_RUN,
+					     .checkpoint_dir = f->ckpt_dir, .keep = keep,
+					     .threads = 2, .zstd_level = RR_ZSTD_LEVEL_DEFAULT,
+					     .gc_grace_ms = RR_GC_GRACE_MS_DEFAULT };
+}
+
+static void s_start(struct s_env *e, unsigned keep, struct rr_manifest *baseline)
+{
+	struct rr_persister_config cfg = s_config(&e->f, keep);
+	CU_ASSERT_EQUAL_FATAL(rr_persister_new(&cfg, baseline, &e->p), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e->p);
+	CU_ASSERT(rr_persister_fd(e->p) >= 0);
+}
+
+static void s_setup(struct s_env *e, unsigned keep)
+{
+	memset(e, 0, sizeof(*e));
+	fx_init(&e->f);
+	s_start(e, keep, NULL);
+}
+
+static void s_teardown(struct s_env *e)
+{
+	rr_persister_destroy(e->p);
+	fx_done(&e->f);
+}
+
+/* A store that passes everything to the file store, except that puts of keys containing
+ * `match` block while the gate is closed. It holds the persister at a known point (mid-
+ * persist, mid-event) so that what happens meanwhile is deterministic. */
+struct s_gate {
+	struct rr_store base;
+	struct rr_store *inner;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const char *match;
+	int closed;
+	int blocked; /* puts waiting at the gate */
+};
+
+static int s_gate_put(struct rr_store *s, const char *key, const void *data, size_t len,
+		      const struct rr_put_opts *opts, char *etag_out)
+{
+	struct s_gate *g = (struct s_gate *)s;
+	pthread_mutex_lock(&g->lock);
+	if (strstr(key, g->match)) {
+		g->blocked++;
+		pthread_cond_broadcast(&g->cond);
+		while (g->closed)
+			pthread_cond_wait(&g->cond, &g->lock);
+		g->blocked--;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return rr_store_put(g->inner, key, data, len, opts, etag_out);
+}
+
+static int s_gate_get(struct rr_store *s, const char *key, struct rr_buf *out, char *etag_out)
+{
+	return rr_store_get(((struct s_gate *)s)->inner, key, out, etag_out);
+}
+
+static int s_gate_head(struct rr_store *s, const char *key, uint64_t *size_out)
+{
+	return rr_store_head(((struct s_gate *)s)->inner, key, size_out);
+}
+
+static int s_gate_list(struct rr_store *s, const char *prefix, rr_store_list_cb cb, void *ud)
+{
+	return rr_store_list(((struct s_gate *)s)->inner, prefix, cb, ud);
+}
+
+static int s_gate_del(struct rr_store *s, const char *key)
+{
+	return rr_store_del(((struct s_gate *)s)->inner, key);
+}
+
+static void s_gate_destroy(struct rr_store *s)
+{
+	(void)s; /* lives on the test's stack; the inner store is the fixture's */
+}
+
+static const struct rr_store_vtable s_gate_vt = {
+	.scheme = "gate", .put = s_gate_put, .get = s_gate_get, .head = s_gate_head,
+	.list = s_gate_list, .del = s_gate_del, .destroy = s_gate_destroy,
+};
+
+static void s_gate_init(struct s_gate *g, struct rr_store *inner, const char *match)
+{
+	memset(g, 0, sizeof(*g));
+	g->base.vt = &s_gate_vt;
+	g->base.url = (char *)"gate://";
+	g->inner = inner;
+	g->match = match;
+	g->closed = 1;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->cond, NULL);
+}
+
+/* Waits (bounded) until a put is held at the gate; returns 1 if one is. */
+static int s_gate_wait_blocked(struct s_gate *g)
+{
+	struct timespec until;
+	int ok;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += S_WAIT_MS / 1000;
+	pthread_mutex_lock(&g->lock);
+	while (!g->blocked &&
+	       pthread_cond_timedwait(&g->cond, &g->lock, &until) == 0)
+		;
+	ok = g->blocked > 0;
+	pthread_mutex_unlock(&g->lock);
+	return ok;
+}
+
+static void s_gate_open(struct s_gate *g)
+{
+	pthread_mutex_lock(&g->lock);
+	g->closed = 0;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void s_gate_fini(struct s_gate *g)
+{
+	pthread_mutex_destroy(&g->lock);
+	pthread_cond_destroy(&g->cond);
+}
+
+/* Starts the persister on a gated store instead of the fixture's. */
+static void s_setup_gated(struct s_env *e, struct s_gate *g, const char *match, unsigned keep)
+{
+	struct rr_persister_config cfg;
+	memset(e, 0, sizeof(*e));
+	fx_init(&e->f);
+	s_gate_init(g, e->f.s, match);
+	cfg = s_config(&e->f, keep);
+	cfg.store = &g->base;
+	CU_ASSERT_EQUAL_FATAL(rr_persister_new(&cfg, NULL, &e->p), 0);
+}
+
+/* A small checkpoint of two files; seed varies the weights. */
+static void s_make(struct s_env *e, const char *name, uint64_t seed)
+{
+	char *d = fx_ckpt(&e->f, name);
+	fx_write_random(d, "weights.bin", 256 * 1024, seed, 0644);
+	fx_write_str(d, "meta/config.json", "{\"hidden\": 64}\n", 0644);
+	free(d);
+}
+
+/* Collects what is ready into e->res. */
+static void s_collect(struct s_env *e)
+{
+	e->nres += rr_persister_collect(e->p, e->res + e->nres, S_MAX_RESULTS - e->nres);
+}
+
+/* Waits (bounded) for the persister's fd, collecting results, until cond holds. */
+static int s_wait(struct s_env *e, int (*cond)(struct s_env *, const void *), const void *arg)
+{
+	int64_t deadline = rr_mono_ms() + S_WAIT_MS;
+	for (;;) {
+		struct pollfd pfd = { .fd = rr_persister_fd(e->p), .events = POLLIN };
+		int64_t left;
+		s_collect(e);
+		if (cond(e, arg))
+			return 1;
+		left = deadline - rr_mono_ms();
+		if (left <= 0)
+			return 0;
+		/* The fd wakes us for results and finished events; the cap re-checks
+		 * conditions that are not announced on it (idle after a skipped job). */
+		poll(&pfd, 1, left < 100 ? (int)left : 100);
+	}
+}
+
+static int s_has_result(struct s_env *e, const void *name)
+{
+	for (size_t i = 0; i < e->nres; i++)
+		if (strcmp(e->res[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+static int s_idle(struct s_env *e, const void *unused)
+{
+	(void)unused;
+	return !rr_persister_busy(e->p);
+}
+
+/* The result for name, waiting (bounded) for it; NULL if none came. */
+static const struct rr_persist_result *s_result(struct s_env *e, const char *name)
+{
+	if (!s_wait(e, s_has_result, name))
+		return NULL;
+	for (size_t i = 0; i < e->nres; i++)
+		if (strcmp(e->res[i].name, name) == 0)
+			return &e->res[i];
+	return NULL;
+}
+
+/* LATEST's checkpoint name into out ("" when absent or unreadable). */
+static void s_latest(struct s_env *e, char *out, size_t cap)
+{
+	char key[RR_KEY_MAX], *text;
+	out[0] = '\0';
+	CU_ASSERT_EQUAL_FATAL(rr_key_latest(key, FX_RUN), 0);
+	text = fx_get_str(&e->f, key);
+	if (text && rr_latest_parse(text, strlen(text), out, cap) != 0)
+		out[0] = '\0';
+	free(text);
+}
+
+struct s_events {
+	const char *suffix;
+	int n;
+	char key[RR_KEY_MAX];
+};
+
+static int s_on_event(const struct rr_store_entry *se, void *ud)
+{
+	struct s_events *ev = ud;
+	size_t kl = strlen(se->key), sl = strlen(ev->suffix);
+	if (kl > sl && strcmp(se->key + kl - sl, ev->suffix) == 0) {
+		ev->n++;
+		snprintf(ev->key, sizeof(ev->key), "%s", se->key);
+	}
+	return 0;
+}
+
+/* Events of the run whose key ends in "-<kind>.json"; the last one's key in key_out. */
+static int s_count_events(struct s_env *e, const char *kind, char *key_out)
+{
+	char suffix[64];
+	struct s_events ev = { .suffix = suffix };
+	snprintf(suffix, sizeof(suffix), "-%s.json", kind);
+	CU_ASSERT_EQUAL(rr_store_list(e->f.s, FX_RUN "/events/", s_on_event, &ev), 0);
+	if (key_out)
+		snprintf(key_out, RR_KEY_MAX, "%s", ev.key);
+	return ev.n;
+}
+
+static void test_persister_persists_submitted_checkpoint(void)
+{
+	struct s_env e;
+	const struct rr_persist_result *r;
+	char latest[256], key[RR_KEY_MAX], *text;
+	cJSON *j;
+
+	s_setup(&e, 3);
+	s_make(&e, "step-1", 1);
+	rr_persister_submit(e.p, "step-1", 1000, 0);
+	r = s_result(&e, "step-1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_EQUAL(r->urgent, 0);
+	CU_ASSERT_EQUAL(r->stats.files, 2);
+	CU_ASSERT_EQUAL(r->stats.bytes, 256 * 1024 + strlen("{\"hidden\": 64}\n"));
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-1"));
+	/* By the time the result is out, LATEST and the ledger are written. */
+	s_latest(&e, latest, sizeof(latest));
+	CU_ASSERT_STRING_EQUAL(latest, "step-1");
+	CU_ASSERT_EQUAL(s_count_events(&e, "checkpoint", key), 1);
+	text = fx_get_str(&e.f, key);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	j = cJSON_Parse(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(j, "checkpoint")),
+			       "step-1");
+	CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(j, "kind")), "checkpoint");
+	cJSON_Delete(j);
+	free(text);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	CU_ASSERT_FALSE(fx_exists_in(e.f.ckpt_dir, RR_STAGING_DIR));
+	s_teardown(&e);
+}
+
+static void test_persister_urgent_submission_is_reported_urgent(void)
+{
+	struct s_env e;
+	const struct rr_persist_result *r;
+
+	s_setup(&e, 3);
+	s_make(&e, "step-1", 1);
+	rr_persister_submit(e.p, "step-1", 1000, 1);
+	r = s_result(&e, "step-1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_EQUAL(r->urgent, 1);
+	s_teardown(&e);
+}
+
+static void test_persister_ignores_submission_older_than_persisted(void)
+{
+	struct s_env e;
+	const struct rr_persist_result *r;
+	char latest[256];
+
+	s_setup(&e, 3);
+	s_make(&e, "step-1", 1);
+	s_make(&e, "step-2", 2);
+	rr_persister_submit(e.p, "step-2", 2000, 0);
+	r = s_result(&e, "step-2");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
+	e.nres = 0;
+
+	rr_persister_submit(e.p, "step-1", 1000, 0);
+	rr_persister_submit(e.p, "step-1", 1000, 1); /* not even when urgent */
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	s_collect(&e);
+	CU_ASSERT_EQUAL(e.nres, 0);
+	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-1"));
+	s_latest(&e, latest, sizeof(latest));
+	CU_ASSERT_STRING_EQUAL(latest, "step-2");
+	s_teardown(&e);
+}
+
+static void test_persister_baseline_makes_older_submissions_ignored(void)
+{
+	struct s_env e;
+	struct rr_manifest *m2 = NULL;
+	const struct rr_persist_result *r;
+
+	memset(&e, 0, sizeof(e));
+	fx_init(&e.f);
+	s_make(&e, "step-1", 1);
+	s_make(&e, "step-2", 2);
+	s_make(&e, "step-3", 2); /* same weights as step-2 */
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&e.f, "step-2", 2000, NULL, &m2, NULL), 0);
+	s_start(&e, 3, m2); /* taken over */
+
+	rr_persister_submit(e.p, "step-1", 1000, 0);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	s_collect(&e);
+	CU_ASSERT_EQUAL(e.nres, 0);
+	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-1"));
+
+	/* Newer than the baseline: persisted, reusing every segment of the baseline. */
+	rr_persister_submit(e.p, "step-3", 3000, 0);
+	r = s_result(&e, "step-3");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_EQUAL(r->stats.segments, 2);
+	CU_ASSERT_EQUAL(r->stats.reused_segments, 2);
+	s_teardown(&e);
+}
+
+static void test_persister_reports_eexist_for_checkpoint_already_in_store(void)
+{
+	struct s_env e;
+	const struct rr_persist_result *r;
+
+	memset(&e, 0, sizeof(e));
+	fx_init(&e.f);
+	s_make(&e, "step-1", 1);
+	/* Another machine stored it; this persister does not know (no baseline). */
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&e.f, "step-1", 1000, NULL, NULL, NULL), 0);
+	s_start(&e, 3, NULL);
+	rr_persister_submit(e.p, "step-1", 1000, 0);
+	r = s_result(&e, "step-1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, RR_EEXIST);
+	CU_ASSERT_EQUAL(s_count_events(&e, "checkpoint", NULL), 0);
+	s_teardown(&e);
+}
+
+static void test_persister_reports_enoent_for_vanished_checkpoint(void)
+{
+	struct s_env e;
+	const struct rr_persist_result *r;
+	char latest[256];
+
+	s_setup(&e, 3);
+	rr_persister_submit(e.p, "step-404", 1000, 0);
+	r = s_result(&e, "step-404");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, RR_ENOENT);
+	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-404"));
+	s_latest(&e, latest, sizeof(latest));
+	CU_ASSERT_STRING_EQUAL(latest, "");
+	s_teardown(&e);
+}
+
+static void test_persister_record_writes_ledger_event(void)
+{
+	struct s_env e;
+	char key[RR_KEY_MAX], *text;
+	cJSON *fields = cJSON_CreateObject(), *j;
+
+	s_setup(&e, 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fields);
+	cJSON_AddStringToObject(fields, "reason", "spot-termination");
+	rr_persister_record(e.p, "notice", fields); /* taken over */
+	rr_persister_record(e.p, "restart", NULL);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	CU_ASSERT_EQUAL(s_count_events(&e, "restart", NULL), 1);
+	CU_ASSERT_EQUAL(s_count_events(&e, "notice", key), 1);
+	text = fx_get_str(&e.f, key);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	j = cJSON_Parse(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(j, "kind")), "notice");
+	CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(j, "reason")),
+			       "spot-termination");
+	CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(j, "run_id")), FX_RUN);
+	cJSON_Delete(j);
+	free(text);
+	/* Events are not checkpoint results. */
+	s_collect(&e);
+	CU_ASSERT_EQUAL(e.nres, 0);
+	s_teardown(&e);
+}
+
+static void test_persister_applies_retention_with_keep_one(void)
+{
+	struct s_env e;
+	const struct rr_persist_result *r;
+	char latest[256], why[512];
+	struct rr_catalog *c = NULL;
+
+	s_setup(&e, 1);
+	s_make(&e, "step-1", 1);
+	s_make(&e, "step-2", 2);
+	rr_persister_submit(e.p, "step-1", 1000, 0);
+	r = s_result(&e, "step-1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	rr_persister_submit(e.p, "step-2", 2000, 0);
+	r = s_result(&e, "step-2");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	/* step-1's manifest is gone; step-2 stays whole. */
+	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-1"));
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-2"));
+	s_latest(&e, latest, sizeof(latest));
+	CU_ASSERT_STRING_EQUAL(latest, "step-2");
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(e.f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(c->n, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rr_catalog_newest(c));
+	CU_ASSERT_EQUAL(rr_verify_checkpoint(e.f.s, FX_RUN, rr_catalog_newest(c)->manifest, 2, why,
+					     sizeof(why)),
+			0);
+	rr_catalog_destroy(c);
+	s_teardown(&e);
+}
+
+static void test_persister_reuses_segments_of_previous_checkpoint(void)
+{
+	struct s_env e;
+	const struct rr_persist_result *r;
+
+	s_setup(&e, 3);
+	s_make(&e, "step-1", 1);
+	s_make(&e, "step-2", 2); /* other weights, same config */
+	rr_persister_submit(e.p, "step-1", 1000, 0);
+	r = s_result(&e, "step-1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->stats.reused_segments, 0);
+	rr_persister_submit(e.p, "step-2", 2000, 0);
+	r = s_result(&e, "step-2");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_EQUAL(r->stats.segments, 2);
+	CU_ASSERT_EQUAL(r->stats.reused_segments, 1);
+	s_teardown(&e);
+}
+
+static void test_persister_does_not_move_latest_backwards(void)
+{
+	struct s_env e;
+	const struct rr_persist_result *r;
+	char latest[256], key[RR_KEY_MAX];
+	struct rr_buf b;
+
+	memset(&e, 0, sizeof(e));
+	fx_init(&e.f);
+	s_make(&e, "step-2", 2);
+	s_make(&e, "step-3", 3);
+	/* Another machine already committed step-3 and pointed LATEST at it. */
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&e.f, "step-3", 3000, NULL, NULL, NULL), 0);
+	rr_buf_init(&b, 64 * 1024);
+	CU_ASSERT_EQUAL_FATAL(rr_latest_to_json("step-3", 3000, "other-host", &b), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_key_latest(key, FX_RUN), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_store_put(e.f.s, key, b.data, b.len, NULL, NULL), 0);
+	rr_buf_free(&b);
+
+	s_start(&e, 3, NULL);
+	rr_persister_submit(e.p, "step-2", 2000, 0);
+	r = s_result(&e, "step-2");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	s_latest(&e, latest, sizeof(latest));
+	CU_ASSERT_STRING_EQUAL(latest, "step-3");
+	s_teardown(&e);
+}
+
+static void test_persister_newest_queued_checkpoint_wins(void)
+{
+	struct s_env e;
+	struct s_gate g;
+	const struct rr_persist_result *r;
+
+	s_setup_gated(&e, &g, "/chunks/", 3);
+	s_make(&e, "step-1", 1);
+	s_make(&e, "step-2", 2);
+	s_make(&e, "step-3", 3);
+	rr_persister_submit(e.p, "step-1", 1000, 0);
+	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g)); /* step-1 is being persisted */
+	rr_persister_submit(e.p, "step-2", 2000, 0);
+	rr_persister_submit(e.p, "step-3", 3000, 0); /* replaces step-2 in the queue */
+	CU_ASSERT_TRUE(rr_persister_busy(e.p));
+	s_gate_open(&g);
+	r = s_result(&e, "step-3");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	s_collect(&e);
+	CU_ASSERT_EQUAL(e.nres, 2);
+	CU_ASSERT_TRUE(s_has_result(&e, "step-1"));
+	CU_ASSERT_FALSE(s_has_result(&e, "step-2"));
+	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-2"));
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-3"));
+	rr_persister_destroy(e.p);
+	e.p = NULL;
+	s_gate_fini(&g);
+	fx_done(&e.f);
+}
+
+static void test_persister_urgent_submission_sets_aside_older_persist_in_progress(void)
+{
+	struct s_env e;
+	struct s_gate g;
+	const struct rr_persist_result *r1, *r2;
+	char latest[256];
+
+	s_setup_gated(&e, &g, "/chunks/", 3);
+	s_make(&e, "step-1", 1);
+	s_make(&e, "step-2", 2);
+	rr_persister_submit(e.p, "step-1", 1000, 0);
+	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g));
+	rr_persister_submit(e.p, "step-2", 2000, 1);
+	s_gate_open(&g);
+	r2 = s_result(&e, "step-2");
+	r1 = s_result(&e, "step-1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r2);
+	CU_ASSERT_EQUAL(r1->rc, RR_ECANCELED);
+	CU_ASSERT_EQUAL(r2->rc, 0);
+	CU_ASSERT_EQUAL(r2->urgent, 1);
+	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-1"));
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-2"));
+	s_latest(&e, latest, sizeof(latest));
+	CU_ASSERT_STRING_EQUAL(latest, "step-2");
+	rr_persister_destroy(e.p);
+	e.p = NULL;
+	s_gate_fini(&g);
+	fx_done(&e.f);
+}
+
+static void test_persister_cancel_during_event_does_not_cancel_later_checkpoint(void)
+{
+	struct s_env e;
+	struct s_gate g;
+	const struct rr_persist_result *r;
+
+	s_setup_gated(&e, &g, "/events/", 3);
+	s_make(&e, "step-1", 1);
+	rr_persister_record(e.p, "notice", NULL);
+	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g)); /* the event is being written */
+	rr_persister_cancel(e.p);                       /* no persist in progress */
+	s_gate_open(&g);
+	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
+	rr_persister_submit(e.p, "step-1", 1000, 0);
+	r = s_result(&e, "step-1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-1"));
+	rr_persister_destroy(e.p);
+	e.p = NULL;
+	s_gate_fini(&g);
+	fx_done(&e.f);
+}
+
+static void test_persister_cancel_drops_queued_checkpoint(void)
+{
+	struct s_env e;
+	struct s_gate g;
+	const struct rr_persist_result *r;
+
+	s_setup_gated(&e, &g, "/chunks/", 3);
+	s_make(&e, "step-1", 1);
+	s_make(&e, "step-2", 2);
+	rr_persister_submit(e.p, "step-1", 1000, 0);
+	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g));
+	rr_persister_submit(e.p, "step-2", 2000, 0);
+	rr_persister_cancel(e.p);
+	s_gate_open(&g);
+	r = s_result(&e, "step-1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, RR_ECANCELED);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	s_collect(&e);
+	CU_ASSERT_FALSE(s_has_result(&e, "step-2"));
+	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-1"));
+	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-2"));
+	rr_persister_destroy(e.p);
+	e.p = NULL;
+	s_gate_fini(&g);
+	fx_done(&e.f);
+}
+
+static void test_persister_destroy_while_idle_is_clean(void)
+{
+	struct s_env e;
+	char names[256];
+
+	s_setup(&e, 3);
+	CU_ASSERT_FALSE(rr_persister_busy(e.p));
+	rr_persister_destroy(e.p);
+	e.p = NULL;
+	rr_persister_destroy(NULL);
+	/* Nothing was written anywhere. */
+	CU_ASSERT_EQUAL(fx_dir_names(e.f.ckpt_dir, names, sizeof(names)), 0);
+	CU_ASSERT_FALSE(fx_exists_in(e.f.store_dir, FX_RUN));
+	fx_done(&e.f);
+}
+
+static void test_persister_destroy_after_work_is_clean(void)
+{
+	struct s_env e;
+	const struct rr_persist_result *r;
+
+	s_setup(&e, 3);
+	s_make(&e, "step-1", 1);
+	rr_persister_submit(e.p, "step-1", 1000, 0);
+	r = s_result(&e, "step-1");
+	CU_ASSERT_PTR_NOT_NULL(r);
+	/* Queued but not yet collected: freed by destroy. */
+	rr_persister_record(e.p, "restart", cJSON_CreateObject());
+	s_teardown(&e);
+}
+
+static CU_TestInfo s_tests[] = {
+	{ "persister_persists_submitted_checkpoint", test_persister_persists_submitted_checkpoint },
+	{ "persister_urgent_submission_is_reported_urgent",
+	  test_persister_urgent_submission_is_reported_urgent },
+	{ "persister_ignores_submission_older_than_persisted",
+	  test_persister_ignores_submission_older_than_persisted },
+	{ "persister_baseline_makes_older_submissions_ignored",
+	  test_persister_baseline_makes_older_submissions_ignored },
+	{ "persister_reports_eexist_for_checkpoint_already_in_store",
+	  test_persister_reports_eexist_for_checkpoint_already_in_store },
+	{ "persister_reports_enoent_for_vanished_checkpoint",
+	  test_persister_reports_enoent_for_vanished_checkpoint },
+	{ "persister_record_writes_ledger_event", test_persister_record_writes_ledger_event },
+	{ "persister_applies_retention_with_keep_one",
+	  test_persister_applies_retention_with_keep_one },
+	{ "persister_reuses_segments_of_previous_checkpoint",
+	  test_persister_reuses_segments_of_previous_checkpoint },
+	{ "persister_does_not_move_latest_backwards",
+	  test_persister_does_not_move_latest_backwards },
+	{ "persister_newest_queued_checkpoint_wins", test_persister_newest_queued_checkpoint_wins },
+	{ "persister_urgent_submission_sets_aside_older_persist_in_progress",
+	  test_persister_urgent_submission_sets_aside_older_persist_in_progress },
+	{ "persister_cancel_during_event_does_not_cancel_later_checkpoint",
+	  test_persister_cancel_during_event_does_not_cancel_later_checkpoint },
+	{ "persister_cancel_drops_queued_checkpoint", test_persister_cancel_drops_queued_checkpoint },
+	{ "persister_destroy_while_idle_is_clean", test_persister_destroy_while_idle_is_clean },
+	{ "persister_destroy_after_work_is_clean", test_persister_destroy_after_work_is_clean },
+	CU_TEST_INFO_NULL,
+};
+
+RR_CUNIT_MAIN("persister", s_tests)

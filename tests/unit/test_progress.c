@@ -1,0 +1,126 @@
+/* CUnit suite "progress": byte counts for humans, and a progress object that callers may
+ * leave NULL. When lines are printed depends on the monotonic clock, which is not
+ * injectable here, so these tests check only what holds at any speed: exact formatting,
+ * NULL safety, and that concurrent adds are safe (ASan/UBSan builds). */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "rr/progress.h"
+
+#include "cunit_main.h"
+
+static void s_fmt_is(uint64_t bytes, const char *want)
+{
+	char out[16];
+	const char *got;
+
+	memset(out, 'x', sizeof(out));
+	got = rr_format_bytes(bytes, out);
+	CU_ASSERT_PTR_EQUAL(got, out);
+	CU_ASSERT_STRING_EQUAL(out, want);
+}
+
+static void test_format_bytes_below_1000_is_whole_bytes(void)
+{
+	s_fmt_is(0, "0 B");
+	s_fmt_is(1, "1 B");
+	s_fmt_is(999, "999 B");
+}
+
+static void test_format_bytes_uses_decimal_units_with_one_decimal(void)
+{
+	s_fmt_is(1000, "1.0 kB");
+	s_fmt_is(1024, "1.0 kB");
+	s_fmt_is(1500, "1.5 kB");
+	s_fmt_is(1500000, "1.5 MB");
+	s_fmt_is(8388608, "8.4 MB"); /* 8 MiB, the segment size */
+	s_fmt_is(3000000000ULL, "3.0 GB");
+	s_fmt_is(1000000000000ULL, "1.0 TB");
+	s_fmt_is(2400000000000ULL, "2.4 TB");
+}
+
+static void test_format_bytes_that_round_to_1000_move_to_the_next_unit(void)
+{
+	/* 999999 B is 999.999 kB, which one decimal would show as "1000.0 kB". */
+	s_fmt_is(999949, "999.9 kB");
+	s_fmt_is(999950, "1.0 MB");
+	s_fmt_is(999999, "1.0 MB");
+	s_fmt_is(999999999ULL, "1.0 GB");
+	s_fmt_is(999999999999ULL, "1.0 TB");
+}
+
+static void test_format_bytes_stops_at_terabytes_and_fits_16_bytes(void)
+{
+	s_fmt_is(1000000000000000ULL, "1000.0 TB");
+	s_fmt_is(UINT64_MAX, "18446744.1 TB");
+}
+
+static void test_null_progress_is_accepted_everywhere(void)
+{
+	rr_progress_add(NULL, 123);
+	rr_progress_destroy(NULL);
+}
+
+static void test_new_add_destroy_works_for_any_name_and_total(void)
+{
+	char long_name[1000];
+	struct rr_progress *p;
+
+	p = rr_progress_new("persist step-200", 1000);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	rr_progress_add(p, 400);
+	rr_progress_add(p, 600);
+	rr_progress_add(p, 5); /* more than the total is not an error */
+	rr_progress_destroy(p);
+
+	p = rr_progress_new("restore nothing", 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	rr_progress_add(p, 0);
+	rr_progress_destroy(p);
+
+	memset(long_name, 'n', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	p = rr_progress_new(long_name, UINT64_MAX); /* the name is cut to fit, not overrun */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	rr_progress_add(p, UINT64_MAX);
+	rr_progress_destroy(p);
+}
+
+static void *s_adder(void *arg)
+{
+	struct rr_progress *p = arg;
+	for (int i = 0; i < 10000; i++)
+		rr_progress_add(p, 1);
+	return NULL;
+}
+
+static void test_concurrent_adds_are_safe(void)
+{
+	struct rr_progress *p = rr_progress_new("persist concurrent", 80000);
+	pthread_t t[8];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	for (int i = 0; i < 8; i++)
+		CU_ASSERT_FATAL(pthread_create(&t[i], NULL, s_adder, p) == 0);
+	for (int i = 0; i < 8; i++)
+		pthread_join(t[i], NULL);
+	rr_progress_destroy(p);
+}
+
+static CU_TestInfo s_tests[] = {
+	{ "test_format_bytes_below_1000_is_whole_bytes", test_format_bytes_below_1000_is_whole_bytes },
+	{ "test_format_bytes_uses_decimal_units_with_one_decimal",
+	  test_format_bytes_uses_decimal_units_with_one_decimal },
+	{ "test_format_bytes_that_round_to_1000_move_to_the_next_unit",
+	  test_format_bytes_that_round_to_1000_move_to_the_next_unit },
+	{ "test_format_bytes_stops_at_terabytes_and_fits_16_bytes",
+	  test_format_bytes_stops_at_terabytes_and_fits_16_bytes },
+	{ "test_null_progress_is_accepted_everywhere", test_null_progress_is_accepted_everywhere },
+	{ "test_new_add_destroy_works_for_any_name_and_total",
+	  test_new_add_destroy_works_for_any_name_and_total },
+	{ "test_concurrent_adds_are_safe", test_concurrent_adds_are_safe },
+	CU_TEST_INFO_NULL,
+};
+
+RR_CUNIT_MAIN("progress", s_tests)

@@ -1,0 +1,619 @@
+/* CUnit suite "restore": rr_restore_checkpoint, rr_verify_checkpoint and rr_restore_newest
+ * against a real file store in a temp dir. Damage is made by flipping or deleting chunk
+ * files in the store directly. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rr/catalog.h"
+#include "rr/error.h"
+#include "rr/persist.h"
+#include "rr/restore.h"
+
+#include "ckpt_fixture.h"
+#include "cunit_main.h"
+
+#define S_THREADS 2
+
+/* A checkpoint with nested files, an empty file, a multi-segment file and several modes;
+ * seed makes its big file differ from other checkpoints'. */
+static void s_make(struct fx *f, const char *name, uint64_t seed)
+{
+	char *d = fx_ckpt(f, name);
+	fx_write_random(d, "model/weights.bin", 9 * FX_MIB, seed, 0644);
+	fx_write_random(d, "optim/state.bin", 100 * 1024, seed + 1000, 0600);
+	fx_write_str(d, "model/sub/config.json", "{\"layers\": 12}\n", 0640);
+	fx_write(d, "empty.txt", "", 0, 0644);
+	fx_write_str(d, "bin/run.sh", "#!/bin/sh\necho hi\n", 0755);
+	free(d);
+}
+
+static struct rr_manifest *s_make_and_persist(struct fx *f, const char *name, uint64_t seed,
+					      int64_t ms)
+{
+	struct rr_manifest *m = NULL;
+	struct rr_persist_stats st;
+	s_make(f, name, seed);
+	CU_ASSERT_EQUAL_FATAL(fx_persist(f, name, ms, NULL, &m, &st), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	return m;
+}
+
+static void s_assert_names(const char *dir, const char *want)
+{
+	char names[1024];
+	fx_dir_names(dir, names, sizeof(names));
+	if (strcmp(names, want) != 0)
+		fprintf(stderr, "\n  %s holds [%s], expected [%s]\n", dir, names, want);
+	CU_ASSERT_STRING_EQUAL(names, want);
+}
+
+static void test_restore_round_trip_is_byte_identical_with_modes(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m;
+	char why[512], *src, *dst;
+
+	fx_init(&f);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)),
+			      0);
+	src = fx_ckpt(&f, "step-1");
+	dst = fx_join(f.restore_dir, "step-1");
+	FX_ASSERT_SAME_TREE(src, dst);
+	CU_ASSERT_EQUAL(fx_mode(dst, "model/sub/config.json"), 0640);
+	CU_ASSERT_EQUAL(fx_mode(dst, "bin/run.sh"), 0755);
+	CU_ASSERT_EQUAL(fx_mode(dst, "optim/state.bin"), 0600);
+	CU_ASSERT_EQUAL(st.files, 5);
+	CU_ASSERT_EQUAL(st.bytes, rr_manifest_total_size(m));
+	CU_ASSERT_EQUAL(st.downloaded_bytes, rr_manifest_total_stored(m));
+	CU_ASSERT_EQUAL(st.kept_files, 0);
+	CU_ASSERT_EQUAL(st.already_present, 0);
+	s_assert_names(f.restore_dir, "step-1");
+	free(src);
+	free(dst);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+static void test_restore_drops_setuid_setgid_and_sticky_bits(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m = NULL;
+	char why[512], *d, *dst;
+
+	fx_init(&f);
+	d = fx_ckpt(&f, "step-1");
+	fx_write_str(d, "suid", "#!/bin/sh\n", 0755);
+	fx_write_str(d, "sgid", "#!/bin/sh\n#g\n", 0750);
+	fx_write_str(d, "sticky", "t\n", 0644);
+	{
+		char *p1 = fx_join(d, "suid"), *p2 = fx_join(d, "sgid"), *p3 = fx_join(d, "sticky");
+		CU_ASSERT_EQUAL_FATAL(chmod(p1, 04755), 0);
+		CU_ASSERT_EQUAL_FATAL(chmod(p2, 02750), 0);
+		CU_ASSERT_EQUAL_FATAL(chmod(p3, 01644), 0);
+		free(p1);
+		free(p2);
+		free(p3);
+	}
+	CU_ASSERT_EQUAL_FATAL(fx_mode(d, "suid"), 04755);
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1, NULL, &m, NULL), 0);
+	CU_ASSERT_EQUAL(fx_file(m, "suid")->mode, 04755); /* recorded as found */
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)),
+			      0);
+	dst = fx_join(f.restore_dir, "step-1");
+	CU_ASSERT_EQUAL(fx_mode(dst, "suid"), 0755);
+	CU_ASSERT_EQUAL(fx_mode(dst, "sgid"), 0750);
+	CU_ASSERT_EQUAL(fx_mode(dst, "sticky"), 0644);
+	free(dst);
+	free(d);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+/* Inode numbers of every file of m under dir. */
+static void s_inodes(const char *dir, const struct rr_manifest *m, ino_t *out)
+{
+	for (size_t i = 0; i < m->nfiles; i++)
+		out[i] = fx_ino(dir, m->files[i].path);
+}
+
+static void test_restore_into_identical_dir_rewrites_nothing(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m;
+	ino_t before[8], after[8], dir_ino;
+	char why[512], *dst;
+
+	fx_init(&f);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	CU_ASSERT_FATAL(m->nfiles <= 8);
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)),
+			      0);
+	dst = fx_join(f.restore_dir, "step-1");
+	s_inodes(dst, m, before);
+	dir_ino = fx_ino(f.restore_dir, "step-1");
+
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st, why,
+					      sizeof(why)),
+			0);
+	CU_ASSERT_EQUAL(st.already_present, 1);
+	CU_ASSERT_EQUAL(st.kept_files, m->nfiles);
+	CU_ASSERT_EQUAL(st.downloaded_bytes, 0);
+	s_inodes(dst, m, after);
+	CU_ASSERT_EQUAL(memcmp(before, after, m->nfiles * sizeof(ino_t)), 0);
+	CU_ASSERT_EQUAL(fx_ino(f.restore_dir, "step-1"), dir_ino);
+	s_assert_names(f.restore_dir, "step-1");
+	free(dst);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+/* The one entry of dir whose name starts with prefix, malloc'd; NULL unless exactly one. */
+static char *s_find_one(const char *dir, const char *prefix)
+{
+	char names[1024], *tok, *save = NULL, *hit = NULL;
+	int n = 0;
+	fx_dir_names(dir, names, sizeof(names));
+	for (tok = strtok_r(names, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (strncmp(tok, prefix, strlen(prefix)) == 0) {
+			n++;
+			free(hit);
+			hit = strdup(tok);
+		}
+	if (n != 1) {
+		free(hit);
+		return NULL;
+	}
+	return hit;
+}
+
+static void test_restore_over_changed_dir_keeps_identical_files_and_moves_old_aside(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m;
+	ino_t before[8], after[8];
+	char why[512], *src, *dst, *aside_name, *aside;
+	size_t changed = 0;
+
+	fx_init(&f);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	CU_ASSERT_FATAL(m->nfiles <= 8);
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)),
+			      0);
+	dst = fx_join(f.restore_dir, "step-1");
+	src = fx_ckpt(&f, "step-1");
+	s_inodes(dst, m, before);
+	/* Someone edits one file in place (same inode, other bytes). */
+	fx_write_str(dst, "model/sub/config.json", "{\"layers\": 13}\n", 0640);
+	for (size_t i = 0; i < m->nfiles; i++)
+		if (strcmp(m->files[i].path, "model/sub/config.json") == 0)
+			changed = i;
+
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)),
+			      0);
+	CU_ASSERT_EQUAL(st.already_present, 0);
+	CU_ASSERT_EQUAL(st.kept_files, m->nfiles - 1);
+	FX_ASSERT_SAME_TREE(src, dst);
+	s_inodes(dst, m, after);
+	for (size_t i = 0; i < m->nfiles; i++) {
+		if (i == changed) {
+			CU_ASSERT_NOT_EQUAL(after[i], before[i]);
+		} else {
+			CU_ASSERT_EQUAL(after[i], before[i]); /* linked, not rewritten */
+		}
+	}
+	/* The old directory is kept aside, edit and all; nothing else is left over. */
+	aside_name = s_find_one(f.restore_dir, ".step-1.local-");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(aside_name);
+	aside = fx_join(f.restore_dir, aside_name);
+	{
+		char *p = fx_join(aside, "model/sub/config.json");
+		size_t n = 0;
+		unsigned char *b = fx_slurp(p, &n);
+		CU_ASSERT_PTR_NOT_NULL(b);
+		CU_ASSERT(b && n == strlen("{\"layers\": 13}\n") &&
+			  memcmp(b, "{\"layers\": 13}\n", n) == 0);
+		free(b);
+		free(p);
+	}
+	CU_ASSERT_EQUAL(fx_count_files(aside), m->nfiles);
+	CU_ASSERT_EQUAL(fx_dir_names(f.restore_dir, why, sizeof(why)), 2);
+	free(aside);
+	free(aside_name);
+	free(src);
+	free(dst);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+/* A deep restore parent (paths may be up to PATH_MAX): the old directory still goes aside
+ * into the parent under its ".NAME.local-<ms>" name, not to a truncated path elsewhere. */
+static void test_restore_moves_old_dir_aside_within_a_long_parent_path(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m;
+	char comp1[201], comp2[121], why[512], *mid, *parent, *dst, *aside_name;
+
+	fx_init(&f);
+	memset(comp1, 'p', sizeof(comp1) - 1);
+	comp1[sizeof(comp1) - 1] = '\0';
+	memset(comp2, 'q', sizeof(comp2) - 1);
+	comp2[sizeof(comp2) - 1] = '\0';
+	mid = fx_join(f.root, comp1);
+	parent = fx_join(mid, comp2);
+	CU_ASSERT_FATAL(strlen(parent) > 300);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, parent, S_THREADS, &st, why,
+						    sizeof(why)),
+			      0);
+	dst = fx_join(parent, "step-1");
+	fx_write_str(dst, "bin/run.sh", "#!/bin/sh\necho local edit\n", 0755);
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m, parent, S_THREADS, &st, why,
+					      sizeof(why)),
+			0);
+	aside_name = s_find_one(parent, ".step-1.local-");
+	CU_ASSERT_PTR_NOT_NULL(aside_name);
+	CU_ASSERT_EQUAL(fx_dir_names(parent, why, sizeof(why)), 2);
+	/* Nothing was moved out of the parent. */
+	CU_ASSERT_EQUAL(fx_dir_names(mid, why, sizeof(why)), 1);
+	free(aside_name);
+	free(dst);
+	free(parent);
+	free(mid);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+/* Makes <root>/outside: a copy of step-1 restored elsewhere, whose inodes must not end up
+ * in the restored checkpoint. Returns its path (malloc'd). */
+static char *s_outside_copy(struct fx *f, const struct rr_manifest *m)
+{
+	struct rr_restore_stats st;
+	char why[512], *tmp_parent = fx_join(f->root, "elsewhere"), *from, *to;
+
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f->s, FX_RUN, m, tmp_parent, S_THREADS, &st,
+						    why, sizeof(why)),
+			      0);
+	from = fx_join(tmp_parent, "step-1");
+	to = fx_join(f->root, "outside");
+	CU_ASSERT_EQUAL_FATAL(rename(from, to), 0);
+	free(from);
+	free(tmp_parent);
+	return to;
+}
+
+static void test_restore_over_symlink_to_identical_dir_writes_real_files(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m;
+	char why[512], *outside, *dst, *src, *aside_name, *aside;
+	struct stat sb;
+
+	fx_init(&f);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	outside = s_outside_copy(&f, m);
+	CU_ASSERT_EQUAL_FATAL(rr_mkdir_p(f.restore_dir), 0);
+	dst = fx_join(f.restore_dir, "step-1");
+	CU_ASSERT_EQUAL_FATAL(symlink(outside, dst), 0);
+
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st, why,
+					      sizeof(why)),
+			0);
+	CU_ASSERT_EQUAL(lstat(dst, &sb), 0);
+	CU_ASSERT_TRUE(S_ISDIR(sb.st_mode));
+	src = fx_ckpt(&f, "step-1");
+	FX_ASSERT_SAME_TREE(src, dst);
+	/* Nothing of the restored checkpoint shares an inode with the files outside. */
+	for (size_t i = 0; i < m->nfiles; i++)
+		CU_ASSERT_NOT_EQUAL(fx_ino(dst, m->files[i].path), fx_ino(outside, m->files[i].path));
+	CU_ASSERT_EQUAL(st.kept_files, 0);
+	FX_ASSERT_SAME_TREE(src, outside);
+	/* The symlink itself went aside. */
+	aside_name = s_find_one(f.restore_dir, ".step-1.local-");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(aside_name);
+	aside = fx_join(f.restore_dir, aside_name);
+	CU_ASSERT_EQUAL(lstat(aside, &sb), 0);
+	CU_ASSERT_TRUE(S_ISLNK(sb.st_mode));
+	free(aside);
+	free(aside_name);
+	free(src);
+	free(dst);
+	free(outside);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+static void test_restore_does_not_link_files_reached_through_a_local_symlink(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m;
+	char why[512], *outside, *dst, *src, *model, *target;
+
+	fx_init(&f);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	outside = s_outside_copy(&f, m);
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)),
+			      0);
+	/* Locally, model/ was replaced by a symlink to an identical directory elsewhere. */
+	dst = fx_join(f.restore_dir, "step-1");
+	model = fx_join(dst, "model");
+	target = fx_join(outside, "model");
+	CU_ASSERT_EQUAL_FATAL(rr_remove_tree(model), 0);
+	CU_ASSERT_EQUAL_FATAL(symlink(target, model), 0);
+
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st, why,
+					      sizeof(why)),
+			0);
+	src = fx_ckpt(&f, "step-1");
+	FX_ASSERT_SAME_TREE(src, dst);
+	CU_ASSERT_NOT_EQUAL(fx_ino(dst, "model/weights.bin"), fx_ino(outside, "model/weights.bin"));
+	CU_ASSERT_NOT_EQUAL(fx_ino(dst, "model/sub/config.json"),
+			    fx_ino(outside, "model/sub/config.json"));
+	/* The files that were real local files are still kept. */
+	CU_ASSERT_EQUAL(st.kept_files, m->nfiles - 2);
+	free(src);
+	free(target);
+	free(model);
+	free(dst);
+	free(outside);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+static void test_restore_corrupt_chunk_is_ecorrupt_and_leaves_nothing(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m;
+	char why[512], sha[RR_SHA256_HEX_LEN + 1];
+
+	fx_init(&f);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	snprintf(sha, sizeof(sha), "%s", fx_first_chunk(m, "optim/state.bin"));
+	fx_corrupt_chunk(&f, sha);
+	fx_write_str(f.restore_dir, "other.txt", "was here before\n", 0644);
+
+	why[0] = '\0';
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st, why,
+					      sizeof(why)),
+			RR_ECORRUPT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, sha));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "optim/state.bin"));
+	s_assert_names(f.restore_dir, "other.txt");
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+static void test_restore_corrupt_chunk_leaves_existing_local_dir_untouched(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m;
+	char why[512], *dst, *copy;
+
+	fx_init(&f);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)),
+			      0);
+	dst = fx_join(f.restore_dir, "step-1");
+	fx_write_str(dst, "bin/run.sh", "#!/bin/sh\necho local edit\n", 0755);
+	/* A reference copy of the edited dir, outside the restore parent. */
+	copy = fx_join(f.root, "copy");
+	s_make(&f, "copy-src", 1);
+	{
+		char *cs = fx_ckpt(&f, "copy-src");
+		fx_write_str(cs, "bin/run.sh", "#!/bin/sh\necho local edit\n", 0755);
+		CU_ASSERT_EQUAL_FATAL(rename(cs, copy), 0);
+		free(cs);
+	}
+	/* The chunk restore must fetch: the one of the file that differs locally (identical
+	 * files are kept from the local directory, never read from the store). */
+	fx_corrupt_chunk(&f, fx_first_chunk(m, "bin/run.sh"));
+
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st, why,
+					      sizeof(why)),
+			RR_ECORRUPT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "bin/run.sh"));
+	s_assert_names(f.restore_dir, "step-1");
+	FX_ASSERT_SAME_TREE(dst, copy);
+	free(copy);
+	free(dst);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+static void test_restore_missing_chunk_is_ecorrupt(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m;
+	char why[512], sha[RR_SHA256_HEX_LEN + 1];
+
+	fx_init(&f);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	/* The second segment of the big file. */
+	snprintf(sha, sizeof(sha), "%s", fx_file(m, "model/weights.bin")->segs[1].chunks[0].sha256);
+	fx_delete_chunk(&f, sha);
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st, why,
+					      sizeof(why)),
+			RR_ECORRUPT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, sha));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "model/weights.bin"));
+	s_assert_names(f.restore_dir, "");
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+static void test_verify_accepts_intact_and_rejects_corrupt_checkpoint(void)
+{
+	struct fx f;
+	struct rr_manifest *m;
+	char why[512], sha[RR_SHA256_HEX_LEN + 1];
+
+	fx_init(&f);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	CU_ASSERT_EQUAL(rr_verify_checkpoint(f.s, FX_RUN, m, S_THREADS, why, sizeof(why)), 0);
+	snprintf(sha, sizeof(sha), "%s", fx_first_chunk(m, "bin/run.sh"));
+	fx_corrupt_chunk(&f, sha);
+	CU_ASSERT_EQUAL(rr_verify_checkpoint(f.s, FX_RUN, m, S_THREADS, why, sizeof(why)),
+			RR_ECORRUPT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, sha));
+	fx_delete_chunk(&f, sha);
+	CU_ASSERT_EQUAL(rr_verify_checkpoint(f.s, FX_RUN, m, S_THREADS, why, sizeof(why)),
+			RR_ECORRUPT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, sha));
+	/* Verify writes nothing locally. */
+	CU_ASSERT_FALSE(fx_exists(f.restore_dir));
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+static void test_restore_newest_falls_back_to_older_when_newest_is_damaged(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m1, *m2;
+	struct rr_catalog *c = NULL;
+	char name[256] = "", *src, *dst;
+
+	fx_init(&f);
+	m1 = s_make_and_persist(&f, "step-1", 1, 1000);
+	m2 = s_make_and_persist(&f, "step-2", 2, 2000);
+	fx_corrupt_chunk(&f, fx_first_chunk(m2, "model/weights.bin"));
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
+	/* A flipped byte is not visible to the catalog: step-2 still looks committed. */
+	CU_ASSERT_STRING_EQUAL(rr_catalog_newest(c)->name, "step-2");
+
+	CU_ASSERT_EQUAL(rr_restore_newest(f.s, FX_RUN, c, f.restore_dir, S_THREADS, name,
+					  sizeof(name), &st),
+			0);
+	CU_ASSERT_STRING_EQUAL(name, "step-1");
+	src = fx_ckpt(&f, "step-1");
+	dst = fx_join(f.restore_dir, "step-1");
+	FX_ASSERT_SAME_TREE(src, dst);
+	s_assert_names(f.restore_dir, "step-1");
+	free(src);
+	free(dst);
+	rr_catalog_destroy(c);
+	rr_manifest_destroy(m1);
+	rr_manifest_destroy(m2);
+	fx_done(&f);
+}
+
+static void test_restore_newest_skips_incomplete_checkpoint(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m1, *m2;
+	struct rr_catalog *c = NULL;
+	char name[256] = "";
+
+	fx_init(&f);
+	m1 = s_make_and_persist(&f, "step-1", 1, 1000);
+	m2 = s_make_and_persist(&f, "step-2", 2, 2000);
+	fx_delete_chunk(&f, fx_first_chunk(m2, "optim/state.bin"));
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(rr_restore_newest(f.s, FX_RUN, c, f.restore_dir, S_THREADS, name,
+					  sizeof(name), &st),
+			0);
+	CU_ASSERT_STRING_EQUAL(name, "step-1");
+	s_assert_names(f.restore_dir, "step-1");
+	rr_catalog_destroy(c);
+	rr_manifest_destroy(m1);
+	rr_manifest_destroy(m2);
+	fx_done(&f);
+}
+
+static void test_restore_newest_with_every_checkpoint_damaged_fails(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m1, *m2;
+	struct rr_catalog *c = NULL;
+	char name[256] = "untouched";
+
+	fx_init(&f);
+	m1 = s_make_and_persist(&f, "step-1", 1, 1000);
+	m2 = s_make_and_persist(&f, "step-2", 2, 2000);
+	fx_corrupt_chunk(&f, fx_first_chunk(m1, "model/weights.bin"));
+	fx_corrupt_chunk(&f, fx_first_chunk(m2, "model/weights.bin"));
+	CU_ASSERT_EQUAL_FATAL(rr_mkdir_p(f.restore_dir), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(rr_restore_newest(f.s, FX_RUN, c, f.restore_dir, S_THREADS, name,
+					  sizeof(name), &st),
+			RR_ECORRUPT);
+	CU_ASSERT_STRING_EQUAL(name, "untouched");
+	s_assert_names(f.restore_dir, "");
+	rr_catalog_destroy(c);
+	rr_manifest_destroy(m1);
+	rr_manifest_destroy(m2);
+	fx_done(&f);
+}
+
+static void test_restore_newest_of_empty_run_is_enoent(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_catalog *c = NULL;
+	char name[256] = "";
+
+	fx_init(&f);
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(rr_restore_newest(f.s, FX_RUN, c, f.restore_dir, S_THREADS, name,
+					  sizeof(name), &st),
+			RR_ENOENT);
+	CU_ASSERT_STRING_EQUAL(name, "");
+	rr_catalog_destroy(c);
+	fx_done(&f);
+}
+
+static CU_TestInfo s_tests[] = {
+	{ "restore_round_trip_is_byte_identical_with_modes",
+	  test_restore_round_trip_is_byte_identical_with_modes },
+	{ "restore_drops_setuid_setgid_and_sticky_bits",
+	  test_restore_drops_setuid_setgid_and_sticky_bits },
+	{ "restore_into_identical_dir_rewrites_nothing",
+	  test_restore_into_identical_dir_rewrites_nothing },
+	{ "restore_over_changed_dir_keeps_identical_files_and_moves_old_aside",
+	  test_restore_over_changed_dir_keeps_identical_files_and_moves_old_aside },
+	{ "restore_moves_old_dir_aside_within_a_long_parent_path",
+	  test_restore_moves_old_dir_aside_within_a_long_parent_path },
+	{ "restore_over_symlink_to_identical_dir_writes_real_files",
+	  test_restore_over_symlink_to_identical_dir_writes_real_files },
+	{ "restore_does_not_link_files_reached_through_a_local_symlink",
+	  test_restore_does_not_link_files_reached_through_a_local_symlink },
+	{ "restore_corrupt_chunk_is_ecorrupt_and_leaves_nothing",
+	  test_restore_corrupt_chunk_is_ecorrupt_and_leaves_nothing },
+	{ "restore_corrupt_chunk_leaves_existing_local_dir_untouched",
+	  test_restore_corrupt_chunk_leaves_existing_local_dir_untouched },
+	{ "restore_missing_chunk_is_ecorrupt", test_restore_missing_chunk_is_ecorrupt },
+	{ "verify_accepts_intact_and_rejects_corrupt_checkpoint",
+	  test_verify_accepts_intact_and_rejects_corrupt_checkpoint },
+	{ "restore_newest_falls_back_to_older_when_newest_is_damaged",
+	  test_restore_newest_falls_back_to_older_when_newest_is_damaged },
+	{ "restore_newest_skips_incomplete_checkpoint",
+	  test_restore_newest_skips_incomplete_checkpoint },
+	{ "restore_newest_with_every_checkpoint_damaged_fails",
+	  test_restore_newest_with_every_checkpoint_damaged_fails },
+	{ "restore_newest_of_empty_run_is_enoent", test_restore_newest_of_empty_run_is_enoent },
+	CU_TEST_INFO_NULL,
+};
+
+RR_CUNIT_MAIN("restore", s_tests)
