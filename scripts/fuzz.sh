@@ -5,8 +5,8 @@
 # hand, so the repository only gains seeds someone looked at. A crash, leak, timeout or
 # out-of-memory fails the script and prints the path of the input that caused it.
 #
-# usage: scripts/fuzz.sh [TARGET...]        default: fuzz_manifest fuzz_latest
-# env:   FUZZ_SECONDS  seconds per target (default 30)
+# usage: scripts/fuzz.sh [TARGET...]        default: every tests/fuzz/fuzz_*.c
+# env:   FUZZ_SECONDS  seconds per target (default 20)
 #        BUILD_DIR     build directory (default build-fuzz)
 #        FUZZ_ARGS     extra libFuzzer flags, e.g. "-jobs=4 -workers=4"
 set -euo pipefail
@@ -14,13 +14,14 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-seconds=${FUZZ_SECONDS:-30}
+seconds=${FUZZ_SECONDS:-20}
 build=${BUILD_DIR:-build-fuzz}
 case $build in /*) ;; *) build=$root/$build ;; esac
 if [ $# -gt 0 ]; then
 	targets=("$@")
 else
-	targets=(fuzz_manifest fuzz_latest)
+	targets=()
+	for f in tests/fuzz/fuzz_*.c; do targets+=("$(basename "$f" .c)"); done
 fi
 
 # libFuzzer reads -max_total_time=0 as "forever"
@@ -35,12 +36,8 @@ if ! command -v clang >/dev/null; then
 	exit 2
 fi
 
-# -fsanitize=fuzzer-no-link gives the library code (rrcore) coverage instrumentation too;
-# without it libFuzzer would see only the target's own file and fuzz the parsers blind.
-# -Wno-unknown-warning-option: the tree is mostly built with gcc, whose -Wno-... options
-# clang does not all know, and -Werror would stop on them.
-cmake -DCMAKE_C_COMPILER=clang -DRR_FUZZ=ON -DRR_SANITIZE=ON \
-	-DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link -Wno-unknown-warning-option" -S . -B "$build"
+# RR_FUZZ gives the library (rrcore) coverage instrumentation as well as the targets.
+cmake -DCMAKE_C_COMPILER=clang -DRR_FUZZ=ON -DRR_SANITIZE=ON -S . -B "$build"
 cmake --build "$build" --target "${targets[@]}" -j "$(nproc 2>/dev/null || echo 2)"
 
 work=$build/fuzz-work

@@ -293,7 +293,8 @@ static void test_persist_removes_staging_dir_and_leaves_source_alone(void)
 	/* A reference copy to compare the source with afterwards. */
 	copy = fx_join(f.root, "copy");
 	s_make_mixed(&f, "step-1-copy");
-	CU_ASSERT_EQUAL_FATAL(rename(d = fx_ckpt(&f, "step-1-copy"), copy), 0);
+	d = fx_ckpt(&f, "step-1-copy");
+	CU_ASSERT_EQUAL_FATAL(rename(d, copy), 0);
 	free(d);
 
 	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1, NULL, NULL, &st), 0);
