@@ -28,13 +28,18 @@ static int s_cmp_i64(int64_t a, int64_t b)
 
 int rr_checkpoint_compare(const char *a, int64_t a_ms, const char *b, int64_t b_ms)
 {
-	uint64_t sa, sb;
+	/* One key per checkpoint, compared in order, so the order is total and transitive:
+	 * (has a step number, the step number, commit time, name). */
+	uint64_t sa = 0, sb = 0;
+	int ha = rr_checkpoint_step(a, &sa), hb = rr_checkpoint_step(b, &sb);
 	int c;
 
-	if (rr_checkpoint_step(a, &sa) && rr_checkpoint_step(b, &sb) && sa != sb)
-		return sa > sb ? 1 : -1;
 	if (strcmp(a, b) == 0)
 		return 0;
+	if (ha != hb)
+		return ha ? 1 : -1;
+	if (sa != sb)
+		return sa > sb ? 1 : -1;
 	c = s_cmp_i64(a_ms, b_ms);
 	if (c)
 		return c;

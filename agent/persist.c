@@ -142,8 +142,13 @@ static int s_do_task(size_t t, unsigned worker, void *ud)
 		return rc;
 	rr_sha256_hex(w->raw, seg->length, seg->raw_sha256);
 
-	/* Unchanged since the previous checkpoint: its chunks are already committed. */
+	/* Unchanged since the previous checkpoint: reuse its chunks, once the store confirms
+	 * they are still there (another machine's gc may have removed them). */
 	old = s_reuse_find(&j->reuse, seg);
+	for (size_t k = 0; old && k < old->nchunks; k++)
+		if (rr_key_chunk(key, j->opts->run_id, old->chunks[k].sha256) != 0 ||
+		    rr_store_head(j->store, key, NULL) != 0)
+			old = NULL;
 	if (old) {
 		seg->chunks = malloc(old->nchunks * sizeof(*seg->chunks));
 		if (!seg->chunks)

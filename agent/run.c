@@ -424,6 +424,15 @@ static void s_on_signal(struct s_run *r, int sig)
 		kill(r->child, sig);
 }
 
+static void s_collect_results(struct s_run *r)
+{
+	struct rr_persist_result res[8];
+	size_t k;
+	while ((k = rr_persister_collect(r->persister, res, 8)) > 0)
+		for (size_t i = 0; i < k; i++)
+			s_on_persisted(r, &res[i]);
+}
+
 static int64_t s_min_timeout(int64_t cur, int64_t at, int64_t now)
 {
 	int64_t t = at > now ? at - now : 0;
@@ -441,8 +450,10 @@ static int s_loop(struct s_run *r)
 	for (;;) {
 		int64_t now = rr_mono_ms(), timeout = -1;
 
-		if (r->finishing && !rr_persister_busy(r->persister))
+		if (r->finishing && !rr_persister_busy(r->persister)) {
+			s_collect_results(r); /* the last ones may have arrived since the poll */
 			break;
+		}
 		if (r->finishing && r->deadline_mono && now >= r->deadline_mono &&
 		    !r->notice_durable) {
 			rr_warn("deadline passed with the persist unfinished; the store keeps its "
@@ -474,13 +485,8 @@ static int s_loop(struct s_run *r)
 		/* Commits before exits: a trainer that commits and exits at once is seen in order. */
 		if (rr_watcher_process(r->watcher, s_on_commit, r) != 0)
 			rr_warn("checkpoint watcher error; rescanning");
-		if (fds[2].revents & POLLIN) {
-			struct rr_persist_result res[8];
-			size_t k;
-			while ((k = rr_persister_collect(r->persister, res, 8)) > 0)
-				for (size_t i = 0; i < k; i++)
-					s_on_persisted(r, &res[i]);
-		}
+		if (fds[2].revents & POLLIN)
+			s_collect_results(r);
 		if (r->child && r->child_exited)
 			s_on_child_exit(r);
 

@@ -39,7 +39,6 @@ auto`) F32 tensors come back rounded to FP16/BF16 precision.  Use `--precision e
 import collections
 import contextlib
 import ctypes
-import functools
 import json
 import os
 import re
@@ -134,21 +133,13 @@ def parse_signal(name):
 # Local checkpoints
 # --------------------------------------------------------------------------------------------
 
-def _compare(a, b):
-    """Order two (name, commit_ms) pairs like rr_checkpoint_compare in agent/ckpt_order.c.
-
-    Two step-N names with different N compare by N; otherwise the later commit time (the
-    directory's ctime, in ms) is newer, then the greater name.
-    """
-    (name_a, ms_a), (name_b, ms_b) = a, b
-    step_a, step_b = _STEP_NAME.match(name_a), _STEP_NAME.match(name_b)
-    if step_a and step_b and int(step_a.group(1)) != int(step_b.group(1)):
-        return 1 if int(step_a.group(1)) > int(step_b.group(1)) else -1
-    if name_a == name_b:
-        return 0
-    if ms_a != ms_b:
-        return 1 if ms_a > ms_b else -1
-    return 1 if name_a > name_b else -1
+def _order_key(entry):
+    """Sort key of a (name, commit_ms) pair, as rr_checkpoint_compare in agent/ckpt_order.c:
+    step-N names are newer than any other name and compare by N; then the later commit time
+    (the directory's ctime, in ms); then the greater name."""
+    name, ms = entry
+    step = _STEP_NAME.match(name)
+    return (1, int(step.group(1)), ms, name) if step else (0, 0, ms, name)
 
 
 def list_checkpoints(directory):
@@ -172,7 +163,7 @@ def list_checkpoints(directory):
         except FileNotFoundError:
             continue
         found.append((entry.name, ctime_ms))
-    found.sort(key=functools.cmp_to_key(_compare))
+    found.sort(key=_order_key)
     return [os.path.join(directory, name) for name, _ in found]
 
 

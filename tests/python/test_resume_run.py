@@ -276,15 +276,16 @@ class TestCheckpointer(TempDirTest):
             time.sleep(0.01)
         self.assertEqual(ck.latest(), os.path.join(self.ckdir, "step-1200.final"))
 
-    def test_latest_between_step_and_other_names_uses_commit_time(self):
-        # As rr_checkpoint_compare: only two step-N names compare by number.
+    def test_latest_step_name_is_newer_than_other_names(self):
+        # As rr_checkpoint_compare: a step-N name is newer than any other name, whatever
+        # the commit times, so the order stays transitive.
         ck = self.make()
         with ck.commit("step-1"):
             pass
         time.sleep(0.02)
         with ck.commit("manual"):
             pass
-        self.assertEqual(ck.latest(), os.path.join(self.ckdir, "manual"))
+        self.assertEqual(ck.latest(), os.path.join(self.ckdir, "step-1"))
 
     def test_latest_of_empty_or_missing_dir_is_none(self):
         self.assertIsNone(resume_run.latest_checkpoint(os.path.join(self.tmp, "missing")))
