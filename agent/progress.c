@@ -8,9 +8,16 @@
 #include "rr/log.h"
 #include "rr/progress.h"
 
-#define QUIET_MS 2000       /* say nothing for operations shorter than this */
 #define LIVE_EVERY_MS 200
-#define LINE_EVERY_MS 10000
+
+static int64_t s_quiet_ms = 2000;     /* say nothing for operations shorter than this */
+static int64_t s_line_every_ms = 10000;
+
+void rr_progress_set_intervals(int64_t quiet_ms, int64_t line_every_ms)
+{
+	s_quiet_ms = quiet_ms;
+	s_line_every_ms = line_every_ms;
+}
 
 struct rr_progress {
 	pthread_mutex_t lock;
@@ -71,8 +78,8 @@ void rr_progress_add(struct rr_progress *p, uint64_t bytes)
 	pthread_mutex_lock(&p->lock);
 	p->done += bytes;
 	now = rr_mono_ms();
-	if (now - p->start_ms >= QUIET_MS &&
-	    now - p->last_ms >= (p->live ? LIVE_EVERY_MS : LINE_EVERY_MS))
+	if (now - p->start_ms >= s_quiet_ms &&
+	    now - p->last_ms >= (p->live ? LIVE_EVERY_MS : s_line_every_ms))
 		s_show(p, now);
 	pthread_mutex_unlock(&p->lock);
 }

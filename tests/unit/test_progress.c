@@ -2,10 +2,16 @@
  * leave NULL. When lines are printed depends on the monotonic clock, which is not
  * injectable here, so these tests check only what holds at any speed: exact formatting,
  * NULL safety, and that concurrent adds are safe (ASan/UBSan builds). */
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "rr/log.h"
 #include "rr/progress.h"
 
 #include "cunit_main.h"
@@ -95,6 +101,58 @@ static void *s_adder(void *arg)
 	return NULL;
 }
 
+/* Off a terminal, a long operation logs whole lines with bytes, percent, MB/s and time left. */
+static void test_long_operation_logs_bytes_rate_and_time_left(void)
+{
+	char path[] = "/tmp/rr-progress-XXXXXX";
+	char text[4096] = "";
+	int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+	struct rr_progress *p;
+	ssize_t n;
+
+	CU_ASSERT_FATAL(fd >= 0 && saved >= 0);
+	dup2(fd, STDERR_FILENO); /* a file: not a terminal */
+	rr_log_init(0, RR_LOG_INFO);
+	rr_progress_set_intervals(0, 0);
+	p = rr_progress_new("persist step-7", 2000000);
+	rr_progress_add(p, 1000000);
+	rr_progress_add(p, 1000000);
+	rr_progress_destroy(p);
+	rr_progress_set_intervals(2000, 10000);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	n = pread(fd, text, sizeof(text) - 1, 0);
+	close(fd);
+	unlink(path);
+	CU_ASSERT_FATAL(n > 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "resume-run: persist step-7: 1.0 MB of 2.0 MB (50%), "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "resume-run: persist step-7: 2.0 MB of 2.0 MB (100%), "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " MB/s, "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " s left\n"));
+	CU_ASSERT_PTR_NULL(strchr(text, '\r')); /* no live-line control characters in a file */
+}
+
+/* Quick operations say nothing. */
+static void test_short_operation_is_quiet(void)
+{
+	char path[] = "/tmp/rr-progress-XXXXXX";
+	int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+	struct stat st;
+
+	CU_ASSERT_FATAL(fd >= 0 && saved >= 0);
+	dup2(fd, STDERR_FILENO);
+	rr_log_init(0, RR_LOG_INFO);
+	struct rr_progress *p = rr_progress_new("restore step-1", 100);
+	rr_progress_add(p, 100);
+	rr_progress_destroy(p);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	CU_ASSERT_EQUAL(fstat(fd, &st), 0);
+	CU_ASSERT_EQUAL(st.st_size, 0);
+	close(fd);
+	unlink(path);
+}
+
 static void test_concurrent_adds_are_safe(void)
 {
 	struct rr_progress *p = rr_progress_new("persist concurrent", 80000);
@@ -120,6 +178,9 @@ static CU_TestInfo s_tests[] = {
 	{ "test_new_add_destroy_works_for_any_name_and_total",
 	  test_new_add_destroy_works_for_any_name_and_total },
 	{ "test_concurrent_adds_are_safe", test_concurrent_adds_are_safe },
+	{ "test_long_operation_logs_bytes_rate_and_time_left",
+	  test_long_operation_logs_bytes_rate_and_time_left },
+	{ "test_short_operation_is_quiet", test_short_operation_is_quiet },
 	CU_TEST_INFO_NULL,
 };
 
