@@ -212,7 +212,9 @@ int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[]
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	close(fds[1]);
 
-	/* EOF means the close-on-exec pipe closed: execve succeeded. */
+	/* EOF means the close-on-exec pipe closed: execve succeeded. A read error (cannot
+	 * happen on our own pipe) counts as success too: a child that did fail exits 127
+	 * and is reaped like any other. */
 	while (got < sizeof(child_errno)) {
 		ssize_t n = read(fds[0], (char *)&child_errno + got, sizeof(child_errno) - got);
 		if (n < 0 && errno == EINTR)
@@ -436,7 +438,7 @@ int rr_supervisor_signal_handlers(pid_t pgid, int sig)
 		return rr_error_from_errno(errno);
 	rr_buf_init(&b, S_STATUS_MAX);
 
-	while ((errno = 0, de = readdir(dir)) != NULL) {
+	while ((de = readdir(dir)) != NULL) {
 		const char *name = de->d_name;
 		pid_t pid, pgrp;
 		long v;
@@ -454,12 +456,11 @@ int rr_supervisor_signal_handlers(pid_t pgid, int sig)
 			rc = s_proc_handles_signal(pid, sig, &b);
 			if (rc == 1) {
 				if (s_send(pid, pidfd, sig) == 0) {
-					rr_debug("sent SIG%s to pid %ld", rr_signal_name(sig),
-						 (long)pid);
+					rr_debug("sent signal %d to pid %ld", sig, (long)pid);
 					count++;
 				} else if (errno != ESRCH) {
-					rr_warn("cannot send SIG%s to pid %ld: %s",
-						rr_signal_name(sig), (long)pid, strerror(errno));
+					rr_warn("cannot send signal %d to pid %ld: %s", sig,
+						(long)pid, strerror(errno));
 				}
 			}
 		}
