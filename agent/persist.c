@@ -110,18 +110,13 @@ static int s_read_segment(struct s_job *j, const struct rr_file_entry *fe,
 		s_fail(j, "cannot open %s: %s", fe->path, strerror(errno));
 		return rc;
 	}
-	while (got < seg->length) {
-		ssize_t n = pread(fd, raw + got, seg->length - got, (off_t)(seg->offset + got));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = n < 0 ? rr_error_from_errno(errno) : RR_EIO;
-			s_fail(j, "cannot read %s: %s", fe->path,
-			       n < 0 ? strerror(errno) : "file shrank while being read");
-			break;
-		}
-		got += (size_t)n;
-	}
+	rc = rr_pread_full(fd, raw, seg->length, (int64_t)seg->offset, &got);
+	if (rc)
+		s_fail(j, "cannot read %s: %s", fe->path, rr_strerror(rc));
+	else if (got < seg->length)
+		s_fail(j, "cannot read %s: %s", fe->path, "file shrank while being read");
+	if (!rc && got < seg->length)
+		rc = RR_EIO;
 	close(fd);
 	return rc;
 }

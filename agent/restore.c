@@ -55,21 +55,6 @@ static void s_fail(struct s_job *j, const char *fmt, const char *a, const char *
 	pthread_mutex_unlock(&j->why_lock);
 }
 
-static int s_write_all(int fd, const unsigned char *p, size_t len, uint64_t off)
-{
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return rr_error_from_errno(n < 0 ? errno : EIO);
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 /* Fetches, checks and decodes one segment into w->raw. */
 static int s_fetch_segment(struct s_job *j, struct s_worker *w, const struct rr_file_entry *fe,
 			   const struct rr_segment *seg)
@@ -139,7 +124,7 @@ static int s_do_task(size_t t, unsigned worker, void *ud)
 		s_fail(j, "cannot open %s: %s", path, strerror(errno));
 		goto done;
 	}
-	rc = s_write_all(fd, w->raw, seg->length, seg->offset);
+	rc = rr_pwrite_all(fd, w->raw, seg->length, (int64_t)seg->offset);
 	if (rc)
 		s_fail(j, "cannot write %s: %s", path, rr_strerror(rc));
 	close(fd);
@@ -174,14 +159,8 @@ static int s_local_identical(const char *path, const struct rr_file_entry *fe)
 			break;
 		}
 		buf = p;
-		while (got < seg->length) {
-			ssize_t n = pread(fd, buf + got, seg->length - got, (off_t)(seg->offset + got));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				break;
-			got += (size_t)n;
-		}
+		if (rr_pread_full(fd, buf, seg->length, (int64_t)seg->offset, &got) != 0)
+			got = 0;
 		rr_sha256_hex(buf, got, sha);
 		same = got == seg->length && strcmp(sha, seg->raw_sha256) == 0;
 	}

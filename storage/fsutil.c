@@ -46,12 +46,13 @@ static int s_split(const char *path, char **dir_out, const char **base_out)
 	return 0;
 }
 
-static int s_write_all(int fd, const void *data, size_t len)
+int rr_pwrite_all(int fd, const void *data, size_t len, int64_t off)
 {
 	const unsigned char *p = data;
 
 	while (len > 0) {
-		ssize_t n = write(fd, p, len < S_IO_CHUNK ? len : S_IO_CHUNK);
+		size_t want = len < S_IO_CHUNK ? len : S_IO_CHUNK;
+		ssize_t n = off < 0 ? write(fd, p, want) : pwrite(fd, p, want, (off_t)off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -61,6 +62,32 @@ static int s_write_all(int fd, const void *data, size_t len)
 			return RR_EIO; /* no progress and no errno: do not spin */
 		p += n;
 		len -= (size_t)n;
+		if (off >= 0)
+			off += n;
+	}
+	return 0;
+}
+
+int rr_write_all(int fd, const void *data, size_t len)
+{
+	return rr_pwrite_all(fd, data, len, -1);
+}
+
+int rr_pread_full(int fd, void *buf, size_t len, int64_t off, size_t *got)
+{
+	unsigned char *p = buf;
+
+	*got = 0;
+	while (*got < len) {
+		ssize_t n = pread(fd, p + *got, len - *got, (off_t)(off + (int64_t)*got));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return rr_error_from_errno(errno);
+		}
+		if (n == 0)
+			break; /* end of file */
+		*got += (size_t)n;
 	}
 	return 0;
 }
@@ -103,7 +130,7 @@ int rr_write_file_durable(const char *path, const void *data, size_t len, mode_t
 		goto out;
 	}
 	tmp_created = 1;
-	rc = s_write_all(fd, data, len);
+	rc = rr_write_all(fd, data, len);
 	if (rc)
 		goto out;
 	if (fsync(fd) < 0) {

@@ -36,7 +36,6 @@
 /* A put whose directory a concurrent del just removed creates it again; bound the rounds. */
 #define S_PUT_DIR_RETRIES 16
 #define S_LIST_MAX_DEPTH 128
-#define S_IO_CHUNK ((size_t)1 << 30)
 
 struct s_file_store {
 	struct rr_store base;
@@ -171,25 +170,6 @@ static int s_sync_parent(const char *path)
 	return rc == RR_ENOENT ? 0 : rc;
 }
 
-static int s_write_all(int fd, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len < S_IO_CHUNK ? len : S_IO_CHUNK);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return rr_error_from_errno(errno);
-		}
-		if (n == 0)
-			return RR_EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Writes data to a new temp file beside path (creating path's directories as needed) and
  * fsyncs and closes it. On success *tmp_out is the malloc'd temp path; on failure nothing
  * is left behind. */
@@ -230,7 +210,7 @@ static int s_write_temp(const char *path, const void *data, size_t len, char **t
 		rc = 0;
 	}
 	created = 1;
-	rc = s_write_all(fd, data, len);
+	rc = rr_write_all(fd, data, len);
 	if (rc)
 		goto out;
 	if (fsync(fd) < 0) {

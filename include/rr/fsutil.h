@@ -3,6 +3,7 @@
 #define RR_FSUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "rr/buf.h"
@@ -11,6 +12,15 @@
  * the directory. The temp file is removed on any error, so path is either the old content
  * or the new. mode is the new file's permission bits. Returns 0 or an rr_error. */
 int rr_write_file_durable(const char *path, const void *data, size_t len, mode_t mode);
+
+/* Writes all len bytes (retrying short writes and EINTR), at offset off, or at the file
+ * position when off is negative. Returns 0 or an rr_error. */
+int rr_pwrite_all(int fd, const void *data, size_t len, int64_t off);
+int rr_write_all(int fd, const void *data, size_t len);
+
+/* Reads up to len bytes at offset off; *got < len only at end of file. Returns 0 or an
+ * rr_error. */
+int rr_pread_full(int fd, void *buf, size_t len, int64_t off, size_t *got);
 
 /* Reads a whole file into out (appending, bounded by out->max). */
 int rr_read_file(const char *path, struct rr_buf *out);
