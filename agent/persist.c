@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,11 +89,18 @@ static const struct rr_segment *s_reuse_find(const struct s_reuse *r, const stru
 	return *hit;
 }
 
-static void s_fail(struct s_job *j, const char *fmt, const char *a, const char *b)
+static void s_fail(struct s_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Keeps the first failure's reason: the one worth a log line. */
+static void s_fail(struct s_job *j, const char *fmt, ...)
 {
+	va_list ap;
 	pthread_mutex_lock(&j->why_lock);
-	if (!j->why[0])
-		snprintf(j->why, sizeof(j->why), fmt, a, b);
+	if (!j->why[0]) {
+		va_start(ap, fmt);
+		vsnprintf(j->why, sizeof(j->why), fmt, ap);
+		va_end(ap);
+	}
 	pthread_mutex_unlock(&j->why_lock);
 }
 
@@ -114,7 +122,7 @@ static int s_read_segment(struct s_job *j, const struct rr_file_entry *fe,
 	if (rc)
 		s_fail(j, "cannot read %s: %s", fe->path, rr_strerror(rc));
 	else if (got < seg->length)
-		s_fail(j, "cannot read %s: %s", fe->path, "file shrank while being read");
+		s_fail(j, "cannot read %s: file shrank while being read", fe->path);
 	if (!rc && got < seg->length)
 		rc = RR_EIO;
 	close(fd);

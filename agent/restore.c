@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,11 +48,18 @@ struct s_job {
 	char why[512];
 };
 
-static void s_fail(struct s_job *j, const char *fmt, const char *a, const char *b)
+static void s_fail(struct s_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Keeps the first failure's reason: the one worth a log line. */
+static void s_fail(struct s_job *j, const char *fmt, ...)
 {
+	va_list ap;
 	pthread_mutex_lock(&j->why_lock);
-	if (!j->why[0])
-		snprintf(j->why, sizeof(j->why), fmt, a, b);
+	if (!j->why[0]) {
+		va_start(ap, fmt);
+		vsnprintf(j->why, sizeof(j->why), fmt, ap);
+		va_end(ap);
+	}
 	pthread_mutex_unlock(&j->why_lock);
 }
 
@@ -96,8 +104,7 @@ static int s_fetch_segment(struct s_job *j, struct s_worker *w, const struct rr_
 	}
 	rr_sha256_hex(w->raw, seg->length, sha);
 	if (strcmp(sha, seg->raw_sha256) != 0) {
-		s_fail(j, "%s decodes to bytes whose sha256 differs from the manifest%s", fe->path,
-		       "");
+		s_fail(j, "%s decodes to bytes whose sha256 differs from the manifest", fe->path);
 		return RR_ECORRUPT;
 	}
 	return 0;

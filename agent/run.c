@@ -388,21 +388,24 @@ static void s_on_signal(struct s_run *r, int sig)
 		return;
 	}
 	if (sig == SIGTERM || sig == SIGINT) {
-		if (r->terminate_after || r->finishing || !r->child) {
-			/* The second one: no more waiting. */
-			rr_info("SIG%s again: giving up waiting", rr_signal_name(sig));
-			if (r->child && !r->child_exited)
-				kill(-r->child, sig);
-			else
+		if (!r->child) {
+			/* No trainer running (waiting to restart, or leaving): leave; a second
+			 * signal also stops waiting for uploads. */
+			rr_info("SIG%s with no trainer running: leaving", rr_signal_name(sig));
+			if (r->terminate_after)
 				rr_persister_cancel(r->persister);
-			r->term_forwarded = 1;
-			if (!r->child) {
-				r->finishing = 1;
-				if (!r->exit_code)
-					r->exit_code = 128 + sig;
-				r->restart_at = 0;
-			}
+			r->restart_at = 0;
+			r->finishing = 1;
+			if (!r->exit_code)
+				r->exit_code = 128 + sig;
 			r->terminate_after = 1;
+			return;
+		}
+		if (r->terminate_after) {
+			rr_info("SIG%s again: no more waiting, forwarding it to the trainer",
+				rr_signal_name(sig));
+			kill(-r->child, sig);
+			r->term_forwarded = 1;
 			return;
 		}
 		struct rr_notice n = { .kind = RR_NOTICE_TERMINATE, .source = RR_SOURCE_SIGNAL };

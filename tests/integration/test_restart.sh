@@ -24,4 +24,16 @@ expect_eq "$RC" 9 "status after giving up"
 expect_eq "$(tr '\n' ' ' < attempts.txt)" "attempt=0 attempt=1 attempt=2 " "attempts"
 expect_grep 'giving up' fail.log "gave up"
 ok "always failing: 3 attempts (0,1,2), then status 9 passed through"
+
+# SIGTERM while waiting to restart: no new attempt, the agent leaves.
+rm -f attempts.txt
+"$RR_BIN" --max-restarts 5 --store "file://$W/s3" --checkpoint-dir "$W/c3" -- sh always_fails.sh > term.log 2>&1 &
+agent=$!
+wait_for 30 grep -q 'restarting the trainer in 1 s' term.log || fail "no restart scheduled"
+kill -TERM $agent
+set +e; wait $agent; rc=$?; set -e
+expect_eq "$rc" 143 "exit status"
+expect_eq "$(tr '\n' ' ' < attempts.txt)" "attempt=0 " "attempts"
+expect_grep 'SIGTERM with no trainer running: leaving' term.log "said why"
+ok "SIGTERM during the restart backoff: no new attempt, exit 143"
 finish

@@ -39,7 +39,7 @@ kill -TERM $agent
 wait_for 30 sh -c "! kill -0 $agent 2>/dev/null" || fail "agent still waiting after a second SIGTERM"
 set +e; wait $agent; rc=$?; set -e
 expect_eq "$rc" 143 "exit status"
-expect_grep 'SIGTERM again: giving up waiting' second.log "second SIGTERM"
+expect_grep 'SIGTERM again: no more waiting' second.log "second SIGTERM"
 ok "second SIGTERM forwarded at once"
 
 # 4. Only processes with a handler get the checkpoint signal: the sh wrapper survives.
