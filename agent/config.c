@@ -74,6 +74,10 @@ static const char s_run_help[] =
 	"  --grace SECONDS        deadline after SIGTERM/SIGINT to the agent (default 25)\n"
 	"  --signal SIG           signal asking the trainer for a checkpoint (default USR1)\n"
 	"  --every DURATION       also ask for a checkpoint periodically (90s, 30m, 2h)\n"
+	"  --precision MODE       how F32 tensors of *.safetensors files are stored: auto\n"
+	"                         (default: scaled FP16 where that is as precise as BF16, else\n"
+	"                         BF16), fp16, bf16, or exact (lossless)\n"
+	"  --exact GLOB           tensors whose names match are stored bit-exact (repeatable)\n"
 	"  --keep N               committed checkpoints kept in the store (default 3)\n"
 	"  --max-restarts N       restarts after a trainer failure (default 3)\n"
 	"  --threads N            persist/restore worker threads (default: number of cores)\n"
@@ -119,7 +123,7 @@ void rr_config_print_help(enum rr_command cmd)
 enum {
 	OPT_STORE = 256, OPT_RUN_ID, OPT_CKPT_DIR, OPT_NOTICE_FILE, OPT_GRACE, OPT_SIGNAL,
 	OPT_EVERY, OPT_KEEP, OPT_MAX_RESTARTS, OPT_THREADS, OPT_LOG_FORMAT, OPT_CHECKPOINT,
-	OPT_TO, OPT_VERSION, OPT_ZSTD_LEVEL,
+	OPT_TO, OPT_VERSION, OPT_ZSTD_LEVEL, OPT_PRECISION, OPT_EXACT,
 };
 
 static const struct option s_options[] = {
@@ -134,6 +138,8 @@ static const struct option s_options[] = {
 	{ "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL },
+	{ "precision", required_argument, NULL, OPT_PRECISION },
+	{ "exact", required_argument, NULL, OPT_EXACT },
 	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
 	{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
 	{ "to", required_argument, NULL, OPT_TO },
@@ -286,6 +292,21 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			if (rr_parse_int(a, 1, 19, &v))
 				goto bad_value;
 			cfg->zstd_level = (int)v;
+			break;
+		case OPT_PRECISION: {
+			static const char *const modes[] = { "auto", "fp16", "bf16", "exact" };
+			unsigned i;
+			for (i = 0; i < 4 && strcmp(a, modes[i]) != 0; i++)
+				;
+			if (i == 4)
+				goto bad_value;
+			cfg->precision = (enum rr_precision)i;
+			break;
+		}
+		case OPT_EXACT:
+			if (!*a || cfg->n_exact_globs == RR_MAX_EXACT_GLOBS)
+				goto bad_value;
+			cfg->exact_globs[cfg->n_exact_globs++] = a;
 			break;
 		case OPT_LOG_FORMAT:
 			if (strcmp(a, "text") && strcmp(a, "json"))

@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -13,16 +14,29 @@
 #include "rr/codec.h"
 #include "rr/dirwalk.h"
 #include "rr/error.h"
+#include "rr/fp16.h"
 #include "rr/fsutil.h"
 #include "rr/layout.h"
 #include "rr/log.h"
 #include "rr/persist.h"
 #include "rr/pool.h"
 #include "rr/progress.h"
+#include "rr/safetensors.h"
 
+/* How a segment is to be stored, before its data is seen. */
+enum s_policy { S_PLAIN, S_EXACT, S_AUTO, S_FP16, S_BF16 };
+
+/* One chunk of one segment: the unit of work in both phases. */
 struct s_task {
-	size_t file;
-	size_t seg;
+	size_t file, seg, chunk;
+	uint64_t offset; /* in the file */
+	size_t length;
+};
+
+struct s_seg_plan {
+	enum s_policy policy;
+	size_t first_task;
+	int reused;
 };
 
 struct s_worker {
@@ -31,7 +45,7 @@ struct s_worker {
 	struct rr_buf stored;
 };
 
-/* Segments of the previous manifest, sorted by original-bytes hash, for reuse. */
+/* Segments of the previous manifest, sorted by their first chunk's original-bytes hash. */
 struct s_reuse {
 	size_t n;
 	const struct rr_segment **segs;
@@ -42,20 +56,348 @@ struct s_job {
 	const struct rr_persist_opts *opts;
 	const char *root; /* directory the files are read from */
 	struct rr_manifest *m;
+	struct s_seg_plan **plans;   /* per file, per segment */
 	struct s_task *tasks;
+	size_t ntasks;
+	struct rr_f32_stats *stats;  /* per task, for lossy-policy segments */
+	size_t *todo;                /* phase 2: tasks whose segment is not reused */
+	size_t ntodo;
 	struct s_worker *workers;
 	struct s_reuse reuse;
 	struct rr_progress *progress;
-	atomic_uint_fast64_t new_bytes, reused;
+	atomic_uint_fast64_t new_bytes;
 	pthread_mutex_t why_lock;
 	char why[512];
 };
+
+static void s_fail(struct s_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Keeps the first failure's reason: the one worth a log line. */
+static void s_fail(struct s_job *j, const char *fmt, ...)
+{
+	va_list ap;
+	pthread_mutex_lock(&j->why_lock);
+	if (!j->why[0]) {
+		va_start(ap, fmt);
+		vsnprintf(j->why, sizeof(j->why), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&j->why_lock);
+}
+
+/* ---- planning: which segments and chunks, stored how ---- */
+
+/* A *.safetensors file that the strict reader refuses is stored byte-exact; say so once
+ * per path for the life of the process, not at every checkpoint. */
+static void s_warn_refused_once(const char *path, const char *why)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static char *warned[64];
+	static unsigned n;
+	int seen = 0;
+
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < n && !seen; i++)
+		seen = strcmp(warned[i], path) == 0;
+	if (!seen && n < 64)
+		warned[n++] = strdup(path);
+	pthread_mutex_unlock(&lock);
+	if (!seen)
+		rr_warn("%s is not a valid safetensors file (%s); it is stored byte-exact", path,
+			why);
+}
+
+/* Reads and checks the header of a *.safetensors file. 0 on success. */
+static int s_read_header(const char *path, uint64_t size, struct rr_st_header *h, char *why,
+			 size_t why_len)
+{
+	uint8_t first8[8];
+	uint8_t *buf = NULL;
+	uint64_t n;
+	size_t got;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		snprintf(why, why_len, "cannot open it: %s", strerror(errno));
+		return RR_EIO;
+	}
+	rc = rr_pread_full(fd, first8, 8, 0, &got);
+	if (!rc && got < 8)
+		rc = RR_ECORRUPT;
+	if (!rc)
+		rc = rr_st_header_size(first8, size, &n);
+	if (rc) {
+		snprintf(why, why_len, "its first 8 bytes are not a header length for its size");
+		goto out;
+	}
+	buf = malloc(8 + n);
+	if (!buf) {
+		rc = RR_ENOMEM;
+		goto out;
+	}
+	rc = rr_pread_full(fd, buf, 8 + n, 0, &got);
+	if (!rc && got < 8 + n)
+		rc = RR_ECORRUPT;
+	if (!rc)
+		rc = rr_st_parse(buf, got, size, h, why, why_len);
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+static enum s_policy s_tensor_policy(const struct rr_persist_opts *o, const char *name,
+				     enum rr_st_dtype dtype)
+{
+	for (unsigned i = 0; i < o->n_exact_globs; i++)
+		if (fnmatch(o->exact_globs[i], name, 0) == 0)
+			return S_EXACT;
+	if (dtype != RR_ST_F32)
+		return S_EXACT; /* other dtypes are stored lossless */
+	switch (o->precision) {
+	case RR_PRECISION_FP16: return S_FP16;
+	case RR_PRECISION_BF16: return S_BF16;
+	case RR_PRECISION_EXACT: return S_EXACT;
+	default: return S_AUTO;
+	}
+}
+
+/* Appends a segment covering [offset, offset+length) of fe. */
+static int s_add_segment(struct rr_file_entry *fe, struct s_seg_plan *plans, size_t *cap,
+			 uint64_t offset, uint64_t length, enum s_policy policy)
+{
+	if (fe->nsegs == *cap)
+		return RR_ENOMEM; /* capacity was computed beforehand */
+	struct rr_segment *seg = &fe->segs[fe->nsegs];
+	memset(seg, 0, sizeof(*seg));
+	seg->offset = offset;
+	seg->length = length;
+	seg->encoding = policy == S_PLAIN ? RR_ENC_ZSTD : RR_ENC_SHUFFLE_ZSTD;
+	plans[fe->nsegs].policy = policy;
+	fe->nsegs++;
+	return 0;
+}
+
+static int s_set_tensor(struct rr_segment *seg, const struct rr_st_tensor *t)
+{
+	seg->tensor = strdup(t->name);
+	snprintf(seg->dtype, sizeof(seg->dtype), "%s", rr_st_dtype_name(t->dtype));
+	seg->ndim = t->ndim;
+	if (t->ndim) {
+		seg->shape = malloc(t->ndim * sizeof(*seg->shape));
+		if (seg->shape)
+			memcpy(seg->shape, t->shape, t->ndim * sizeof(*seg->shape));
+	}
+	return !seg->tensor || (t->ndim && !seg->shape) ? RR_ENOMEM : 0;
+}
+
+/* Plain bytes in segments of at most RR_SEGMENT_BYTES. */
+static int s_plan_plain(struct rr_file_entry *fe, struct s_seg_plan *plans, size_t *cap,
+			uint64_t from, uint64_t to)
+{
+	int rc = 0;
+	for (uint64_t off = from; !rc && off < to; off += RR_SEGMENT_BYTES)
+		rc = s_add_segment(fe, plans, cap, off,
+				   to - off < RR_SEGMENT_BYTES ? to - off : RR_SEGMENT_BYTES, S_PLAIN);
+	return rc;
+}
+
+static int s_plan_file(struct s_job *j, size_t f)
+{
+	struct rr_file_entry *fe = &j->m->files[f];
+	struct rr_st_header h = { 0 };
+	char why[256] = "", *path;
+	size_t cap, n = strlen(fe->path);
+	int tensors = 0, rc = 0;
+
+	if (n > 12 && strcmp(fe->path + n - 12, ".safetensors") == 0 && fe->size >= 8) {
+		path = rr_path_join(j->root, fe->path);
+		if (!path)
+			return RR_ENOMEM;
+		tensors = s_read_header(path, fe->size, &h, why, sizeof(why)) == 0;
+		free(path);
+		if (!tensors)
+			s_warn_refused_once(fe->path, why);
+	}
+	cap = (size_t)(fe->size / RR_SEGMENT_BYTES) + 1 + (tensors ? h.ntensors + 1 : 0);
+	fe->segs = calloc(cap, sizeof(*fe->segs));
+	j->plans[f] = calloc(cap, sizeof(**j->plans));
+	if (!fe->segs || !j->plans[f]) {
+		rc = RR_ENOMEM;
+		goto out;
+	}
+	if (!tensors) {
+		rc = s_plan_plain(fe, j->plans[f], &cap, 0, fe->size);
+		goto out;
+	}
+	/* The header as plain bytes, then one segment per tensor, in file order, so the
+	 * restored file is the same file: names, dtypes, shapes, order and metadata. */
+	rc = s_plan_plain(fe, j->plans[f], &cap, 0, 8 + h.header_len);
+	for (size_t t = 0; !rc && t < h.ntensors; t++) {
+		const struct rr_st_tensor *st = &h.tensors[t];
+		if (st->end == st->begin)
+			continue; /* no bytes, nothing to store: the header holds it */
+		rc = s_add_segment(fe, j->plans[f], &cap, 8 + h.header_len + st->begin,
+				   st->end - st->begin, s_tensor_policy(j->opts, st->name, st->dtype));
+		if (!rc)
+			rc = s_set_tensor(&fe->segs[fe->nsegs - 1], st);
+	}
+out:
+	rr_st_header_free(&h);
+	return rc;
+}
+
+/* Cuts every segment into chunks (whole elements, at most RR_SEGMENT_BYTES) and lists the
+ * tasks, file by file, segment by segment. */
+static int s_plan_chunks(struct s_job *j)
+{
+	size_t nt = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t f = 0; f < j->m->nfiles; f++) {
+			struct rr_file_entry *fe = &j->m->files[f];
+			for (size_t g = 0; g < fe->nsegs; g++) {
+				struct rr_segment *seg = &fe->segs[g];
+				size_t k = (size_t)((seg->length + RR_SEGMENT_BYTES - 1) / RR_SEGMENT_BYTES);
+				if (pass == 0) {
+					nt += k;
+					continue;
+				}
+				seg->chunks = calloc(k, sizeof(*seg->chunks));
+				if (!seg->chunks)
+					return RR_ENOMEM;
+				seg->nchunks = k;
+				j->plans[f][g].first_task = j->ntasks;
+				for (size_t c = 0; c < k; c++) {
+					uint64_t at = (uint64_t)c * RR_SEGMENT_BYTES;
+					uint64_t len = seg->length - at;
+					j->tasks[j->ntasks++] = (struct s_task){
+						.file = f, .seg = g, .chunk = c, .offset = seg->offset + at,
+						.length = len < RR_SEGMENT_BYTES ? (size_t)len : RR_SEGMENT_BYTES,
+					};
+				}
+			}
+		}
+		if (pass == 0) {
+			j->tasks = calloc(nt ? nt : 1, sizeof(*j->tasks));
+			j->stats = calloc(nt ? nt : 1, sizeof(*j->stats));
+			j->todo = calloc(nt ? nt : 1, sizeof(*j->todo));
+			if (!j->tasks || !j->stats || !j->todo)
+				return RR_ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int s_build_manifest(struct s_job *j, const char *name, int64_t committed_ms,
+			    const struct rr_dir_listing *l)
+{
+	struct rr_manifest *m = calloc(1, sizeof(*m));
+	int rc = 0;
+
+	j->m = m;
+	if (!m)
+		return RR_ENOMEM;
+	m->run_id = strdup(j->opts->run_id);
+	m->checkpoint = strdup(name);
+	m->host = j->opts->host ? strdup(j->opts->host) : NULL;
+	m->committed_unix_ms = committed_ms;
+	m->files = calloc(l->n ? l->n : 1, sizeof(*m->files));
+	j->plans = calloc(l->n ? l->n : 1, sizeof(*j->plans));
+	if (!m->run_id || !m->checkpoint || !m->files || !j->plans ||
+	    (j->opts->host && !m->host))
+		return RR_ENOMEM;
+	for (size_t i = 0; !rc && i < l->n; i++) {
+		struct rr_file_entry *fe = &m->files[m->nfiles++];
+		fe->path = strdup(l->files[i].path);
+		fe->mode = l->files[i].mode;
+		fe->size = l->files[i].size;
+		rc = fe->path ? s_plan_file(j, i) : RR_ENOMEM;
+	}
+	return rc ? rc : s_plan_chunks(j);
+}
+
+/* ---- phase 1: hash every chunk's original bytes; statistics of F32 tensors ---- */
+
+static int s_read_chunk(struct s_job *j, const struct s_task *t, unsigned char *raw)
+{
+	const struct rr_file_entry *fe = &j->m->files[t->file];
+	char path[4096 + 256];
+	size_t got = 0;
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/%s", j->root, fe->path);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		rc = rr_error_from_errno(errno);
+		s_fail(j, "cannot open %s: %s", fe->path, strerror(errno));
+		return rc;
+	}
+	rc = rr_pread_full(fd, raw, t->length, (int64_t)t->offset, &got);
+	if (rc)
+		s_fail(j, "cannot read %s: %s", fe->path, rr_strerror(rc));
+	else if (got < t->length)
+		s_fail(j, "cannot read %s: file shrank while being read", fe->path);
+	if (!rc && got < t->length)
+		rc = RR_EIO;
+	close(fd);
+	return rc;
+}
+
+static int s_analyse(size_t t, unsigned worker, void *ud)
+{
+	struct s_job *j = ud;
+	const struct s_task *task = &j->tasks[t];
+	struct s_worker *w = &j->workers[worker];
+	struct rr_segment *seg = &j->m->files[task->file].segs[task->seg];
+	enum s_policy p = j->plans[task->file][task->seg].policy;
+	int rc = s_read_chunk(j, task, w->raw);
+
+	if (rc)
+		return rc;
+	rr_xxh128_hex(w->raw, task->length, seg->chunks[task->chunk].raw_xxh128);
+	seg->chunks[task->chunk].size = task->length;
+	rr_f32_stats_init(&j->stats[t]);
+	if (p == S_AUTO || p == S_FP16 || p == S_BF16)
+		rr_f32_stats_update(&j->stats[t], w->raw, task->length / 4);
+	return 0;
+}
+
+/* ---- between the phases: each tensor's encoding; unchanged segments ---- */
+
+static void s_choose_encoding(struct s_job *j, size_t f, size_t g)
+{
+	struct rr_segment *seg = &j->m->files[f].segs[g];
+	const struct s_seg_plan *plan = &j->plans[f][g];
+	struct rr_f32_stats st;
+	int k;
+
+	if (plan->policy == S_PLAIN || plan->policy == S_EXACT)
+		return;
+	rr_f32_stats_init(&st);
+	for (size_t c = 0; c < seg->nchunks; c++)
+		rr_f32_stats_merge(&st, &j->stats[plan->first_task + c]);
+	if (st.odd_nans) {
+		/* FP16/BF16 cannot give these NaNs back bit for bit: keep the tensor exact. */
+		rr_debug("%s: %llu NaNs with payloads; stored exact", seg->tensor,
+			 (unsigned long long)st.odd_nans);
+		return;
+	}
+	k = rr_fp16_scale_for(&st);
+	if (plan->policy == S_BF16 || (plan->policy == S_AUTO && !rr_fp16_is_safe(&st, k))) {
+		seg->encoding = RR_ENC_BF16;
+	} else {
+		seg->encoding = RR_ENC_FP16;
+		seg->scale_exp = k;
+	}
+}
 
 static int s_cmp_reuse(const void *a, const void *b)
 {
 	const struct rr_segment *x = *(const struct rr_segment *const *)a;
 	const struct rr_segment *y = *(const struct rr_segment *const *)b;
-	return strcmp(x->raw_sha256, y->raw_sha256);
+	return strcmp(x->chunks[0].raw_xxh128, y->chunks[0].raw_xxh128);
 }
 
 static int s_reuse_init(struct s_reuse *r, const struct rr_manifest *prev)
@@ -73,108 +415,101 @@ static int s_reuse_init(struct s_reuse *r, const struct rr_manifest *prev)
 		return RR_ENOMEM;
 	for (size_t f = 0; f < prev->nfiles; f++)
 		for (size_t g = 0; g < prev->files[f].nsegs; g++)
-			r->segs[r->n++] = &prev->files[f].segs[g];
+			if (prev->files[f].segs[g].nchunks)
+				r->segs[r->n++] = &prev->files[f].segs[g];
 	qsort(r->segs, r->n, sizeof(*r->segs), s_cmp_reuse);
 	return 0;
 }
 
-static const struct rr_segment *s_reuse_find(const struct s_reuse *r, const struct rr_segment *seg)
+/* 1 when old holds exactly what seg would be stored as. */
+static int s_same_segment(const struct rr_segment *old, const struct rr_segment *seg)
 {
-	const struct rr_segment *key = seg, **hit;
-	if (!r->n)
-		return NULL;
-	hit = bsearch(&key, r->segs, r->n, sizeof(*r->segs), s_cmp_reuse);
-	if (!hit || (*hit)->length != seg->length || (*hit)->encoding != seg->encoding)
-		return NULL;
-	return *hit;
+	if (old->length != seg->length || old->nchunks != seg->nchunks ||
+	    old->encoding != seg->encoding || old->scale_exp != seg->scale_exp ||
+	    strcmp(old->dtype, seg->dtype) != 0)
+		return 0;
+	for (size_t c = 0; c < seg->nchunks; c++)
+		if (old->chunks[c].size != seg->chunks[c].size ||
+		    strcmp(old->chunks[c].raw_xxh128, seg->chunks[c].raw_xxh128) != 0)
+			return 0;
+	return 1;
 }
 
-static void s_fail(struct s_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Keeps the first failure's reason: the one worth a log line. */
-static void s_fail(struct s_job *j, const char *fmt, ...)
+/* The previous checkpoint's segment with the same bytes stored the same way, if the store
+ * still has its chunks (another machine's gc may have removed them). */
+static const struct rr_segment *s_reuse_find(struct s_job *j, const struct rr_segment *seg)
 {
-	va_list ap;
-	pthread_mutex_lock(&j->why_lock);
-	if (!j->why[0]) {
-		va_start(ap, fmt);
-		vsnprintf(j->why, sizeof(j->why), fmt, ap);
-		va_end(ap);
+	const struct s_reuse *r = &j->reuse;
+	size_t lo = 0, hi = r->n;
+	char key[RR_KEY_MAX];
+
+	while (lo < hi) { /* first entry whose key is not below seg's */
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(r->segs[mid]->chunks[0].raw_xxh128, seg->chunks[0].raw_xxh128) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	pthread_mutex_unlock(&j->why_lock);
-}
-
-static int s_read_segment(struct s_job *j, const struct rr_file_entry *fe,
-			  const struct rr_segment *seg, unsigned char *raw)
-{
-	char path[4096 + 256];
-	size_t got = 0;
-	int fd, rc = 0;
-
-	snprintf(path, sizeof(path), "%s/%s", j->root, fe->path);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		rc = rr_error_from_errno(errno);
-		s_fail(j, "cannot open %s: %s", fe->path, strerror(errno));
-		return rc;
+	for (; lo < r->n && !strcmp(r->segs[lo]->chunks[0].raw_xxh128, seg->chunks[0].raw_xxh128);
+	     lo++) {
+		const struct rr_segment *old = r->segs[lo];
+		int present = s_same_segment(old, seg);
+		for (size_t c = 0; present && c < old->nchunks; c++)
+			present = rr_key_chunk(key, j->opts->run_id, old->chunks[c].sha256) == 0 &&
+				  rr_store_head(j->store, key, NULL) == 0;
+		if (present)
+			return old;
 	}
-	rc = rr_pread_full(fd, raw, seg->length, (int64_t)seg->offset, &got);
-	if (rc)
-		s_fail(j, "cannot read %s: %s", fe->path, rr_strerror(rc));
-	else if (got < seg->length)
-		s_fail(j, "cannot read %s: file shrank while being read", fe->path);
-	if (!rc && got < seg->length)
-		rc = RR_EIO;
-	close(fd);
-	return rc;
+	return NULL;
 }
 
-static int s_do_task(size_t t, unsigned worker, void *ud)
+static void s_between_phases(struct s_job *j, struct rr_persist_stats *st)
+{
+	for (size_t f = 0; f < j->m->nfiles; f++) {
+		struct rr_file_entry *fe = &j->m->files[f];
+		for (size_t g = 0; g < fe->nsegs; g++) {
+			struct rr_segment *seg = &fe->segs[g];
+			const struct rr_segment *old;
+			s_choose_encoding(j, f, g);
+			if (seg->tensor)
+				st->tensors[seg->encoding]++;
+			old = s_reuse_find(j, seg);
+			if (old) {
+				/* Unchanged since the previous checkpoint: not encoded, not written. */
+				memcpy(seg->chunks, old->chunks, old->nchunks * sizeof(*seg->chunks));
+				j->plans[f][g].reused = 1;
+				st->reused_segments++;
+				rr_progress_add(j->progress, seg->length);
+				continue;
+			}
+			for (size_t c = 0; c < seg->nchunks; c++)
+				j->todo[j->ntodo++] = j->plans[f][g].first_task + c;
+		}
+	}
+}
+
+/* ---- phase 2: encode, hash, store ---- */
+
+static int s_encode(size_t i, unsigned worker, void *ud)
 {
 	struct s_job *j = ud;
+	const struct s_task *t = &j->tasks[j->todo[i]];
 	struct s_worker *w = &j->workers[worker];
-	const struct rr_file_entry *fe = &j->m->files[j->tasks[t].file];
-	struct rr_segment *seg = &fe->segs[j->tasks[t].seg];
-	const struct rr_segment *old;
-	struct rr_chunk_ref *ref;
+	const struct rr_file_entry *fe = &j->m->files[t->file];
+	struct rr_segment *seg = &fe->segs[t->seg];
+	struct rr_chunk_ref *ref = &seg->chunks[t->chunk];
+	struct rr_chunk_form form = rr_chunk_form_of(seg);
 	char key[RR_KEY_MAX];
-	int rc;
+	int rc = s_read_chunk(j, t, w->raw);
 
-	rc = s_read_segment(j, fe, seg, w->raw);
 	if (rc)
 		return rc;
-	rr_sha256_hex(w->raw, seg->length, seg->raw_sha256);
-
-	/* Unchanged since the previous checkpoint: reuse its chunks, once the store confirms
-	 * they are still there (another machine's gc may have removed them). */
-	old = s_reuse_find(&j->reuse, seg);
-	for (size_t k = 0; old && k < old->nchunks; k++)
-		if (rr_key_chunk(key, j->opts->run_id, old->chunks[k].sha256) != 0 ||
-		    rr_store_head(j->store, key, NULL) != 0)
-			old = NULL;
-	if (old) {
-		seg->chunks = malloc(old->nchunks * sizeof(*seg->chunks));
-		if (!seg->chunks)
-			return RR_ENOMEM;
-		memcpy(seg->chunks, old->chunks, old->nchunks * sizeof(*seg->chunks));
-		seg->nchunks = old->nchunks;
-		atomic_fetch_add(&j->reused, 1);
-		rr_progress_add(j->progress, seg->length);
-		return 0;
-	}
-
-	seg->chunks = calloc(1, sizeof(*seg->chunks));
-	if (!seg->chunks)
-		return RR_ENOMEM;
-	seg->nchunks = 1;
-	ref = &seg->chunks[0];
-	rc = rr_codec_encode(w->codec, seg->encoding, w->raw, seg->length, &w->stored);
+	rc = rr_codec_encode(w->codec, &form, w->raw, t->length, &w->stored);
 	if (rc) {
-		s_fail(j, "cannot compress %s: %s", fe->path, rr_strerror(rc));
+		s_fail(j, "cannot encode %s: %s", fe->path, rr_strerror(rc));
 		return rc;
 	}
 	rr_sha256_hex(w->stored.data, w->stored.len, ref->sha256);
-	ref->size = seg->length;
 	ref->stored_size = w->stored.len;
 	rc = rr_key_chunk(key, j->opts->run_id, ref->sha256);
 	if (rc)
@@ -193,7 +528,7 @@ static int s_do_task(size_t t, unsigned worker, void *ud)
 		       rr_strerror(rc));
 		return rc;
 	}
-	rr_progress_add(j->progress, seg->length);
+	rr_progress_add(j->progress, t->length);
 	return 0;
 }
 
@@ -223,49 +558,37 @@ static int s_snapshot(const char *src, const char *staging, const struct rr_dir_
 	return rc;
 }
 
-static int s_build_manifest(struct s_job *j, const char *name, int64_t committed_ms,
-			    const struct rr_dir_listing *l, size_t *ntasks)
+static int s_workers_new(struct s_job *j, unsigned threads)
 {
-	struct rr_manifest *m = calloc(1, sizeof(*m));
-	size_t nt = 0;
-
-	j->m = m;
-	if (!m)
+	j->workers = calloc(threads, sizeof(*j->workers));
+	if (!j->workers)
 		return RR_ENOMEM;
-	m->run_id = strdup(j->opts->run_id);
-	m->checkpoint = strdup(name);
-	m->host = j->opts->host ? strdup(j->opts->host) : NULL;
-	m->committed_unix_ms = committed_ms;
-	m->files = calloc(l->n ? l->n : 1, sizeof(*m->files));
-	if (!m->run_id || !m->checkpoint || !m->files || (j->opts->host && !m->host))
-		return RR_ENOMEM;
-	for (size_t i = 0; i < l->n; i++) {
-		struct rr_file_entry *fe = &m->files[m->nfiles++];
-		fe->path = strdup(l->files[i].path);
-		fe->mode = l->files[i].mode;
-		fe->size = l->files[i].size;
-		fe->nsegs = (size_t)((fe->size + RR_SEGMENT_BYTES - 1) / RR_SEGMENT_BYTES);
-		fe->segs = calloc(fe->nsegs ? fe->nsegs : 1, sizeof(*fe->segs));
-		if (!fe->path || !fe->segs)
+	for (unsigned i = 0; i < threads; i++) {
+		j->workers[i].codec = rr_codec_new(j->opts->zstd_level);
+		j->workers[i].raw = malloc(RR_SEGMENT_BYTES);
+		rr_buf_init(&j->workers[i].stored, 2 * RR_SEGMENT_BYTES);
+		if (!j->workers[i].codec || !j->workers[i].raw)
 			return RR_ENOMEM;
-		for (size_t g = 0; g < fe->nsegs; g++) {
-			uint64_t off = (uint64_t)g * RR_SEGMENT_BYTES;
-			fe->segs[g].offset = off;
-			fe->segs[g].length = fe->size - off < RR_SEGMENT_BYTES ?
-						     fe->size - off : RR_SEGMENT_BYTES;
-			fe->segs[g].encoding = RR_ENC_ZSTD;
-		}
-		nt += fe->nsegs;
 	}
-	j->tasks = calloc(nt ? nt : 1, sizeof(*j->tasks));
-	if (!j->tasks)
-		return RR_ENOMEM;
-	nt = 0;
-	for (size_t f = 0; f < m->nfiles; f++)
-		for (size_t g = 0; g < m->files[f].nsegs; g++)
-			j->tasks[nt++] = (struct s_task){ f, g };
-	*ntasks = nt;
 	return 0;
+}
+
+static void s_job_free(struct s_job *j, unsigned threads)
+{
+	for (unsigned i = 0; j->workers && i < threads; i++) {
+		rr_codec_destroy(j->workers[i].codec);
+		free(j->workers[i].raw);
+		rr_buf_free(&j->workers[i].stored);
+	}
+	free(j->workers);
+	for (size_t f = 0; j->plans && j->m && f < j->m->nfiles; f++)
+		free(j->plans[f]);
+	free(j->plans);
+	free(j->tasks);
+	free(j->stats);
+	free(j->todo);
+	free(j->reuse.segs);
+	rr_manifest_destroy(j->m);
 }
 
 int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *name,
@@ -279,7 +602,6 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	unsigned threads = opts->threads ? opts->threads : 1;
 	struct rr_buf json;
 	int64_t t0 = rr_mono_ms();
-	size_t ntasks = 0;
 	int rc;
 
 	rr_buf_init(&json, RR_MANIFEST_MAX_BYTES);
@@ -318,30 +640,20 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		j.root = src;
 	}
 
-	rc = s_build_manifest(&j, name, committed_ms, &l, &ntasks);
+	rc = s_build_manifest(&j, name, committed_ms, &l);
 	if (!rc)
 		rc = s_reuse_init(&j.reuse, opts->previous);
+	if (!rc)
+		rc = s_workers_new(&j, threads);
 	if (rc)
 		goto out;
-	if (threads > ntasks && ntasks)
-		threads = (unsigned)ntasks;
-	j.workers = calloc(threads, sizeof(*j.workers));
-	if (!j.workers) {
-		rc = RR_ENOMEM;
-		goto out;
-	}
-	for (unsigned i = 0; i < threads; i++) {
-		j.workers[i].codec = rr_codec_new(opts->zstd_level);
-		j.workers[i].raw = malloc(RR_SEGMENT_BYTES);
-		rr_buf_init(&j.workers[i].stored, 2 * RR_SEGMENT_BYTES);
-		if (!j.workers[i].codec || !j.workers[i].raw) {
-			rc = RR_ENOMEM;
-			goto out;
-		}
-	}
 	snprintf(what, sizeof(what), "persist %s", name);
 	j.progress = rr_progress_new(what, rr_manifest_total_size(j.m));
-	rc = rr_pool_run(threads, ntasks, s_do_task, &j, opts->cancel);
+	rc = rr_pool_run(threads, j.ntasks, s_analyse, &j, opts->cancel);
+	if (!rc) {
+		s_between_phases(&j, stats);
+		rc = rr_pool_run(threads, j.ntodo, s_encode, &j, opts->cancel);
+	}
 	rr_progress_destroy(j.progress);
 	if (rc) {
 		if (j.why[0])
@@ -361,8 +673,8 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	stats->bytes = rr_manifest_total_size(j.m);
 	stats->stored_bytes = rr_manifest_total_stored(j.m);
 	stats->new_bytes = atomic_load(&j.new_bytes) + json.len;
-	stats->segments = ntasks;
-	stats->reused_segments = atomic_load(&j.reused);
+	for (size_t f = 0; f < j.m->nfiles; f++)
+		stats->segments += j.m->files[f].nsegs;
 	if (manifest_out) {
 		*manifest_out = j.m;
 		j.m = NULL;
@@ -373,15 +685,7 @@ out:
 		rr_remove_tree(staging);
 		rmdir(staging_root); /* only when empty */
 	}
-	for (unsigned i = 0; j.workers && i < threads; i++) {
-		rr_codec_destroy(j.workers[i].codec);
-		free(j.workers[i].raw);
-		rr_buf_free(&j.workers[i].stored);
-	}
-	free(j.workers);
-	free(j.tasks);
-	free(j.reuse.segs);
-	rr_manifest_destroy(j.m);
+	s_job_free(&j, threads);
 	rr_dir_listing_free(&l);
 	rr_buf_free(&json);
 	free(src);

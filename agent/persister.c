@@ -140,6 +140,11 @@ static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
 		rr_format_bytes(st->stored_bytes, b2), rr_format_bytes(st->new_bytes, b3),
 		(unsigned long long)st->reused_segments, (unsigned long long)st->segments,
 		(double)st->elapsed_ms / 1000.0);
+	if (st->tensors[RR_ENC_SHUFFLE_ZSTD] + st->tensors[RR_ENC_BF16] + st->tensors[RR_ENC_FP16])
+		rr_info("%s tensors: %llu fp16, %llu bf16, %llu exact", m->checkpoint,
+			(unsigned long long)st->tensors[RR_ENC_FP16],
+			(unsigned long long)st->tensors[RR_ENC_BF16],
+			(unsigned long long)st->tensors[RR_ENC_SHUFFLE_ZSTD]);
 	s_update_latest(p, m);
 	if (ev) {
 		cJSON_AddStringToObject(ev, "checkpoint", m->checkpoint);
@@ -147,6 +152,11 @@ static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
 		cJSON_AddNumberToObject(ev, "bytes", (double)st->bytes);
 		cJSON_AddNumberToObject(ev, "stored_bytes", (double)st->stored_bytes);
 		cJSON_AddNumberToObject(ev, "new_bytes", (double)st->new_bytes);
+		cJSON_AddNumberToObject(ev, "segments", (double)st->segments);
+		cJSON_AddNumberToObject(ev, "unchanged_segments", (double)st->reused_segments);
+		cJSON_AddNumberToObject(ev, "tensors_fp16", (double)st->tensors[RR_ENC_FP16]);
+		cJSON_AddNumberToObject(ev, "tensors_bf16", (double)st->tensors[RR_ENC_BF16]);
+		cJSON_AddNumberToObject(ev, "tensors_exact", (double)st->tensors[RR_ENC_SHUFFLE_ZSTD]);
 		cJSON_AddNumberToObject(ev, "elapsed_ms", (double)st->elapsed_ms);
 		cJSON_AddBoolToObject(ev, "urgent", urgent);
 		if (rr_event_record(p->cfg.store, p->cfg.run_id, "checkpoint", ev) != 0)
@@ -165,6 +175,8 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 	struct rr_persist_opts opts = {
 		.run_id = p->cfg.run_id, .host = rr_hostname(), .zstd_level = p->cfg.zstd_level,
 		.threads = p->cfg.threads, .previous = p->previous, .cancel = &p->cancel,
+		.precision = p->cfg.precision, .exact_globs = p->cfg.exact_globs,
+		.n_exact_globs = p->cfg.n_exact_globs,
 	};
 	struct rr_persist_result r = { .urgent = urgent };
 	struct rr_manifest *m = NULL;

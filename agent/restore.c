@@ -20,9 +20,10 @@
 #include "rr/progress.h"
 #include "rr/restore.h"
 
+/* One chunk: the unit of work. */
 struct s_task {
-	size_t file;
-	size_t seg;
+	size_t file, seg, chunk;
+	uint64_t offset; /* where its original bytes go in the file */
 };
 
 struct s_worker {
@@ -63,49 +64,53 @@ static void s_fail(struct s_job *j, const char *fmt, ...)
 	pthread_mutex_unlock(&j->why_lock);
 }
 
-/* Fetches, checks and decodes one segment into w->raw. */
-static int s_fetch_segment(struct s_job *j, struct s_worker *w, const struct rr_file_entry *fe,
-			   const struct rr_segment *seg)
+/* 1 when the encoding gives back the original bytes, so their hash can be checked. */
+static int s_lossless(enum rr_encoding e)
 {
-	char key[RR_KEY_MAX], sha[RR_SHA256_HEX_LEN + 1];
-	uint64_t at = 0;
+	return e == RR_ENC_ZSTD || e == RR_ENC_SHUFFLE_ZSTD;
+}
+
+/* Fetches, checks and decodes one chunk into w->raw (ref->size bytes). */
+static int s_fetch_chunk(struct s_job *j, struct s_worker *w, const struct rr_file_entry *fe,
+			 const struct rr_segment *seg, const struct rr_chunk_ref *ref)
+{
+	struct rr_chunk_form form = rr_chunk_form_of(seg);
+	char key[RR_KEY_MAX], sha[RR_SHA256_HEX_LEN + 1], xxh[RR_XXH128_HEX_LEN + 1];
 	int rc;
 
-	if (seg->length > w->raw_cap) {
-		unsigned char *p = realloc(w->raw, seg->length);
+	if (ref->size > w->raw_cap) {
+		unsigned char *p = realloc(w->raw, ref->size);
 		if (!p)
 			return RR_ENOMEM;
 		w->raw = p;
-		w->raw_cap = seg->length;
+		w->raw_cap = ref->size;
 	}
-	for (size_t k = 0; k < seg->nchunks; k++) {
-		const struct rr_chunk_ref *ref = &seg->chunks[k];
-		rr_buf_reset(&w->stored);
-		rc = rr_key_chunk(key, j->run_id, ref->sha256);
-		if (!rc)
-			rc = rr_store_get(j->store, key, &w->stored, NULL);
-		if (rc) {
-			s_fail(j, "chunk %s of %s cannot be read", ref->sha256, fe->path);
-			return rc == RR_ENOENT || rc == RR_ETOOBIG ? RR_ECORRUPT : rc;
-		}
-		atomic_fetch_add(&j->downloaded, w->stored.len);
-		rr_sha256_hex(w->stored.data, w->stored.len, sha);
-		if (strcmp(sha, ref->sha256) != 0) {
-			s_fail(j, "chunk %s of %s does not match its sha256", ref->sha256, fe->path);
-			return RR_ECORRUPT;
-		}
-		rc = rr_codec_decode(w->codec, seg->encoding, w->stored.data, w->stored.len,
-				     w->raw + at, ref->size);
-		if (rc) {
-			s_fail(j, "chunk %s of %s does not decode", ref->sha256, fe->path);
-			return RR_ECORRUPT;
-		}
-		at += ref->size;
+	rr_buf_reset(&w->stored);
+	rc = rr_key_chunk(key, j->run_id, ref->sha256);
+	if (!rc)
+		rc = rr_store_get(j->store, key, &w->stored, NULL);
+	if (rc) {
+		s_fail(j, "chunk %s of %s cannot be read", ref->sha256, fe->path);
+		return rc == RR_ENOENT || rc == RR_ETOOBIG ? RR_ECORRUPT : rc;
 	}
-	rr_sha256_hex(w->raw, seg->length, sha);
-	if (strcmp(sha, seg->raw_sha256) != 0) {
-		s_fail(j, "%s decodes to bytes whose sha256 differs from the manifest", fe->path);
+	atomic_fetch_add(&j->downloaded, w->stored.len);
+	rr_sha256_hex(w->stored.data, w->stored.len, sha);
+	if (strcmp(sha, ref->sha256) != 0) {
+		s_fail(j, "chunk %s of %s does not match its sha256", ref->sha256, fe->path);
 		return RR_ECORRUPT;
+	}
+	rc = rr_codec_decode(w->codec, &form, w->stored.data, w->stored.len, w->raw, ref->size);
+	if (rc) {
+		s_fail(j, "chunk %s of %s does not decode", ref->sha256, fe->path);
+		return RR_ECORRUPT;
+	}
+	if (s_lossless(seg->encoding)) {
+		rr_xxh128_hex(w->raw, ref->size, xxh);
+		if (strcmp(xxh, ref->raw_xxh128) != 0) {
+			s_fail(j, "chunk %s of %s decodes to other bytes than were stored",
+			       ref->sha256, fe->path);
+			return RR_ECORRUPT;
+		}
 	}
 	return 0;
 }
@@ -113,15 +118,17 @@ static int s_fetch_segment(struct s_job *j, struct s_worker *w, const struct rr_
 static int s_do_task(size_t t, unsigned worker, void *ud)
 {
 	struct s_job *j = ud;
+	const struct s_task *task = &j->tasks[t];
 	struct s_worker *w = &j->workers[worker];
-	const struct rr_file_entry *fe = &j->m->files[j->tasks[t].file];
-	const struct rr_segment *seg = &fe->segs[j->tasks[t].seg];
+	const struct rr_file_entry *fe = &j->m->files[task->file];
+	const struct rr_segment *seg = &fe->segs[task->seg];
+	const struct rr_chunk_ref *ref = &seg->chunks[task->chunk];
 	char path[8192];
 	int fd, rc;
 
-	if (j->kept && j->kept[j->tasks[t].file])
+	if (j->kept && j->kept[task->file])
 		return 0;
-	rc = s_fetch_segment(j, w, fe, seg);
+	rc = s_fetch_chunk(j, w, fe, seg, ref);
 	if (rc || !j->root)
 		goto done;
 	snprintf(path, sizeof(path), "%s/%s", j->root, fe->path);
@@ -131,18 +138,19 @@ static int s_do_task(size_t t, unsigned worker, void *ud)
 		s_fail(j, "cannot open %s: %s", path, strerror(errno));
 		goto done;
 	}
-	rc = rr_pwrite_all(fd, w->raw, seg->length, (int64_t)seg->offset);
+	rc = rr_pwrite_all(fd, w->raw, ref->size, (int64_t)task->offset);
 	if (rc)
 		s_fail(j, "cannot write %s: %s", path, rr_strerror(rc));
 	close(fd);
 done:
 	if (!rc)
-		rr_progress_add(j->progress, seg->length);
+		rr_progress_add(j->progress, ref->size);
 	return rc;
 }
 
-/* 1 when the local file at path holds exactly fe (size, permission bits, every segment's
- * original-bytes sha256). */
+/* 1 when the local file at path holds exactly the original bytes of fe (size, permission
+ * bits, every chunk's original-bytes hash). A file restored from lossy chunks holds the
+ * rounded values instead, so it does not match and is restored again. */
 static int s_local_identical(const char *path, const struct rr_file_entry *fe)
 {
 	struct stat st;
@@ -155,21 +163,21 @@ static int s_local_identical(const char *path, const struct rr_file_entry *fe)
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != fe->size ||
 	    (st.st_mode & 0777) != (fe->mode & 0777))
 		goto out;
-	same = 1;
+	buf = malloc(RR_CHUNK_MAX_RAW);
+	same = buf != NULL;
 	for (size_t g = 0; same && g < fe->nsegs; g++) {
 		const struct rr_segment *seg = &fe->segs[g];
-		char sha[RR_SHA256_HEX_LEN + 1];
-		unsigned char *p = realloc(buf, seg->length);
-		size_t got = 0;
-		if (!p) {
-			same = 0;
-			break;
+		uint64_t at = seg->offset;
+		for (size_t c = 0; same && c < seg->nchunks; c++) {
+			const struct rr_chunk_ref *ref = &seg->chunks[c];
+			char xxh[RR_XXH128_HEX_LEN + 1];
+			size_t got = 0;
+			if (rr_pread_full(fd, buf, ref->size, (int64_t)at, &got) != 0)
+				got = 0;
+			rr_xxh128_hex(buf, got, xxh);
+			same = got == ref->size && strcmp(xxh, ref->raw_xxh128) == 0;
+			at += ref->size;
 		}
-		buf = p;
-		if (rr_pread_full(fd, buf, seg->length, (int64_t)seg->offset, &got) != 0)
-			got = 0;
-		rr_sha256_hex(buf, got, sha);
-		same = got == seg->length && strcmp(sha, seg->raw_sha256) == 0;
 	}
 out:
 	free(buf);
@@ -236,13 +244,20 @@ static int s_job_init(struct s_job *j, unsigned *threads)
 {
 	size_t nt = 0;
 	for (size_t f = 0; f < j->m->nfiles; f++)
-		nt += j->m->files[f].nsegs;
+		for (size_t g = 0; g < j->m->files[f].nsegs; g++)
+			nt += j->m->files[f].segs[g].nchunks;
 	j->tasks = calloc(nt ? nt : 1, sizeof(*j->tasks));
 	if (!j->tasks)
 		return RR_ENOMEM;
 	for (size_t f = 0; f < j->m->nfiles; f++)
-		for (size_t g = 0; g < j->m->files[f].nsegs; g++)
-			j->tasks[j->ntasks++] = (struct s_task){ f, g };
+		for (size_t g = 0; g < j->m->files[f].nsegs; g++) {
+			const struct rr_segment *seg = &j->m->files[f].segs[g];
+			uint64_t at = seg->offset;
+			for (size_t c = 0; c < seg->nchunks; c++) {
+				j->tasks[j->ntasks++] = (struct s_task){ f, g, c, at };
+				at += seg->chunks[c].size;
+			}
+		}
 	if (*threads < 1)
 		*threads = 1;
 	if (*threads > j->ntasks && j->ntasks)
@@ -251,7 +266,7 @@ static int s_job_init(struct s_job *j, unsigned *threads)
 	if (!j->workers)
 		return RR_ENOMEM;
 	for (unsigned i = 0; i < *threads; i++) {
-		j->workers[i].codec = rr_codec_new(3);
+		j->workers[i].codec = rr_codec_new(RR_ZSTD_LEVEL_DEFAULT);
 		rr_buf_init(&j->workers[i].stored, 2 * RR_CHUNK_MAX_RAW);
 		if (!j->workers[i].codec)
 			return RR_ENOMEM;

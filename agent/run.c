@@ -637,7 +637,8 @@ int rr_run(const struct rr_config *cfg)
 	pc = (struct rr_persister_config){
 		.store = r.store, .run_id = cfg->run_id, .checkpoint_dir = r.ckpt_dir,
 		.keep = cfg->keep, .threads = cfg->threads, .zstd_level = cfg->zstd_level,
-		.gc_grace_ms = cfg->gc_grace_ms,
+		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
+		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
 	};
 	rc = rr_persister_new(&pc, baseline, &r.persister);
 	if (!rc)

@@ -4,7 +4,7 @@
 set -euo pipefail
 what=${1:-build}
 pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev libzstd-dev libcjson-dev
-      libcunit1-dev python3)
+      libcunit1-dev libxxhash-dev python3)
 if [ "$what" = test ]; then
 	# clang + its runtime for the libFuzzer targets; zstd for comparisons; util-linux for
 	# unshare (PID 1 and disk-full tests); python3-torch for the PyTorch helper tests.

@@ -1,14 +1,19 @@
 #include <stdlib.h>
+#include <string.h>
 
 #include <zstd.h>
 
 #include "rr/codec.h"
 #include "rr/error.h"
+#include "rr/fp16.h"
+#include "rr/safetensors.h"
+#include "rr/shuffle.h"
 
 struct rr_codec {
 	ZSTD_CCtx *cctx;
 	ZSTD_DCtx *dctx;
 	int level;
+	struct rr_buf planes; /* shuffled (and narrowed) bytes on their way to or from zstd */
 };
 
 struct rr_codec *rr_codec_new(int zstd_level)
@@ -19,6 +24,7 @@ struct rr_codec *rr_codec_new(int zstd_level)
 	c->cctx = ZSTD_createCCtx();
 	c->dctx = ZSTD_createDCtx();
 	c->level = zstd_level;
+	rr_buf_init(&c->planes, 2 * (size_t)RR_CHUNK_MAX_RAW);
 	if (!c->cctx || !c->dctx) {
 		rr_codec_destroy(c);
 		return NULL;
@@ -32,44 +38,144 @@ void rr_codec_destroy(struct rr_codec *c)
 		return;
 	ZSTD_freeCCtx(c->cctx);
 	ZSTD_freeDCtx(c->dctx);
+	rr_buf_free(&c->planes);
 	free(c);
 }
 
-int rr_codec_encode(struct rr_codec *c, enum rr_encoding enc, const void *raw, size_t len,
-		    struct rr_buf *out)
+struct rr_chunk_form rr_chunk_form_of(const struct rr_segment *seg)
 {
-	size_t bound, n;
+	struct rr_chunk_form f = { .encoding = seg->encoding, .width = 1,
+				   .scale_exp = seg->scale_exp };
+	enum rr_st_dtype d;
+	if (seg->dtype[0] && rr_st_dtype_from_name(seg->dtype, &d) == 0 &&
+	    rr_st_dtype_bits(d) % 8 == 0)
+		f.width = rr_st_dtype_bits(d) / 8;
+	return f;
+}
+
+/* Appends `planes` zstd frames of len/planes bytes each to out. */
+static int s_compress_planes(struct rr_codec *c, const uint8_t *src, size_t len,
+			     unsigned planes, int level, struct rr_buf *out)
+{
+	size_t plane = len / planes;
 	int rc;
 
-	if (enc != RR_ENC_ZSTD)
-		return RR_EINVAL;
-	bound = ZSTD_compressBound(len);
-	rr_buf_reset(out);
-	rc = rr_buf_reserve(out, bound);
-	if (rc)
-		return rc;
-	/* compressCCtx writes the content size into the frame header, which decode checks. */
-	n = ZSTD_compressCCtx(c->cctx, out->data, bound, raw, len, c->level);
-	if (ZSTD_isError(n))
-		return RR_EIO;
-	out->len = n;
+	for (unsigned p = 0; p < planes; p++) {
+		size_t bound = ZSTD_compressBound(plane), n;
+		rc = rr_buf_reserve(out, bound);
+		if (rc)
+			return rc;
+		/* compressCCtx writes each frame's content size, which decode relies on. */
+		n = ZSTD_compressCCtx(c->cctx, out->data + out->len, bound, src + p * plane, plane,
+				      level);
+		if (ZSTD_isError(n))
+			return RR_EIO;
+		out->len += n;
+	}
 	return 0;
 }
 
-int rr_codec_decode(struct rr_codec *c, enum rr_encoding enc, const void *stored,
+/* Element width as the encoding sees it: 2 for the narrowed forms. */
+static unsigned s_stored_width(const struct rr_chunk_form *f)
+{
+	return f->encoding == RR_ENC_BF16 || f->encoding == RR_ENC_FP16 ? 2 : f->width;
+}
+
+/* Bytes of the shuffled planes for raw_len original bytes. */
+static size_t s_planes_len(const struct rr_chunk_form *f, size_t raw_len)
+{
+	return f->encoding == RR_ENC_BF16 || f->encoding == RR_ENC_FP16 ? raw_len / 2 : raw_len;
+}
+
+static int s_form_ok(const struct rr_chunk_form *f, size_t len)
+{
+	switch (f->encoding) {
+	case RR_ENC_ZSTD:
+		return 1;
+	case RR_ENC_SHUFFLE_ZSTD:
+		return (f->width == 1 || f->width == 2 || f->width == 4 || f->width == 8) &&
+		       len % f->width == 0;
+	case RR_ENC_BF16:
+		return len % 4 == 0;
+	case RR_ENC_FP16:
+		return len % 4 == 0 && f->scale_exp >= RR_FP16_SCALE_MIN &&
+		       f->scale_exp <= RR_FP16_SCALE_MAX;
+	}
+	return 0;
+}
+
+int rr_codec_encode(struct rr_codec *c, const struct rr_chunk_form *f, const void *raw,
+		    size_t len, struct rr_buf *out)
+{
+	size_t plen;
+	int rc;
+
+	if (!s_form_ok(f, len))
+		return RR_EINVAL;
+	rr_buf_reset(out);
+	if (f->encoding == RR_ENC_ZSTD)
+		return s_compress_planes(c, raw, len, 1, c->level, out);
+
+	plen = s_planes_len(f, len);
+	rr_buf_reset(&c->planes);
+	rc = rr_buf_reserve(&c->planes, plen);
+	if (rc)
+		return rc;
+	switch (f->encoding) {
+	case RR_ENC_SHUFFLE_ZSTD:
+		rr_shuffle(raw, len / f->width, f->width, c->planes.data);
+		break;
+	case RR_ENC_BF16:
+		rr_f32_to_bf16_shuffled(raw, len / 4, c->planes.data);
+		break;
+	default:
+		rr_f32_to_fp16_shuffled(raw, len / 4, f->scale_exp, c->planes.data);
+		break;
+	}
+	/* One frame per plane: zstd passes over the random mantissa planes quickly when they
+	 * are on their own, and spends its effort on the sign/exponent planes. */
+	return s_compress_planes(c, c->planes.data, plen, s_stored_width(f), RR_ZSTD_LEVEL_TENSOR,
+				 out);
+}
+
+/* Decompresses all frames of stored into exactly want bytes at dst. */
+static int s_decompress(struct rr_codec *c, const void *stored, size_t stored_len, void *dst,
+			size_t want)
+{
+	size_t n = ZSTD_decompressDCtx(c->dctx, dst, want, stored, stored_len);
+	return ZSTD_isError(n) || n != want ? RR_ECORRUPT : 0;
+}
+
+int rr_codec_decode(struct rr_codec *c, const struct rr_chunk_form *f, const void *stored,
 		    size_t stored_len, void *raw, size_t raw_len)
 {
-	unsigned long long declared;
-	size_t n;
+	size_t plen;
+	int rc;
 
-	if (enc != RR_ENC_ZSTD)
+	if (f->encoding > RR_ENC_FP16)
 		return RR_EINVAL;
-	declared = ZSTD_getFrameContentSize(stored, stored_len);
-	if (declared == ZSTD_CONTENTSIZE_ERROR || declared == ZSTD_CONTENTSIZE_UNKNOWN ||
-	    declared != raw_len)
+	if (!s_form_ok(f, raw_len))
 		return RR_ECORRUPT;
-	n = ZSTD_decompressDCtx(c->dctx, raw, raw_len, stored, stored_len);
-	if (ZSTD_isError(n) || n != raw_len)
-		return RR_ECORRUPT;
+	if (f->encoding == RR_ENC_ZSTD)
+		return s_decompress(c, stored, stored_len, raw, raw_len);
+	plen = s_planes_len(f, raw_len);
+	rr_buf_reset(&c->planes);
+	rc = rr_buf_reserve(&c->planes, plen);
+	if (rc)
+		return rc;
+	rc = s_decompress(c, stored, stored_len, c->planes.data, plen);
+	if (rc)
+		return rc;
+	switch (f->encoding) {
+	case RR_ENC_SHUFFLE_ZSTD:
+		rr_unshuffle(c->planes.data, raw_len / f->width, f->width, raw);
+		break;
+	case RR_ENC_BF16:
+		rr_bf16_shuffled_to_f32(c->planes.data, raw_len / 4, raw);
+		break;
+	default:
+		rr_fp16_shuffled_to_f32(c->planes.data, raw_len / 4, f->scale_exp, raw);
+		break;
+	}
 	return 0;
 }

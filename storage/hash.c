@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include <openssl/evp.h>
+#include <xxhash.h>
 
 #include "rr/hash.h"
 
@@ -28,13 +29,30 @@ void rr_sha256_hex(const void *data, size_t len, char out[RR_SHA256_HEX_LEN + 1]
 	rr_hex_encode(d, sizeof(d), out);
 }
 
-int rr_is_sha256_hex(const char *s)
+void rr_xxh128_hex(const void *data, size_t len, char out[33])
+{
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits(data, len));
+	rr_hex_encode(c.digest, sizeof(c.digest), out);
+}
+
+static int s_is_hex(const char *s, size_t n)
 {
 	size_t i;
-	for (i = 0; i < RR_SHA256_HEX_LEN; i++) {
+	for (i = 0; i < n; i++) {
 		char c = s[i];
 		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
 			return 0;
 	}
 	return s[i] == '\0';
+}
+
+int rr_is_sha256_hex(const char *s)
+{
+	return s_is_hex(s, RR_SHA256_HEX_LEN);
+}
+
+int rr_is_xxh128_hex(const char *s)
+{
+	return s_is_hex(s, 32);
 }

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "rr/error.h"
+#include "rr/fp16.h" /* RR_FP16_SCALE_MIN/MAX: the scales the encoder may choose */
 #include "rr/manifest.h"
 
 #define S_INT_MAX ((uint64_t)1 << 53) /* largest integer a JSON double holds exactly */
@@ -22,6 +23,8 @@
 #define S_LABEL_MAX 255  /* run_id, host */
 #define S_PATH_MAX 4096
 #define S_LATEST_MAX_BYTES (64u << 10)
+#define S_TENSOR_NAME_MAX 65536
+#define S_MAX_DIMS 64    /* as the safetensors reader (RR_ST_MAX_DIMS) */
 #define S_QUOTE_SRC 64   /* bytes of an outside string shown in a reason */
 #define S_QUOTE_CAP (S_QUOTE_SRC * 4 + 8)
 #define S_WHERE_CAP 96
@@ -171,9 +174,49 @@ static int s_get_array(struct s_ctx *c, const cJSON *obj, const char *key, const
 	return 0;
 }
 
-/* An integer in [0, max] (max at most 2^53), checked before it leaves the double. */
+/* An integer in [0, max] (max at most 2^53), checked before it leaves the double. label
+ * names the value in the reason: "\"size\"", "\"shape\"[2]". */
+static int s_item_uint(struct s_ctx *c, const cJSON *it, const char *where, const char *label,
+		       uint64_t max, uint64_t *out)
+{
+	double d;
+
+	if (!cJSON_IsNumber(it))
+		return s_fail(c, RR_ECORRUPT, "%s%s is not a number", where, label);
+	d = it->valuedouble;
+	if (!isfinite(d))
+		return s_fail(c, RR_ECORRUPT, "%s%s is not a finite number", where, label);
+	if (d < 0)
+		return s_fail(c, RR_ECORRUPT, "%s%s is negative (%.17g)", where, label, d);
+	if (d > (double)max)
+		return s_fail(c, RR_ECORRUPT, "%s%s is %.*g, above the limit %llu", where, label,
+			      d < 1e21 ? 21 : 6, d, (unsigned long long)max);
+	/* 0 <= d <= 2^53 here, so the conversion is defined */
+	if ((double)(uint64_t)d != d)
+		return s_fail(c, RR_ECORRUPT, "%s%s is not an integer (%.17g)", where, label, d);
+	if (!s_prints_exactly(d))
+		return s_fail(c, RR_ECORRUPT, "%s%s (%.0f) cannot be written back exactly", where,
+			      label, d);
+	*out = (uint64_t)d;
+	return 0;
+}
+
 static int s_get_uint(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
 		      uint64_t max, uint64_t *out)
+{
+	char label[32];
+	const cJSON *it;
+	int rc = s_get_item(c, obj, key, where, &it);
+
+	if (rc)
+		return rc;
+	snprintf(label, sizeof(label), "\"%s\"", key);
+	return s_item_uint(c, it, where, label, max, out);
+}
+
+/* An integer in [min, max] (both far inside int). */
+static int s_get_small_int(struct s_ctx *c, const cJSON *obj, const char *key,
+			   const char *where, int min, int max, int *out)
 {
 	const cJSON *it;
 	double d;
@@ -186,23 +229,20 @@ static int s_get_uint(struct s_ctx *c, const cJSON *obj, const char *key, const 
 	d = it->valuedouble;
 	if (!isfinite(d))
 		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not a finite number", where, key);
-	if (d < 0)
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is negative (%.17g)", where, key, d);
-	if (d > (double)max)
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is %.*g, above the limit %llu", where,
-			      key, d < 1e21 ? 21 : 6, d, (unsigned long long)max);
-	/* 0 <= d <= 2^53 here, so the conversion is defined */
-	if ((double)(uint64_t)d != d)
+	if (d < min || d > max)
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is %.17g, outside [%d, %d]", where, key, d,
+			      min, max);
+	/* min <= d <= max here, so the conversion is defined */
+	if ((double)(int)d != d)
 		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not an integer (%.17g)", where, key, d);
-	if (!s_prints_exactly(d))
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" (%.0f) cannot be written back exactly",
-			      where, key, d);
-	*out = (uint64_t)d;
+	*out = (int)d; /* -0 reads as 0 */
 	return 0;
 }
 
+/* A digest of ndigits lowercase hex digits (64 for sha256, 32 for XXH3-128) into out,
+ * which holds ndigits + 1 bytes. */
 static int s_get_hex(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
-		     char out[RR_SHA256_HEX_LEN + 1])
+		     size_t ndigits, char *out)
 {
 	char q[S_QUOTE_CAP];
 	const char *s;
@@ -210,10 +250,10 @@ static int s_get_hex(struct s_ctx *c, const cJSON *obj, const char *key, const c
 
 	if (rc)
 		return rc;
-	if (!rr_is_sha256_hex(s))
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" %s is not 64 lowercase hex digits", where,
-			      key, s_quote(q, s));
-	memcpy(out, s, RR_SHA256_HEX_LEN + 1);
+	if (ndigits == RR_SHA256_HEX_LEN ? !rr_is_sha256_hex(s) : !rr_is_xxh128_hex(s))
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" %s is not %zu lowercase hex digits", where,
+			      key, s_quote(q, s), ndigits);
+	memcpy(out, s, ndigits + 1);
 	return 0;
 }
 
@@ -346,18 +386,20 @@ out:
 static int s_parse_chunk(struct s_ctx *c, const cJSON *j, const char *where,
 			 struct rr_chunk_ref *ch)
 {
-	static const char *const keys[] = { "sha256", "size", "stored_size" };
+	static const char *const keys[] = { "sha256", "size", "stored_size", "raw_xxh128" };
 	int rc;
 
 	if (!cJSON_IsObject(j))
 		return s_fail(c, RR_ECORRUPT, "%sis not an object", where);
 	rc = s_check_members(c, j, keys, sizeof(keys) / sizeof(keys[0]), where);
 	if (!rc)
-		rc = s_get_hex(c, j, "sha256", where, ch->sha256);
+		rc = s_get_hex(c, j, "sha256", where, RR_SHA256_HEX_LEN, ch->sha256);
 	if (!rc)
 		rc = s_get_uint(c, j, "size", where, RR_CHUNK_MAX_RAW, &ch->size);
 	if (!rc)
 		rc = s_get_uint(c, j, "stored_size", where, S_MAX_STORED, &ch->stored_size);
+	if (!rc)
+		rc = s_get_hex(c, j, "raw_xxh128", where, RR_XXH128_HEX_LEN, ch->raw_xxh128);
 	if (rc)
 		return rc;
 	if (ch->size == 0)
@@ -367,15 +409,139 @@ static int s_parse_chunk(struct s_ctx *c, const cJSON *j, const char *where,
 	return 0;
 }
 
+/* safetensors dtypes (reference/protocols.md §7) and their bits per element. A copy of the
+ * safetensors reader's table, so that reading a manifest needs no more than this file. */
+static const struct {
+	const char *name;
+	unsigned bits;
+} s_dtypes[] = {
+	{ "BOOL", 8 },	  { "F4", 4 },	    { "F6_E2M3", 6 }, { "F6_E3M2", 6 },
+	{ "U8", 8 },	  { "I8", 8 },	    { "F8_E5M2", 8 }, { "F8_E4M3", 8 },
+	{ "F8_E8M0", 8 }, { "F8_E4M3FNUZ", 8 }, { "F8_E5M2FNUZ", 8 },
+	{ "I16", 16 },	  { "U16", 16 },    { "F16", 16 },    { "BF16", 16 },
+	{ "I32", 32 },	  { "U32", 32 },    { "F32", 32 },
+	{ "C64", 64 },	  { "F64", 64 },    { "I64", 64 },    { "U64", 64 },
+};
+
+/* Bits per element of a dtype name, 0 when unknown. */
+static unsigned s_dtype_bits(const char *name)
+{
+	for (size_t i = 0; i < sizeof(s_dtypes) / sizeof(s_dtypes[0]); i++)
+		if (strcmp(name, s_dtypes[i].name) == 0)
+			return s_dtypes[i].bits;
+	return 0;
+}
+
+static const char *const s_tensor_keys[] = { "tensor", "dtype", "shape", "scale_exp" };
+
+/* Reads what a tensor segment says about its tensor, and checks that the shape holds
+ * exactly the segment's bytes. Sets *width to the element width, in bytes, that chunks
+ * are cut at (1 for 4- and 6-bit dtypes, whose elements share bytes). What it allocates
+ * is in sg already, for rr_manifest_destroy to free on any failure. */
+static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
+			  struct rr_segment *sg, unsigned *width)
+{
+	char q[S_QUOTE_CAP], label[32];
+	const cJSON *shape, *it;
+	const char *name, *dtype;
+	uint64_t elems = 1;
+	unsigned bits;
+	size_t n, i = 0;
+	int rc;
+
+	rc = s_get_string(c, j, "tensor", where, &name);
+	if (rc)
+		return rc;
+	/* any other byte is fine: the name is matched, logged quoted, never a path */
+	n = strnlen(name, (size_t)S_TENSOR_NAME_MAX + 1);
+	if (n == 0 || n > S_TENSOR_NAME_MAX)
+		return s_fail(c, RR_ECORRUPT, "%s\"tensor\" %s must be 1..%d bytes", where,
+			      s_quote(q, name), S_TENSOR_NAME_MAX);
+	sg->tensor = strdup(name);
+	if (!sg->tensor)
+		return RR_ENOMEM;
+
+	rc = s_get_string(c, j, "dtype", where, &dtype);
+	if (rc)
+		return rc;
+	bits = s_dtype_bits(dtype);
+	if (!bits)
+		return s_fail(c, RR_ECORRUPT, "%sunknown dtype %s", where, s_quote(q, dtype));
+	memcpy(sg->dtype, dtype, strlen(dtype) + 1); /* a name from s_dtypes: it fits */
+	if ((sg->encoding == RR_ENC_BF16 || sg->encoding == RR_ENC_FP16) &&
+	    strcmp(dtype, "F32") != 0)
+		return s_fail(c, RR_ECORRUPT, "%sencoding \"%s\" needs dtype \"F32\", not %s",
+			      where, rr_encoding_name(sg->encoding), s_quote(q, dtype));
+
+	rc = s_get_array(c, j, "shape", where, &shape, &n);
+	if (rc)
+		return rc;
+	if (n > S_MAX_DIMS)
+		return s_fail(c, RR_ECORRUPT, "%s\"shape\" has %zu dimensions, more than %d",
+			      where, n, S_MAX_DIMS);
+	if (n) {
+		sg->shape = calloc(n, sizeof(*sg->shape));
+		if (!sg->shape)
+			return RR_ENOMEM;
+		sg->ndim = (unsigned)n;
+	}
+	cJSON_ArrayForEach(it, shape)
+	{
+		if (i >= n)
+			break;
+		snprintf(label, sizeof(label), "\"shape\"[%zu]", i);
+		rc = s_item_uint(c, it, where, label, S_INT_MAX, &sg->shape[i]);
+		if (rc)
+			return rc;
+		/* checked in order, as the safetensors reader does: a later 0 does not
+		 * excuse an overflow */
+		if (sg->shape[i] && elems > UINT64_MAX / sg->shape[i])
+			return s_fail(c, RR_ECORRUPT,
+				      "%s\"shape\" has more elements than 64 bits can count",
+				      where);
+		elems *= sg->shape[i];
+		i++;
+	}
+	if (elems > UINT64_MAX / bits)
+		return s_fail(c, RR_ECORRUPT,
+			      "%s\"shape\" holds %llu elements of %u bits, more bits than 64 bits "
+			      "can count",
+			      where, (unsigned long long)elems, bits);
+	if (elems * bits % 8 != 0)
+		return s_fail(c, RR_ECORRUPT,
+			      "%s\"shape\" holds %llu elements of %u bits, not a whole number of "
+			      "bytes",
+			      where, (unsigned long long)elems, bits);
+	if (elems * bits / 8 != sg->length)
+		return s_fail(c, RR_ECORRUPT,
+			      "%s\"shape\" holds %llu bytes (%llu elements of %s), not the length "
+			      "%llu",
+			      where, (unsigned long long)(elems * bits / 8),
+			      (unsigned long long)elems, sg->dtype, (unsigned long long)sg->length);
+
+	if (sg->encoding == RR_ENC_FP16) {
+		rc = s_get_small_int(c, j, "scale_exp", where, RR_FP16_SCALE_MIN,
+				     RR_FP16_SCALE_MAX, &sg->scale_exp);
+		if (rc)
+			return rc;
+	} else if (cJSON_GetObjectItemCaseSensitive(j, "scale_exp")) {
+		return s_fail(c, RR_ECORRUPT, "%s\"scale_exp\" is only for \"%s\", not \"%s\"",
+			      where, rr_encoding_name(RR_ENC_FP16), rr_encoding_name(sg->encoding));
+	}
+	*width = bits % 8 ? 1 : bits / 8;
+	return 0;
+}
+
 static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si,
 			   uint64_t expect_offset, uint64_t file_size, struct rr_segment *sg)
 {
-	static const char *const keys[] = { "offset", "length", "encoding", "raw_sha256",
-					    "chunks" };
+	static const char *const keys[] = { "offset", "length",	   "encoding", "tensor",
+					    "dtype",  "shape",	   "scale_exp", "chunks" };
 	char where[S_WHERE_CAP], cwhere[S_WHERE_CAP], q[S_QUOTE_CAP];
 	const cJSON *chunks, *it;
 	const char *enc;
 	uint64_t sum = 0;
+	unsigned width = 1;
 	size_t n, k = 0;
 	int rc;
 
@@ -409,9 +575,19 @@ static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si
 		return rc;
 	if (rr_encoding_from_name(enc, &sg->encoding) != 0)
 		return s_fail(c, RR_ECORRUPT, "%sunknown encoding %s", where, s_quote(q, enc));
-	rc = s_get_hex(c, j, "raw_sha256", where, sg->raw_sha256);
-	if (!rc)
-		rc = s_get_array(c, j, "chunks", where, &chunks, &n);
+	if (sg->encoding != RR_ENC_ZSTD) {
+		rc = s_parse_tensor(c, j, where, sg, &width);
+		if (rc)
+			return rc;
+	} else {
+		for (size_t t = 0; t < sizeof(s_tensor_keys) / sizeof(s_tensor_keys[0]); t++) {
+			if (cJSON_GetObjectItemCaseSensitive(j, s_tensor_keys[t]))
+				return s_fail(c, RR_ECORRUPT,
+					      "%s\"%s\" is only for tensor encodings, not \"%s\"",
+					      where, s_tensor_keys[t], enc);
+		}
+	}
+	rc = s_get_array(c, j, "chunks", where, &chunks, &n);
 	if (rc)
 		return rc;
 	if (n == 0)
@@ -431,13 +607,18 @@ static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si
 		rc = s_parse_chunk(c, it, cwhere, &sg->chunks[k]);
 		if (rc)
 			return rc;
+		/* tensor chunks are decoded (and restored) element by element */
+		if (sg->chunks[k].size % width != 0)
+			return s_fail(c, RR_ECORRUPT,
+				      "%s\"size\" %llu is not a whole number of %u-byte elements",
+				      cwhere, (unsigned long long)sg->chunks[k].size, width);
 		/* each size is at most 2^26 and there are at most 10^6: no wrap, but say so */
 		if (sg->chunks[k].size > UINT64_MAX - sum)
 			return s_fail(c, RR_ECORRUPT, "%schunk sizes overflow", where);
 		sum += sg->chunks[k].size;
 		k++;
 	}
-	if (sg->encoding == RR_ENC_ZSTD && sum != sg->length)
+	if (sum != sg->length)
 		return s_fail(c, RR_ECORRUPT, "%schunk sizes add up to %llu, not the length %llu",
 			      where, (unsigned long long)sum, (unsigned long long)sg->length);
 	return 0;
@@ -691,8 +872,11 @@ void rr_manifest_destroy(struct rr_manifest *m)
 		return;
 	for (size_t i = 0; m->files && i < m->nfiles; i++) {
 		struct rr_file_entry *fe = &m->files[i];
-		for (size_t k = 0; fe->segs && k < fe->nsegs; k++)
+		for (size_t k = 0; fe->segs && k < fe->nsegs; k++) {
 			free(fe->segs[k].chunks);
+			free(fe->segs[k].tensor);
+			free(fe->segs[k].shape);
+		}
 		free(fe->segs);
 		free(fe->path);
 	}
@@ -719,11 +903,12 @@ static int s_add_string(cJSON *obj, const char *key, const char *v)
 	return cJSON_AddStringToObject(obj, key, v) ? 0 : RR_ENOMEM;
 }
 
-static int s_add_hex(cJSON *obj, const char *key, const char v[RR_SHA256_HEX_LEN + 1])
+/* A string held in a fixed field of cap bytes (hex digests, dtype). */
+static int s_add_field(cJSON *obj, const char *key, const char *v, size_t cap)
 {
 	/* the writer does not judge content (tests build bad manifests with it), but it must
 	 * not read past the field */
-	if (!memchr(v, '\0', RR_SHA256_HEX_LEN + 1))
+	if (!memchr(v, '\0', cap))
 		return RR_EINVAL;
 	return s_add_string(obj, key, v);
 }
@@ -748,6 +933,39 @@ static int s_add_container(cJSON *parent, const char *key, int array, cJSON **ou
 	return 0;
 }
 
+/* A tensor encoding's members are written; so are any a zstd segment carries anyway (the
+ * parser refuses those), so that what is written is what the struct says. */
+static int s_build_tensor(cJSON *o, const struct rr_segment *sg)
+{
+	int tensor = sg->encoding != RR_ENC_ZSTD;
+	cJSON *shape = NULL, *dim;
+	int rc = 0;
+
+	if (sg->ndim && !sg->shape)
+		return RR_EINVAL;
+	if (tensor || sg->tensor)
+		rc = s_add_string(o, "tensor", sg->tensor);
+	if (!rc && (tensor || sg->dtype[0]))
+		rc = s_add_field(o, "dtype", sg->dtype, sizeof(sg->dtype));
+	if (!rc && (tensor || sg->ndim))
+		rc = s_add_container(o, "shape", 1, &shape);
+	for (unsigned i = 0; !rc && i < sg->ndim; i++) {
+		if (!s_uint_writable(sg->shape[i])) {
+			rc = RR_EINVAL;
+			break;
+		}
+		dim = cJSON_CreateNumber((double)sg->shape[i]);
+		if (!dim || !cJSON_AddItemToArray(shape, dim)) {
+			cJSON_Delete(dim);
+			rc = RR_ENOMEM;
+		}
+	}
+	/* an int always prints exactly */
+	if (!rc && (sg->encoding == RR_ENC_FP16 || sg->scale_exp != 0))
+		rc = cJSON_AddNumberToObject(o, "scale_exp", sg->scale_exp) ? 0 : RR_ENOMEM;
+	return rc;
+}
+
 static int s_build_segment(cJSON *arr, const struct rr_segment *sg)
 {
 	cJSON *o, *chunks, *co;
@@ -764,18 +982,20 @@ static int s_build_segment(cJSON *arr, const struct rr_segment *sg)
 	if (!rc)
 		rc = s_add_string(o, "encoding", enc);
 	if (!rc)
-		rc = s_add_hex(o, "raw_sha256", sg->raw_sha256);
+		rc = s_build_tensor(o, sg);
 	if (!rc)
 		rc = s_add_container(o, "chunks", 1, &chunks);
 	for (size_t k = 0; !rc && k < sg->nchunks; k++) {
 		const struct rr_chunk_ref *ch = &sg->chunks[k];
 		rc = s_add_container(chunks, NULL, 0, &co);
 		if (!rc)
-			rc = s_add_hex(co, "sha256", ch->sha256);
+			rc = s_add_field(co, "sha256", ch->sha256, sizeof(ch->sha256));
 		if (!rc)
 			rc = s_add_uint(co, "size", ch->size);
 		if (!rc)
 			rc = s_add_uint(co, "stored_size", ch->stored_size);
+		if (!rc)
+			rc = s_add_field(co, "raw_xxh128", ch->raw_xxh128, sizeof(ch->raw_xxh128));
 	}
 	return rc;
 }
@@ -929,6 +1149,9 @@ int rr_checkpoint_name_valid(const char *name)
 
 static const char *const s_encoding_names[] = {
 	[RR_ENC_ZSTD] = "zstd",
+	[RR_ENC_SHUFFLE_ZSTD] = "shuffle+zstd",
+	[RR_ENC_BF16] = "bf16+shuffle+zstd",
+	[RR_ENC_FP16] = "fp16+shuffle+zstd",
 };
 
 const char *rr_encoding_name(enum rr_encoding e)

@@ -1,5 +1,5 @@
-/* Encodes one chunk's original bytes into its stored form and back. Each worker owns one
- * rr_codec (zstd contexts are reused across chunks). */
+/* Encodes one chunk's original bytes into its stored form and back (DESIGN §4). Each
+ * worker owns one rr_codec: zstd contexts and the plane buffer are reused across chunks. */
 #ifndef RR_CODEC_H
 #define RR_CODEC_H
 
@@ -8,25 +8,38 @@
 #include "rr/buf.h"
 #include "rr/manifest.h"
 
-#define RR_SEGMENT_BYTES (8u << 20) /* plain files are cut into segments of at most 8 MiB */
-#define RR_ZSTD_LEVEL_DEFAULT 3
+#define RR_SEGMENT_BYTES (8u << 20) /* chunks cover at most 8 MiB of original bytes */
+#define RR_ZSTD_LEVEL_DEFAULT 3     /* plain files */
+#define RR_ZSTD_LEVEL_TENSOR 1      /* byte planes of tensors: entropy coding does the work */
+
+/* How a chunk is stored: the segment's encoding, its element width in bytes (1, 2, 4 or 8;
+ * shuffle+zstd) and its scale exponent (fp16). */
+struct rr_chunk_form {
+	enum rr_encoding encoding;
+	unsigned width;
+	int scale_exp;
+};
 
 struct rr_codec;
 
-/* Returns a codec compressing at the given zstd level, or NULL when out of memory.
- * Free with rr_codec_destroy (NULL is fine). */
+/* Returns a codec compressing plain bytes at zstd_level (tensor planes at
+ * RR_ZSTD_LEVEL_TENSOR), or NULL when out of memory. Free with rr_codec_destroy (NULL ok). */
 struct rr_codec *rr_codec_new(int zstd_level);
 void rr_codec_destroy(struct rr_codec *c);
 
-/* Encodes len bytes of raw in encoding enc, replacing out's contents with the stored bytes.
- * Returns 0 or an rr_error. */
-int rr_codec_encode(struct rr_codec *c, enum rr_encoding enc, const void *raw, size_t len,
-		    struct rr_buf *out);
+/* Encodes len original bytes, replacing out's contents with the stored bytes: one zstd
+ * frame for "zstd", else one zstd frame per byte plane, concatenated. len must be a whole
+ * number of elements. Returns 0 or an rr_error. */
+int rr_codec_encode(struct rr_codec *c, const struct rr_chunk_form *f, const void *raw,
+		    size_t len, struct rr_buf *out);
 
-/* Decodes stored bytes that must yield exactly raw_len bytes into raw (raw_len bytes of
- * room). Returns 0, or RR_ECORRUPT when the stored bytes are not a valid frame of that
- * size. */
-int rr_codec_decode(struct rr_codec *c, enum rr_encoding enc, const void *stored,
+/* Decodes stored bytes that must give back exactly raw_len original bytes into raw.
+ * Returns 0, or RR_ECORRUPT when they are not frames of exactly that size. */
+int rr_codec_decode(struct rr_codec *c, const struct rr_chunk_form *f, const void *stored,
 		    size_t stored_len, void *raw, size_t raw_len);
+
+/* The form of a segment's chunks: width from its dtype (bits/8, or 1 for sub-byte and
+ * non-tensor segments). */
+struct rr_chunk_form rr_chunk_form_of(const struct rr_segment *seg);
 
 #endif

@@ -5,6 +5,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define RR_MAX_EXACT_GLOBS 64
+
+/* How F32 tensors are stored (DESIGN §4). */
+enum rr_precision { RR_PRECISION_AUTO, RR_PRECISION_FP16, RR_PRECISION_BF16,
+		    RR_PRECISION_EXACT };
+
 enum rr_command { RR_CMD_RUN, RR_CMD_LS, RR_CMD_RESTORE, RR_CMD_VERIFY, RR_CMD_GC,
 		  RR_CMD_HELP, RR_CMD_VERSION };
 
@@ -23,6 +29,9 @@ struct rr_config {
 	int verbose;
 	unsigned threads;
 	int zstd_level;
+	enum rr_precision precision;
+	const char *exact_globs[RR_MAX_EXACT_GLOBS]; /* --exact: tensors stored bit-exact */
+	unsigned n_exact_globs;
 	/* subcommands */
 	const char *checkpoint;   /* --checkpoint NAME */
 	const char *to;           /* restore --to DIR */

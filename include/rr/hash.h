@@ -12,6 +12,12 @@
 void rr_sha256(const void *data, size_t len, uint8_t out[RR_SHA256_LEN]);
 /* One-shot digest written as 64 lowercase hex digits plus NUL. */
 void rr_sha256_hex(const void *data, size_t len, char out[RR_SHA256_HEX_LEN + 1]);
+/* XXH3-128 of len bytes as 32 lowercase hex digits (canonical, big-endian) plus NUL: a fast
+ * non-cryptographic hash for noticing unchanged data (chunks are still named by sha256). */
+void rr_xxh128_hex(const void *data, size_t len, char out[33]);
+/* Returns 1 when s is exactly 32 lowercase hex digits, else 0. */
+int rr_is_xxh128_hex(const char *s);
+
 /* Writes 2*len lowercase hex digits plus NUL. */
 void rr_hex_encode(const uint8_t *in, size_t len, char *out);
 /* Returns 1 when s is exactly 64 lowercase hex digits, else 0. */

@@ -16,25 +16,39 @@
 #define RR_MANIFEST_MAX_BYTES (64u << 20)   /* ceiling on manifest.json */
 #define RR_CHUNK_MAX_RAW (64u << 20)        /* ceiling on one chunk's decoded bytes */
 
-/* How a segment's bytes are stored. Only lossless forms yet; tensor forms (shuffle,
- * bf16, scaled fp16) join this list with their own decoders. */
+/* How a segment's bytes are stored. Tensor forms cut the segment into chunks of whole
+ * elements; each chunk's stored bytes are one zstd frame per byte plane, concatenated (so
+ * they decode with one ZSTD_decompress call into the shuffled planes). */
 enum rr_encoding {
-	RR_ENC_ZSTD = 0, /* "zstd": the raw bytes, zstd-compressed */
+	RR_ENC_ZSTD = 0,     /* "zstd": the original bytes, zstd-compressed */
+	RR_ENC_SHUFFLE_ZSTD, /* "shuffle+zstd": lossless; bytes shuffled by element width */
+	RR_ENC_BF16,         /* "bf16+shuffle+zstd": F32 rounded to BF16 (RNE) */
+	RR_ENC_FP16,         /* "fp16+shuffle+zstd": F32 times 2^scale_exp rounded to FP16 (RNE) */
 };
+
+#define RR_XXH128_HEX_LEN 32
 
 struct rr_chunk_ref {
 	char sha256[RR_SHA256_HEX_LEN + 1]; /* of the stored bytes: the chunk's key */
-	uint64_t size;        /* decoded bytes it yields */
+	uint64_t size;        /* original bytes it gives back */
 	uint64_t stored_size; /* bytes in the store */
+	char raw_xxh128[RR_XXH128_HEX_LEN + 1]; /* XXH3-128 of the original bytes it covers:
+						 * finds unchanged data without encoding it, and
+						 * checks lossless decoding on restore */
 };
 
 struct rr_segment {
 	uint64_t offset;  /* where it starts in the original file */
 	uint64_t length;  /* original bytes it covers */
 	enum rr_encoding encoding;
-	char raw_sha256[RR_SHA256_HEX_LEN + 1]; /* of the original bytes (lossless forms) */
+	/* Tensor segments (every encoding but RR_ENC_ZSTD) also carry: */
+	char *tensor;     /* the tensor's name; malloc'd; NULL for other segments */
+	char dtype[16];   /* safetensors dtype name ("F32", ...); "" for other segments */
+	unsigned ndim;
+	uint64_t *shape;  /* ndim entries, malloc'd (NULL when ndim is 0) */
+	int scale_exp;    /* RR_ENC_FP16: the power of two applied before rounding; else 0 */
 	size_t nchunks;
-	struct rr_chunk_ref *chunks; /* malloc'd */
+	struct rr_chunk_ref *chunks; /* malloc'd; consecutive, sizes adding up to length */
 };
 
 struct rr_file_entry {
@@ -60,7 +74,9 @@ int rr_manifest_to_json(const struct rr_manifest *m, struct rr_buf *out);
 
 /* Parses and checks a manifest: format, checksum, names, every path (rr_path_is_safe, no
  * duplicates), modes, sizes (at most 2^53), segments contiguous and covering each file,
- * chunk sizes adding up, hex digests. On success *out is the caller's to destroy.
+ * chunk sizes adding up, hex digests, and for tensor segments: a known dtype (F32 for
+ * bf16/fp16), shape x element size equal to the length (overflow-checked), chunk sizes in
+ * whole elements, scale_exp within [-112, 112] for fp16. On success *out is the caller's to destroy.
  * On failure returns RR_ECORRUPT (or RR_EPATH for an unsafe path, RR_ETOOBIG, RR_ENOMEM)
  * and writes a one-line reason to why (if non-NULL). */
 int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, char *why,
@@ -81,7 +97,8 @@ int rr_path_is_safe(const char *path);
  * characters, does not start with '.'. Else 0. */
 int rr_checkpoint_name_valid(const char *name);
 
-/* Encoding names as they appear in the manifest ("zstd"); NULL for unknown. */
+/* Encoding names as they appear in the manifest ("zstd", "shuffle+zstd",
+ * "bf16+shuffle+zstd", "fp16+shuffle+zstd"); NULL for unknown. */
 const char *rr_encoding_name(enum rr_encoding e);
 int rr_encoding_from_name(const char *name, enum rr_encoding *out);
 

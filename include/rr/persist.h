@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "rr/config.h"
 #include "rr/manifest.h"
 #include "rr/store.h"
 
@@ -13,6 +14,9 @@ struct rr_persist_opts {
 	const char *host;                   /* recorded in the manifest; may be NULL */
 	int zstd_level;
 	unsigned threads;                   /* workers encoding, hashing and storing */
+	enum rr_precision precision;        /* F32 tensors of *.safetensors files */
+	const char *const *exact_globs;     /* tensors matching one are stored bit-exact */
+	unsigned n_exact_globs;
 	const struct rr_manifest *previous; /* segments whose original bytes are unchanged
 					     * since this manifest reuse its chunks */
 	const volatile int *cancel;         /* non-zero: stop soon with RR_ECANCELED */
@@ -24,6 +28,7 @@ struct rr_persist_stats {
 	uint64_t stored_bytes;    /* bytes the checkpoint occupies in the store */
 	uint64_t new_bytes;       /* stored bytes written by this persist */
 	uint64_t segments, reused_segments;
+	uint64_t tensors[4];      /* tensor segments by encoding (index: enum rr_encoding) */
 	int64_t elapsed_ms;
 };
 

@@ -22,6 +22,9 @@ struct rr_persister_config {
 	unsigned threads;
 	int zstd_level;
 	int64_t gc_grace_ms;
+	enum rr_precision precision;
+	const char *const *exact_globs;
+	unsigned n_exact_globs;
 };
 
 struct rr_persist_result {

@@ -16,6 +16,9 @@
 
 #include "cunit_main.h"
 
+static const struct rr_chunk_form s_zstd = { .encoding = RR_ENC_ZSTD, .width = 1 };
+static const struct rr_chunk_form s_unknown = { .encoding = (enum rr_encoding)99, .width = 1 };
+
 #define S_BUF_MAX (64u << 20)
 #define S_8MIB (8u << 20)
 
@@ -47,10 +50,10 @@ static size_t s_round_trip(struct rr_codec *c, const unsigned char *raw, size_t 
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(back);
 	rr_buf_init(&out, S_BUF_MAX);
-	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c, RR_ENC_ZSTD, raw, len, &out), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c, &s_zstd, raw, len, &out), 0);
 	CU_ASSERT(out.len > 0);
 	memset(back, 0xA5, len ? len : 1);
-	CU_ASSERT_EQUAL(rr_codec_decode(c, RR_ENC_ZSTD, out.data, out.len, back, len), 0);
+	CU_ASSERT_EQUAL(rr_codec_decode(c, &s_zstd, out.data, out.len, back, len), 0);
 	CU_ASSERT(len == 0 || memcmp(back, raw, len) == 0);
 	stored = out.len;
 	rr_buf_free(&out);
@@ -68,9 +71,9 @@ static void test_empty_input_encodes_to_a_frame_that_decodes_to_nothing(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	s_round_trip(c, &one, 0);
 	rr_buf_init(&out, S_BUF_MAX);
-	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c, RR_ENC_ZSTD, &one, 0, &out), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c, &s_zstd, &one, 0, &out), 0);
 	/* ...and it is refused when a byte was expected. */
-	CU_ASSERT_EQUAL(rr_codec_decode(c, RR_ENC_ZSTD, out.data, out.len, &one, 1), RR_ECORRUPT);
+	CU_ASSERT_EQUAL(rr_codec_decode(c, &s_zstd, out.data, out.len, &one, 1), RR_ECORRUPT);
 	rr_buf_free(&out);
 	rr_codec_destroy(c);
 }
@@ -152,14 +155,14 @@ static void test_encoding_is_deterministic_so_equal_chunks_get_equal_keys(void)
 	rr_buf_init(&a, S_BUF_MAX);
 	rr_buf_init(&b, S_BUF_MAX);
 	rr_buf_init(&other, S_BUF_MAX);
-	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c1, RR_ENC_ZSTD, raw, N, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c1, &s_zstd, raw, N, &a), 0);
 	/* The same codec after other work, and a fresh codec, give the same bytes. */
 	s_random(raw + N / 2, 1000, 3);
-	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c1, RR_ENC_ZSTD, raw, N, &other), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c1, &s_zstd, raw, N, &other), 0);
 	s_compressible(raw, N);
-	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c1, RR_ENC_ZSTD, raw, N, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c1, &s_zstd, raw, N, &b), 0);
 	CU_ASSERT(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
-	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c2, RR_ENC_ZSTD, raw, N, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c2, &s_zstd, raw, N, &b), 0);
 	CU_ASSERT(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
 	CU_ASSERT(other.len != a.len || memcmp(other.data, a.data, a.len) != 0);
 	rr_buf_free(&a);
@@ -180,8 +183,8 @@ static void test_encode_replaces_the_previous_contents_of_out(void)
 	s_random(raw, sizeof(raw), 9);
 	rr_buf_init(&out, S_BUF_MAX);
 	CU_ASSERT_EQUAL_FATAL(rr_buf_append(&out, "stale bytes", 11), 0);
-	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c, RR_ENC_ZSTD, raw, sizeof(raw), &out), 0);
-	CU_ASSERT_EQUAL(rr_codec_decode(c, RR_ENC_ZSTD, out.data, out.len, back, sizeof(back)), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c, &s_zstd, raw, sizeof(raw), &out), 0);
+	CU_ASSERT_EQUAL(rr_codec_decode(c, &s_zstd, out.data, out.len, back, sizeof(back)), 0);
 	CU_ASSERT(memcmp(raw, back, sizeof(raw)) == 0);
 	rr_buf_free(&out);
 	rr_codec_destroy(c);
@@ -196,7 +199,7 @@ static void test_encode_into_a_buffer_with_a_low_ceiling_is_too_big(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	s_random(raw, sizeof(raw), 5);
 	rr_buf_init(&out, 100);
-	CU_ASSERT_EQUAL(rr_codec_encode(c, RR_ENC_ZSTD, raw, sizeof(raw), &out), RR_ETOOBIG);
+	CU_ASSERT_EQUAL(rr_codec_encode(c, &s_zstd, raw, sizeof(raw), &out), RR_ETOOBIG);
 	rr_buf_free(&out);
 	rr_codec_destroy(c);
 }
@@ -222,7 +225,7 @@ static void s_frame_make(struct s_frame *f, size_t len)
 	s_compressible(f->raw, len);
 	s_random(f->raw, len / 2, 11);
 	rr_buf_init(&f->stored, S_BUF_MAX);
-	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(f->c, RR_ENC_ZSTD, f->raw, len, &f->stored), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(f->c, &s_zstd, f->raw, len, &f->stored), 0);
 }
 
 static void s_frame_free(struct s_frame *f)
@@ -235,7 +238,7 @@ static void s_frame_free(struct s_frame *f)
 
 static int s_decode(struct s_frame *f, const void *stored, size_t stored_len, size_t raw_len)
 {
-	return rr_codec_decode(f->c, RR_ENC_ZSTD, stored, stored_len, f->back, raw_len);
+	return rr_codec_decode(f->c, &s_zstd, stored, stored_len, f->back, raw_len);
 }
 
 static void test_decode_refuses_a_different_expected_size(void)
@@ -363,8 +366,8 @@ static void test_decode_refuses_input_that_is_not_a_frame(void)
 	static const char text[] = "this is not a zstd frame at all";
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-	CU_ASSERT_EQUAL(rr_codec_decode(c, RR_ENC_ZSTD, text, sizeof(text), back, 10), RR_ECORRUPT);
-	CU_ASSERT_EQUAL(rr_codec_decode(c, RR_ENC_ZSTD, text, 0, back, 0), RR_ECORRUPT);
+	CU_ASSERT_EQUAL(rr_codec_decode(c, &s_zstd, text, sizeof(text), back, 10), RR_ECORRUPT);
+	CU_ASSERT_EQUAL(rr_codec_decode(c, &s_zstd, text, 0, back, 0), RR_ECORRUPT);
 	rr_codec_destroy(c);
 }
 
@@ -388,9 +391,9 @@ static void test_unknown_encoding_is_refused(void)
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	rr_buf_init(&out, S_BUF_MAX);
-	CU_ASSERT_EQUAL(rr_codec_encode(c, (enum rr_encoding)1, raw, sizeof(raw), &out), RR_EINVAL);
-	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c, RR_ENC_ZSTD, raw, sizeof(raw), &out), 0);
-	CU_ASSERT_EQUAL(rr_codec_decode(c, (enum rr_encoding)1, out.data, out.len, back,
+	CU_ASSERT_EQUAL(rr_codec_encode(c, &s_unknown, raw, sizeof(raw), &out), RR_EINVAL);
+	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c, &s_zstd, raw, sizeof(raw), &out), 0);
+	CU_ASSERT_EQUAL(rr_codec_decode(c, &s_unknown, out.data, out.len, back,
 					sizeof(back)),
 			RR_EINVAL);
 	rr_buf_free(&out);

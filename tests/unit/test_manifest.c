@@ -27,28 +27,77 @@ static void s_hex(const char *seed, char out[RR_SHA256_HEX_LEN + 1])
 	rr_sha256_hex(seed, strlen(seed), out);
 }
 
-static struct rr_segment s_seg(uint64_t offset, uint64_t length, const char *seed,
-			       size_t nchunks)
+/* A zstd segment of nchunks chunks; each chunk but the last holds a multiple of width
+ * bytes (length / nchunks rounded down to it), the last the rest. */
+static struct rr_segment s_seg_w(uint64_t offset, uint64_t length, const char *seed,
+				 size_t nchunks, unsigned width)
 {
 	struct rr_segment sg;
-	uint64_t left = length;
+	uint64_t left = length, each = nchunks ? length / nchunks / width * width : 0;
 
 	memset(&sg, 0, sizeof(sg));
 	sg.offset = offset;
 	sg.length = length;
 	sg.encoding = RR_ENC_ZSTD;
-	s_hex(seed, sg.raw_sha256);
 	sg.nchunks = nchunks;
-	sg.chunks = calloc(nchunks, sizeof(*sg.chunks));
+	sg.chunks = calloc(nchunks ? nchunks : 1, sizeof(*sg.chunks));
 	CU_ASSERT_FATAL(sg.chunks != NULL);
 	for (size_t k = 0; k < nchunks; k++) {
-		char cseed[64];
+		char cseed[80];
 		snprintf(cseed, sizeof(cseed), "%s/%zu", seed, k);
 		s_hex(cseed, sg.chunks[k].sha256);
-		sg.chunks[k].size = k + 1 < nchunks ? length / nchunks : left;
+		rr_xxh128_hex(cseed, strlen(cseed), sg.chunks[k].raw_xxh128);
+		sg.chunks[k].size = k + 1 < nchunks ? each : left;
 		left -= sg.chunks[k].size;
 		sg.chunks[k].stored_size = sg.chunks[k].size / 2 + 1;
 	}
+	return sg;
+}
+
+static struct rr_segment s_seg(uint64_t offset, uint64_t length, const char *seed,
+			       size_t nchunks)
+{
+	return s_seg_w(offset, length, seed, nchunks, 1);
+}
+
+/* Bits per element of the dtypes the tests use. */
+static unsigned s_bits(const char *dtype)
+{
+	if (strcmp(dtype, "F4") == 0)
+		return 4;
+	if (strncmp(dtype, "F6_", 3) == 0)
+		return 6;
+	if (strcmp(dtype, "BOOL") == 0 || strcmp(dtype, "U8") == 0 || strcmp(dtype, "I8") == 0)
+		return 8;
+	if (strcmp(dtype, "F16") == 0 || strcmp(dtype, "BF16") == 0 || strcmp(dtype, "I16") == 0)
+		return 16;
+	if (strcmp(dtype, "F32") == 0 || strcmp(dtype, "I32") == 0)
+		return 32;
+	return 64;
+}
+
+/* A tensor segment: its length is what the shape holds, its chunks whole elements. */
+static struct rr_segment s_tseg(uint64_t offset, enum rr_encoding enc, const char *name,
+				const char *dtype, const uint64_t *shape, unsigned ndim,
+				int scale_exp, size_t nchunks)
+{
+	struct rr_segment sg;
+	unsigned bits = s_bits(dtype);
+	uint64_t elems = 1;
+
+	for (unsigned i = 0; i < ndim; i++)
+		elems *= shape[i];
+	sg = s_seg_w(offset, elems * bits / 8, name, nchunks, bits % 8 ? 1 : bits / 8);
+	sg.encoding = enc;
+	sg.tensor = s_strdup(name);
+	snprintf(sg.dtype, sizeof(sg.dtype), "%s", dtype);
+	sg.ndim = ndim;
+	if (ndim) {
+		sg.shape = calloc(ndim, sizeof(*sg.shape));
+		CU_ASSERT_FATAL(sg.shape != NULL);
+		memcpy(sg.shape, shape, ndim * sizeof(*shape));
+	}
+	sg.scale_exp = scale_exp;
 	return sg;
 }
 
@@ -109,6 +158,38 @@ static struct rr_manifest *s_one_file(const char *path)
 	struct rr_manifest *m = s_new(1);
 	s_file(&m->files[0], path, 100, 1, 1);
 	return m;
+}
+
+#define S_DIMS(...) ((const uint64_t[]){ __VA_ARGS__ }), \
+	(unsigned)(sizeof((const uint64_t[]){ __VA_ARGS__ }) / sizeof(uint64_t))
+
+/* A safetensors file as persist writes it: the header as a zstd segment, then one segment
+ * per tensor, every tensor encoding and the odd dtypes (scalar, 4-bit) among them. */
+static void s_tensor_file(struct rr_file_entry *fe, const char *path)
+{
+	uint64_t off = 0;
+
+	memset(fe, 0, sizeof(*fe));
+	fe->path = s_strdup(path);
+	fe->mode = 0644;
+	fe->nsegs = 7;
+	fe->segs = calloc(fe->nsegs, sizeof(*fe->segs));
+	CU_ASSERT_FATAL(fe->segs != NULL);
+	fe->segs[0] = s_seg(0, 136, "header", 1);
+	fe->segs[1] = s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "model.embed_tokens.weight", "F16",
+			     S_DIMS(16, 8), 0, 2);
+	fe->segs[2] = s_tseg(0, RR_ENC_BF16, "model.layers.0.self_attn.q_proj.weight", "F32",
+			     S_DIMS(8, 8), 0, 1);
+	fe->segs[3] = s_tseg(0, RR_ENC_FP16, "state.0.exp_avg_sq", "F32", S_DIMS(4, 4, 2), 7,
+			     3);
+	fe->segs[4] = s_tseg(0, RR_ENC_FP16, "state.0.exp_avg", "F32", S_DIMS(3), -112, 1);
+	fe->segs[5] = s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "step", "I64", NULL, 0, 0, 1);
+	fe->segs[6] = s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "q/packed.f4", "F4", S_DIMS(3, 6), 0, 2);
+	for (size_t k = 0; k < fe->nsegs; k++) {
+		fe->segs[k].offset = off;
+		off += fe->segs[k].length;
+	}
+	fe->size = off;
 }
 
 static char *s_to_json(const struct rr_manifest *m)
@@ -230,13 +311,23 @@ static void s_assert_equal(const struct rr_manifest *a, const struct rr_manifest
 			CU_ASSERT_EQUAL(sa->offset, sb->offset);
 			CU_ASSERT_EQUAL(sa->length, sb->length);
 			CU_ASSERT_EQUAL(sa->encoding, sb->encoding);
-			CU_ASSERT_STRING_EQUAL(sa->raw_sha256, sb->raw_sha256);
+			CU_ASSERT((sa->tensor == NULL) == (sb->tensor == NULL));
+			if (sa->tensor && sb->tensor)
+				CU_ASSERT_STRING_EQUAL(sa->tensor, sb->tensor);
+			CU_ASSERT_STRING_EQUAL(sa->dtype, sb->dtype);
+			CU_ASSERT_EQUAL_FATAL(sa->ndim, sb->ndim);
+			CU_ASSERT((sa->shape == NULL) == (sb->shape == NULL));
+			for (unsigned d = 0; d < sa->ndim; d++)
+				CU_ASSERT_EQUAL(sa->shape[d], sb->shape[d]);
+			CU_ASSERT_EQUAL(sa->scale_exp, sb->scale_exp);
 			CU_ASSERT_EQUAL_FATAL(sa->nchunks, sb->nchunks);
 			for (size_t j = 0; j < sa->nchunks; j++) {
 				CU_ASSERT_STRING_EQUAL(sa->chunks[j].sha256, sb->chunks[j].sha256);
 				CU_ASSERT_EQUAL(sa->chunks[j].size, sb->chunks[j].size);
 				CU_ASSERT_EQUAL(sa->chunks[j].stored_size,
 						sb->chunks[j].stored_size);
+				CU_ASSERT_STRING_EQUAL(sa->chunks[j].raw_xxh128,
+						       sb->chunks[j].raw_xxh128);
 			}
 		}
 	}
@@ -268,14 +359,14 @@ static void test_roundtrip_multi_file_multi_segment_is_equal_field_by_field(void
 static void test_to_json_writes_documented_shape_with_checksum_last(void)
 {
 	struct rr_manifest *m = s_new(1);
-	char raw[RR_SHA256_HEX_LEN + 1], chunk[RR_SHA256_HEX_LEN + 1], expect[1024];
+	char raw[RR_XXH128_HEX_LEN + 1], chunk[RR_SHA256_HEX_LEN + 1], expect[1024];
 	char sum[RR_SHA256_HEX_LEN + 1];
 	char *text;
 	size_t n;
 
 	s_file(&m->files[0], "model.safetensors", 12345, 1, 1);
 	m->files[0].segs[0].chunks[0].stored_size = 6789;
-	memcpy(raw, m->files[0].segs[0].raw_sha256, sizeof(raw));
+	memcpy(raw, m->files[0].segs[0].chunks[0].raw_xxh128, sizeof(raw));
 	memcpy(chunk, m->files[0].segs[0].chunks[0].sha256, sizeof(chunk));
 	snprintf(expect, sizeof(expect),
 		 "{\"format\":\"resume-run/manifest-1\",\"run_id\":\"default\","
@@ -283,9 +374,9 @@ static void test_to_json_writes_documented_shape_with_checksum_last(void)
 		 "\"committed_unix_ms\":1700000000000,\"created_unix_ms\":1700000000123,"
 		 "\"files\":[{\"path\":\"model.safetensors\",\"mode\":420,\"size\":12345,"
 		 "\"segments\":[{\"offset\":0,\"length\":12345,\"encoding\":\"zstd\","
-		 "\"raw_sha256\":\"%s\",\"chunks\":[{\"sha256\":\"%s\",\"size\":12345,"
-		 "\"stored_size\":6789}]}]}]}",
-		 raw, chunk);
+		 "\"chunks\":[{\"sha256\":\"%s\",\"size\":12345,"
+		 "\"stored_size\":6789,\"raw_xxh128\":\"%s\"}]}]}]}",
+		 chunk, raw);
 	rr_sha256_hex(expect, strlen(expect), sum);
 	/* the checksum member goes last, over the text without it */
 	n = strlen(expect);
@@ -791,18 +882,576 @@ static void test_parse_refuses_unknown_encoding_naming_it(void)
 static void test_parse_refuses_bad_hex(void)
 {
 	struct rr_manifest *m = s_one_file("f");
+	struct rr_chunk_ref *ch = &m->files[0].segs[0].chunks[0];
 	char *text;
 
-	m->files[0].segs[0].raw_sha256[10] = 'G';
+	ch->raw_xxh128[10] = 'G';
 	text = s_to_json(m);
-	s_expect(text, RR_ECORRUPT, "\"raw_sha256\"");
+	s_expect(text, RR_ECORRUPT, "chunk 0: \"raw_xxh128\"");
 	free(text);
-	s_hex("x", m->files[0].segs[0].raw_sha256);
-	m->files[0].segs[0].chunks[0].sha256[63] = '\0';
+	rr_xxh128_hex("x", 1, ch->raw_xxh128);
+	ch->sha256[63] = '\0';
 	text = s_to_json(m);
 	s_expect(text, RR_ECORRUPT, "\"sha256\"");
 	free(text);
 	rr_manifest_destroy(m);
+}
+
+static void test_parse_refuses_missing_or_malformed_raw_xxh128(void)
+{
+	struct rr_manifest *m = s_one_file("f");
+	struct rr_chunk_ref *ch = &m->files[0].segs[0].chunks[0];
+	char from[64], to[128];
+
+	snprintf(from, sizeof(from), ",\"raw_xxh128\":\"%s\"", ch->raw_xxh128);
+	s_expect_edit(m, from, "", RR_ECORRUPT, "chunk 0: \"raw_xxh128\" is missing");
+	s_expect_edit(m, from, ",\"raw_xxh128\":null", RR_ECORRUPT,
+		      "\"raw_xxh128\" is not a string");
+	/* upper case, one digit short, a sha256 in its place */
+	snprintf(to, sizeof(to), ",\"raw_xxh128\":\"%.31s\"", ch->raw_xxh128);
+	s_expect_edit(m, from, to, RR_ECORRUPT, "is not 32 lowercase hex digits");
+	snprintf(to, sizeof(to), ",\"raw_xxh128\":\"%s\"", ch->sha256);
+	s_expect_edit(m, from, to, RR_ECORRUPT, "is not 32 lowercase hex digits");
+	snprintf(to, sizeof(to), ",\"raw_xxh128\":\"%sAB\"", "0123456789abcdef0123456789abcd");
+	s_expect_edit(m, from, to, RR_ECORRUPT, "is not 32 lowercase hex digits");
+	snprintf(to, sizeof(to), ",\"raw_xxh128\":\"%s\"", "0123456789abcdef0123456789abcdef");
+	s_expect_edit(m, from, to, 0, NULL);
+	snprintf(to, sizeof(to), "%s%s", from, from);
+	s_expect_edit(m, from, to, RR_ECORRUPT, "\"raw_xxh128\" appears twice");
+	rr_manifest_destroy(m);
+}
+
+/* --- tensor segments ---------------------------------------------------------------- */
+
+/* A one-file manifest holding s_tensor_file. */
+static struct rr_manifest *s_tensors(void)
+{
+	struct rr_manifest *m = s_new(1);
+	s_tensor_file(&m->files[0], "model.safetensors");
+	return m;
+}
+
+/* A one-file manifest whose only segment is sg (the file is sg's length). */
+static struct rr_manifest *s_one_seg(struct rr_segment sg)
+{
+	struct rr_manifest *m = s_new(1);
+
+	memset(&m->files[0], 0, sizeof(m->files[0]));
+	m->files[0].path = s_strdup("t.safetensors");
+	m->files[0].mode = 0644;
+	m->files[0].size = sg.offset + sg.length;
+	m->files[0].nsegs = 1;
+	m->files[0].segs = calloc(1, sizeof(*m->files[0].segs));
+	CU_ASSERT_FATAL(m->files[0].segs != NULL);
+	m->files[0].segs[0] = sg;
+	return m;
+}
+
+/* Writes m (the writer does not judge), expects the parse to fail or not, frees m. */
+static void s_expect_built(struct rr_manifest *m, int want_rc, const char *want_why)
+{
+	char *text = s_to_json(m);
+	s_expect(text, want_rc, want_why);
+	free(text);
+	rr_manifest_destroy(m);
+}
+
+static void test_roundtrip_tensor_segments_of_every_encoding_field_by_field(void)
+{
+	struct rr_manifest *m = s_tensors(), *back = NULL;
+	const struct rr_segment *sg;
+	char why[256] = "";
+	char *text = s_to_json(m), *again;
+
+	CU_ASSERT_EQUAL(rr_manifest_parse(text, strlen(text), &back, why, sizeof(why)), 0);
+	if (!back)
+		fprintf(stderr, "\n  refused: %s\n", why);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+	s_assert_equal(m, back);
+	CU_ASSERT_EQUAL_FATAL(back->files[0].nsegs, 7);
+	sg = back->files[0].segs;
+	/* the header: no tensor members at all */
+	CU_ASSERT_EQUAL(sg[0].encoding, RR_ENC_ZSTD);
+	CU_ASSERT_PTR_NULL(sg[0].tensor);
+	CU_ASSERT_STRING_EQUAL(sg[0].dtype, "");
+	CU_ASSERT_EQUAL(sg[0].ndim, 0);
+	CU_ASSERT_PTR_NULL(sg[0].shape);
+	CU_ASSERT_EQUAL(sg[0].scale_exp, 0);
+	CU_ASSERT_EQUAL(sg[1].encoding, RR_ENC_SHUFFLE_ZSTD);
+	CU_ASSERT_STRING_EQUAL(sg[1].tensor, "model.embed_tokens.weight");
+	CU_ASSERT_STRING_EQUAL(sg[1].dtype, "F16");
+	CU_ASSERT_EQUAL_FATAL(sg[1].ndim, 2);
+	CU_ASSERT_EQUAL(sg[1].shape[0], 16);
+	CU_ASSERT_EQUAL(sg[1].shape[1], 8);
+	CU_ASSERT_EQUAL(sg[1].length, 256);
+	CU_ASSERT_EQUAL(sg[1].nchunks, 2);
+	CU_ASSERT_EQUAL(sg[2].encoding, RR_ENC_BF16);
+	CU_ASSERT_STRING_EQUAL(sg[2].dtype, "F32");
+	CU_ASSERT_EQUAL(sg[2].scale_exp, 0);
+	CU_ASSERT_EQUAL(sg[3].encoding, RR_ENC_FP16);
+	CU_ASSERT_EQUAL(sg[3].scale_exp, 7);
+	CU_ASSERT_EQUAL_FATAL(sg[3].ndim, 3);
+	CU_ASSERT_EQUAL(sg[3].shape[2], 2);
+	CU_ASSERT_EQUAL(sg[3].chunks[2].size, 48);
+	CU_ASSERT_EQUAL(sg[4].scale_exp, -112);
+	/* a scalar: no dimensions, one element */
+	CU_ASSERT_STRING_EQUAL(sg[5].tensor, "step");
+	CU_ASSERT_EQUAL(sg[5].ndim, 0);
+	CU_ASSERT_PTR_NULL(sg[5].shape);
+	CU_ASSERT_EQUAL(sg[5].length, 8);
+	/* 4-bit elements: 18 of them in 9 bytes, chunks at any byte */
+	CU_ASSERT_STRING_EQUAL(sg[6].dtype, "F4");
+	CU_ASSERT_EQUAL(sg[6].length, 9);
+	CU_ASSERT_EQUAL(sg[6].chunks[0].size, 4);
+	CU_ASSERT(strstr(text, "\"shape\":[]") != NULL);
+	again = s_to_json(back);
+	CU_ASSERT_STRING_EQUAL(text, again);
+	free(again);
+	free(text);
+	rr_manifest_destroy(back);
+	rr_manifest_destroy(m);
+}
+
+static void test_to_json_writes_tensor_members_in_documented_order(void)
+{
+	struct rr_manifest *m = s_one_seg(s_tseg(0, RR_ENC_FP16, "model.layers.0.weight", "F32",
+						 S_DIMS(768, 768), 7, 1));
+	struct rr_manifest *z = s_one_file("f");
+	char expect[512];
+	char *text;
+
+	snprintf(expect, sizeof(expect),
+		 "{\"offset\":0,\"length\":2359296,\"encoding\":\"fp16+shuffle+zstd\","
+		 "\"tensor\":\"model.layers.0.weight\",\"dtype\":\"F32\",\"shape\":[768,768],"
+		 "\"scale_exp\":7,\"chunks\":[{\"sha256\":\"%s\",\"size\":2359296,"
+		 "\"stored_size\":1179649,\"raw_xxh128\":\"%s\"}]}",
+		 m->files[0].segs[0].chunks[0].sha256, m->files[0].segs[0].chunks[0].raw_xxh128);
+	text = s_to_json(m);
+	CU_ASSERT(strstr(text, expect) != NULL);
+	free(text);
+	/* the other tensor encodings have no scale_exp */
+	m->files[0].segs[0].encoding = RR_ENC_BF16;
+	m->files[0].segs[0].scale_exp = 0;
+	text = s_to_json(m);
+	CU_ASSERT(strstr(text, "\"encoding\":\"bf16+shuffle+zstd\",\"tensor\":") != NULL);
+	CU_ASSERT(strstr(text, "\"shape\":[768,768],\"chunks\":") != NULL);
+	CU_ASSERT(strstr(text, "scale_exp") == NULL);
+	s_expect(text, 0, NULL);
+	free(text);
+	/* and zstd segments none of the tensor members */
+	text = s_to_json(z);
+	CU_ASSERT(strstr(text, "\"encoding\":\"zstd\",\"chunks\":") != NULL);
+	free(text);
+	rr_manifest_destroy(z);
+	rr_manifest_destroy(m);
+}
+
+static void test_to_json_refuses_tensor_members_json_cannot_carry(void)
+{
+	struct rr_manifest *m = s_tensors();
+	struct rr_segment *sg = &m->files[0].segs[1];
+	struct rr_buf b;
+	char *name;
+
+	rr_buf_init(&b, RR_MANIFEST_MAX_BYTES);
+	/* no name to write */
+	name = sg->tensor;
+	sg->tensor = NULL;
+	CU_ASSERT_EQUAL(rr_manifest_to_json(m, &b), RR_EINVAL);
+	sg->tensor = name;
+	/* a dimension cJSON would print as a neighbour */
+	sg->shape[0] = ((uint64_t)1 << 53) - 1;
+	CU_ASSERT_EQUAL(rr_manifest_to_json(m, &b), RR_EINVAL);
+	sg->shape[0] = 16;
+	/* fields that are not terminated within themselves */
+	memset(sg->dtype, 'F', sizeof(sg->dtype));
+	CU_ASSERT_EQUAL(rr_manifest_to_json(m, &b), RR_EINVAL);
+	strcpy(sg->dtype, "F16");
+	memset(sg->chunks[0].raw_xxh128, 'a', sizeof(sg->chunks[0].raw_xxh128));
+	CU_ASSERT_EQUAL(rr_manifest_to_json(m, &b), RR_EINVAL);
+	sg->chunks[0].raw_xxh128[RR_XXH128_HEX_LEN] = '\0';
+	/* dimensions without their array */
+	free(sg->shape);
+	sg->shape = NULL;
+	CU_ASSERT_EQUAL(rr_manifest_to_json(m, &b), RR_EINVAL);
+	CU_ASSERT_EQUAL(b.len, 0);
+	sg->ndim = 0;
+	CU_ASSERT_EQUAL(rr_manifest_to_json(m, &b), 0);
+	rr_buf_free(&b);
+	rr_manifest_destroy(m);
+}
+
+static void test_parse_refuses_bf16_or_fp16_on_a_dtype_other_than_f32(void)
+{
+	s_expect_built(s_one_seg(s_tseg(0, RR_ENC_BF16, "w", "F16", S_DIMS(4, 4), 0, 1)),
+		       RR_ECORRUPT,
+		       "file 0 segment 0: encoding \"bf16+shuffle+zstd\" needs dtype \"F32\", "
+		       "not \"F16\"");
+	s_expect_built(s_one_seg(s_tseg(0, RR_ENC_FP16, "w", "BF16", S_DIMS(4), 3, 1)),
+		       RR_ECORRUPT, "encoding \"fp16+shuffle+zstd\" needs dtype \"F32\"");
+	s_expect_built(s_one_seg(s_tseg(0, RR_ENC_BF16, "w", "F64", S_DIMS(4), 0, 1)),
+		       RR_ECORRUPT, "not \"F64\"");
+	/* lossless shuffling takes any dtype */
+	s_expect_built(s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F64", S_DIMS(4), 0, 1)),
+		       0, NULL);
+}
+
+static void test_parse_refuses_shape_not_matching_length(void)
+{
+	struct rr_manifest *m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F16",
+						 S_DIMS(16, 8), 0, 2));
+	m->files[0].segs[0].shape[1] = 9;
+	s_expect_built(m, RR_ECORRUPT,
+		       "file 0 segment 0: \"shape\" holds 288 bytes (144 elements of F16), not "
+		       "the length 256");
+	/* an empty tensor has no segment, so a 0 in the shape never fits */
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F16", S_DIMS(16, 8), 0, 2));
+	m->files[0].segs[0].shape[0] = 0;
+	s_expect_built(m, RR_ECORRUPT, "holds 0 bytes");
+	/* sub-byte elements must fill whole bytes */
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F4", S_DIMS(3, 6), 0, 2));
+	m->files[0].segs[0].shape[1] = 5;
+	s_expect_built(m, RR_ECORRUPT, "holds 15 elements of 4 bits, not a whole number of bytes");
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F6_E3M2", S_DIMS(4), 0, 1));
+	s_expect_built(m, 0, NULL);
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F6_E2M3", S_DIMS(4), 0, 1));
+	m->files[0].segs[0].shape[0] = 2;
+	s_expect_built(m, RR_ECORRUPT, "2 elements of 6 bits, not a whole number of bytes");
+	/* a scalar is one element */
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "I32", NULL, 0, 0, 1));
+	CU_ASSERT_EQUAL(m->files[0].segs[0].length, 4);
+	s_expect_built(m, 0, NULL);
+	/* a zero-size tensor gets no segment: its length is 0 */
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "I32", S_DIMS(0, 5), 0, 1));
+	m->files[0].size = 10;
+	s_expect_built(m, RR_ECORRUPT, "segment 0: \"length\" is 0");
+}
+
+static void test_parse_refuses_shape_overflow(void)
+{
+	struct rr_manifest *m;
+	const uint64_t p32 = (uint64_t)1 << 32;
+
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F32", S_DIMS(4), 0, 1));
+	free(m->files[0].segs[0].shape);
+	m->files[0].segs[0].shape = calloc(3, sizeof(uint64_t));
+	CU_ASSERT_FATAL(m->files[0].segs[0].shape != NULL);
+	m->files[0].segs[0].ndim = 3;
+	m->files[0].segs[0].shape[0] = p32;
+	m->files[0].segs[0].shape[1] = p32;
+	m->files[0].segs[0].shape[2] = 16;
+	s_expect_built(m, RR_ECORRUPT, "\"shape\" has more elements than 64 bits can count");
+
+	/* 274177 * 67280421310721 = 2^64 + 1 wraps to one element: one F32, exactly the
+	 * length, so only the overflow check stands in the way */
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F32", S_DIMS(1), 0, 1));
+	free(m->files[0].segs[0].shape);
+	m->files[0].segs[0].shape = calloc(2, sizeof(uint64_t));
+	CU_ASSERT_FATAL(m->files[0].segs[0].shape != NULL);
+	m->files[0].segs[0].ndim = 2;
+	m->files[0].segs[0].shape[0] = 274177;
+	m->files[0].segs[0].shape[1] = 67280421310721;
+	CU_ASSERT_EQUAL(274177 * (uint64_t)67280421310721, 1);
+	s_expect_built(m, RR_ECORRUPT, "more elements than 64 bits can count");
+
+	/* elements fit, bits do not: 2^61 elements of 32 bits */
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F32", S_DIMS(4), 0, 1));
+	free(m->files[0].segs[0].shape);
+	m->files[0].segs[0].shape = calloc(2, sizeof(uint64_t));
+	CU_ASSERT_FATAL(m->files[0].segs[0].shape != NULL);
+	m->files[0].segs[0].ndim = 2;
+	m->files[0].segs[0].shape[0] = (uint64_t)1 << 40;
+	m->files[0].segs[0].shape[1] = (uint64_t)1 << 21;
+	s_expect_built(m, RR_ECORRUPT,
+		       "holds 2305843009213693952 elements of 32 bits, more bits than 64 bits");
+
+	/* an overflow before a 0 is still an overflow (the safetensors reader's order) */
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F32", S_DIMS(4), 0, 1));
+	free(m->files[0].segs[0].shape);
+	m->files[0].segs[0].shape = calloc(4, sizeof(uint64_t));
+	CU_ASSERT_FATAL(m->files[0].segs[0].shape != NULL);
+	m->files[0].segs[0].ndim = 4;
+	m->files[0].segs[0].shape[0] = p32;
+	m->files[0].segs[0].shape[1] = p32;
+	m->files[0].segs[0].shape[2] = 16;
+	m->files[0].segs[0].shape[3] = 0;
+	s_expect_built(m, RR_ECORRUPT, "more elements than 64 bits can count");
+}
+
+static void test_parse_refuses_bad_shape_entries(void)
+{
+	struct rr_manifest *m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F16",
+						 S_DIMS(16, 8), 0, 2));
+	s_expect_edit(m, "\"shape\":[16,8]", "\"shape\":[16,-8]", RR_ECORRUPT,
+		      "segment 0: \"shape\"[1] is negative (-8)");
+	s_expect_edit(m, "\"shape\":[16,8]", "\"shape\":[16,8.5]", RR_ECORRUPT,
+		      "\"shape\"[1] is not an integer (8.5)");
+	s_expect_edit(m, "\"shape\":[16,8]", "\"shape\":[\"16\",8]", RR_ECORRUPT,
+		      "\"shape\"[0] is not a number");
+	s_expect_edit(m, "\"shape\":[16,8]", "\"shape\":[16,1e400]", RR_ECORRUPT,
+		      "\"shape\"[1] is not a finite number");
+	s_expect_edit(m, "\"shape\":[16,8]", "\"shape\":[16,1e17]", RR_ECORRUPT,
+		      "\"shape\"[1] is 100000000000000000, above the limit");
+	s_expect_edit(m, "\"shape\":[16,8]", "\"shape\":{\"0\":128}", RR_ECORRUPT,
+		      "\"shape\" is not an array");
+	s_expect_edit(m, "\"shape\":[16,8]", "\"shape\":[16,8],\"shape\":[128]", RR_ECORRUPT,
+		      "\"shape\" appears twice");
+	/* -0 is 0 and 1e1 is 10, as for any integer */
+	s_expect_edit(m, "\"shape\":[16,8]", "\"shape\":[16,8,1e0]", 0, NULL);
+	rr_manifest_destroy(m);
+}
+
+static void test_parse_refuses_shape_of_65_dimensions(void)
+{
+	struct rr_manifest *m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "U8", S_DIMS(4),
+						 0, 1));
+	struct rr_segment *sg = &m->files[0].segs[0];
+	char *text;
+
+	free(sg->shape);
+	sg->shape = calloc(65, sizeof(uint64_t));
+	CU_ASSERT_FATAL(sg->shape != NULL);
+	for (unsigned i = 0; i < 65; i++)
+		sg->shape[i] = 1;
+	sg->shape[0] = 4;
+	sg->ndim = 64;
+	text = s_to_json(m);
+	s_expect(text, 0, NULL);
+	free(text);
+	sg->ndim = 65;
+	s_expect_built(m, RR_ECORRUPT, "\"shape\" has 65 dimensions, more than 64");
+}
+
+static void test_parse_refuses_chunk_not_whole_elements(void)
+{
+	struct rr_manifest *m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F32",
+						 S_DIMS(64), 0, 2));
+	m->files[0].segs[0].chunks[0].size += 2;
+	m->files[0].segs[0].chunks[1].size -= 2;
+	s_expect_built(m, RR_ECORRUPT,
+		       "file 0 segment 0 chunk 0: \"size\" 130 is not a whole number of 4-byte "
+		       "elements");
+	m = s_one_seg(s_tseg(0, RR_ENC_BF16, "w", "F32", S_DIMS(64), 0, 2));
+	m->files[0].segs[0].chunks[0].size += 4;
+	m->files[0].segs[0].chunks[1].size -= 4;
+	s_expect_built(m, 0, NULL);
+	m = s_one_seg(s_tseg(0, RR_ENC_FP16, "w", "F32", S_DIMS(64), 0, 2));
+	m->files[0].segs[0].chunks[0].size -= 1;
+	m->files[0].segs[0].chunks[1].size += 1;
+	s_expect_built(m, RR_ECORRUPT, "chunk 0: \"size\" 127 is not a whole number of 4-byte");
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "C64", S_DIMS(4), 0, 2));
+	m->files[0].segs[0].chunks[0].size = 12;
+	m->files[0].segs[0].chunks[1].size = 20;
+	s_expect_built(m, RR_ECORRUPT, "chunk 0: \"size\" 12 is not a whole number of 8-byte");
+	/* 4- and 6-bit elements share bytes: chunks are cut at any byte */
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F4", S_DIMS(14), 0, 2));
+	CU_ASSERT_EQUAL(m->files[0].segs[0].chunks[0].size, 3);
+	s_expect_built(m, 0, NULL);
+}
+
+static void test_parse_refuses_tensor_chunk_sizes_not_adding_up(void)
+{
+	static const enum rr_encoding encs[] = { RR_ENC_SHUFFLE_ZSTD, RR_ENC_BF16,
+						 RR_ENC_FP16 };
+
+	for (size_t i = 0; i < sizeof(encs) / sizeof(encs[0]); i++) {
+		struct rr_manifest *m =
+			s_one_seg(s_tseg(0, encs[i], "w", "F32", S_DIMS(64), 0, 2));
+		m->files[0].segs[0].chunks[1].size -= 4;
+		s_expect_built(m, RR_ECORRUPT, "chunk sizes add up to 252, not the length 256");
+	}
+}
+
+static void test_parse_refuses_scale_exp_missing_out_of_range_or_misplaced(void)
+{
+	struct rr_manifest *m = s_one_seg(s_tseg(0, RR_ENC_FP16, "w", "F32", S_DIMS(64), 7, 1));
+
+	s_expect_edit(m, ",\"scale_exp\":7", "", RR_ECORRUPT,
+		      "segment 0: \"scale_exp\" is missing");
+	s_expect_edit(m, "\"scale_exp\":7", "\"scale_exp\":113", RR_ECORRUPT,
+		      "\"scale_exp\" is 113, outside [-112, 112]");
+	s_expect_edit(m, "\"scale_exp\":7", "\"scale_exp\":-113", RR_ECORRUPT,
+		      "\"scale_exp\" is -113, outside [-112, 112]");
+	s_expect_edit(m, "\"scale_exp\":7", "\"scale_exp\":1e300", RR_ECORRUPT,
+		      "outside [-112, 112]");
+	s_expect_edit(m, "\"scale_exp\":7", "\"scale_exp\":7.5", RR_ECORRUPT,
+		      "\"scale_exp\" is not an integer (7.5)");
+	s_expect_edit(m, "\"scale_exp\":7", "\"scale_exp\":\"7\"", RR_ECORRUPT,
+		      "\"scale_exp\" is not a number");
+	s_expect_edit(m, "\"scale_exp\":7", "\"scale_exp\":null", RR_ECORRUPT,
+		      "\"scale_exp\" is not a number");
+	s_expect_edit(m, "\"scale_exp\":7", "\"scale_exp\":-1e400", RR_ECORRUPT,
+		      "\"scale_exp\" is not a finite number");
+	s_expect_edit(m, "\"scale_exp\":7", "\"scale_exp\":7,\"scale_exp\":8", RR_ECORRUPT,
+		      "\"scale_exp\" appears twice");
+	s_expect_edit(m, "\"scale_exp\":7", "\"scale_exp\":112", 0, NULL);
+	s_expect_edit(m, "\"scale_exp\":7", "\"scale_exp\":-112", 0, NULL);
+	s_expect_edit(m, "\"scale_exp\":7", "\"scale_exp\":-0", 0, NULL);
+	rr_manifest_destroy(m);
+
+	/* only fp16 has a scale; 0 is a scale too */
+	s_expect_built(s_one_seg(s_tseg(0, RR_ENC_BF16, "w", "F32", S_DIMS(64), 3, 1)),
+		       RR_ECORRUPT,
+		       "\"scale_exp\" is only for \"fp16+shuffle+zstd\", not "
+		       "\"bf16+shuffle+zstd\"");
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F32", S_DIMS(64), 0, 1));
+	s_expect_edit(m, "\"shape\":[64]", "\"shape\":[64],\"scale_exp\":0", RR_ECORRUPT,
+		      "not \"shuffle+zstd\"");
+	rr_manifest_destroy(m);
+}
+
+static void test_parse_refuses_tensor_members_on_zstd_segment(void)
+{
+	struct rr_manifest *m = s_one_file("f");
+	struct rr_segment *sg = &m->files[0].segs[0];
+	uint64_t dims[1] = { 25 };
+	char *text;
+
+	/* the writer writes what the struct holds; the parser refuses each */
+	sg->tensor = s_strdup("w");
+	text = s_to_json(m);
+	s_expect(text, RR_ECORRUPT,
+		 "file 0 segment 0: \"tensor\" is only for tensor encodings, not \"zstd\"");
+	free(text);
+	free(sg->tensor);
+	sg->tensor = NULL;
+	strcpy(sg->dtype, "F32");
+	text = s_to_json(m);
+	s_expect(text, RR_ECORRUPT, "\"dtype\" is only for tensor encodings, not \"zstd\"");
+	free(text);
+	sg->dtype[0] = '\0';
+	sg->shape = dims;
+	sg->ndim = 1;
+	text = s_to_json(m);
+	s_expect(text, RR_ECORRUPT, "\"shape\" is only for tensor encodings");
+	free(text);
+	sg->shape = NULL;
+	sg->ndim = 0;
+	sg->scale_exp = -3;
+	text = s_to_json(m);
+	s_expect(text, RR_ECORRUPT, "\"scale_exp\" is only for tensor encodings");
+	free(text);
+	sg->scale_exp = 0;
+	/* present is present, whatever the value */
+	s_expect_edit(m, "\"encoding\":\"zstd\"", "\"encoding\":\"zstd\",\"tensor\":null",
+		      RR_ECORRUPT, "\"tensor\" is only for tensor encodings");
+	s_expect_edit(m, "\"encoding\":\"zstd\"", "\"encoding\":\"zstd\",\"shape\":[]",
+		      RR_ECORRUPT, "\"shape\" is only for tensor encodings");
+	text = s_to_json(m);
+	s_expect(text, 0, NULL);
+	free(text);
+	rr_manifest_destroy(m);
+}
+
+static void test_parse_refuses_missing_tensor_members(void)
+{
+	struct rr_manifest *m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F16",
+						 S_DIMS(16, 8), 0, 2));
+	s_expect_edit(m, "\"tensor\":\"w\",", "", RR_ECORRUPT, "\"tensor\" is missing");
+	s_expect_edit(m, "\"dtype\":\"F16\",", "", RR_ECORRUPT, "\"dtype\" is missing");
+	s_expect_edit(m, "\"shape\":[16,8],", "", RR_ECORRUPT, "\"shape\" is missing");
+	s_expect_edit(m, "\"tensor\":\"w\"", "\"tensor\":[\"w\"]", RR_ECORRUPT,
+		      "\"tensor\" is not a string");
+	s_expect_edit(m, "\"dtype\":\"F16\"", "\"dtype\":16", RR_ECORRUPT,
+		      "\"dtype\" is not a string");
+	s_expect_edit(m, "\"tensor\":\"w\"", "\"tensor\":\"w\",\"tensor\":\"v\"", RR_ECORRUPT,
+		      "\"tensor\" appears twice");
+	rr_manifest_destroy(m);
+}
+
+static void test_parse_refuses_unknown_dtype(void)
+{
+	struct rr_manifest *m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F16",
+						 S_DIMS(16, 8), 0, 2));
+	static const char *const known[] = {
+		"BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3",
+		"F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I16", "U16", "F16", "BF16",
+		"I32", "U32", "F32", "C64", "F64", "I64", "U64",
+	};
+	static const unsigned bits[] = { 8,  4,  6,  6,  8,  8,  8,  8,  8,  8,  8,
+					 16, 16, 16, 16, 32, 32, 32, 64, 64, 64, 64 };
+
+	s_expect_edit(m, "\"dtype\":\"F16\"", "\"dtype\":\"F128\"", RR_ECORRUPT,
+		      "segment 0: unknown dtype \"F128\"");
+	s_expect_edit(m, "\"dtype\":\"F16\"", "\"dtype\":\"f16\"", RR_ECORRUPT,
+		      "unknown dtype \"f16\"");
+	s_expect_edit(m, "\"dtype\":\"F16\"", "\"dtype\":\"\"", RR_ECORRUPT,
+		      "unknown dtype \"\"");
+	s_expect_edit(m, "\"dtype\":\"F16\"", "\"dtype\":\"F16 \"", RR_ECORRUPT,
+		      "unknown dtype");
+	s_expect_edit(m, "\"dtype\":\"F16\"", "\"dtype\":\"F8_E4M3FNUZXXXXXXXXXXXXXXXX\"",
+		      RR_ECORRUPT, "unknown dtype");
+	rr_manifest_destroy(m);
+
+	/* every safetensors dtype, with its width: a shape of 8 elements holds bits bytes */
+	CU_ASSERT_EQUAL_FATAL(sizeof(known) / sizeof(known[0]), sizeof(bits) / sizeof(bits[0]));
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		struct rr_manifest *t = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "U8",
+							 S_DIMS(8), 0, 1));
+		struct rr_segment *sg = &t->files[0].segs[0];
+		strcpy(sg->dtype, known[i]);
+		sg->length = bits[i];
+		sg->chunks[0].size = bits[i];
+		t->files[0].size = bits[i];
+		s_expect_built(t, 0, NULL);
+	}
+}
+
+static void test_parse_refuses_empty_or_overlong_tensor_name(void)
+{
+	struct rr_manifest *m;
+	char *name;
+
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F16", S_DIMS(16, 8), 0, 2));
+	s_expect_edit(m, "\"tensor\":\"w\"", "\"tensor\":\"\"", RR_ECORRUPT,
+		      "segment 0: \"tensor\" \"\" must be 1..65536 bytes");
+	/* cJSON would cut the name at the NUL, other readers would not */
+	s_expect_edit(m, "\"tensor\":\"w\"", "\"tensor\":\"w\\u0000x\"", RR_ECORRUPT,
+		      "NUL character");
+	rr_manifest_destroy(m);
+
+	name = malloc(65538);
+	CU_ASSERT_FATAL(name != NULL);
+	memset(name, 'n', 65537);
+	name[65537] = '\0';
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, name, "F16", S_DIMS(16, 8), 0, 2));
+	s_expect_built(m, RR_ECORRUPT, "\"tensor\" \"nnnn");
+	name[65536] = '\0';
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, name, "F16", S_DIMS(16, 8), 0, 2));
+	s_expect_built(m, 0, NULL);
+	free(name);
+
+	/* any other character: the name is matched and logged, never a path */
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "../a/./b\\c\n\"\x7f\xc3\xa9 .", "F16",
+			     S_DIMS(16, 8), 0, 2));
+	char *text = s_to_json(m);
+	struct rr_manifest *back = NULL;
+	CU_ASSERT_EQUAL(rr_manifest_parse(text, strlen(text), &back, NULL, 0), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+	CU_ASSERT_STRING_EQUAL(back->files[0].segs[0].tensor, "../a/./b\\c\n\"\x7f\xc3\xa9 .");
+	rr_manifest_destroy(back);
+	free(text);
+	rr_manifest_destroy(m);
+}
+
+static void test_parse_reason_quotes_tensor_name_and_dtype_safely(void)
+{
+	struct rr_manifest *m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, "w", "F16",
+						 S_DIMS(16, 8), 0, 2));
+	char *name;
+
+	s_expect_edit(m, "\"dtype\":\"F16\"", "\"dtype\":\"F\\n16\"", RR_ECORRUPT,
+		      "unknown dtype \"F\\x0a16\"");
+	rr_manifest_destroy(m);
+	/* an overlong name is shown escaped and cut short */
+	name = malloc(65538);
+	CU_ASSERT_FATAL(name != NULL);
+	memset(name, 'n', 65537);
+	name[0] = '\n';
+	name[65537] = '\0';
+	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, name, "F16", S_DIMS(16, 8), 0, 2));
+	s_expect_built(m, RR_ECORRUPT, "\"tensor\" \"\\x0annnnnnnnnn");
+	free(name);
 }
 
 /* --- numbers ------------------------------------------------------------------------- */
@@ -1066,11 +1715,28 @@ static void test_checkpoint_name_valid_cases(void)
 
 static void test_encoding_names_round_trip(void)
 {
+	static const struct {
+		enum rr_encoding e;
+		const char *name;
+	} all[] = {
+		{ RR_ENC_ZSTD, "zstd" },
+		{ RR_ENC_SHUFFLE_ZSTD, "shuffle+zstd" },
+		{ RR_ENC_BF16, "bf16+shuffle+zstd" },
+		{ RR_ENC_FP16, "fp16+shuffle+zstd" },
+	};
 	enum rr_encoding e = (enum rr_encoding)42;
-	CU_ASSERT_STRING_EQUAL(rr_encoding_name(RR_ENC_ZSTD), "zstd");
-	CU_ASSERT_EQUAL(rr_encoding_from_name("zstd", &e), 0);
-	CU_ASSERT_EQUAL(e, RR_ENC_ZSTD);
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		CU_ASSERT_STRING_EQUAL(rr_encoding_name(all[i].e), all[i].name);
+		e = (enum rr_encoding)42;
+		CU_ASSERT_EQUAL(rr_encoding_from_name(all[i].name, &e), 0);
+		CU_ASSERT_EQUAL(e, all[i].e);
+	}
+	CU_ASSERT_PTR_NULL(rr_encoding_name((enum rr_encoding)4));
 	CU_ASSERT_PTR_NULL(rr_encoding_name((enum rr_encoding)99));
+	CU_ASSERT_NOT_EQUAL(rr_encoding_from_name("shuffle", &e), 0);
+	CU_ASSERT_NOT_EQUAL(rr_encoding_from_name("fp16", &e), 0);
+	CU_ASSERT_NOT_EQUAL(rr_encoding_from_name("zstd+shuffle", &e), 0);
 	CU_ASSERT_NOT_EQUAL(rr_encoding_from_name("ZSTD", &e), 0);
 	CU_ASSERT_NOT_EQUAL(rr_encoding_from_name("", &e), 0);
 	CU_ASSERT_NOT_EQUAL(rr_encoding_from_name(NULL, &e), 0);
@@ -1201,6 +1867,35 @@ static CU_TestInfo s_tests[] = {
 	{ "test_parse_refuses_unknown_encoding_naming_it",
 	  test_parse_refuses_unknown_encoding_naming_it },
 	{ "test_parse_refuses_bad_hex", test_parse_refuses_bad_hex },
+	{ "test_parse_refuses_missing_or_malformed_raw_xxh128",
+	  test_parse_refuses_missing_or_malformed_raw_xxh128 },
+	{ "test_roundtrip_tensor_segments_of_every_encoding_field_by_field",
+	  test_roundtrip_tensor_segments_of_every_encoding_field_by_field },
+	{ "test_to_json_writes_tensor_members_in_documented_order",
+	  test_to_json_writes_tensor_members_in_documented_order },
+	{ "test_to_json_refuses_tensor_members_json_cannot_carry",
+	  test_to_json_refuses_tensor_members_json_cannot_carry },
+	{ "test_parse_refuses_bf16_or_fp16_on_a_dtype_other_than_f32",
+	  test_parse_refuses_bf16_or_fp16_on_a_dtype_other_than_f32 },
+	{ "test_parse_refuses_shape_not_matching_length",
+	  test_parse_refuses_shape_not_matching_length },
+	{ "test_parse_refuses_shape_overflow", test_parse_refuses_shape_overflow },
+	{ "test_parse_refuses_bad_shape_entries", test_parse_refuses_bad_shape_entries },
+	{ "test_parse_refuses_shape_of_65_dimensions", test_parse_refuses_shape_of_65_dimensions },
+	{ "test_parse_refuses_chunk_not_whole_elements",
+	  test_parse_refuses_chunk_not_whole_elements },
+	{ "test_parse_refuses_tensor_chunk_sizes_not_adding_up",
+	  test_parse_refuses_tensor_chunk_sizes_not_adding_up },
+	{ "test_parse_refuses_scale_exp_missing_out_of_range_or_misplaced",
+	  test_parse_refuses_scale_exp_missing_out_of_range_or_misplaced },
+	{ "test_parse_refuses_tensor_members_on_zstd_segment",
+	  test_parse_refuses_tensor_members_on_zstd_segment },
+	{ "test_parse_refuses_missing_tensor_members", test_parse_refuses_missing_tensor_members },
+	{ "test_parse_refuses_unknown_dtype", test_parse_refuses_unknown_dtype },
+	{ "test_parse_refuses_empty_or_overlong_tensor_name",
+	  test_parse_refuses_empty_or_overlong_tensor_name },
+	{ "test_parse_reason_quotes_tensor_name_and_dtype_safely",
+	  test_parse_reason_quotes_tensor_name_and_dtype_safely },
 	{ "test_parse_refuses_non_integral_negative_and_huge_sizes",
 	  test_parse_refuses_non_integral_negative_and_huge_sizes },
 	{ "test_parse_refuses_mode_above_07777", test_parse_refuses_mode_above_07777 },

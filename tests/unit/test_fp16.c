@@ -1,0 +1,852 @@
+/* CUnit suite "fp16": F32 <-> scaled FP16 and F32 <-> BF16 (DESIGN §4).
+ *
+ * The encoders are checked on every one of the 2^32 F32 bit patterns: the AVX2/F16C path
+ * against the portable one (bit for bit), the portable FP16 rounding against an independent
+ * reference (midpoints between neighbouring halves, computed in double), and the error bounds
+ * the design promises. Sanitizer builds are ~10x slower, so there every 61st pattern of each
+ * 2^20-pattern block is checked, plus the first and last 64 (which hold zeros, the smallest
+ * subnormals, FLT_MAX, Inf and the NaN boundaries). Hot loops count failures and assert once:
+ * a CU_ASSERT per pattern would cost more than the kernels.
+ *
+ * On a CPU without AVX2/F16C both "paths" are the portable one and the comparisons are
+ * trivially true; the reference and error checks still run. */
+#include <float.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rr/fp16.h"
+
+#include "cunit_main.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define S_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define S_SANITIZED 1
+#endif
+#endif
+#ifndef S_SANITIZED
+#define S_SANITIZED 0
+#endif
+
+#define S_BLOCK_BITS 20
+#define S_BLOCK (1u << S_BLOCK_BITS)
+#define S_NBLOCKS (1u << (32 - S_BLOCK_BITS))
+#define S_STRIDE (S_SANITIZED ? 61u : 1u)
+#define S_EDGE 64u
+
+/* ---- helpers ---- */
+
+static float s_f32(uint32_t b)
+{
+	float f;
+	memcpy(&f, &b, sizeof(f));
+	return f;
+}
+
+static uint32_t s_bits(float f)
+{
+	uint32_t b;
+	memcpy(&b, &f, sizeof(b));
+	return b;
+}
+
+/* 2^e as a double, built from its bits (no libm). */
+static double s_pow2(int e)
+{
+	uint64_t b = (uint64_t)(e + 1023) << 52;
+	double d;
+	memcpy(&d, &b, sizeof(d));
+	return d;
+}
+
+static double s_abs(double d)
+{
+	return d < 0 ? -d : d;
+}
+
+/* Value of a non-negative finite half h, and 65536 for 0x7c00 (where the next binade would
+ * start), so the midpoint below 0x7c00 is FP16's overflow threshold 65520. */
+static double s_half_value(uint32_t h)
+{
+	uint32_t e = h >> 10, m = h & 0x3ff;
+	if (e == 0)
+		return m * s_pow2(-24);
+	return (1024 + m) * s_pow2((int)e - 25);
+}
+
+static uint16_t s_half_at(const uint8_t *shuffled, size_t n, size_t i)
+{
+	return (uint16_t)(shuffled[i] | (shuffled[n + i] << 8));
+}
+
+static uint64_t s_rng(uint64_t *x)
+{
+	*x ^= *x >> 12;
+	*x ^= *x << 25;
+	*x ^= *x >> 27;
+	return *x * 0x2545F4914F6CDD1DULL;
+}
+
+/* The bit patterns of block b in increasing order: all 2^20, or (sanitized) the edges of
+ * the block and every S_STRIDE-th pattern between them. Returns how many. */
+static size_t s_fill_block(uint32_t *x, uint32_t b)
+{
+	uint32_t base = b << S_BLOCK_BITS;
+	size_t m = 0;
+
+	if (S_STRIDE == 1) {
+		for (uint32_t j = 0; j < S_BLOCK; j++)
+			x[j] = base + j;
+		return S_BLOCK;
+	}
+	for (uint32_t j = 0; j < S_EDGE; j++)
+		x[m++] = base + j;
+	for (uint32_t j = S_EDGE + b % S_STRIDE; j < S_BLOCK - S_EDGE; j += S_STRIDE)
+		x[m++] = base + j;
+	for (uint32_t j = S_BLOCK - S_EDGE; j < S_BLOCK; j++)
+		x[m++] = base + j;
+	return m;
+}
+
+struct s_bufs {
+	uint32_t *x;   /* input patterns */
+	uint8_t *simd; /* encoded by the SIMD path */
+	uint8_t *port; /* encoded by the portable path */
+	uint32_t *dec; /* decoded */
+};
+
+static void s_bufs_init(struct s_bufs *b)
+{
+	b->x = malloc(S_BLOCK * sizeof(uint32_t));
+	b->simd = malloc(2 * S_BLOCK);
+	b->port = malloc(2 * S_BLOCK);
+	b->dec = malloc(S_BLOCK * sizeof(uint32_t));
+	CU_ASSERT_FATAL(b->x && b->simd && b->port && b->dec);
+}
+
+static void s_bufs_done(struct s_bufs *b)
+{
+	free(b->x);
+	free(b->simd);
+	free(b->port);
+	free(b->dec);
+}
+
+static void s_fp16_both(const struct s_bufs *b, size_t n, int k)
+{
+	rr_fp16_force_portable(0);
+	rr_f32_to_fp16_shuffled(b->x, n, k, b->simd);
+	rr_fp16_force_portable(1);
+	rr_f32_to_fp16_shuffled(b->x, n, k, b->port);
+	rr_fp16_force_portable(0);
+}
+
+static void s_bf16_both(const struct s_bufs *b, size_t n)
+{
+	rr_fp16_force_portable(0);
+	rr_f32_to_bf16_shuffled(b->x, n, b->simd);
+	rr_fp16_force_portable(1);
+	rr_f32_to_bf16_shuffled(b->x, n, b->port);
+	rr_fp16_force_portable(0);
+}
+
+/* Counts differences between the two encodings, remembering the first. */
+static uint64_t s_count_diffs(const struct s_bufs *b, size_t n, const char *what, int k)
+{
+	uint64_t bad = 0;
+	if (!memcmp(b->simd, b->port, 2 * n))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		uint16_t s = s_half_at(b->simd, n, i), p = s_half_at(b->port, n, i);
+		if (s != p && !bad++)
+			printf("\n  %s k=%d: x=0x%08x simd=0x%04x portable=0x%04x\n", what, k,
+			       b->x[i], s, p);
+	}
+	return bad;
+}
+
+/* ---- exhaustive FP16 ---- */
+
+/* Midpoints between neighbouring non-negative halves h and h+1, h < 0x7c00. */
+static double *s_midpoints(void)
+{
+	double *mid = malloc(0x7c00 * sizeof(double));
+	CU_ASSERT_FATAL(mid != NULL);
+	for (uint32_t h = 0; h < 0x7c00; h++)
+		mid[h] = (s_half_value(h) + s_half_value(h + 1)) / 2;
+	return mid;
+}
+
+/* The reference rounding of x (F32 bits, walked in increasing order of |x| within a sign):
+ * the least h with |x| below its upper midpoint, or at it with h even. *h carries the
+ * position between calls. */
+static uint16_t s_ref_half(uint32_t x, const double *mid, uint32_t *h)
+{
+	uint32_t sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
+	double v = s_f32(a);
+
+	if (a > 0x7f800000)
+		return (uint16_t)(sign | 0x7e00 | ((a >> 13) & 0x3ff));
+	while (*h < 0x7c00 && (v > mid[*h] || (v == mid[*h] && (*h & 1))))
+		(*h)++;
+	return (uint16_t)(sign | *h);
+}
+
+static void test_fp16_encode_of_every_f32_matches_nearest_even_reference_on_both_paths(void)
+{
+	struct s_bufs b;
+	double *mid = s_midpoints();
+	uint64_t diffs = 0, wrong = 0;
+	uint32_t h = 0;
+
+	s_bufs_init(&b);
+	for (uint32_t blk = 0; blk < S_NBLOCKS; blk++) {
+		size_t n = s_fill_block(b.x, blk);
+		if (blk == S_NBLOCKS / 2)
+			h = 0; /* negative numbers start again from |x| = 0 */
+		s_fp16_both(&b, n, 0);
+		diffs += s_count_diffs(&b, n, "fp16", 0);
+		for (size_t i = 0; i < n; i++) {
+			uint16_t want = s_ref_half(b.x[i], mid, &h);
+			uint16_t got = s_half_at(b.port, n, i);
+			if (got != want && !wrong++)
+				printf("\n  x=0x%08x portable=0x%04x reference=0x%04x\n", b.x[i], got,
+				       want);
+		}
+	}
+	CU_ASSERT_EQUAL(diffs, 0);
+	CU_ASSERT_EQUAL(wrong, 0);
+	s_bufs_done(&b);
+	free(mid);
+}
+
+static void test_fp16_encode_of_every_f32_is_identical_on_both_paths_at_other_scales(void)
+{
+	/* 25: most of F32's small range lands in FP16's subnormals; -112 and 112: the F32
+	 * multiply itself goes subnormal or overflows before the FP16 rounding. */
+	static const int ks[] = { 25, -112, 112 };
+	struct s_bufs b;
+	uint64_t diffs = 0;
+
+	s_bufs_init(&b);
+	for (uint32_t blk = 0; blk < S_NBLOCKS; blk++) {
+		size_t n = s_fill_block(b.x, blk);
+		for (size_t j = 0; j < sizeof(ks) / sizeof(ks[0]); j++) {
+			s_fp16_both(&b, n, ks[j]);
+			diffs += s_count_diffs(&b, n, "fp16", ks[j]);
+		}
+	}
+	CU_ASSERT_EQUAL(diffs, 0);
+	s_bufs_done(&b);
+}
+
+static void test_fp16_round_trip_of_every_normal_f32_with_its_own_scale_is_within_2_pow_minus_11(void)
+{
+	struct s_bufs b;
+	uint64_t wrong = 0, unsafe = 0;
+
+	s_bufs_init(&b);
+	for (uint32_t blk = 0; blk < S_NBLOCKS; blk++) {
+		uint32_t e = (blk >> (23 - S_BLOCK_BITS)) & 0xff;
+		struct rr_f32_stats st;
+		size_t n;
+		int k;
+
+		if (e == 0 || e == 0xff) /* zeros and subnormals; Inf and NaN */
+			continue;
+		n = s_fill_block(b.x, blk);
+		/* A single-element tensor's scale depends on the exponent only, which the
+		 * whole block shares. */
+		rr_f32_stats_init(&st);
+		rr_f32_stats_update(&st, &b.x[0], 1);
+		k = rr_fp16_scale_for(&st);
+		rr_f32_stats_init(&st);
+		rr_f32_stats_update(&st, &b.x[n - 1], 1);
+		CU_ASSERT_EQUAL(rr_fp16_scale_for(&st), k);
+		rr_f32_to_fp16_shuffled(b.x, n, k, b.simd);
+		rr_fp16_shuffled_to_f32(b.simd, n, k, b.dec);
+		for (size_t i = 0; i < n; i++) {
+			uint32_t a = b.x[i] & 0x7fffffff;
+			struct rr_f32_stats one = { a, a, 0 };
+			uint16_t hv = s_half_at(b.simd, n, i);
+			int finite = (hv & 0x7c00) != 0x7c00;
+			double x = s_f32(b.x[i]), d = s_f32(b.dec[i]);
+			/* is_safe must refuse exactly the values that would overflow FP16. */
+			if (rr_fp16_is_safe(&one, k) != finite) {
+				if (!unsafe++)
+					printf("\n  x=0x%08x k=%d is_safe disagrees\n", b.x[i], k);
+				continue;
+			}
+			if (!finite)
+				continue;
+			if ((hv & 0x7c00) == 0 || s_abs(d - x) > s_abs(x) * s_pow2(-11) ||
+			    (b.dec[i] >> 31) != (b.x[i] >> 31)) {
+				if (!wrong++)
+					printf("\n  x=0x%08x k=%d half=0x%04x back=0x%08x\n", b.x[i],
+					       k, hv, b.dec[i]);
+			}
+		}
+	}
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_EQUAL(unsafe, 0);
+	s_bufs_done(&b);
+}
+
+/* ---- exhaustive BF16 ---- */
+
+static void test_bf16_encode_of_every_f32_is_identical_on_both_paths_never_inf_and_within_2_pow_minus_8(void)
+{
+	struct s_bufs b;
+	uint64_t diffs = 0, to_inf = 0, wrong = 0, nan_lost = 0;
+
+	s_bufs_init(&b);
+	for (uint32_t blk = 0; blk < S_NBLOCKS; blk++) {
+		size_t n = s_fill_block(b.x, blk);
+		s_bf16_both(&b, n);
+		diffs += s_count_diffs(&b, n, "bf16", 0);
+		for (size_t i = 0; i < n; i++) {
+			uint32_t x = b.x[i], a = x & 0x7fffffff;
+			uint32_t back = (uint32_t)s_half_at(b.port, n, i) << 16;
+			uint32_t ba = back & 0x7fffffff;
+			if (a > 0x7f800000) {
+				nan_lost += ba <= 0x7f800000 || (back >> 31) != (x >> 31);
+				continue;
+			}
+			if (a < 0x7f800000 && ba >= 0x7f800000 && !to_inf++)
+				printf("\n  bf16 x=0x%08x became 0x%08x\n", x, back);
+			if (a >= 0x00800000 && a < 0x7f800000) {
+				double xv = s_f32(x), dv = s_f32(back);
+				if ((s_abs(dv - xv) > s_abs(xv) * s_pow2(-8) || (back >> 31) != (x >> 31)) &&
+				    !wrong++)
+					printf("\n  bf16 x=0x%08x back=0x%08x\n", x, back);
+			}
+		}
+	}
+	CU_ASSERT_EQUAL(diffs, 0);
+	CU_ASSERT_EQUAL(to_inf, 0);
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_EQUAL(nan_lost, 0);
+	s_bufs_done(&b);
+}
+
+/* ---- decode ---- */
+
+static void test_fp16_decode_of_every_half_is_exact_and_identical_on_both_paths(void)
+{
+	static const int ks[] = { 0, 1, -1, 14, -14, 37, 112, -112 };
+	const size_t n = 65536;
+	uint8_t *src = malloc(2 * n);
+	uint32_t *simd = malloc(4 * n), *port = malloc(4 * n);
+	uint64_t diffs = 0, wrong = 0;
+
+	CU_ASSERT_FATAL(src && simd && port);
+	for (size_t h = 0; h < n; h++) {
+		src[h] = (uint8_t)h;
+		src[n + h] = (uint8_t)(h >> 8);
+	}
+	for (size_t j = 0; j < sizeof(ks) / sizeof(ks[0]); j++) {
+		int k = ks[j];
+		rr_fp16_force_portable(0);
+		rr_fp16_shuffled_to_f32(src, n, k, simd);
+		rr_fp16_force_portable(1);
+		rr_fp16_shuffled_to_f32(src, n, k, port);
+		rr_fp16_force_portable(0);
+		for (uint32_t h = 0; h < n; h++) {
+			uint32_t sign = (h & 0x8000) << 16, m = h & 0x3ff;
+			uint32_t got = port[h];
+			int ok;
+			diffs += simd[h] != got;
+			if ((h & 0x7c00) == 0x7c00) /* Inf, or quiet NaN with the payload kept */
+				ok = got == (sign | 0x7f800000 | (m << 13) | (m ? 0x400000 : 0));
+			else
+				ok = (got & 0x80000000) == sign &&
+				     (double)s_f32(got & 0x7fffffff) ==
+					     s_half_value(h & 0x7fff) * s_pow2(-k);
+			if (!ok && !wrong++)
+				printf("\n  half=0x%04x k=%d got=0x%08x\n", h, k, got);
+		}
+	}
+	CU_ASSERT_EQUAL(diffs, 0);
+	CU_ASSERT_EQUAL(wrong, 0);
+	free(src);
+	free(simd);
+	free(port);
+}
+
+static void test_bf16_decode_of_every_value_is_a_shift_on_both_paths(void)
+{
+	const size_t n = 65536;
+	uint8_t *src = malloc(2 * n);
+	uint32_t *simd = malloc(4 * n), *port = malloc(4 * n);
+	uint64_t wrong = 0;
+
+	CU_ASSERT_FATAL(src && simd && port);
+	for (size_t h = 0; h < n; h++) {
+		src[h] = (uint8_t)h;
+		src[n + h] = (uint8_t)(h >> 8);
+	}
+	rr_fp16_force_portable(0);
+	rr_bf16_shuffled_to_f32(src, n, simd);
+	rr_fp16_force_portable(1);
+	rr_bf16_shuffled_to_f32(src, n, port);
+	rr_fp16_force_portable(0);
+	for (uint32_t h = 0; h < n; h++)
+		wrong += simd[h] != h << 16 || port[h] != h << 16;
+	CU_ASSERT_EQUAL(wrong, 0);
+	free(src);
+	free(simd);
+	free(port);
+}
+
+/* ---- odd lengths and unaligned buffers ---- */
+
+/* Random F32 patterns with all kinds of specials mixed in. */
+static void s_random_f32(uint32_t *x, size_t n, uint64_t seed)
+{
+	static const uint32_t specials[] = {
+		0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000,
+		0x7f800001, 0xffbfffff, 0x7fffffff, 0x00000001, 0x807fffff, 0x7f7fffff,
+		0x477ff000, 0xc77fefff, 0x33000000, 0x33000001, 0x38800000, 0xb87fffff,
+	};
+	uint64_t r = seed | 1;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = s_rng(&r);
+		switch (v & 7) {
+		case 0: x[i] = specials[(v >> 8) % (sizeof(specials) / sizeof(specials[0]))]; break;
+		case 1: x[i] = (uint32_t)(v >> 32); break; /* any pattern at all */
+		default: /* near 1.0 in magnitude, random sign */
+			x[i] = ((uint32_t)(v >> 32) & 0x80ffffffu) | (uint32_t)(0x38 + (v >> 8) % 16) << 24;
+			break;
+		}
+	}
+}
+
+static void test_all_kernels_agree_on_odd_lengths_and_unaligned_buffers(void)
+{
+	static const size_t lens[] = { 0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 100, 1000003 };
+	const size_t max = 1000003;
+	uint8_t *in = malloc(4 * max + 8), *a = malloc(4 * max + 8), *c = malloc(4 * max + 8);
+	uint8_t *da = malloc(4 * max + 8), *dc = malloc(4 * max + 8);
+	uint32_t *x = malloc(4 * max);
+	int bad = 0;
+
+	CU_ASSERT_FATAL(in && a && c && da && dc && x);
+	s_random_f32(x, max, 42);
+	for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+		for (size_t off = 0; off < 4; off++) {
+			size_t n = lens[li];
+			uint8_t *src = in + off, *o1 = a + (3 - off), *o2 = c + off;
+			struct rr_f32_stats s1, s2;
+			memcpy(src, x, 4 * n);
+
+			for (int k = -30; k <= 30; k += 30) {
+				rr_fp16_force_portable(0);
+				rr_f32_to_fp16_shuffled(src, n, k, o1);
+				rr_fp16_shuffled_to_f32(o1, n, k, da + off);
+				rr_fp16_force_portable(1);
+				rr_f32_to_fp16_shuffled(src, n, k, o2);
+				rr_fp16_shuffled_to_f32(o2, n, k, dc + 1);
+				bad += memcmp(o1, o2, 2 * n) != 0;
+				bad += memcmp(da + off, dc + 1, 4 * n) != 0;
+			}
+			rr_fp16_force_portable(0);
+			rr_f32_to_bf16_shuffled(src, n, o1);
+			rr_bf16_shuffled_to_f32(o1, n, da + off);
+			rr_f32_stats_init(&s1);
+			rr_f32_stats_update(&s1, src, n);
+			rr_fp16_force_portable(1);
+			rr_f32_to_bf16_shuffled(src, n, o2);
+			rr_bf16_shuffled_to_f32(o2, n, dc + 1);
+			rr_f32_stats_init(&s2);
+			rr_f32_stats_update(&s2, src, n);
+			rr_fp16_force_portable(0);
+			bad += memcmp(o1, o2, 2 * n) != 0;
+			bad += memcmp(da + off, dc + 1, 4 * n) != 0;
+			bad += memcmp(&s1, &s2, sizeof(s1)) != 0;
+			if (bad) {
+				printf("\n  n=%zu off=%zu differs\n", n, off);
+				break;
+			}
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	free(in);
+	free(a);
+	free(c);
+	free(da);
+	free(dc);
+	free(x);
+}
+
+/* ---- stats ---- */
+
+static void s_stats_reference(struct rr_f32_stats *s, const uint32_t *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t a = x[i] & 0x7fffffff;
+		float f = s_f32(a);
+		if (f != f) {
+			s->odd_nans += a != 0x7fc00000;
+			continue;
+		}
+		if (a == 0x7f800000)
+			continue;
+		if (f > s_f32(s->max_abs_bits))
+			s->max_abs_bits = a;
+		if (a && (s->min_abs_bits == 0x7f800000 || f < s_f32(s->min_abs_bits)))
+			s->min_abs_bits = a;
+	}
+}
+
+static void test_stats_of_random_and_special_values_match_reference_on_both_paths(void)
+{
+	const size_t max = 100003;
+	uint32_t *x = malloc(4 * max);
+	int bad = 0;
+
+	CU_ASSERT_FATAL(x != NULL);
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		size_t n = seed < 20 ? (size_t)seed * 7 : max - seed;
+		struct rr_f32_stats ref, simd, port;
+		s_random_f32(x, n, seed);
+		if (seed % 5 == 0) /* no specials at all in some runs: pure small weights */
+			for (size_t i = 0; i < n; i++)
+				x[i] = (x[i] & 0x807fffff) | 0x3c000000;
+		rr_f32_stats_init(&ref);
+		s_stats_reference(&ref, x, n);
+		rr_fp16_force_portable(0);
+		rr_f32_stats_init(&simd);
+		rr_f32_stats_update(&simd, x, n);
+		rr_fp16_force_portable(1);
+		rr_f32_stats_init(&port);
+		rr_f32_stats_update(&port, x, n);
+		rr_fp16_force_portable(0);
+		bad += memcmp(&ref, &simd, sizeof(ref)) != 0 || memcmp(&ref, &port, sizeof(ref)) != 0;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	free(x);
+}
+
+static void test_stats_init_is_empty_and_skip_zeros_inf_and_canonical_nan(void)
+{
+	const uint32_t x[] = { 0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
+			       0xffc00000, 0x7fc00000, 0x00000000, 0x80000000, 0x7f800000,
+			       0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
+			       0xffc00000, 0x7fc00000, 0x00000000 };
+	struct rr_f32_stats s;
+
+	for (int portable = 0; portable <= 1; portable++) {
+		rr_fp16_force_portable(portable);
+		rr_f32_stats_init(&s);
+		CU_ASSERT_EQUAL(s.max_abs_bits, 0);
+		CU_ASSERT_EQUAL(s.min_abs_bits, 0x7f800000);
+		CU_ASSERT_EQUAL(s.odd_nans, 0);
+		rr_f32_stats_update(&s, x, sizeof(x) / sizeof(x[0]));
+		CU_ASSERT_EQUAL(s.max_abs_bits, 0);
+		CU_ASSERT_EQUAL(s.min_abs_bits, 0x7f800000);
+		CU_ASSERT_EQUAL(s.odd_nans, 0);
+		CU_ASSERT_EQUAL(rr_fp16_scale_for(&s), 0);
+		CU_ASSERT_EQUAL(rr_fp16_is_safe(&s, 0), 1);
+	}
+	rr_fp16_force_portable(0);
+}
+
+static void test_stats_count_nans_with_payloads_on_both_paths(void)
+{
+	uint32_t x[40];
+	struct rr_f32_stats s;
+
+	for (size_t i = 0; i < 40; i++)
+		x[i] = 0x3f800000;
+	x[3] = 0x7f800001;  /* signalling */
+	x[17] = 0xffc00001; /* quiet with payload */
+	x[18] = 0xffc00000; /* canonical (negative) */
+	x[39] = 0x7fffffff; /* in the portable tail */
+	for (int portable = 0; portable <= 1; portable++) {
+		rr_fp16_force_portable(portable);
+		rr_f32_stats_init(&s);
+		rr_f32_stats_update(&s, x, 40);
+		CU_ASSERT_EQUAL(s.odd_nans, 3);
+		CU_ASSERT_EQUAL(s.max_abs_bits, 0x3f800000);
+		CU_ASSERT_EQUAL(s.min_abs_bits, 0x3f800000);
+	}
+	rr_fp16_force_portable(0);
+}
+
+static void test_stats_merge_takes_max_min_and_sums_nans(void)
+{
+	struct rr_f32_stats a = { 0x3f800000, 0x3a000000, 2 }, b = { 0x40400000, 0x3b000000, 5 };
+	struct rr_f32_stats e;
+
+	rr_f32_stats_merge(&a, &b);
+	CU_ASSERT_EQUAL(a.max_abs_bits, 0x40400000);
+	CU_ASSERT_EQUAL(a.min_abs_bits, 0x3a000000);
+	CU_ASSERT_EQUAL(a.odd_nans, 7);
+	rr_f32_stats_init(&e);
+	rr_f32_stats_merge(&e, &a);
+	CU_ASSERT_EQUAL(memcmp(&e, &a, sizeof(a)), 0);
+}
+
+/* ---- scale and the auto rule ---- */
+
+static int s_scale_of(uint32_t max_bits)
+{
+	struct rr_f32_stats s = { max_bits, max_bits, 0 };
+	return rr_fp16_scale_for(&s);
+}
+
+static void test_scale_puts_max_in_2_pow_14_to_2_pow_15(void)
+{
+	const float v[] = { 0.5f, -3.0f, 0.0f, 1e-3f };
+	struct rr_f32_stats s;
+
+	CU_ASSERT_EQUAL(s_scale_of(0x3f800000), 14);   /* 1.0 */
+	CU_ASSERT_EQUAL(s_scale_of(0x47000000), -1);   /* 2^15 */
+	CU_ASSERT_EQUAL(s_scale_of(0x40400000), 13);   /* 3.0 */
+	CU_ASSERT_EQUAL(s_scale_of(0x3fffffff), 14);   /* just below 2.0 */
+	CU_ASSERT_EQUAL(s_scale_of(0x46fffe00), 0);    /* 32767 */
+	CU_ASSERT_EQUAL(s_scale_of(0x46800000), 0);    /* 2^14 */
+	CU_ASSERT_EQUAL(s_scale_of(0x3ca3d70a), 20);   /* 0.02 */
+	CU_ASSERT_EQUAL(s_scale_of(0), 0);             /* all zeros */
+	CU_ASSERT_EQUAL(s_scale_of(0x0d800000), 112);  /* 2^-100: clamped from 114 */
+	CU_ASSERT_EQUAL(s_scale_of(0x0e800000), 112);  /* 2^-98: exactly 112 */
+	CU_ASSERT_EQUAL(s_scale_of(0x0f000000), 111);  /* 2^-97 */
+	CU_ASSERT_EQUAL(s_scale_of(0x00000001), 112);  /* least subnormal */
+	CU_ASSERT_EQUAL(s_scale_of(0x007fffff), 112);  /* greatest subnormal */
+	CU_ASSERT_EQUAL(s_scale_of(0x7e800000), -112); /* 2^126: exactly -112 */
+	CU_ASSERT_EQUAL(s_scale_of(0x7f7fffff), -112); /* FLT_MAX: clamped from -113 */
+	/* End to end through the stats: max |x| is 3.0. */
+	for (int portable = 0; portable <= 1; portable++) {
+		rr_fp16_force_portable(portable);
+		rr_f32_stats_init(&s);
+		rr_f32_stats_update(&s, v, 4);
+		CU_ASSERT_EQUAL(s.max_abs_bits, 0x40400000);
+		CU_ASSERT_EQUAL(rr_fp16_scale_for(&s), 13);
+	}
+	rr_fp16_force_portable(0);
+}
+
+static int s_safe(uint32_t min_bits, uint32_t max_bits, int k)
+{
+	struct rr_f32_stats s = { max_bits, min_bits, 0 };
+	return rr_fp16_is_safe(&s, k);
+}
+
+static void test_is_safe_boundary_is_exactly_2_pow_minus_17_after_scaling(void)
+{
+	struct rr_f32_stats none;
+
+	rr_f32_stats_init(&none);
+	CU_ASSERT_EQUAL(rr_fp16_is_safe(&none, 0), 1);
+	CU_ASSERT_EQUAL(s_safe(0x37000000, 0x3f800000, 0), 1);  /* 2^-17 */
+	CU_ASSERT_EQUAL(s_safe(0x36ffffff, 0x3f800000, 0), 0);  /* just below */
+	CU_ASSERT_EQUAL(s_safe(0x30000000, 0x3f800000, 14), 1); /* 2^-31 * 2^14 */
+	CU_ASSERT_EQUAL(s_safe(0x2fffffff, 0x3f800000, 14), 0);
+	CU_ASSERT_EQUAL(s_safe(0x37000000, 0x3f800000, -1), 0);
+	CU_ASSERT_EQUAL(s_safe(0x36800000, 0x3f800000, 1), 1);
+	/* Subnormal minimum: floor(log2) from its highest set bit. */
+	CU_ASSERT_EQUAL(s_safe(0x00400000, 0x3f800000, 110), 1); /* 2^-127 */
+	CU_ASSERT_EQUAL(s_safe(0x00400000, 0x3f800000, 109), 0);
+	CU_ASSERT_EQUAL(s_safe(0x003fffff, 0x3f800000, 111), 1); /* < 2^-127 */
+	CU_ASSERT_EQUAL(s_safe(0x003fffff, 0x3f800000, 110), 0);
+	CU_ASSERT_EQUAL(s_safe(0x00000001, 0x3f800000, 112), 0); /* 2^-149 */
+	/* Adam-like second moments: max 1e-2, min 1e-12 -> k = 21; 1e-12 * 2^21 < 2^-17. */
+	CU_ASSERT_EQUAL(s_safe(s_bits(1e-12f), s_bits(1e-2f), s_scale_of(s_bits(1e-2f))), 0);
+	CU_ASSERT_EQUAL(s_safe(s_bits(1e-7f), s_bits(1e-2f), s_scale_of(s_bits(1e-2f))), 1);
+}
+
+static void test_is_safe_refuses_a_scale_that_would_overflow_fp16(void)
+{
+	/* Only reachable through the clamp (max |x| >= 2^127) or a caller's own k; min = max
+	 * here, so the 2^-17 rule passes and only the overflow check decides. */
+	CU_ASSERT_EQUAL(s_safe(0x7f7fffff, 0x7f7fffff, -112), 0); /* FLT_MAX */
+	CU_ASSERT_EQUAL(s_safe(0x7f7ff000, 0x7f7ff000, -112), 0); /* 65520 * 2^112 */
+	CU_ASSERT_EQUAL(s_safe(0x7f7fefff, 0x7f7fefff, -112), 1); /* rounds to 65504 * 2^112 */
+	CU_ASSERT_EQUAL(s_safe(0x7f000000, 0x7f000000, -112), 1); /* 2^127 -> 2^15 */
+	CU_ASSERT_EQUAL(s_safe(0x477fefff, 0x477fefff, 0), 1);
+	CU_ASSERT_EQUAL(s_safe(0x477ff000, 0x477ff000, 0), 0);    /* 65520 */
+	CU_ASSERT_EQUAL(s_safe(0x47800000, 0x47800000, 0), 0);    /* 65536 */
+	CU_ASSERT_EQUAL(s_safe(0x46800000, 0x47000000, 1), 0);    /* 2^15 * 2 = 65536 */
+	CU_ASSERT_EQUAL(s_safe(0x46800000, 0x47000000, 0), 1);    /* 2^15 */
+}
+
+/* A tensor the auto rule sends to FP16 keeps every normal value within 2^-8, even the small
+ * ones that land in FP16's subnormals (DESIGN §4's guarantee). */
+static void test_fp16_chosen_by_auto_rule_keeps_every_value_within_2_pow_minus_8(void)
+{
+	const size_t n = 4096;
+	uint32_t *x = malloc(4 * n), *back = malloc(4 * n);
+	uint8_t *enc = malloc(2 * n);
+	uint64_t r = 7;
+	int chosen = 0, wrong = 0;
+
+	CU_ASSERT_FATAL(x && back && enc);
+	for (int t = 0; t < 200; t++) {
+		struct rr_f32_stats s;
+		int span = t % 36; /* binades between the largest and smallest magnitude */
+		int top = (int)(s_rng(&r) % 200) - 100;
+		int k;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t v = s_rng(&r);
+			int e = top - (int)((v >> 40) % (unsigned)(span + 1));
+			x[i] = (uint32_t)(v & 0x807fffff) | (uint32_t)(e + 127) << 23;
+		}
+		rr_f32_stats_init(&s);
+		rr_f32_stats_update(&s, x, n);
+		k = rr_fp16_scale_for(&s);
+		if (!rr_fp16_is_safe(&s, k))
+			continue;
+		chosen++;
+		rr_f32_to_fp16_shuffled(x, n, k, enc);
+		rr_fp16_shuffled_to_f32(enc, n, k, back);
+		for (size_t i = 0; i < n; i++) {
+			double xv = s_f32(x[i]), dv = s_f32(back[i]);
+			if (s_abs(dv - xv) > s_abs(xv) * s_pow2(-8) && !wrong++)
+				printf("\n  x=0x%08x k=%d back=0x%08x\n", x[i], k, back[i]);
+		}
+	}
+	CU_ASSERT(chosen > 50);
+	CU_ASSERT_EQUAL(wrong, 0);
+	free(x);
+	free(back);
+	free(enc);
+}
+
+/* ---- specials ---- */
+
+static void test_zeros_infinities_and_canonical_nan_round_trip_exactly(void)
+{
+	static const uint32_t x[] = { 0x00000000, 0x80000000, 0x7f800000,
+				      0xff800000, 0x7fc00000, 0xffc00000 };
+	static const uint16_t want_half[] = { 0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe00 };
+	static const uint16_t want_bf16[] = { 0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc0 };
+	static const int ks[] = { 0, 14, -1, 112, -112 };
+	const size_t n = sizeof(x) / sizeof(x[0]);
+	uint8_t enc[2 * 6];
+	uint32_t back[6];
+
+	for (int portable = 0; portable <= 1; portable++) {
+		rr_fp16_force_portable(portable);
+		for (size_t j = 0; j < sizeof(ks) / sizeof(ks[0]); j++) {
+			rr_f32_to_fp16_shuffled(x, n, ks[j], enc);
+			rr_fp16_shuffled_to_f32(enc, n, ks[j], back);
+			for (size_t i = 0; i < n; i++) {
+				CU_ASSERT_EQUAL(s_half_at(enc, n, i), want_half[i]);
+				CU_ASSERT_EQUAL(back[i], x[i]);
+			}
+		}
+		rr_f32_to_bf16_shuffled(x, n, enc);
+		rr_bf16_shuffled_to_f32(enc, n, back);
+		for (size_t i = 0; i < n; i++) {
+			CU_ASSERT_EQUAL(s_half_at(enc, n, i), want_bf16[i]);
+			CU_ASSERT_EQUAL(back[i], x[i]);
+		}
+	}
+	rr_fp16_force_portable(0);
+}
+
+static void test_bf16_of_flt_max_is_greatest_finite_bf16_not_inf(void)
+{
+	const float x[] = { FLT_MAX, -FLT_MAX, s_f32(0x7f7f8000), s_f32(0x7f7f7fff), 1.0f,
+			    s_f32(0x3f808000), s_f32(0x3f818000), s_f32(0x7f800001) };
+	const uint16_t want[] = { 0x7f7f, 0xff7f, 0x7f7f, 0x7f7f, 0x3f80, 0x3f80, 0x3f82, 0x7fc0 };
+	const size_t n = sizeof(x) / sizeof(x[0]);
+	uint8_t enc[2 * 8];
+
+	for (int portable = 0; portable <= 1; portable++) {
+		rr_fp16_force_portable(portable);
+		rr_f32_to_bf16_shuffled(x, n, enc);
+		for (size_t i = 0; i < n; i++)
+			CU_ASSERT_EQUAL(s_half_at(enc, n, i), want[i]);
+	}
+	rr_fp16_force_portable(0);
+}
+
+static void test_fp16_encode_hand_cases_including_subnormal_halves_and_overflow(void)
+{
+	const uint32_t x[] = {
+		0x3f800000, /* 1.0 */
+		0x477fe000, /* 65504, FP16's greatest */
+		0x477fefff, /* rounds down to 65504 */
+		0x477ff000, /* 65520: ties to Inf */
+		0x33000000, /* 2^-25: ties to zero */
+		0x33000001, /* just above: least subnormal */
+		0x33c00000, /* 1.5 * 2^-24: ties to even 2 * 2^-24 */
+		0x387fc000, /* 2^-14 - 2^-24 = greatest subnormal */
+		0x387fe000, /* ties up to 2^-14 */
+		0xb3800000, /* -2^-24 */
+		0x7f800001, /* signalling NaN -> quiet, top payload bits kept */
+		0xffa00000,
+	};
+	const uint16_t want[] = { 0x3c00, 0x7bff, 0x7bff, 0x7c00, 0x0000, 0x0001,
+				  0x0002, 0x03ff, 0x0400, 0x8001, 0x7e00, 0xfe00 | 0x100 };
+	const size_t n = sizeof(x) / sizeof(x[0]);
+	uint8_t enc[2 * 12];
+
+	for (int portable = 0; portable <= 1; portable++) {
+		rr_fp16_force_portable(portable);
+		rr_f32_to_fp16_shuffled(x, n, 0, enc);
+		for (size_t i = 0; i < n; i++)
+			CU_ASSERT_EQUAL(s_half_at(enc, n, i), want[i]);
+		/* The scale is applied before rounding: 2^-20 * 2^20 = 1.0. */
+		uint32_t small = 0x35800000;
+		rr_f32_to_fp16_shuffled(&small, 1, 20, enc);
+		CU_ASSERT_EQUAL(s_half_at(enc, 1, 0), 0x3c00);
+	}
+	rr_fp16_force_portable(0);
+}
+
+static void test_force_portable_selects_the_path_and_reports_it(void)
+{
+	const char *simd = rr_fp16_force_portable(0);
+	CU_ASSERT_STRING_EQUAL(rr_fp16_force_portable(1), "portable");
+	CU_ASSERT(!strcmp(rr_fp16_force_portable(0), simd));
+	CU_ASSERT(!strcmp(simd, "avx2+f16c") || !strcmp(simd, "portable"));
+	printf(" [%s]", simd);
+}
+
+static CU_TestInfo s_tests[] = {
+	{ "test_force_portable_selects_the_path_and_reports_it",
+	  test_force_portable_selects_the_path_and_reports_it },
+	{ "test_fp16_encode_hand_cases_including_subnormal_halves_and_overflow",
+	  test_fp16_encode_hand_cases_including_subnormal_halves_and_overflow },
+	{ "test_zeros_infinities_and_canonical_nan_round_trip_exactly",
+	  test_zeros_infinities_and_canonical_nan_round_trip_exactly },
+	{ "test_bf16_of_flt_max_is_greatest_finite_bf16_not_inf",
+	  test_bf16_of_flt_max_is_greatest_finite_bf16_not_inf },
+	{ "test_scale_puts_max_in_2_pow_14_to_2_pow_15", test_scale_puts_max_in_2_pow_14_to_2_pow_15 },
+	{ "test_is_safe_boundary_is_exactly_2_pow_minus_17_after_scaling",
+	  test_is_safe_boundary_is_exactly_2_pow_minus_17_after_scaling },
+	{ "test_is_safe_refuses_a_scale_that_would_overflow_fp16",
+	  test_is_safe_refuses_a_scale_that_would_overflow_fp16 },
+	{ "test_stats_init_is_empty_and_skip_zeros_inf_and_canonical_nan",
+	  test_stats_init_is_empty_and_skip_zeros_inf_and_canonical_nan },
+	{ "test_stats_count_nans_with_payloads_on_both_paths",
+	  test_stats_count_nans_with_payloads_on_both_paths },
+	{ "test_stats_merge_takes_max_min_and_sums_nans",
+	  test_stats_merge_takes_max_min_and_sums_nans },
+	{ "test_stats_of_random_and_special_values_match_reference_on_both_paths",
+	  test_stats_of_random_and_special_values_match_reference_on_both_paths },
+	{ "test_all_kernels_agree_on_odd_lengths_and_unaligned_buffers",
+	  test_all_kernels_agree_on_odd_lengths_and_unaligned_buffers },
+	{ "test_fp16_decode_of_every_half_is_exact_and_identical_on_both_paths",
+	  test_fp16_decode_of_every_half_is_exact_and_identical_on_both_paths },
+	{ "test_bf16_decode_of_every_value_is_a_shift_on_both_paths",
+	  test_bf16_decode_of_every_value_is_a_shift_on_both_paths },
+	{ "test_fp16_chosen_by_auto_rule_keeps_every_value_within_2_pow_minus_8",
+	  test_fp16_chosen_by_auto_rule_keeps_every_value_within_2_pow_minus_8 },
+	{ "test_fp16_encode_of_every_f32_matches_nearest_even_reference_on_both_paths",
+	  test_fp16_encode_of_every_f32_matches_nearest_even_reference_on_both_paths },
+	{ "test_fp16_encode_of_every_f32_is_identical_on_both_paths_at_other_scales",
+	  test_fp16_encode_of_every_f32_is_identical_on_both_paths_at_other_scales },
+	{ "test_fp16_round_trip_of_every_normal_f32_with_its_own_scale_is_within_2_pow_minus_11",
+	  test_fp16_round_trip_of_every_normal_f32_with_its_own_scale_is_within_2_pow_minus_11 },
+	{ "test_bf16_encode_of_every_f32_is_identical_on_both_paths_never_inf_and_within_2_pow_minus_8",
+	  test_bf16_encode_of_every_f32_is_identical_on_both_paths_never_inf_and_within_2_pow_minus_8 },
+	CU_TEST_INFO_NULL,
+};
+
+RR_CUNIT_MAIN("fp16", s_tests)
