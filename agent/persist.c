@@ -60,7 +60,9 @@ struct s_job {
 	struct s_task *tasks;
 	size_t ntasks;
 	struct rr_f32_stats *stats;  /* per task, for lossy-policy segments */
-	size_t *todo;                /* phase 2: tasks whose segment is not reused */
+	size_t *first;               /* phase 1: chunks of segments of several chunks */
+	size_t nfirst;
+	size_t *todo;                /* phase 2: chunks whose segment is not (known to be) reused */
 	size_t ntodo;
 	struct s_worker *workers;
 	struct s_reuse reuse;
@@ -249,7 +251,10 @@ out:
 }
 
 /* Cuts every segment into chunks (whole elements, at most RR_SEGMENT_BYTES) and lists the
- * tasks, file by file, segment by segment. */
+ * tasks, file by file, segment by segment. A segment of one chunk (most tensors, every plain
+ * segment) is read once: hashed, analysed and encoded in phase 2. A segment of several
+ * chunks needs all of them hashed (and, for lossy forms, its scale known) before any is
+ * encoded, so phase 1 reads those first. */
 static int s_plan_chunks(struct s_job *j)
 {
 	size_t nt = 0;
@@ -272,6 +277,8 @@ static int s_plan_chunks(struct s_job *j)
 				for (size_t c = 0; c < k; c++) {
 					uint64_t at = (uint64_t)c * RR_SEGMENT_BYTES;
 					uint64_t len = seg->length - at;
+					if (k > 1)
+						j->first[j->nfirst++] = j->ntasks;
 					j->tasks[j->ntasks++] = (struct s_task){
 						.file = f, .seg = g, .chunk = c, .offset = seg->offset + at,
 						.length = len < RR_SEGMENT_BYTES ? (size_t)len : RR_SEGMENT_BYTES,
@@ -282,8 +289,9 @@ static int s_plan_chunks(struct s_job *j)
 		if (pass == 0) {
 			j->tasks = calloc(nt ? nt : 1, sizeof(*j->tasks));
 			j->stats = calloc(nt ? nt : 1, sizeof(*j->stats));
+			j->first = calloc(nt ? nt : 1, sizeof(*j->first));
 			j->todo = calloc(nt ? nt : 1, sizeof(*j->todo));
-			if (!j->tasks || !j->stats || !j->todo)
+			if (!j->tasks || !j->stats || !j->first || !j->todo)
 				return RR_ENOMEM;
 		}
 	}
@@ -345,23 +353,28 @@ static int s_read_chunk(struct s_job *j, const struct s_task *t, unsigned char *
 	return rc;
 }
 
-static int s_analyse(size_t t, unsigned worker, void *ud)
+/* Records the chunk's original-bytes hash and, for lossy-policy segments, its statistics. */
+static void s_hash_and_stats(struct s_job *j, size_t t, const unsigned char *raw)
 {
-	struct s_job *j = ud;
 	const struct s_task *task = &j->tasks[t];
-	struct s_worker *w = &j->workers[worker];
 	struct rr_segment *seg = &j->m->files[task->file].segs[task->seg];
 	enum s_policy p = j->plans[task->file][task->seg].policy;
-	int rc = s_read_chunk(j, task, w->raw);
 
-	if (rc)
-		return rc;
-	rr_xxh128_hex(w->raw, task->length, seg->chunks[task->chunk].raw_xxh128);
+	rr_xxh128_hex(raw, task->length, seg->chunks[task->chunk].raw_xxh128);
 	seg->chunks[task->chunk].size = task->length;
 	rr_f32_stats_init(&j->stats[t]);
 	if (p == S_AUTO || p == S_FP16 || p == S_BF16)
-		rr_f32_stats_update(&j->stats[t], w->raw, task->length / 4);
-	return 0;
+		rr_f32_stats_update(&j->stats[t], raw, task->length / 4);
+}
+
+static int s_analyse(size_t i, unsigned worker, void *ud)
+{
+	struct s_job *j = ud;
+	size_t t = j->first[i];
+	int rc = s_read_chunk(j, &j->tasks[t], j->workers[worker].raw);
+	if (!rc)
+		s_hash_and_stats(j, t, j->workers[worker].raw);
+	return rc;
 }
 
 /* ---- between the phases: each tensor's encoding; unchanged segments ---- */
@@ -463,29 +476,48 @@ static const struct rr_segment *s_reuse_find(struct s_job *j, const struct rr_se
 	return NULL;
 }
 
-static void s_between_phases(struct s_job *j, struct rr_persist_stats *st)
+/* Once every chunk of segment (f, g) is hashed: chooses its encoding and, when the previous
+ * checkpoint stored the same bytes the same way, takes its chunks. Returns 1 when reused. */
+static int s_settle(struct s_job *j, size_t f, size_t g)
+{
+	struct rr_segment *seg = &j->m->files[f].segs[g];
+	const struct rr_segment *old;
+
+	s_choose_encoding(j, f, g);
+	old = s_reuse_find(j, seg);
+	if (!old)
+		return 0;
+	/* Unchanged since the previous checkpoint: not encoded, not written. */
+	memcpy(seg->chunks, old->chunks, old->nchunks * sizeof(*seg->chunks));
+	j->plans[f][g].reused = 1;
+	rr_progress_add(j->progress, seg->length);
+	return 1;
+}
+
+/* After phase 1: settles the segments of several chunks; lists what phase 2 encodes. */
+static void s_between_phases(struct s_job *j)
 {
 	for (size_t f = 0; f < j->m->nfiles; f++) {
 		struct rr_file_entry *fe = &j->m->files[f];
 		for (size_t g = 0; g < fe->nsegs; g++) {
-			struct rr_segment *seg = &fe->segs[g];
-			const struct rr_segment *old;
-			s_choose_encoding(j, f, g);
-			if (seg->tensor)
-				st->tensors[seg->encoding]++;
-			old = s_reuse_find(j, seg);
-			if (old) {
-				/* Unchanged since the previous checkpoint: not encoded, not written. */
-				memcpy(seg->chunks, old->chunks, old->nchunks * sizeof(*seg->chunks));
-				j->plans[f][g].reused = 1;
-				st->reused_segments++;
-				rr_progress_add(j->progress, seg->length);
+			if (fe->segs[g].nchunks > 1 && s_settle(j, f, g))
 				continue;
-			}
-			for (size_t c = 0; c < seg->nchunks; c++)
+			for (size_t c = 0; c < fe->segs[g].nchunks; c++)
 				j->todo[j->ntodo++] = j->plans[f][g].first_task + c;
 		}
 	}
+}
+
+static void s_count(const struct s_job *j, struct rr_persist_stats *st)
+{
+	for (size_t f = 0; f < j->m->nfiles; f++)
+		for (size_t g = 0; g < j->m->files[f].nsegs; g++) {
+			const struct rr_segment *seg = &j->m->files[f].segs[g];
+			st->segments++;
+			st->reused_segments += (uint64_t)j->plans[f][g].reused;
+			if (seg->tensor)
+				st->tensors[seg->encoding]++;
+		}
 }
 
 /* ---- phase 2: encode, hash, store ---- */
@@ -504,6 +536,12 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 
 	if (rc)
 		return rc;
+	if (seg->nchunks == 1) {
+		s_hash_and_stats(j, j->todo[i], w->raw);
+		if (s_settle(j, t->file, t->seg))
+			return 0;
+		form = rr_chunk_form_of(seg);
+	}
 	rc = rr_codec_encode(w->codec, &form, w->raw, t->length, &w->stored);
 	if (rc) {
 		s_fail(j, "cannot encode %s: %s", fe->path, rr_strerror(rc));
@@ -586,6 +624,7 @@ static void s_job_free(struct s_job *j, unsigned threads)
 	free(j->plans);
 	free(j->tasks);
 	free(j->stats);
+	free(j->first);
 	free(j->todo);
 	free(j->reuse.segs);
 	rr_manifest_destroy(j->m);
@@ -649,9 +688,9 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		goto out;
 	snprintf(what, sizeof(what), "persist %s", name);
 	j.progress = rr_progress_new(what, rr_manifest_total_size(j.m));
-	rc = rr_pool_run(threads, j.ntasks, s_analyse, &j, opts->cancel);
+	rc = rr_pool_run(threads, j.nfirst, s_analyse, &j, opts->cancel);
 	if (!rc) {
-		s_between_phases(&j, stats);
+		s_between_phases(&j);
 		rc = rr_pool_run(threads, j.ntodo, s_encode, &j, opts->cancel);
 	}
 	rr_progress_destroy(j.progress);
@@ -673,8 +712,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	stats->bytes = rr_manifest_total_size(j.m);
 	stats->stored_bytes = rr_manifest_total_stored(j.m);
 	stats->new_bytes = atomic_load(&j.new_bytes) + json.len;
-	for (size_t f = 0; f < j.m->nfiles; f++)
-		stats->segments += j.m->files[f].nsegs;
+	s_count(&j, stats);
 	if (manifest_out) {
 		*manifest_out = j.m;
 		j.m = NULL;

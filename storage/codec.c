@@ -142,7 +142,13 @@ int rr_codec_encode(struct rr_codec *c, const struct rr_chunk_form *f, const voi
 static int s_decompress(struct rr_codec *c, const void *stored, size_t stored_len, void *dst,
 			size_t want)
 {
-	size_t n = ZSTD_decompressDCtx(c->dctx, dst, want, stored, stored_len);
+	unsigned long long first = ZSTD_getFrameContentSize(stored, stored_len);
+	size_t n;
+
+	/* Every frame we write declares its size; anything else is not ours. */
+	if (first == ZSTD_CONTENTSIZE_ERROR || first == ZSTD_CONTENTSIZE_UNKNOWN || first > want)
+		return RR_ECORRUPT;
+	n = ZSTD_decompressDCtx(c->dctx, dst, want, stored, stored_len);
 	return ZSTD_isError(n) || n != want ? RR_ECORRUPT : 0;
 }
 

@@ -62,64 +62,75 @@ static inline uint32_t s_pow2_bits(int k)
 	return (uint32_t)(k + 127) << 23;
 }
 
-/* F32 bits -> FP16 bits, round to nearest even, as VCVTPS2PH does. */
+/* F32 bits -> FP16 bits, round to nearest even, as VCVTPS2PH does (after F. Giesen's
+ * float_to_half_fast3_rtne). */
 static inline uint16_t s_half_from_bits(uint32_t x)
 {
 	uint32_t sign = (x >> 16) & 0x8000u;
 	uint32_t a = x & S_ABS;
+	/* Normal half: rebias the exponent (127 - 15 = 112) and round the 13 dropped bits to
+	 * even; a carry out of the mantissa bumps the exponent, up to Inf from 65520 on. */
+	uint32_t hn = (a - 0x38000000u + 0x0fffu + ((a >> 13) & 1u)) >> 13;
+	/* Below 2^-14, subnormal half or zero: 0.5 + |x| puts |x| in units of 2^-24 (the least
+	 * subnormal half) into the low mantissa bits, and the F32 add rounds it to nearest
+	 * even, a single rounding as in the hardware. 2^-14 - 2^-25 and up give 0x400. */
+	uint32_t hs = s_bits(s_f32(a < 0x38800000u ? a : 0) + 0.5f) - 0x3f000000u;
+	/* From 2^16 up: Inf, or NaN with the quiet bit set and the top payload bits. */
+	uint32_t hi = a > S_INF ? 0x7e00u | ((a >> 13) & 0x3ffu) : 0x7c00u;
+	uint32_t h = a < 0x38800000u ? hs : hn;
 
-	if (a >= 0x38800000u) { /* >= 2^-14: normal half, overflow, Inf or NaN */
-		if (a >= 0x477ff000u) { /* >= 65520 rounds past 65504 */
-			if (a > S_INF)
-				return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-			return (uint16_t)(sign | 0x7c00u);
-		}
-		a -= 0x38000000u; /* rebias the exponent: 127 - 15 = 112 */
-		a += 0x0fffu + ((a >> 13) & 1u);
-		return (uint16_t)(sign | (a >> 13));
-	}
-	if (a <= 0x33000000u) /* <= 2^-25, half of the least subnormal: ties to zero */
-		return (uint16_t)sign;
-	/* Subnormal half: the value in units of 2^-24 is m >> (126 - e), rounded to even. */
-	uint32_t e = a >> 23; /* 102 .. 112 */
-	uint32_t m = (a & 0x7fffffu) | 0x800000u;
-	unsigned shift = 126u - e; /* 14 .. 24 */
-	uint32_t q = m >> shift;
-	uint32_t rem = m & ((1u << shift) - 1u);
-	uint32_t halfway = 1u << (shift - 1u);
-	q += (rem > halfway) | ((rem == halfway) & q);
-	return (uint16_t)(sign | q);
+	/* Selects rather than branches: the compiler makes conditional moves of these. */
+	h = a >= 0x47800000u ? hi : h;
+	return (uint16_t)(sign | h);
 }
 
 /* FP16 bits -> F32 bits, exact; NaNs come out quiet (as VCVTPH2PS gives them). */
 static inline uint32_t s_bits_from_half(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-	uint32_t e = (h >> 10) & 0x1fu;
-	uint32_t m = h & 0x3ffu;
+	uint32_t o = (uint32_t)(h & 0x7fffu) << 13;
+	uint32_t e = o & 0x0f800000u;
 
-	if (e == 0x1f)
-		return sign | S_INF | (m << 13) | (m ? 0x400000u : 0u);
-	if (e)
-		return sign | ((e + 112u) << 23) | (m << 13);
-	if (!m)
-		return sign;
-	unsigned p = 31u - (unsigned)__builtin_clz(m); /* value = m * 2^-24, m < 2^10 */
-	return sign | ((p + 103u) << 23) | ((m << (23u - p)) & 0x7fffffu);
+	o += 0x38000000u; /* rebias: 127 - 15 */
+	if (e == 0x0f800000u) { /* Inf or NaN: exponent all ones */
+		o += 0x38000000u;
+		if (o != S_INF)
+			o |= 0x400000u;
+	} else if (e == 0) { /* zero or subnormal: m * 2^-24 = (1 + m/1024) * 2^-14 - 2^-14 */
+		o = s_bits(s_f32(o + 0x00800000u) - s_f32(0x38800000u));
+	}
+	return sign | o;
 }
 
-/* F32 bits -> BF16 bits: NaN kept quiet, round to nearest even, finite never to Inf. */
+/* F32 bits -> BF16 bits: NaN kept quiet, round to nearest even, finite never to Inf.
+ * Written without branches on the value so the compiler can use conditional moves. */
 static inline uint16_t s_bf16_from_bits(uint32_t x)
 {
 	uint32_t a = x & S_ABS;
-	uint32_t r;
+	uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
 
-	if (a > S_INF)
-		return (uint16_t)((x >> 16) | 0x0040u);
-	r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-	if ((r & 0x7fffu) == 0x7f80u && a != S_INF)
-		r = (r & 0x8000u) | 0x7f7fu;
-	return (uint16_t)r;
+	r -= (a - 0x7f7f8000u) < 0x8000u; /* finite but rounds to Inf: 0x7f80 -> 0x7f7f */
+	return (uint16_t)(a > S_INF ? (x >> 16) | 0x0040u : r);
+}
+
+/* Stores the low bytes of 8 halves at lo and their high bytes at hi: two 8-byte stores
+ * instead of sixteen 1-byte ones. */
+static inline void s_split8(const uint16_t h[8], uint8_t *lo, uint8_t *hi)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t l = 0, u = 0;
+	for (unsigned j = 0; j < 8; j++) {
+		l |= (uint64_t)(h[j] & 0xffu) << (8 * j);
+		u |= (uint64_t)(h[j] >> 8) << (8 * j);
+	}
+	memcpy(lo, &l, 8);
+	memcpy(hi, &u, 8);
+#else
+	for (unsigned j = 0; j < 8; j++) {
+		lo[j] = (uint8_t)h[j];
+		hi[j] = (uint8_t)(h[j] >> 8);
+	}
+#endif
 }
 
 /* The portable kernels work on elements [i, n) of a run of n, so the SIMD kernels can
@@ -127,11 +138,17 @@ static inline uint16_t s_bf16_from_bits(uint32_t x)
 static void s_to_fp16_portable(const uint8_t *src, size_t i, size_t n, int k, uint8_t *dst)
 {
 	float scale = s_f32(s_pow2_bits(k));
+	uint16_t h[8];
 
+	for (; i + 8 <= n; i += 8) {
+		for (unsigned j = 0; j < 8; j++)
+			h[j] = s_half_from_bits(s_bits(s_f32(s_load32(src + 4 * (i + j))) * scale));
+		s_split8(h, dst + i, dst + n + i);
+	}
 	for (; i < n; i++) {
-		uint16_t h = s_half_from_bits(s_bits(s_f32(s_load32(src + 4 * i)) * scale));
-		dst[i] = (uint8_t)h;
-		dst[n + i] = (uint8_t)(h >> 8);
+		h[0] = s_half_from_bits(s_bits(s_f32(s_load32(src + 4 * i)) * scale));
+		dst[i] = (uint8_t)h[0];
+		dst[n + i] = (uint8_t)(h[0] >> 8);
 	}
 }
 
@@ -147,10 +164,17 @@ static void s_from_fp16_portable(const uint8_t *src, size_t i, size_t n, int k, 
 
 static void s_to_bf16_portable(const uint8_t *src, size_t i, size_t n, uint8_t *dst)
 {
+	uint16_t h[8];
+
+	for (; i + 8 <= n; i += 8) {
+		for (unsigned j = 0; j < 8; j++)
+			h[j] = s_bf16_from_bits(s_load32(src + 4 * (i + j)));
+		s_split8(h, dst + i, dst + n + i);
+	}
 	for (; i < n; i++) {
-		uint16_t h = s_bf16_from_bits(s_load32(src + 4 * i));
-		dst[i] = (uint8_t)h;
-		dst[n + i] = (uint8_t)(h >> 8);
+		h[0] = s_bf16_from_bits(s_load32(src + 4 * i));
+		dst[i] = (uint8_t)h[0];
+		dst[n + i] = (uint8_t)(h[0] >> 8);
 	}
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The core promise: a drill notice makes the trainer checkpoint; the checkpoint becomes
 # durable in the store; on a "new machine" (checkpoint directory deleted) the same command
-# line restores it and the trainer ends in exactly the state of an uninterrupted run.
+# line restores it and the trainer ends in exactly the state of an uninterrupted run
+# (bit for bit: --precision exact; the default rounds F32 tensors, see test_tensor_checkpoints).
 . "$(dirname "$0")/lib.sh"
 
 STEPS=300
@@ -9,7 +10,7 @@ reference_run $STEPS ref.json
 
 # Machine 1: the notice arrives once training is under way.
 ( wait_for 30 test -d .resume-run/checkpoints/step-50 && touch NOTICE ) &
-run_rr m1.log --notice-file NOTICE --keep 5 -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out m1.json
+run_rr m1.log --precision exact --notice-file NOTICE --keep 5 -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out m1.json
 wait
 expect_eq "$RC" 0 "machine 1 exit status"
 [ ! -f m1.json ] || fail "machine 1 should have stopped for the preemption, not finished"
@@ -31,7 +32,7 @@ ok "store: step-$saved committed, LATEST, ledger and verify agree"
 
 # Machine 2: nothing local survives.
 rm -rf .resume-run/checkpoints NOTICE
-run_rr m2.log -- "$PY" "$TRAINER" --steps $STEPS --step-time 0 --out m2.json
+run_rr m2.log --precision exact -- "$PY" "$TRAINER" --steps $STEPS --step-time 0 --out m2.json
 expect_eq "$RC" 0 "machine 2 exit status"
 expect_grep "restored step-$saved" m2.log "restore logged"
 expect_grep "resumed from step $saved" m2.log "trainer resumed from the saved step"

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Benchmarks that back the figures in BENCHMARKS.md. Writes BENCHMARKS.md (or $BENCH_OUT).
+# Every figure is the median of $RUNS runs (min and max beside it), with its baseline run
+# in the same session on the same bytes.
+#
+# The checkpoint: a 27M-parameter transformer (scripts/train_transformer.py) trained
+# $STEPS steps with AdamW on the CPU, model and optimizer state saved as safetensors with the
+# trainer helper. It is made once and cached in $BENCH_CACHE (training takes ~20 min here).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+RUNS=${RUNS:-5}
+STEPS=${STEPS:-30}
+CACHE=${BENCH_CACHE:-/var/tmp/resume-run-bench}
+OUT=${BENCH_OUT:-$root/BENCHMARKS.md}
+scripts/install-deps.sh test
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)" >/dev/null
+RR=$root/build/resume-run
+PY=/usr/bin/python3
+export PYTHONPATH=$root/scripts
+
+ckpt=$CACHE/transformer-27m/step-$STEPS
+if [ ! -f "$ckpt/optimizer.safetensors" ]; then
+	echo "== training the benchmark checkpoint (once; cached in $CACHE)"
+	rm -rf "$ckpt.tmp"
+	$PY scripts/train_transformer.py --steps "$STEPS" --vocab 8192 --dim 512 --layers 6 --heads 8 \
+		--seq 64 --batch 8 --threads "$(nproc)" --lr 1e-3 --save-to "$ckpt.tmp"
+	mv "$ckpt.tmp" "$ckpt"
+fi
+work=$(mktemp -d /dev/shm/rr-bench.XXXXXX)   # tmpfs: the store is not the bottleneck
+trap 'rm -rf "$work"' EXIT
+files=("$ckpt/model.safetensors" "$ckpt/optimizer.safetensors")
+f32_bytes=$(cat "${files[@]}" | wc -c)
+cat "${files[@]}" > /dev/null   # both sides read from the page cache
+
+# persist PRECISION RUN: persists the checkpoint into a fresh store with the real agent (it
+# persists the newest local checkpoint at start) and prints "<ms> <stored bytes>".
+persist() {
+	local store=$work/store-$1-$2 cdir=$work/ck-$1-$2
+	mkdir -p "$cdir" && cp -al "$ckpt" "$cdir/step-$STEPS"
+	"$RR" --precision "$1" --store "file://$store" --checkpoint-dir "$cdir" -- true 2> "$work/log-$1-$2"
+	$PY - "$store/default" <<'PY'
+import glob, json, sys
+ev = json.load(open(glob.glob(sys.argv[1] + "/events/*-checkpoint.json")[0]))
+print(ev["elapsed_ms"], ev["stored_bytes"])
+PY
+}
+zstd_run() { # prints "<ms> <bytes>"
+	local d=$work/zstd-$1; mkdir -p "$d"
+	local t0 t1; t0=$(date +%s%N)
+	zstd -1 -T2 -q -f "${files[@]}" --output-dir-flat "$d"
+	t1=$(date +%s%N)
+	echo "$(( (t1 - t0) / 1000000 )) $(cat "$d"/* | wc -c)"
+}
+stats() { # reads numbers, prints "median min max"
+	sort -n | awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; print m, a[1], a[NR]}'
+}
+
+echo "== encode throughput and size: resume-run persist vs zstd -1 -T2 ($RUNS runs each, interleaved)"
+: > "$work/auto.txt"; : > "$work/exact.txt"; : > "$work/zstd.txt"
+for i in $(seq "$RUNS"); do
+	persist auto "$i" >> "$work/auto.txt"
+	persist exact "$i" >> "$work/exact.txt"
+	zstd_run "$i" >> "$work/zstd.txt"
+done
+read -r auto_ms auto_min auto_max < <(cut -d' ' -f1 "$work/auto.txt" | stats)
+read -r exact_ms exact_min exact_max < <(cut -d' ' -f1 "$work/exact.txt" | stats)
+read -r zstd_ms zstd_min zstd_max < <(cut -d' ' -f1 "$work/zstd.txt" | stats)
+auto_bytes=$(head -n1 "$work/auto.txt" | cut -d' ' -f2)
+exact_bytes=$(head -n1 "$work/exact.txt" | cut -d' ' -f2)
+zstd_bytes=$(head -n1 "$work/zstd.txt" | cut -d' ' -f2)
+encodings=$(grep -h 'tensors:' "$work/log-auto-1" | sed 's/.*tensors: //' | paste -sd';' -)
+
+echo "== error bound over every value (auto), byte identity (exact)"
+"$RR" restore --store "file://$work/store-auto-1" --to "$work/r-auto" > /dev/null 2>&1
+bound=$($PY tests/integration/check_tensors.py "$ckpt" "$work/r-auto/step-$STEPS" \
+	"$work/store-auto-1/default/checkpoints/step-$STEPS/manifest.json")
+"$RR" restore --store "file://$work/store-exact-1" --to "$work/r-exact" > /dev/null 2>&1
+cmp "$ckpt/model.safetensors" "$work/r-exact/step-$STEPS/model.safetensors"
+cmp "$ckpt/optimizer.safetensors" "$work/r-exact/step-$STEPS/optimizer.safetensors"
+per_file=$($PY - "$work/store-auto-1/default/checkpoints/step-$STEPS/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+for f in m["files"]:
+    if f["path"].endswith(".safetensors"):
+        st = sum(c["stored_size"] for s in f["segments"] for c in s["chunks"])
+        print(f"{f['path']} {f['size'] / st:.2f}x")
+PY
+)
+
+echo "== incremental: a second checkpoint with 4 of the model's tensors changed"
+inc=$work/inc; mkdir -p "$inc/ck"; cp -al "$ckpt" "$inc/ck/step-$STEPS"
+"$RR" --store "file://$inc/store" --checkpoint-dir "$inc/ck" -- true 2> "$inc/log1"
+mkdir "$inc/ck/.step-next.tmp"
+cp "$ckpt/optimizer.safetensors" "$ckpt/state.json" "$inc/ck/.step-next.tmp/"
+changed=$($PY - "$ckpt/model.safetensors" "$inc/ck/.step-next.tmp/model.safetensors" <<'PY'
+import sys
+import resume_run as rr
+tensors, meta = rr.load_safetensors_raw(sys.argv[1])
+names = [n for n in tensors if n.startswith("blocks.layers.5.")][:4]
+nbytes = 0
+for n in names:
+    dtype, shape, data = tensors[n]
+    b = bytearray(data)
+    for i in range(0, len(b), 4):  # flip the lowest mantissa bit of every element
+        b[i] ^= 1
+    tensors[n] = (dtype, shape, bytes(b))
+    nbytes += len(b)
+rr.save_safetensors_raw(tensors, sys.argv[2], meta)
+print(len(names), nbytes)
+PY
+)
+mv "$inc/ck/.step-next.tmp" "$inc/ck/step-$((STEPS + 1))"
+"$RR" --store "file://$inc/store" --checkpoint-dir "$inc/ck" -- true 2> "$inc/log2"
+inc_line=$($PY - "$inc/store/default" "$((STEPS + 1))" <<'PY'
+import glob, json, sys
+ev = {e["checkpoint"]: e for e in (json.load(open(p)) for p in glob.glob(sys.argv[1] + "/events/*-checkpoint.json"))}
+e = ev[f"step-{sys.argv[2]}"]
+print(e["new_bytes"], e["stored_bytes"], e["unchanged_segments"], e["segments"], e["elapsed_ms"])
+PY
+)
+read -r inc_new inc_stored inc_same inc_segs inc_ms <<< "$inc_line"
+read -r n_changed changed_bytes <<< "$changed"
+
+kern=$(build/kernels_bench 2>/dev/null || echo "(build/kernels_bench not built)")
+
+gbps() { awk -v b="$1" -v ms="$2" 'BEGIN { printf "%.2f", b / ms / 1e6 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+cat > "$OUT" <<MD
+# Benchmarks
+
+Produced by \`scripts/bench.sh\` (RUNS=$RUNS) on $(date -u +%Y-%m-%d): $(nproc) cores ($cpu),
+$(free -g | awk '/Mem:/ {print $2}') GiB, $(uname -sr). Every time is the median of $RUNS runs (min–max), each
+figure beside its baseline from the same session on the same bytes. Stores are on tmpfs
+(\`/dev/shm\`), inputs in the page cache, so the figures are about the encoder, not the disk.
+
+## The checkpoint
+
+A 27M-parameter GPT-style transformer (\`scripts/train_transformer.py --vocab 8192 --dim 512
+--layers 6\`), trained $STEPS steps with AdamW on the CPU (Debian's python3-torch), model and
+optimizer state saved as safetensors by \`scripts/resume_run.py\`: $(mb "$f32_bytes") of F32
+(model $(mb "$(stat -c %s "$ckpt/model.safetensors")"), optimizer $(mb "$(stat -c %s "$ckpt/optimizer.safetensors")")).
+
+## Size
+
+| stored as | bytes | vs F32 files | vs zstd -1 |
+|---|---|---|---|
+| F32 files | $f32_bytes | 1.00x | |
+| \`zstd -1 -T2\` | $zstd_bytes | $(ratio "$f32_bytes" "$zstd_bytes")x | 1.00x |
+| resume-run \`--precision exact\` | $exact_bytes | $(ratio "$f32_bytes" "$exact_bytes")x | $(ratio "$zstd_bytes" "$exact_bytes")x |
+| resume-run \`--precision auto\` | $auto_bytes | **$(ratio "$f32_bytes" "$auto_bytes")x** | $(ratio "$zstd_bytes" "$auto_bytes")x |
+
+- \`auto\` per file: $(echo "$per_file" | paste -sd';' - | sed 's/;/; /g'). Encodings chosen: $encodings.
+- \`auto\`, every value checked after a restore (\`tests/integration/check_tensors.py\`): $bound.
+- \`exact\` restores byte-identical files (\`cmp\` of both files after \`resume-run restore\`).
+
+## Encode throughput
+
+Persist of the whole checkpoint into a fresh store (read, parse, hash, convert, shuffle,
+compress, sha256, write; \`elapsed_ms\` of the ledger's checkpoint event), GB/s of F32 input,
+against \`zstd -1 -T2\` on the same two files:
+
+| | time | GB/s of F32 input | bytes written |
+|---|---|---|---|
+| \`zstd -1 -T2 -q FILES --output-dir-flat DIR\` | $zstd_ms ms ($zstd_min–$zstd_max) | $(gbps "$f32_bytes" "$zstd_ms") | $zstd_bytes |
+| resume-run \`--precision exact\` | $exact_ms ms ($exact_min–$exact_max) | $(gbps "$f32_bytes" "$exact_ms") | $exact_bytes |
+| resume-run \`--precision auto\` | $auto_ms ms ($auto_min–$auto_max) | **$(gbps "$f32_bytes" "$auto_ms")** | $auto_bytes ($(awk -v a="$auto_bytes" -v z="$zstd_bytes" 'BEGIN { printf "%.0f%%", 100 * a / z }') of zstd's) |
+
+\`auto\` is $(ratio "$zstd_ms" "$auto_ms")x the speed of \`zstd -1 -T2\` while writing $(awk -v a="$auto_bytes" -v z="$zstd_bytes" 'BEGIN { printf "%.0f%%", 100 * a / z }') of its bytes.
+
+## Incremental checkpoint
+
+The same checkpoint again with $n_changed of the model's tensors changed ($(mb "$changed_bytes") of F32):
+$inc_same of $inc_segs segments unchanged, **$(mb "$inc_new") written** (the changed tensors'
+chunks and the manifest) of $(mb "$inc_stored") the checkpoint occupies, in $inc_ms ms.
+
+## Kernels (one core, \`build/kernels_bench\`)
+
+\`\`\`
+$kern
+\`\`\`
+MD
+echo "== wrote $OUT"
+cat "$OUT"
