@@ -13,6 +13,10 @@
 #include "rr/buf.h"
 #include "rr/codec.h"
 #include "rr/error.h"
+#include "rr/fp16.h"
+#include "rr/shuffle.h"
+
+#include <zstd.h>
 
 #include "cunit_main.h"
 
@@ -405,6 +409,95 @@ static void test_destroy_accepts_null(void)
 	rr_codec_destroy(NULL);
 }
 
+/* Counts the zstd frames in stored bytes (one per byte plane for tensor forms). */
+static int s_frames(const unsigned char *p, size_t n)
+{
+	int frames = 0;
+	while (n) {
+		size_t f = ZSTD_findFrameCompressedSize(p, n);
+		if (ZSTD_isError(f))
+			return -1;
+		p += f;
+		n -= f;
+		frames++;
+	}
+	return frames;
+}
+
+/* Lossless tensor form: every width round-trips byte for byte, one frame per plane. */
+static void test_shuffle_form_round_trips_and_stores_one_frame_per_plane(void)
+{
+	static const unsigned widths[] = { 1, 2, 4, 8 };
+	size_t len = 3u << 20;
+	unsigned char *raw = malloc(len), *back = malloc(len);
+	struct rr_codec *c = rr_codec_new(RR_ZSTD_LEVEL_DEFAULT);
+	struct rr_buf out;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(raw && back && c);
+	for (size_t i = 0; i < len; i++)
+		raw[i] = (unsigned char)((i % 8 == 7) ? 0x3f : rand());
+	rr_buf_init(&out, S_BUF_MAX);
+	for (unsigned w = 0; w < 4; w++) {
+		struct rr_chunk_form f = { .encoding = RR_ENC_SHUFFLE_ZSTD, .width = widths[w] };
+		CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c, &f, raw, len, &out), 0);
+		CU_ASSERT_EQUAL(s_frames(out.data, out.len), (int)widths[w]);
+		memset(back, 0, len);
+		CU_ASSERT_EQUAL(rr_codec_decode(c, &f, out.data, out.len, back, len), 0);
+		CU_ASSERT_EQUAL(memcmp(raw, back, len), 0);
+	}
+	/* A length that is not whole elements is refused. */
+	struct rr_chunk_form f4 = { .encoding = RR_ENC_SHUFFLE_ZSTD, .width = 4 };
+	CU_ASSERT_EQUAL(rr_codec_encode(c, &f4, raw, 6, &out), RR_EINVAL);
+	rr_buf_free(&out);
+	rr_codec_destroy(c);
+	free(raw);
+	free(back);
+}
+
+/* FP16 and BF16 chunks decode to exactly what the converters give (the codec adds only
+ * shuffling and zstd), in two frames, about half the bytes. */
+static void test_fp16_and_bf16_forms_decode_to_the_converters_result(void)
+{
+	size_t n = 1u << 20, len = n * 4;
+	float *x = malloc(len), *back = malloc(len), *want = malloc(len);
+	uint8_t *planes = malloc(n * 2);
+	struct rr_codec *c = rr_codec_new(RR_ZSTD_LEVEL_DEFAULT);
+	struct rr_buf out;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x && back && want && planes && c);
+	for (size_t i = 0; i < n; i++)
+		x[i] = (float)((int)(rand() % 20001) - 10000) * 1e-6f;
+	rr_buf_init(&out, S_BUF_MAX);
+	for (int bf = 0; bf < 2; bf++) {
+		struct rr_chunk_form f = { .encoding = bf ? RR_ENC_BF16 : RR_ENC_FP16, .width = 4,
+					   .scale_exp = bf ? 0 : 20 };
+		CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c, &f, x, len, &out), 0);
+		CU_ASSERT_EQUAL(s_frames(out.data, out.len), 2);
+		CU_ASSERT(out.len < len / 2 + 1024);
+		CU_ASSERT_EQUAL_FATAL(rr_codec_decode(c, &f, out.data, out.len, back, len), 0);
+		if (bf) {
+			rr_f32_to_bf16_shuffled(x, n, planes);
+			rr_bf16_shuffled_to_f32(planes, n, want);
+		} else {
+			rr_f32_to_fp16_shuffled(x, n, 20, planes);
+			rr_fp16_shuffled_to_f32(planes, n, 20, want);
+		}
+		CU_ASSERT_EQUAL(memcmp(back, want, len), 0);
+		/* The wrong scale decodes to other values: the scale is part of the form. */
+		f.scale_exp = bf ? 0 : 19;
+		CU_ASSERT_EQUAL_FATAL(rr_codec_decode(c, &f, out.data, out.len, back, len), 0);
+		CU_ASSERT((memcmp(back, want, len) != 0) == !bf);
+		/* A chunk whose size is not whole F32 elements is refused. */
+		CU_ASSERT_EQUAL(rr_codec_decode(c, &f, out.data, out.len, back, len - 2), RR_ECORRUPT);
+	}
+	rr_buf_free(&out);
+	rr_codec_destroy(c);
+	free(x);
+	free(back);
+	free(want);
+	free(planes);
+}
+
 static CU_TestInfo s_tests[] = {
 	{ "test_empty_input_encodes_to_a_frame_that_decodes_to_nothing",
 	  test_empty_input_encodes_to_a_frame_that_decodes_to_nothing },
@@ -433,6 +526,10 @@ static CU_TestInfo s_tests[] = {
 	  test_codec_still_works_after_a_failed_decode },
 	{ "test_unknown_encoding_is_refused", test_unknown_encoding_is_refused },
 	{ "test_destroy_accepts_null", test_destroy_accepts_null },
+	{ "test_shuffle_form_round_trips_and_stores_one_frame_per_plane",
+	  test_shuffle_form_round_trips_and_stores_one_frame_per_plane },
+	{ "test_fp16_and_bf16_forms_decode_to_the_converters_result",
+	  test_fp16_and_bf16_forms_decode_to_the_converters_result },
 	CU_TEST_INFO_NULL,
 };
 

@@ -31,7 +31,7 @@
 #define S_SANITIZED 0
 #endif
 
-#define S_BLOCK_BITS 20
+#define S_BLOCK_BITS 16
 #define S_BLOCK (1u << S_BLOCK_BITS)
 #define S_NBLOCKS (1u << (32 - S_BLOCK_BITS))
 #define S_STRIDE (S_SANITIZED ? 61u : 1u)
