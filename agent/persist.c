@@ -57,6 +57,7 @@ struct s_job {
 	const char *root; /* directory the files are read from */
 	struct rr_manifest *m;
 	struct s_seg_plan **plans;   /* per file, per segment */
+	size_t nplans;
 	struct s_task *tasks;
 	size_t ntasks;
 	struct rr_f32_stats *stats;  /* per task, for lossy-policy segments */
@@ -313,6 +314,7 @@ static int s_build_manifest(struct s_job *j, const char *name, int64_t committed
 	m->committed_unix_ms = committed_ms;
 	m->files = calloc(l->n ? l->n : 1, sizeof(*m->files));
 	j->plans = calloc(l->n ? l->n : 1, sizeof(*j->plans));
+	j->nplans = l->n;
 	if (!m->run_id || !m->checkpoint || !m->files || !j->plans ||
 	    (j->opts->host && !m->host))
 		return RR_ENOMEM;
@@ -619,7 +621,7 @@ static void s_job_free(struct s_job *j, unsigned threads)
 		rr_buf_free(&j->workers[i].stored);
 	}
 	free(j->workers);
-	for (size_t f = 0; j->plans && j->m && f < j->m->nfiles; f++)
+	for (size_t f = 0; j->plans && f < j->nplans; f++)
 		free(j->plans[f]);
 	free(j->plans);
 	free(j->tasks);
