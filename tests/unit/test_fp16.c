@@ -131,7 +131,7 @@ struct s_scan {
 	uint8_t *simd;     /* encoded by the SIMD path */
 	uint8_t *port;     /* encoded by the portable path */
 	uint32_t *dec;     /* decoded */
-	const uint32_t *mid; /* FP16 reference: midpoints between neighbouring halves */
+	const uint32_t *lim; /* FP16 reference: greatest |x| rounding to each half */
 	uint32_t h;        /* FP16 reference: position of the walk */
 	uint64_t bad[S_NCOUNT];
 };
@@ -139,7 +139,7 @@ struct s_scan {
 typedef void (*s_block_fn)(struct s_scan *s, uint32_t blk);
 
 /* A worker: runs fn on blocks [first, end) and writes its counters to fd. */
-static void s_worker(s_block_fn fn, const uint32_t *mid, uint32_t first, uint32_t end, int fd)
+static void s_worker(s_block_fn fn, const uint32_t *lim, uint32_t first, uint32_t end, int fd)
 {
 	struct s_scan s = { 0 };
 	int ok;
@@ -148,7 +148,7 @@ static void s_worker(s_block_fn fn, const uint32_t *mid, uint32_t first, uint32_
 	s.simd = malloc(2 * S_BLOCK);
 	s.port = malloc(2 * S_BLOCK);
 	s.dec = malloc(S_BLOCK * sizeof(uint32_t));
-	s.mid = mid;
+	s.lim = lim;
 	if (!s.x || !s.simd || !s.port || !s.dec)
 		_exit(3);
 	for (uint32_t blk = first; blk < end; blk++) {
@@ -165,7 +165,7 @@ static void s_worker(s_block_fn fn, const uint32_t *mid, uint32_t first, uint32_
  * between child processes, one per CPU up to 4, so the scans take seconds rather than a
  * minute: the path switch (rr_fp16_force_portable) is process-wide, so threads could not
  * each flip it, while processes share nothing. Returns 0 when every worker finished. */
-static int s_scan_all(s_block_fn fn, const uint32_t *mid, uint64_t bad[S_NCOUNT])
+static int s_scan_all(s_block_fn fn, const uint32_t *lim, uint64_t bad[S_NCOUNT])
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int nw = ncpu < 1 ? 1 : ncpu > S_MAX_WORKERS ? S_MAX_WORKERS : (int)ncpu;
@@ -190,7 +190,7 @@ static int s_scan_all(s_block_fn fn, const uint32_t *mid, uint64_t bad[S_NCOUNT]
 		}
 		if (pid[started] == 0) {
 			close(p[0]);
-			s_worker(fn, mid, (uint32_t)((uint64_t)started * S_NBLOCKS / (unsigned)nw),
+			s_worker(fn, lim, (uint32_t)((uint64_t)started * S_NBLOCKS / (unsigned)nw),
 				 (uint32_t)((uint64_t)(started + 1) * S_NBLOCKS / (unsigned)nw), p[1]);
 		}
 		close(p[1]);
@@ -239,31 +239,44 @@ static uint64_t s_count_diffs(const struct s_scan *s, size_t n, const char *what
 
 /* ---- exhaustive FP16 ---- */
 
-/* Midpoints between neighbouring non-negative halves h and h+1, h < 0x7c00, computed in
- * double; each needs 12 significant bits, so it is exact as an F32 too, and the walk below
- * compares F32 bit patterns (for non-negative floats their order is the value order). */
-static uint32_t *s_midpoints(void)
+#define S_CHECK 64
+
+/* 1 when |d - x| > |x| / r, for a power of two r; computed in F32 so that loops of it
+ * vectorize, and exact where it matters: when d is within a factor 2 of x the difference is
+ * exact (Sterbenz), and otherwise it is at least |x| / 2 after rounding; Inf and overflow
+ * only make it larger. */
+static inline uint32_t s_far(float x, float d, float r)
 {
-	uint32_t *mid = malloc(0x7c00 * sizeof(uint32_t));
-	CU_ASSERT_FATAL(mid != NULL);
+	return __builtin_fabsf(d - x) * r > __builtin_fabsf(x);
+}
+
+
+/* For each non-negative half h < 0x7c00, the greatest |x| (as F32 bits) that rounds to h:
+ * the midpoint m between h and h+1 (computed in double) when h is even, since ties go to
+ * the even neighbour, and the F32 just below m when h is odd. m needs 12 significant bits,
+ * so it is exact as an F32, and for non-negative floats the order of the bit patterns is
+ * the order of the values. Above the last limit (65520 and up) is Inf. */
+static uint32_t *s_limits(void)
+{
+	uint32_t *lim = malloc(0x7c00 * sizeof(uint32_t));
+	CU_ASSERT_FATAL(lim != NULL);
 	for (uint32_t h = 0; h < 0x7c00; h++) {
 		double m = (s_half_value(h) + s_half_value(h + 1)) / 2;
-		mid[h] = s_bits((float)m);
 		CU_ASSERT_FATAL((double)(float)m == m);
+		lim[h] = s_bits((float)m) - (h & 1);
 	}
-	return mid;
+	return lim;
 }
 
 /* The reference rounding of x (F32 bits, walked in increasing order of |x| within a sign):
- * the least h with |x| below its upper midpoint, or at it with h even. *h carries the
- * position between calls. */
-static uint16_t s_ref_half(uint32_t x, const uint32_t *mid, uint32_t *h)
+ * the least h whose limit is at or above |x|. *h carries the position between calls. */
+static uint16_t s_ref_half(uint32_t x, const uint32_t *lim, uint32_t *h)
 {
 	uint32_t sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
 
 	if (a > 0x7f800000)
 		return (uint16_t)(sign | 0x7e00 | ((a >> 13) & 0x3ff));
-	while (*h < 0x7c00 && (a > mid[*h] || (a == mid[*h] && (*h & 1))))
+	while (*h < 0x7c00 && a > lim[*h])
 		(*h)++;
 	return (uint16_t)(sign | *h);
 }
@@ -272,7 +285,7 @@ static uint16_t s_ref_half(uint32_t x, const uint32_t *mid, uint32_t *h)
 static void s_block_fp16_k0(struct s_scan *s, uint32_t blk)
 {
 	size_t n = s_fill_block(s->x, blk);
-	const uint32_t *xs = s->x, *mid = s->mid;
+	const uint32_t *xs = s->x, *lim = s->lim;
 	const uint8_t *port = s->port;
 	uint32_t h = s->h;
 	uint64_t wrong = 0;
@@ -280,7 +293,7 @@ static void s_block_fp16_k0(struct s_scan *s, uint32_t blk)
 	s_fp16_both(s, n, 0);
 	s->bad[0] += s_count_diffs(s, n, "fp16", 0);
 	for (size_t i = 0; i < n; i++) {
-		uint16_t want = s_ref_half(xs[i], mid, &h);
+		uint16_t want = s_ref_half(xs[i], lim, &h);
 		uint16_t got = s_half_at(port, n, i);
 		if (got != want && !wrong++ && !s->bad[1])
 			printf("\n  x=0x%08x portable=0x%04x reference=0x%04x\n", xs[i], got, want);
@@ -291,13 +304,13 @@ static void s_block_fp16_k0(struct s_scan *s, uint32_t blk)
 
 static void test_fp16_encode_of_every_f32_matches_nearest_even_reference_on_both_paths(void)
 {
-	uint32_t *mid = s_midpoints();
+	uint32_t *lim = s_limits();
 	uint64_t bad[S_NCOUNT];
 
-	CU_ASSERT_EQUAL(s_scan_all(s_block_fp16_k0, mid, bad), 0);
+	CU_ASSERT_EQUAL(s_scan_all(s_block_fp16_k0, lim, bad), 0);
 	CU_ASSERT_EQUAL(bad[0], 0);
 	CU_ASSERT_EQUAL(bad[1], 0);
-	free(mid);
+	free(lim);
 }
 
 /* bad[0]: SIMD differs from portable. 20: a typical weight scale, moving F32's small values
@@ -326,6 +339,19 @@ static void test_fp16_encode_of_every_f32_is_identical_on_both_paths_at_other_sc
 	CU_ASSERT_EQUAL(bad[0], 0);
 }
 
+/* Adds x's FP16 round-trip failures to the counters: a finite result that is a subnormal
+ * half, off by more than 2^-11 or with its sign lost (wrong); an Inf (inf). */
+static inline void s_check_fp16(uint32_t x, uint16_t hv, uint32_t back, uint32_t *wrong,
+				uint32_t *inf)
+{
+	uint32_t finite = (hv & 0x7c00) != 0x7c00;
+	uint32_t bad = ((hv & 0x7c00) == 0) | s_far(s_f32(x), s_f32(back), 2048.0f) |
+		       ((back ^ x) >> 31);
+
+	*wrong += finite & bad;
+	*inf += !finite;
+}
+
 /* bad[0]: error above 2^-11 (or a subnormal half, or a sign lost); bad[1]: is_safe
  * disagrees with whether the value overflowed; bad[2]: the scale differs within a block. */
 static void s_block_fp16_round_trip(struct s_scan *s, uint32_t blk)
@@ -351,14 +377,21 @@ static void s_block_fp16_round_trip(struct s_scan *s, uint32_t blk)
 	s->bad[2] += rr_fp16_scale_for(&st) != k;
 	rr_f32_to_fp16_shuffled(xs, n, k, s->simd);
 	rr_fp16_shuffled_to_f32(s->simd, n, k, s->dec);
-	for (size_t i = 0; i < n; i++) {
-		uint16_t hv = s_half_at(enc, n, i);
-		int finite = (hv & 0x7c00) != 0x7c00;
-		double x = s_f32(xs[i]), d = s_f32(dec[i]);
+	for (size_t i0 = 0; i0 < n; i0 += S_CHECK) {
+		uint32_t cnt_wrong = 0, cnt_inf = 0;
+		size_t m = n - i0 < S_CHECK ? n - i0 : S_CHECK;
+		if (m == S_CHECK) {
+			for (size_t j = 0; j < S_CHECK; j++)
+				s_check_fp16(xs[i0 + j], s_half_at(enc, n, i0 + j), dec[i0 + j],
+					     &cnt_wrong, &cnt_inf);
+		} else {
+			for (size_t j = 0; j < m; j++)
+				s_check_fp16(xs[i0 + j], s_half_at(enc, n, i0 + j), dec[i0 + j],
+					     &cnt_wrong, &cnt_inf);
+		}
+		wrong += cnt_wrong;
 		/* Only the top binade (clamped scale) can overflow. */
-		unsafe += !finite && e != 0xfe;
-		wrong += finite && ((hv & 0x7c00) == 0 || s_abs(d - x) > s_abs(x) * s_pow2(-11) ||
-				    (dec[i] ^ xs[i]) >> 31);
+		unsafe += e != 0xfe ? cnt_inf : 0;
 	}
 	/* is_safe must refuse exactly the values that would overflow FP16: below the top
 	 * binade it accepts the block whatever the mantissas, in it it decides value by value. */
@@ -387,6 +420,21 @@ static void test_fp16_round_trip_of_every_normal_f32_with_its_own_scale_is_withi
 
 /* bad[0]: SIMD differs from portable; bad[1]: a finite value became Inf; bad[2]: error
  * above 2^-8 or a sign lost; bad[3]: a NaN stopped being NaN of its sign. */
+/* Adds x's BF16 failures to the counters: a NaN that stopped being NaN of its sign, a
+ * finite value that became Inf, a normal value off by more than 2^-8 or with its sign lost. */
+static inline void s_check_bf16(uint32_t x, uint16_t bf, uint32_t *to_inf, uint32_t *wrong,
+				uint32_t *nan_lost)
+{
+	uint32_t a = x & 0x7fffffff, back = (uint32_t)bf << 16, ba = back & 0x7fffffff;
+	uint32_t sign_lost = (back ^ x) >> 31;
+	uint32_t normal = (a >= 0x00800000) & (a < 0x7f800000);
+	uint32_t far = s_far(s_f32(x), s_f32(back), 256.0f);
+
+	*nan_lost += (a > 0x7f800000) & ((ba <= 0x7f800000) | sign_lost);
+	*to_inf += (a < 0x7f800000) & (ba >= 0x7f800000);
+	*wrong += normal & (far | sign_lost);
+}
+
 static void s_block_bf16(struct s_scan *s, uint32_t blk)
 {
 	size_t n = s_fill_block(s->x, blk);
@@ -400,18 +448,24 @@ static void s_block_bf16(struct s_scan *s, uint32_t blk)
 	rr_f32_to_bf16_shuffled(xs, n, s->port);
 	rr_fp16_force_portable(0);
 	s->bad[0] += s_count_diffs(s, n, "bf16", 0);
-	/* Counted without branches (they would mispredict on the rounding direction); the
-	 * first failure is looked up afterwards. */
-	for (size_t i = 0; i < n; i++) {
-		uint32_t x = xs[i], a = x & 0x7fffffff;
-		uint32_t back = (uint32_t)s_half_at(port, n, i) << 16;
-		uint32_t ba = back & 0x7fffffff;
-		int sign_kept = (back >> 31) == (x >> 31);
-		int normal = a >= 0x00800000 && a < 0x7f800000;
-		double xv = s_f32(x), dv = s_f32(back);
-		nan_lost += a > 0x7f800000 && (ba <= 0x7f800000 || !sign_kept);
-		to_inf += a < 0x7f800000 && ba >= 0x7f800000;
-		wrong += normal && (s_abs(dv - xv) > s_abs(xv) * s_pow2(-8) || !sign_kept);
+	/* Counted without branches, in chunks of a fixed count, so the compiler vectorizes
+	 * the checks (they cost more than the kernels otherwise); the first failure is looked
+	 * up afterwards. */
+	for (size_t i0 = 0; i0 < n; i0 += S_CHECK) {
+		uint32_t cnt_inf = 0, cnt_wrong = 0, cnt_nan = 0;
+		size_t m = n - i0 < S_CHECK ? n - i0 : S_CHECK;
+		if (m == S_CHECK) {
+			for (size_t j = 0; j < S_CHECK; j++)
+				s_check_bf16(xs[i0 + j], s_half_at(port, n, i0 + j), &cnt_inf,
+					     &cnt_wrong, &cnt_nan);
+		} else {
+			for (size_t j = 0; j < m; j++)
+				s_check_bf16(xs[i0 + j], s_half_at(port, n, i0 + j), &cnt_inf,
+					     &cnt_wrong, &cnt_nan);
+		}
+		to_inf += cnt_inf;
+		wrong += cnt_wrong;
+		nan_lost += cnt_nan;
 	}
 	if (to_inf + wrong + nan_lost && !s->bad[1] && !s->bad[2] && !s->bad[3]) {
 		for (size_t i = 0; i < n; i++) {
