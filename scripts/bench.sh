@@ -30,6 +30,7 @@ if [ ! -f "$ckpt/optimizer.safetensors" ]; then
 fi
 work=$(mktemp -d /dev/shm/rr-bench.XXXXXX)   # tmpfs: the store is not the bottleneck
 trap 'rm -rf "$work"' EXIT
+cp -r "$ckpt" "$work/src" && ckpt=$work/src  # inputs on tmpfs too, hard-linked per run
 files=("$ckpt/model.safetensors" "$ckpt/optimizer.safetensors")
 f32_bytes=$(cat "${files[@]}" | wc -c)
 cat "${files[@]}" > /dev/null   # both sides read from the page cache

@@ -70,9 +70,11 @@ static inline uint16_t s_half_from_bits(uint32_t x)
 {
 	uint32_t sign = (x >> 16) & 0x8000u;
 	uint32_t a = x & S_ABS;
-	uint32_t sub = 0u - (uint32_t)(a < 0x38800000u);  /* below 2^-14 */
-	uint32_t big = 0u - (uint32_t)(a >= 0x47800000u); /* 2^16 and up, Inf, NaN */
-	uint32_t nan = 0u - (uint32_t)(a > S_INF);
+	/* |x| < 2^31, so signed compares give the same answers; SSE2 has only those. */
+	int32_t sa = (int32_t)a;
+	uint32_t sub = 0u - (uint32_t)(sa < 0x38800000);  /* below 2^-14 */
+	uint32_t big = 0u - (uint32_t)(sa >= 0x47800000); /* 2^16 and up, Inf, NaN */
+	uint32_t nan = 0u - (uint32_t)(sa > 0x7f800000);
 	/* Normal half: rebias the exponent (127 - 15 = 112) and round the 13 dropped bits to
 	 * even; a carry out of the mantissa bumps the exponent, up to Inf from 65520 on. */
 	uint32_t hn = (a - 0x38000000u + 0x0fffu + ((a >> 13) & 1u)) >> 13;
@@ -111,10 +113,11 @@ static inline uint32_t s_bits_from_half(uint16_t h)
 static inline uint16_t s_bf16_from_bits(uint32_t x)
 {
 	uint32_t a = x & S_ABS;
-	uint32_t nan = 0u - (uint32_t)(a > S_INF);
+	uint32_t nan = 0u - (uint32_t)((int32_t)a > 0x7f800000); /* signed: see above */
 	uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
 
-	r -= (uint32_t)((a - 0x7f7f8000u) < 0x8000u); /* finite but rounds to Inf: keep 0x7f7f */
+	/* Finite but rounds to Inf: keep 0x7f7f. */
+	r -= (uint32_t)(((int32_t)a >= 0x7f7f8000) & ((int32_t)a < 0x7f800000));
 	return (uint16_t)((nan & ((x >> 16) | 0x0040u)) | (~nan & r));
 }
 
@@ -128,22 +131,24 @@ static void s_to_fp16_portable(const uint8_t *src, size_t i, size_t n, int k, ui
 {
 	float scale = s_f32(s_pow2_bits(k));
 	float f[S_CHUNK];
+	uint32_t h[S_CHUNK];
 	uint8_t lo[S_CHUNK], hi[S_CHUNK];
 
 	for (; i + S_CHUNK <= n; i += S_CHUNK) {
 		memcpy(f, src + 4 * i, sizeof(f));
+		for (unsigned j = 0; j < S_CHUNK; j++)
+			h[j] = s_half_from_bits(s_bits(f[j] * scale));
 		for (unsigned j = 0; j < S_CHUNK; j++) {
-			uint16_t h = s_half_from_bits(s_bits(f[j] * scale));
-			lo[j] = (uint8_t)h;
-			hi[j] = (uint8_t)(h >> 8);
+			lo[j] = (uint8_t)h[j];
+			hi[j] = (uint8_t)(h[j] >> 8);
 		}
 		memcpy(dst + i, lo, sizeof(lo));
 		memcpy(dst + n + i, hi, sizeof(hi));
 	}
 	for (; i < n; i++) {
-		uint16_t h = s_half_from_bits(s_bits(s_f32(s_load32(src + 4 * i)) * scale));
-		dst[i] = (uint8_t)h;
-		dst[n + i] = (uint8_t)(h >> 8);
+		uint16_t v = s_half_from_bits(s_bits(s_f32(s_load32(src + 4 * i)) * scale));
+		dst[i] = (uint8_t)v;
+		dst[n + i] = (uint8_t)(v >> 8);
 	}
 }
 

@@ -36,6 +36,11 @@ static void s_shuffle_portable(const uint8_t *src, size_t i, size_t n, unsigned 
 			dst[3 * n + i] = src[4 * i + 3];
 		}
 		break;
+	case 8:
+		for (; i < n; i++)
+			for (unsigned b = 0; b < 8; b++)
+				dst[b * n + i] = src[8 * i + b];
+		break;
 	default:
 		for (; i < n; i++)
 			for (unsigned b = 0; b < width; b++)
@@ -62,6 +67,11 @@ static void s_unshuffle_portable(const uint8_t *src, size_t i, size_t n, unsigne
 			dst[4 * i + 3] = src[3 * n + i];
 		}
 		break;
+	case 8:
+		for (; i < n; i++)
+			for (unsigned b = 0; b < 8; b++)
+				dst[8 * i + b] = src[b * n + i];
+		break;
 	default:
 		for (; i < n; i++)
 			for (unsigned b = 0; b < width; b++)
@@ -81,18 +91,18 @@ static void s_unshuffle_portable(const uint8_t *src, size_t i, size_t n, unsigne
 
 S_TARGET static void s_shuffle2_avx2(const uint8_t *src, size_t n, uint8_t *dst)
 {
-	/* Per lane: the 8 low bytes, then the 8 high bytes. */
-	const __m256i split = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
-					       0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+	/* Low bytes: mask and pack; high bytes: shift and pack. packus works per 128-bit lane,
+	 * leaving the quarters in the order 0-7 16-23 8-15 24-31, which one permute fixes. */
+	const __m256i low = _mm256_set1_epi16(0xff);
 	size_t i = 0;
 
 	for (; i + 32 <= n; i += 32) {
-		__m256i a = _mm256_shuffle_epi8(S_LOAD256(src + 2 * i), split); /* 0-7 | 8-15 */
-		__m256i b = _mm256_shuffle_epi8(S_LOAD256(src + 2 * i + 32), split);
-		a = _mm256_permute4x64_epi64(a, 0xd8); /* lo 0-15 | hi 0-15 */
-		b = _mm256_permute4x64_epi64(b, 0xd8);
-		S_STORE256(dst + i, _mm256_permute2x128_si256(a, b, 0x20));
-		S_STORE256(dst + n + i, _mm256_permute2x128_si256(a, b, 0x31));
+		__m256i a = S_LOAD256(src + 2 * i);
+		__m256i b = S_LOAD256(src + 2 * i + 32);
+		__m256i lo = _mm256_packus_epi16(_mm256_and_si256(a, low), _mm256_and_si256(b, low));
+		__m256i hi = _mm256_packus_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(b, 8));
+		S_STORE256(dst + i, _mm256_permute4x64_epi64(lo, 0xd8));
+		S_STORE256(dst + n + i, _mm256_permute4x64_epi64(hi, 0xd8));
 	}
 	s_shuffle_portable(src, i, n, 2, dst);
 }
