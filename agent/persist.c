@@ -69,24 +69,8 @@ struct s_job {
 	struct s_reuse reuse;
 	struct rr_progress *progress;
 	atomic_uint_fast64_t new_bytes;
-	pthread_mutex_t why_lock;
-	char why[512];
+	struct rr_reason why;
 };
-
-static void s_fail(struct s_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Keeps the first failure's reason: the one worth a log line. */
-static void s_fail(struct s_job *j, const char *fmt, ...)
-{
-	va_list ap;
-	pthread_mutex_lock(&j->why_lock);
-	if (!j->why[0]) {
-		va_start(ap, fmt);
-		vsnprintf(j->why, sizeof(j->why), fmt, ap);
-		va_end(ap);
-	}
-	pthread_mutex_unlock(&j->why_lock);
-}
 
 /* ---- planning: which segments and chunks, stored how ---- */
 
@@ -341,14 +325,14 @@ static int s_read_chunk(struct s_job *j, const struct s_task *t, unsigned char *
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		rc = rr_error_from_errno(errno);
-		s_fail(j, "cannot open %s: %s", fe->path, strerror(errno));
+		rr_reason_set(&j->why, "cannot open %s: %s", fe->path, strerror(errno));
 		return rc;
 	}
 	rc = rr_pread_full(fd, raw, t->length, (int64_t)t->offset, &got);
 	if (rc)
-		s_fail(j, "cannot read %s: %s", fe->path, rr_strerror(rc));
+		rr_reason_set(&j->why, "cannot read %s: %s", fe->path, rr_strerror(rc));
 	else if (got < t->length)
-		s_fail(j, "cannot read %s: file shrank while being read", fe->path);
+		rr_reason_set(&j->why, "cannot read %s: file shrank while being read", fe->path);
 	if (!rc && got < t->length)
 		rc = RR_EIO;
 	close(fd);
@@ -546,7 +530,7 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 	}
 	rc = rr_codec_encode(w->codec, &form, w->raw, t->length, &w->stored);
 	if (rc) {
-		s_fail(j, "cannot encode %s: %s", fe->path, rr_strerror(rc));
+		rr_reason_set(&j->why, "cannot encode %s: %s", fe->path, rr_strerror(rc));
 		return rc;
 	}
 	rr_sha256_hex(w->stored.data, w->stored.len, ref->sha256);
@@ -559,12 +543,12 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 	if (rc == RR_ENOENT) {
 		rc = rr_store_put(j->store, key, w->stored.data, w->stored.len, NULL, NULL);
 		if (rc) {
-			s_fail(j, "cannot store a chunk of %s: %s", fe->path, rr_strerror(rc));
+			rr_reason_set(&j->why, "cannot store a chunk of %s: %s", fe->path, rr_strerror(rc));
 			return rc;
 		}
 		atomic_fetch_add(&j->new_bytes, w->stored.len);
 	} else if (rc) {
-		s_fail(j, "cannot check the store for a chunk of %s: %s", fe->path,
+		rr_reason_set(&j->why, "cannot check the store for a chunk of %s: %s", fe->path,
 		       rr_strerror(rc));
 		return rc;
 	}
@@ -636,7 +620,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 			  int64_t committed_ms, const struct rr_persist_opts *opts,
 			  struct rr_manifest **manifest_out, struct rr_persist_stats *stats)
 {
-	struct s_job j = { .store = s, .opts = opts, .why_lock = PTHREAD_MUTEX_INITIALIZER };
+	struct s_job j = { .store = s, .opts = opts, .why = RR_REASON_INIT };
 	struct rr_dir_listing l = { 0 };
 	char key[RR_KEY_MAX], what[300];
 	char *src = NULL, *staging_root = NULL, *staging = NULL;
@@ -697,8 +681,8 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	}
 	rr_progress_destroy(j.progress);
 	if (rc) {
-		if (j.why[0])
-			rr_error("persist of %s failed: %s", name, j.why);
+		if (j.why.text[0])
+			rr_error("persist of %s failed: %s", name, j.why.text);
 		goto out;
 	}
 

@@ -1,5 +1,7 @@
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -87,4 +89,16 @@ unsigned rr_pool_default_threads(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 && n < 256 ? (unsigned)n : 1;
+}
+
+void rr_reason_set(struct rr_reason *r, const char *fmt, ...)
+{
+	va_list ap;
+	pthread_mutex_lock(&r->lock);
+	if (!r->text[0]) {
+		va_start(ap, fmt);
+		vsnprintf(r->text, sizeof(r->text), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&r->lock);
 }

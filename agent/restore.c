@@ -45,24 +45,8 @@ struct s_job {
 	struct s_worker *workers;
 	struct rr_progress *progress;
 	atomic_uint_fast64_t downloaded;
-	pthread_mutex_t why_lock;
-	char why[512];
+	struct rr_reason why;
 };
-
-static void s_fail(struct s_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Keeps the first failure's reason: the one worth a log line. */
-static void s_fail(struct s_job *j, const char *fmt, ...)
-{
-	va_list ap;
-	pthread_mutex_lock(&j->why_lock);
-	if (!j->why[0]) {
-		va_start(ap, fmt);
-		vsnprintf(j->why, sizeof(j->why), fmt, ap);
-		va_end(ap);
-	}
-	pthread_mutex_unlock(&j->why_lock);
-}
 
 /* 1 when the encoding gives back the original bytes, so their hash can be checked. */
 static int s_lossless(enum rr_encoding e)
@@ -90,24 +74,24 @@ static int s_fetch_chunk(struct s_job *j, struct s_worker *w, const struct rr_fi
 	if (!rc)
 		rc = rr_store_get(j->store, key, &w->stored, NULL);
 	if (rc) {
-		s_fail(j, "chunk %s of %s cannot be read", ref->sha256, fe->path);
+		rr_reason_set(&j->why, "chunk %s of %s cannot be read", ref->sha256, fe->path);
 		return rc == RR_ENOENT || rc == RR_ETOOBIG ? RR_ECORRUPT : rc;
 	}
 	atomic_fetch_add(&j->downloaded, w->stored.len);
 	rr_sha256_hex(w->stored.data, w->stored.len, sha);
 	if (strcmp(sha, ref->sha256) != 0) {
-		s_fail(j, "chunk %s of %s does not match its sha256", ref->sha256, fe->path);
+		rr_reason_set(&j->why, "chunk %s of %s does not match its sha256", ref->sha256, fe->path);
 		return RR_ECORRUPT;
 	}
 	rc = rr_codec_decode(w->codec, &form, w->stored.data, w->stored.len, w->raw, ref->size);
 	if (rc) {
-		s_fail(j, "chunk %s of %s does not decode", ref->sha256, fe->path);
+		rr_reason_set(&j->why, "chunk %s of %s does not decode", ref->sha256, fe->path);
 		return RR_ECORRUPT;
 	}
 	if (s_lossless(seg->encoding)) {
 		rr_xxh128_hex(w->raw, ref->size, xxh);
 		if (strcmp(xxh, ref->raw_xxh128) != 0) {
-			s_fail(j, "chunk %s of %s decodes to other bytes than were stored",
+			rr_reason_set(&j->why, "chunk %s of %s decodes to other bytes than were stored",
 			       ref->sha256, fe->path);
 			return RR_ECORRUPT;
 		}
@@ -135,12 +119,12 @@ static int s_do_task(size_t t, unsigned worker, void *ud)
 	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		rc = rr_error_from_errno(errno);
-		s_fail(j, "cannot open %s: %s", path, strerror(errno));
+		rr_reason_set(&j->why, "cannot open %s: %s", path, strerror(errno));
 		goto done;
 	}
 	rc = rr_pwrite_all(fd, w->raw, ref->size, (int64_t)task->offset);
 	if (rc)
-		s_fail(j, "cannot write %s: %s", path, rr_strerror(rc));
+		rr_reason_set(&j->why, "cannot write %s: %s", path, rr_strerror(rc));
 	close(fd);
 done:
 	if (!rc)
@@ -290,7 +274,7 @@ int rr_verify_checkpoint(struct rr_store *s, const char *run_id, const struct rr
 			 unsigned threads, char *why, size_t why_len)
 {
 	struct s_job j = { .store = s, .run_id = run_id, .m = m,
-			   .why_lock = PTHREAD_MUTEX_INITIALIZER };
+			   .why = RR_REASON_INIT };
 	char what[300];
 	int rc = s_job_init(&j, &threads);
 
@@ -301,7 +285,7 @@ int rr_verify_checkpoint(struct rr_store *s, const char *run_id, const struct rr
 		rr_progress_destroy(j.progress);
 	}
 	if (why && why_len)
-		snprintf(why, why_len, "%s", j.why[0] ? j.why : rr_strerror(rc));
+		snprintf(why, why_len, "%s", j.why.text[0] ? j.why.text : rr_strerror(rc));
 	s_job_free(&j, threads);
 	return rc;
 }
@@ -329,7 +313,7 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 			  char *why, size_t why_len)
 {
 	struct s_job j = { .store = s, .run_id = run_id, .m = m,
-			   .why_lock = PTHREAD_MUTEX_INITIALIZER };
+			   .why = RR_REASON_INIT };
 	struct rr_dir_listing local = { 0 };
 	char tmp_name[300], what[300];
 	char *final = NULL, *tmp = NULL;
@@ -385,7 +369,7 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 			rc = s_create_file(tmp, fe->path, fe->size);
 		}
 		if (rc)
-			snprintf(j.why, sizeof(j.why), "cannot create %s in %s: %s", fe->path, tmp,
+			rr_reason_set(&j.why, "cannot create %s in %s: %s", fe->path, tmp,
 				 rr_strerror(rc));
 		free(have);
 	}
@@ -434,7 +418,7 @@ out:
 	stats->downloaded_bytes = atomic_load(&j.downloaded);
 	stats->elapsed_ms = rr_mono_ms() - t0;
 	if (why && why_len)
-		snprintf(why, why_len, "%s", j.why[0] ? j.why : rr_strerror(rc));
+		snprintf(why, why_len, "%s", j.why.text[0] ? j.why.text : rr_strerror(rc));
 	s_job_free(&j, threads);
 	rr_dir_listing_free(&local);
 	free(final);
