@@ -30,8 +30,9 @@ void rr_f32_stats_merge(struct rr_f32_stats *into, const struct rr_f32_stats *fr
 int rr_fp16_scale_for(const struct rr_f32_stats *s);
 
 /* DESIGN §4's `auto` rule: 1 when scaled FP16 (scale k) keeps every non-zero finite value at
- * or above 2^-17 after scaling (then FP16 is at least as precise as BF16 for every element),
- * 0 when BF16 should be used. */
+ * or above 2^-17 after scaling (then FP16 is at least as precise as BF16 for every element)
+ * and the largest below 65520 (no FP16 overflow: only possible within 0.02% of FLT_MAX,
+ * where k is clamped); 0 when BF16 should be used. */
 int rr_fp16_is_safe(const struct rr_f32_stats *s, int k);
 
 /* F32 -> FP16: dst[i] = fp16_rne(src[i] * 2^k), written byte-shuffled: the n low bytes

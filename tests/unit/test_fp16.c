@@ -95,8 +95,8 @@ static uint64_t s_rng(uint64_t *x)
 	return *x * 0x2545F4914F6CDD1DULL;
 }
 
-/* The bit patterns of block b in increasing order: all 2^20 (stride 1), or the edges of
- * the block and every stride-th pattern between them. Returns how many. */
+/* The bit patterns of block b in increasing order: all S_BLOCK of them (stride 1), or the
+ * edges of the block and every stride-th pattern between them. Returns how many. */
 static size_t s_fill_strided(uint32_t *x, uint32_t b, uint32_t stride)
 {
 	uint32_t base = b << S_BLOCK_BITS;
@@ -128,12 +128,12 @@ static size_t s_fill_block(uint32_t *x, uint32_t b)
 
 /* One worker's buffers and findings: bad[] counts failures by kind. */
 struct s_scan {
-	uint32_t *x;       /* input patterns */
-	uint8_t *simd;     /* encoded by the SIMD path */
-	uint8_t *port;     /* encoded by the portable path */
-	uint32_t *dec;     /* decoded */
+	uint32_t *x;         /* input patterns */
+	uint8_t *simd;       /* encoded by the SIMD path */
+	uint8_t *port;       /* encoded by the portable path */
+	uint32_t *dec;       /* decoded */
 	const uint32_t *lim; /* FP16 reference: greatest |x| rounding to each half */
-	uint32_t h;        /* FP16 reference: position of the walk */
+	uint32_t h;          /* FP16 reference: position of the walk */
 	uint64_t bad[S_NCOUNT];
 };
 
@@ -163,9 +163,9 @@ static void s_worker(s_block_fn fn, const uint32_t *lim, uint32_t first, uint32_
 }
 
 /* Runs fn on every block and sums the workers' counters into bad[]. The blocks are split
- * between child processes, one per CPU up to 4, so the scans take seconds rather than a
- * minute: the path switch (rr_fp16_force_portable) is process-wide, so threads could not
- * each flip it, while processes share nothing. Returns 0 when every worker finished. */
+ * between child processes, one per CPU up to 4 (each scan is ~20 s of CPU): processes
+ * rather than threads because the path switch (rr_fp16_force_portable) is process-wide.
+ * Returns 0 when every worker finished; a crashed worker is reported. */
 static int s_scan_all(s_block_fn fn, const uint32_t *lim, uint64_t bad[S_NCOUNT])
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -291,7 +291,28 @@ static uint16_t s_ref_half(uint32_t x, const uint32_t *lim, uint32_t *h)
 	return (uint16_t)(sign | *h);
 }
 
-/* bad[0]: SIMD differs from portable; bad[1]: portable differs from the reference. */
+/* How many of the halves [i, j) of a shuffled run of n differ from want (in chunks of a
+ * fixed count, which the compiler vectorizes). */
+static uint64_t s_count_ne(const uint8_t *enc, size_t n, size_t i, size_t j, uint16_t want)
+{
+	uint8_t wl = (uint8_t)want, wh = (uint8_t)(want >> 8);
+	uint64_t bad = 0;
+
+	for (; i + S_CHECK <= j; i += S_CHECK) {
+		uint32_t c = 0;
+		for (size_t t = 0; t < S_CHECK; t++)
+			c += (enc[i + t] != wl) | (enc[n + i + t] != wh);
+		bad += c;
+	}
+	for (; i < j; i++)
+		bad += (enc[i] != wl) | (enc[n + i] != wh);
+	return bad;
+}
+
+/* bad[0]: SIMD differs from portable; bad[1]: portable differs from the reference. A block
+ * holds one sign and one binade, in increasing order of |x|, so its finite values fall into
+ * runs that round to the same half: each run's end is found by binary search against the
+ * half's limit and the whole run compared at once. NaNs are checked one by one. */
 static void s_block_fp16_k0(struct s_scan *s, uint32_t blk)
 {
 	size_t n = s_fill_block(s->x, blk);
@@ -302,11 +323,27 @@ static void s_block_fp16_k0(struct s_scan *s, uint32_t blk)
 
 	s_fp16_both(s, n, 0);
 	s->bad[0] += s_count_diffs(s, n, "fp16", 0);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n;) {
 		uint16_t want = s_ref_half(xs[i], lim, &h);
-		uint16_t got = s_half_at(port, n, i);
-		if (got != want && !wrong++ && !s->bad[1])
-			printf("\n  x=0x%08x portable=0x%04x reference=0x%04x\n", xs[i], got, want);
+		size_t j = i + 1;
+		if ((xs[i] & 0x7fffffff) <= 0x7f800000) {
+			uint32_t top = h < 0x7c00 ? lim[h] : 0x7f800000; /* greatest |x| for h */
+			size_t hi = n;
+			while (j < hi) {
+				size_t mid = j + (hi - j) / 2;
+				if ((xs[mid] & 0x7fffffff) <= top)
+					j = mid + 1;
+				else
+					hi = mid;
+			}
+		}
+		if (s_count_ne(port, n, i, j, want) && !wrong++ && !s->bad[1]) {
+			while (s_half_at(port, n, i) == want)
+				i++;
+			printf("\n  x=0x%08x portable=0x%04x reference=0x%04x\n", xs[i],
+			       s_half_at(port, n, i), want);
+		}
+		i = j;
 	}
 	s->h = h;
 	s->bad[1] += wrong;
@@ -323,19 +360,23 @@ static void test_fp16_encode_of_every_f32_matches_nearest_even_reference_on_both
 	free(lim);
 }
 
-/* bad[0]: SIMD differs from portable. 20: a typical weight scale, moving F32's small values
- * through FP16's subnormals; 112: F32 subnormals scaled into FP16's range, and the multiply
- * overflowing to Inf. -112 makes the multiply itself round to F32 subnormals; those cost a
- * microcode assist (~100 cycles) per value on x86, so that scale samples every 61st. */
+/* bad[0]: SIMD differs from portable. 20, a typical weight scale, moves F32's small values
+ * through FP16's subnormals: every pattern. 112 scales F32's subnormals into FP16's range:
+ * every pattern below 2^-96, above which the product is at least 2^16 and all Inf (there,
+ * every 61st pattern and the block edges). -112 makes the multiply itself round to F32
+ * subnormals, which cost a microcode assist (~150 cycles) per instruction on x86: every
+ * 61st pattern and the block edges. */
 static void s_block_fp16_scales(struct s_scan *s, uint32_t blk)
 {
-	static const int ks[] = { 20, 112 };
+	uint32_t e = (blk >> (23 - S_BLOCK_BITS)) & 0xff;
 	size_t n = s_fill_block(s->x, blk);
 
-	for (size_t j = 0; j < sizeof(ks) / sizeof(ks[0]); j++) {
-		s_fp16_both(s, n, ks[j]);
-		s->bad[0] += s_count_diffs(s, n, "fp16", ks[j]);
-	}
+	s_fp16_both(s, n, 20);
+	s->bad[0] += s_count_diffs(s, n, "fp16", 20);
+	if (e >= 127 - 96) /* |x| >= 2^-96 */
+		n = s_fill_strided(s->x, blk, S_STRIDE * 61);
+	s_fp16_both(s, n, 112);
+	s->bad[0] += s_count_diffs(s, n, "fp16", 112);
 	n = s_fill_strided(s->x, blk, S_STRIDE * 61);
 	s_fp16_both(s, n, -112);
 	s->bad[0] += s_count_diffs(s, n, "fp16", -112);
@@ -369,6 +410,7 @@ static void s_block_fp16_round_trip(struct s_scan *s, uint32_t blk)
 	uint32_t e = (blk >> (23 - S_BLOCK_BITS)) & 0xff;
 	const uint32_t *xs = s->x, *dec = s->dec;
 	const uint8_t *enc = s->simd;
+	float c = s_far_scale(e);
 	struct rr_f32_stats st;
 	uint64_t wrong = 0, unsafe = 0;
 	size_t n;
@@ -387,7 +429,7 @@ static void s_block_fp16_round_trip(struct s_scan *s, uint32_t blk)
 	s->bad[2] += rr_fp16_scale_for(&st) != k;
 	rr_f32_to_fp16_shuffled(xs, n, k, s->simd);
 	rr_fp16_shuffled_to_f32(s->simd, n, k, s->dec);
-	float c = s_far_scale(e);
+	/* Branch-free, in chunks of a fixed count, so the compiler vectorizes the checks. */
 	for (size_t i0 = 0; i0 < n; i0 += S_CHECK) {
 		uint32_t cnt_wrong = 0, cnt_inf = 0;
 		size_t m = n - i0 < S_CHECK ? n - i0 : S_CHECK;
@@ -429,8 +471,6 @@ static void test_fp16_round_trip_of_every_normal_f32_with_its_own_scale_is_withi
 
 /* ---- exhaustive BF16 ---- */
 
-/* bad[0]: SIMD differs from portable; bad[1]: a finite value became Inf; bad[2]: error
- * above 2^-8 or a sign lost; bad[3]: a NaN stopped being NaN of its sign. */
 /* Adds x's BF16 failures to the counters: a NaN that stopped being NaN of its sign, a
  * finite value that became Inf, a normal value off by more than 2^-8 or with its sign lost. */
 static inline void s_check_bf16(uint32_t x, uint16_t bf, float c, uint32_t *to_inf,
@@ -446,6 +486,8 @@ static inline void s_check_bf16(uint32_t x, uint16_t bf, float c, uint32_t *to_i
 	*wrong += normal & (far | sign_lost);
 }
 
+/* bad[0]: SIMD differs from portable; bad[1]: a finite value became Inf; bad[2]: error
+ * above 2^-8 or a sign lost; bad[3]: a NaN stopped being NaN of its sign. */
 static void s_block_bf16(struct s_scan *s, uint32_t blk)
 {
 	size_t n = s_fill_block(s->x, blk);
