@@ -15,13 +15,13 @@
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define S_HAVE_X86 1
 #else
 #define S_HAVE_X86 0
 #endif
 
+#include "rr/cpu.h"
 #include "rr/fp16.h"
 
 #ifdef __FAST_MATH__
@@ -391,31 +391,11 @@ S_TARGET static void s_stats_avx2(struct rr_f32_stats *s, const uint8_t *src, si
 /* Tests set this (rr_fp16_force_portable) to compare the two paths; atomic so that reading
  * it from worker threads is never a data race. */
 static atomic_int s_force_portable;
-/* 0: not yet probed, 1: portable only, 2: AVX2 and F16C present. Probing twice (two threads
- * at once) gives the same answer, so a relaxed store is enough. */
-static atomic_int s_cpu;
-
 static int s_use_simd(void)
 {
-	int cpu;
-
-	if (atomic_load_explicit(&s_force_portable, memory_order_relaxed))
-		return 0;
-	cpu = atomic_load_explicit(&s_cpu, memory_order_relaxed);
-	if (!cpu) {
-		cpu = 1;
-#if S_HAVE_X86
-		unsigned eax, ebx, ecx, edx;
-		/* __builtin_cpu_supports("avx2") also checks that the OS saves YMM state; clang
-		 * has no "f16c" there, so F16C comes from CPUID leaf 1 directly. */
-		__builtin_cpu_init();
-		if (__builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
-		    (ecx & bit_F16C))
-			cpu = 2;
-#endif
-		atomic_store_explicit(&s_cpu, cpu, memory_order_relaxed);
-	}
-	return cpu == 2;
+	const unsigned need = RR_CPU_AVX2 | RR_CPU_F16C;
+	return !atomic_load_explicit(&s_force_portable, memory_order_relaxed) &&
+	       (rr_cpu_features() & need) == need;
 }
 
 const char *rr_fp16_force_portable(int on)

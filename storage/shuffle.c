@@ -15,6 +15,7 @@
 #define S_HAVE_X86 0
 #endif
 
+#include "rr/cpu.h"
 #include "rr/shuffle.h"
 
 /* ---- portable: elements [i, n) of a run of n ---- */
@@ -246,27 +247,11 @@ S_TARGET static void s_unshuffle8_avx2(const uint8_t *src, size_t n, uint8_t *ds
 
 /* Set by tests (rr_shuffle_force_portable); atomic so worker threads may read it. */
 static atomic_int s_force_portable;
-/* 0: not yet probed, 1: portable only, 2: AVX2 present (same answer for every prober). */
-static atomic_int s_cpu;
-
 static int s_use_simd(void)
 {
-	int cpu;
-
-	if (atomic_load_explicit(&s_force_portable, memory_order_relaxed))
-		return 0;
-	cpu = atomic_load_explicit(&s_cpu, memory_order_relaxed);
-	if (!cpu) {
-		cpu = 1;
-#if S_HAVE_X86
-		/* Also checks that the OS saves YMM state. */
-		__builtin_cpu_init();
-		if (__builtin_cpu_supports("avx2"))
-			cpu = 2;
-#endif
-		atomic_store_explicit(&s_cpu, cpu, memory_order_relaxed);
-	}
-	return cpu == 2;
+	const unsigned need = RR_CPU_AVX2;
+	return !atomic_load_explicit(&s_force_portable, memory_order_relaxed) &&
+	       (rr_cpu_features() & need) == need;
 }
 
 const char *rr_shuffle_force_portable(int on)

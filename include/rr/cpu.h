@@ -1,0 +1,13 @@
+/* What the CPU offers the SIMD kernels (fp16, shuffle), probed once. */
+#ifndef RR_CPU_H
+#define RR_CPU_H
+
+enum rr_cpu_feature {
+	RR_CPU_AVX2 = 1, /* AVX2, and the OS saves YMM state */
+	RR_CPU_F16C = 2,
+};
+
+/* The set of rr_cpu_feature bits present; 0 off x86. Thread-safe. */
+unsigned rr_cpu_features(void);
+
+#endif
