@@ -4,11 +4,17 @@
 . "$(dirname "$0")/lib.sh"
 
 # The trainer orphans five short-lived processes, waits for them to die, then exits with
-# the number of zombies it can see (0 when someone reaps them).
+# the number of zombies left to its own parent (the agent, or the control's PID 1): orphans
+# are re-parented there, and 0 remain when it reaps them. Zombies of other processes on the
+# machine (tests running in parallel) do not count.
 cat > orphans.sh <<'SH'
 for i in 1 2 3 4 5; do ( sleep 0.2 & ) ; done
 sleep 1.5
-exit $(grep -l '^State:.*Z' /proc/[0-9]*/status 2>/dev/null | wc -l)
+n=0
+for s in /proc/[0-9]*/status; do
+	awk -v p="$PPID" '/^State:/ { z = ($2 == "Z") } /^PPid:/ { pp = $2 } END { exit !(z && pp == p) }' "$s" 2>/dev/null && n=$((n + 1))
+done
+exit $n
 SH
 
 # Control: a PID 1 that only waits for its own child leaves the orphans as zombies, so
