@@ -38,8 +38,7 @@ struct s_job {
 	const char *run_id;
 	const struct rr_manifest *m;
 	const char *root;      /* where files are written; NULL to only verify */
-	const char *keep_root; /* existing checkpoint directory to take identical files from */
-	unsigned char *kept;   /* per file: 1 when taken from keep_root */
+	unsigned char *kept;   /* per file: 1 when linked from the existing local copy */
 	struct s_task *tasks;
 	size_t ntasks;
 	struct s_worker *workers;
