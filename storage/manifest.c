@@ -14,6 +14,7 @@
 #include "rr/error.h"
 #include "rr/fp16.h" /* RR_FP16_SCALE_MIN/MAX: the scales the encoder may choose */
 #include "rr/manifest.h"
+#include "rr/quote.h"
 
 #define S_INT_MAX ((uint64_t)1 << 53) /* largest integer a JSON double holds exactly */
 #define S_MAX_FILES 1000000u
@@ -25,8 +26,6 @@
 #define S_LATEST_MAX_BYTES (64u << 10)
 #define S_TENSOR_NAME_MAX 65536
 #define S_MAX_DIMS 64    /* as the safetensors reader (RR_ST_MAX_DIMS) */
-#define S_QUOTE_SRC 64   /* bytes of an outside string shown in a reason */
-#define S_QUOTE_CAP (S_QUOTE_SRC * 4 + 8)
 #define S_WHERE_CAP 96
 
 struct s_ctx {
@@ -46,43 +45,6 @@ __attribute__((format(printf, 3, 4))) static int s_fail(struct s_ctx *c, int rc,
 		va_end(ap);
 	}
 	return rc;
-}
-
-/* Writes src as a quoted, escaped, possibly shortened string, so that a hostile name
- * cannot break the one-line reason (or the log line it ends up in). */
-static const char *s_quote(char dst[S_QUOTE_CAP], const char *src)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t n = strlen(src), shown = n, o = 0;
-
-	if (shown > S_QUOTE_SRC) {
-		shown = S_QUOTE_SRC;
-		/* do not cut a UTF-8 sequence in half */
-		while (shown > 0 && ((unsigned char)src[shown] & 0xc0) == 0x80)
-			shown--;
-	}
-	dst[o++] = '"';
-	for (size_t i = 0; i < shown; i++) {
-		unsigned char ch = (unsigned char)src[i];
-		if (ch == '"' || ch == '\\') {
-			dst[o++] = '\\';
-			dst[o++] = (char)ch;
-		} else if (ch < 0x20 || ch == 0x7f) {
-			dst[o++] = '\\';
-			dst[o++] = 'x';
-			dst[o++] = hex[ch >> 4];
-			dst[o++] = hex[ch & 15];
-		} else {
-			dst[o++] = (char)ch;
-		}
-	}
-	dst[o++] = '"';
-	if (shown < n) {
-		memcpy(dst + o, "...", 3);
-		o += 3;
-	}
-	dst[o] = '\0';
-	return dst;
 }
 
 static int s_has_control(const char *s)
@@ -244,7 +206,7 @@ static int s_get_small_int(struct s_ctx *c, const cJSON *obj, const char *key,
 static int s_get_hex(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
 		     size_t ndigits, char *out)
 {
-	char q[S_QUOTE_CAP];
+	char q[RR_QUOTE_CAP];
 	const char *s;
 	int rc = s_get_string(c, obj, key, where, &s);
 
@@ -252,7 +214,7 @@ static int s_get_hex(struct s_ctx *c, const cJSON *obj, const char *key, const c
 		return rc;
 	if (ndigits == RR_SHA256_HEX_LEN ? !rr_is_sha256_hex(s) : !rr_is_xxh128_hex(s))
 		return s_fail(c, RR_ECORRUPT, "%s\"%s\" %s is not %zu lowercase hex digits", where,
-			      key, s_quote(q, s), ndigits);
+			      key, rr_quote_str(q, s), ndigits);
 	memcpy(out, s, ndigits + 1);
 	return 0;
 }
@@ -260,7 +222,7 @@ static int s_get_hex(struct s_ctx *c, const cJSON *obj, const char *key, const c
 /* 1..255 bytes, no control characters: names that go into log lines. */
 static int s_get_label(struct s_ctx *c, const cJSON *obj, const char *key, char **out)
 {
-	char q[S_QUOTE_CAP];
+	char q[RR_QUOTE_CAP];
 	const char *s;
 	size_t n;
 	int rc = s_get_string(c, obj, key, "", &s);
@@ -271,7 +233,7 @@ static int s_get_label(struct s_ctx *c, const cJSON *obj, const char *key, char 
 	if (n == 0 || n > S_LABEL_MAX || s_has_control(s))
 		return s_fail(c, RR_ECORRUPT,
 			      "\"%s\" %s must be 1..%d bytes without control characters", key,
-			      s_quote(q, s), S_LABEL_MAX);
+			      rr_quote_str(q, s), S_LABEL_MAX);
 	*out = strdup(s);
 	return *out ? 0 : RR_ENOMEM;
 }
@@ -346,7 +308,7 @@ static int s_parse_object(struct s_ctx *c, const char *what, const char *text, s
  * member, known or not, and any value the parser read differently are covered. */
 static int s_verify_checksum(struct s_ctx *c, cJSON *root)
 {
-	char q[S_QUOTE_CAP], got[RR_SHA256_HEX_LEN + 1];
+	char q[RR_QUOTE_CAP], got[RR_SHA256_HEX_LEN + 1];
 	cJSON *sum;
 	char *body = NULL;
 	int rc;
@@ -360,7 +322,7 @@ static int s_verify_checksum(struct s_ctx *c, cJSON *root)
 	}
 	if (!rr_is_sha256_hex(sum->valuestring)) {
 		rc = s_fail(c, RR_ECORRUPT, "checksum %s is not 64 lowercase hex digits",
-			    s_quote(q, sum->valuestring));
+			    rr_quote_str(q, sum->valuestring));
 		goto out;
 	}
 	body = cJSON_PrintUnformatted(root);
@@ -441,7 +403,7 @@ static const char *const s_tensor_keys[] = { "tensor", "dtype", "shape", "scale_
 static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
 			  struct rr_segment *sg, unsigned *width)
 {
-	char q[S_QUOTE_CAP], label[32];
+	char q[RR_QUOTE_CAP], label[32];
 	const cJSON *shape, *it;
 	const char *name, *dtype;
 	uint64_t elems = 1;
@@ -456,7 +418,7 @@ static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
 	n = strnlen(name, (size_t)S_TENSOR_NAME_MAX + 1);
 	if (n == 0 || n > S_TENSOR_NAME_MAX)
 		return s_fail(c, RR_ECORRUPT, "%s\"tensor\" %s must be 1..%d bytes", where,
-			      s_quote(q, name), S_TENSOR_NAME_MAX);
+			      rr_quote_str(q, name), S_TENSOR_NAME_MAX);
 	sg->tensor = strdup(name);
 	if (!sg->tensor)
 		return RR_ENOMEM;
@@ -466,12 +428,12 @@ static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
 		return rc;
 	bits = s_dtype_bits(dtype);
 	if (!bits)
-		return s_fail(c, RR_ECORRUPT, "%sunknown dtype %s", where, s_quote(q, dtype));
+		return s_fail(c, RR_ECORRUPT, "%sunknown dtype %s", where, rr_quote_str(q, dtype));
 	memcpy(sg->dtype, dtype, strlen(dtype) + 1); /* a name from s_dtypes: it fits */
 	if ((sg->encoding == RR_ENC_BF16 || sg->encoding == RR_ENC_FP16) &&
 	    strcmp(dtype, "F32") != 0)
 		return s_fail(c, RR_ECORRUPT, "%sencoding \"%s\" needs dtype \"F32\", not %s",
-			      where, rr_encoding_name(sg->encoding), s_quote(q, dtype));
+			      where, rr_encoding_name(sg->encoding), rr_quote_str(q, dtype));
 
 	rc = s_get_array(c, j, "shape", where, &shape, &n);
 	if (rc)
@@ -537,7 +499,7 @@ static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si
 {
 	static const char *const keys[] = { "offset", "length",	   "encoding", "tensor",
 					    "dtype",  "shape",	   "scale_exp", "chunks" };
-	char where[S_WHERE_CAP], cwhere[S_WHERE_CAP], q[S_QUOTE_CAP];
+	char where[S_WHERE_CAP], cwhere[S_WHERE_CAP], q[RR_QUOTE_CAP];
 	const cJSON *chunks, *it;
 	const char *enc;
 	uint64_t sum = 0;
@@ -574,7 +536,7 @@ static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si
 	if (rc)
 		return rc;
 	if (rr_encoding_from_name(enc, &sg->encoding) != 0)
-		return s_fail(c, RR_ECORRUPT, "%sunknown encoding %s", where, s_quote(q, enc));
+		return s_fail(c, RR_ECORRUPT, "%sunknown encoding %s", where, rr_quote_str(q, enc));
 	if (sg->encoding != RR_ENC_ZSTD) {
 		rc = s_parse_tensor(c, j, where, sg, &width);
 		if (rc)
@@ -627,7 +589,7 @@ static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si
 static int s_parse_file(struct s_ctx *c, const cJSON *j, size_t fi, struct rr_file_entry *fe)
 {
 	static const char *const keys[] = { "path", "mode", "size", "segments" };
-	char where[S_WHERE_CAP], q[S_QUOTE_CAP];
+	char where[S_WHERE_CAP], q[RR_QUOTE_CAP];
 	const cJSON *segs, *it;
 	const char *path;
 	uint64_t mode, next = 0;
@@ -644,7 +606,7 @@ static int s_parse_file(struct s_ctx *c, const cJSON *j, size_t fi, struct rr_fi
 		return rc;
 	if (!rr_path_is_safe(path))
 		return s_fail(c, RR_EPATH, "%spath %s leaves the checkpoint directory", where,
-			      s_quote(q, path));
+			      rr_quote_str(q, path));
 	fe->path = strdup(path);
 	if (!fe->path)
 		return RR_ENOMEM;
@@ -717,7 +679,7 @@ static int s_path_cmp(const void *pa, const void *pb)
  * path, it is one of the path right after p, so neighbours are all we compare. */
 static int s_check_paths(struct s_ctx *c, const struct rr_manifest *m)
 {
-	char q1[S_QUOTE_CAP], q2[S_QUOTE_CAP];
+	char q1[RR_QUOTE_CAP], q2[RR_QUOTE_CAP];
 	struct s_path_ref *refs;
 	int rc = 0;
 
@@ -736,14 +698,14 @@ static int s_check_paths(struct s_ctx *c, const struct rr_manifest *m)
 		size_t na = strlen(a);
 		if (strcmp(a, b) == 0) {
 			rc = s_fail(c, RR_ECORRUPT, "file %zu: path %s is also file %zu's",
-				    refs[i].index, s_quote(q1, b), refs[i - 1].index);
+				    refs[i].index, rr_quote_str(q1, b), refs[i - 1].index);
 			break;
 		}
 		if (strncmp(a, b, na) == 0 && b[na] == '/') {
 			rc = s_fail(c, RR_ECORRUPT,
 				    "file %zu: path %s is inside file %zu's path %s, which is "
 				    "not a directory",
-				    refs[i].index, s_quote(q1, b), refs[i - 1].index, s_quote(q2, a));
+				    refs[i].index, rr_quote_str(q1, b), refs[i - 1].index, rr_quote_str(q2, a));
 			break;
 		}
 	}
@@ -762,7 +724,7 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 	cJSON *root = NULL;
 	const cJSON *files, *it;
 	const char *fmt, *name;
-	char q[S_QUOTE_CAP];
+	char q[RR_QUOTE_CAP];
 	uint64_t t;
 	size_t n, i = 0;
 	int rc;
@@ -785,7 +747,7 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 	if (rc)
 		goto out;
 	if (strcmp(fmt, RR_MANIFEST_FORMAT) != 0) {
-		rc = s_fail(&c, RR_ECORRUPT, "format %s is not \"%s\"", s_quote(q, fmt),
+		rc = s_fail(&c, RR_ECORRUPT, "format %s is not \"%s\"", rr_quote_str(q, fmt),
 			    RR_MANIFEST_FORMAT);
 		goto out;
 	}
@@ -805,7 +767,7 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 	if (rc)
 		goto out;
 	if (!rr_checkpoint_name_valid(name)) {
-		rc = s_fail(&c, RR_ECORRUPT, "checkpoint name %s is not valid", s_quote(q, name));
+		rc = s_fail(&c, RR_ECORRUPT, "checkpoint name %s is not valid", rr_quote_str(q, name));
 		goto out;
 	}
 	m->checkpoint = strdup(name);

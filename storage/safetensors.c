@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "rr/error.h"
+#include "rr/quote.h"
 #include "rr/safetensors.h"
 
 #define S_PREFIX 8
@@ -26,8 +27,6 @@
 #define S_MAX_DEPTH 3                 /* header { tensor { shape [ */
 #define S_MAX_NAME (64u << 10)        /* bytes of a tensor name */
 #define S_MAX_TENSORS (1u << 20)      /* bounds our array: ~550 bytes a tensor */
-#define S_QUOTE_SRC 64                /* bytes of outside text shown in a reason */
-#define S_QUOTE_CAP (S_QUOTE_SRC * 6 + 8)
 #define S_SHAPE_CAP (8 * 22 + 32)
 #define S_METADATA "__metadata__"
 
@@ -114,67 +113,6 @@ __attribute__((format(printf, 3, 4))) static int s_fail(struct s_ctx *c, int rc,
 		}
 	}
 	return rc;
-}
-
-/* Writes src[0..n) as a quoted, escaped string of at most S_QUOTE_SRC input bytes, so that
- * a hostile name cannot break the one-line reason or the log line it ends up in. C0, DEL,
- * C1 (U+0080..U+009F) and the line/paragraph separators are escaped; the input is known
- * to be UTF-8, and is never cut inside a character. */
-static const char *s_quote(char dst[S_QUOTE_CAP], const char *src, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t shown = n, o = 0;
-
-	if (shown > S_QUOTE_SRC) {
-		shown = S_QUOTE_SRC;
-		while (shown > 0 && ((unsigned char)src[shown] & 0xc0) == 0x80)
-			shown--;
-	}
-	dst[o++] = '"';
-	for (size_t i = 0; i < shown; i++) {
-		unsigned char ch = (unsigned char)src[i];
-		unsigned cp = 0;
-		size_t skip = 0;
-
-		if (ch == '"' || ch == '\\') {
-			dst[o++] = '\\';
-			dst[o++] = (char)ch;
-			continue;
-		}
-		if (ch < 0x20 || ch == 0x7f) {
-			cp = ch;
-		} else if (ch == 0xc2 && i + 1 < shown && (unsigned char)src[i + 1] >= 0x80 &&
-			   (unsigned char)src[i + 1] <= 0x9f) {
-			cp = (unsigned char)src[i + 1];
-			skip = 1;
-		} else if (ch == 0xe2 && i + 2 < shown && (unsigned char)src[i + 1] == 0x80 &&
-			   ((unsigned char)src[i + 2] == 0xa8 || (unsigned char)src[i + 2] == 0xa9)) {
-			cp = (unsigned char)src[i + 2] == 0xa8 ? 0x2028 : 0x2029;
-			skip = 2;
-		} else {
-			dst[o++] = (char)ch;
-			continue;
-		}
-		dst[o++] = '\\';
-		dst[o++] = 'u';
-		dst[o++] = hex[(cp >> 12) & 15];
-		dst[o++] = hex[(cp >> 8) & 15];
-		dst[o++] = hex[(cp >> 4) & 15];
-		dst[o++] = hex[cp & 15];
-		i += skip;
-	}
-	dst[o++] = '"';
-	if (shown < n) {
-		memcpy(dst + o, "...", 3);
-		o += 3;
-	}
-	dst[o] = '\0';
-	return dst;
-}
-
-static const char *s_qname(char dst[S_QUOTE_CAP], const char *s)
-{
-	return s_quote(dst, s, strlen(s));
 }
 
 /* --- the 8-byte prefix -------------------------------------------------------------------- */
@@ -350,13 +288,13 @@ static int s_scan_string(struct s_ctx *c, const unsigned char *t, size_t len, si
  * must be one, written plainly and no larger than 2^53. */
 static int s_scan_number(struct s_ctx *c, const unsigned char *t, size_t len, size_t *pos)
 {
-	char q[S_QUOTE_CAP];
+	char q[RR_QUOTE_CAP];
 	size_t start = *pos, end = start, ndig;
 	uint64_t v = 0;
 
 	while (end < len && (strchr("0123456789+-.eE", t[end]) && t[end] != '\0'))
 		end++;
-	s_quote(q, (const char *)t + start, end - start);
+	rr_quote(q, (const char *)t + start, end - start);
 	if (t[start] == '-')
 		return s_fail(c, RR_ECORRUPT,
 			      "header byte %zu: number %s is negative; shapes and offsets are "
@@ -490,7 +428,7 @@ static int s_check_unique(struct s_ctx *c, const cJSON *obj, size_t n, const cha
 	const char **keys;
 	const cJSON *it;
 	size_t k = 0;
-	char q[S_QUOTE_CAP];
+	char q[RR_QUOTE_CAP];
 	int rc = 0;
 
 	if (n < 2)
@@ -507,7 +445,7 @@ static int s_check_unique(struct s_ctx *c, const cJSON *obj, size_t n, const cha
 	for (size_t i = 1; i < k; i++) {
 		if (strcmp(keys[i - 1], keys[i]) == 0) {
 			rc = s_fail(c, RR_ECORRUPT, "%s: key %s appears twice", where,
-				    s_qname(q, keys[i]));
+				    rr_quote_str(q, keys[i]));
 			break;
 		}
 	}
@@ -529,7 +467,7 @@ static int s_check_metadata(struct s_ctx *c, const cJSON *meta)
 {
 	const cJSON *it;
 	size_t n = 0;
-	char q[S_QUOTE_CAP];
+	char q[RR_QUOTE_CAP];
 
 	if (!cJSON_IsObject(meta))
 		return s_fail(c, RR_ECORRUPT,
@@ -540,7 +478,7 @@ static int s_check_metadata(struct s_ctx *c, const cJSON *meta)
 		if (!cJSON_IsString(it) || !it->valuestring)
 			return s_fail(c, RR_ECORRUPT,
 				      "\"__metadata__\": the value of %s is not a string",
-				      s_qname(q, it->string ? it->string : ""));
+				      rr_quote_str(q, it->string ? it->string : ""));
 		n++;
 	}
 	return s_check_unique(c, meta, n, "\"__metadata__\"");
@@ -563,13 +501,13 @@ static int s_get_u64(const cJSON *item, uint64_t *out)
 static int s_read_tensor(struct s_ctx *c, const cJSON *entry, struct rr_st_tensor *t)
 {
 	const cJSON *it, *dtype = NULL, *shape = NULL, *offsets = NULL;
-	char q[S_QUOTE_CAP], q2[S_QUOTE_CAP];
+	char q[RR_QUOTE_CAP], q2[RR_QUOTE_CAP];
 	int ndim;
 	const char *name = t->name;
 
 	if (!cJSON_IsObject(entry))
 		return s_fail(c, RR_ECORRUPT, "tensor %s: entry is %s, not an object",
-			      s_qname(q, name), s_kind(entry));
+			      rr_quote_str(q, name), s_kind(entry));
 	cJSON_ArrayForEach(it, entry)
 	{
 		const cJSON **slot;
@@ -583,30 +521,30 @@ static int s_read_tensor(struct s_ctx *c, const cJSON *entry, struct rr_st_tenso
 			slot = &offsets;
 		else
 			return s_fail(c, RR_ECORRUPT, "tensor %s: unknown member %s",
-				      s_qname(q, name), s_qname(q2, key));
+				      rr_quote_str(q, name), rr_quote_str(q2, key));
 		if (*slot)
 			return s_fail(c, RR_ECORRUPT, "tensor %s: member \"%s\" appears twice",
-				      s_qname(q, name), key);
+				      rr_quote_str(q, name), key);
 		*slot = it;
 	}
 	if (!dtype || !shape || !offsets)
-		return s_fail(c, RR_ECORRUPT, "tensor %s: missing \"%s\"", s_qname(q, name),
+		return s_fail(c, RR_ECORRUPT, "tensor %s: missing \"%s\"", rr_quote_str(q, name),
 			      !dtype ? "dtype" : !shape ? "shape" : "data_offsets");
 
 	if (!cJSON_IsString(dtype) || !dtype->valuestring)
 		return s_fail(c, RR_ECORRUPT, "tensor %s: dtype is %s, not a string",
-			      s_qname(q, name), s_kind(dtype));
+			      rr_quote_str(q, name), s_kind(dtype));
 	if (rr_st_dtype_from_name(dtype->valuestring, &t->dtype))
-		return s_fail(c, RR_ECORRUPT, "tensor %s: unknown dtype %s", s_qname(q, name),
-			      s_qname(q2, dtype->valuestring));
+		return s_fail(c, RR_ECORRUPT, "tensor %s: unknown dtype %s", rr_quote_str(q, name),
+			      rr_quote_str(q2, dtype->valuestring));
 
 	if (!cJSON_IsArray(shape))
 		return s_fail(c, RR_ECORRUPT, "tensor %s: shape is %s, not an array",
-			      s_qname(q, name), s_kind(shape));
+			      rr_quote_str(q, name), s_kind(shape));
 	ndim = cJSON_GetArraySize(shape);
 	if (ndim < 0 || ndim > RR_ST_MAX_DIMS)
 		return s_fail(c, RR_ECORRUPT, "tensor %s: %d dimensions, more than %d",
-			      s_qname(q, name), ndim, RR_ST_MAX_DIMS);
+			      rr_quote_str(q, name), ndim, RR_ST_MAX_DIMS);
 	t->ndim = (unsigned)ndim;
 	ndim = 0;
 	cJSON_ArrayForEach(it, shape)
@@ -614,18 +552,18 @@ static int s_read_tensor(struct s_ctx *c, const cJSON *entry, struct rr_st_tenso
 		if (s_get_u64(it, &t->shape[ndim]))
 			return s_fail(c, RR_ECORRUPT,
 				      "tensor %s: shape entry %d is %s, not an unsigned integer",
-				      s_qname(q, name), ndim, s_kind(it));
+				      rr_quote_str(q, name), ndim, s_kind(it));
 		ndim++;
 	}
 
 	if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2)
 		return s_fail(c, RR_ECORRUPT,
 			      "tensor %s: data_offsets is not an array of two integers",
-			      s_qname(q, name));
+			      rr_quote_str(q, name));
 	if (s_get_u64(offsets->child, &t->begin) || s_get_u64(offsets->child->next, &t->end))
 		return s_fail(c, RR_ECORRUPT,
 			      "tensor %s: data_offsets is not an array of two unsigned integers",
-			      s_qname(q, name));
+			      rr_quote_str(q, name));
 	return 0;
 }
 
@@ -633,23 +571,23 @@ static int s_read_tensor(struct s_ctx *c, const cJSON *entry, struct rr_st_tenso
  * reference, which folds the shape left to right and fails on the first overflow). */
 static int s_tensor_bytes(struct s_ctx *c, const struct rr_st_tensor *t, uint64_t *out)
 {
-	char q[S_QUOTE_CAP];
+	char q[RR_QUOTE_CAP];
 	uint64_t elems = 1, bits;
 
 	for (unsigned d = 0; d < t->ndim; d++) {
 		if (__builtin_mul_overflow(elems, t->shape[d], &elems))
 			return s_fail(c, RR_ECORRUPT,
 				      "tensor %s: the element count of its shape overflows 64 bits",
-				      s_qname(q, t->name));
+				      rr_quote_str(q, t->name));
 	}
 	if (__builtin_mul_overflow(elems, (uint64_t)rr_st_dtype_bits(t->dtype), &bits))
 		return s_fail(c, RR_ECORRUPT, "tensor %s: its size in bits overflows 64 bits",
-			      s_qname(q, t->name));
+			      rr_quote_str(q, t->name));
 	if (bits % 8)
 		return s_fail(c, RR_ECORRUPT,
 			      "tensor %s: %llu elements of %s (%u bits) do not end on a byte "
 			      "boundary",
-			      s_qname(q, t->name), (unsigned long long)elems,
+			      rr_quote_str(q, t->name), (unsigned long long)elems,
 			      rr_st_dtype_name(t->dtype), rr_st_dtype_bits(t->dtype));
 	*out = bits / 8;
 	return 0;
@@ -690,7 +628,7 @@ static int s_tensor_cmp(const void *a, const void *b)
  * at 0), and holds exactly the bytes its dtype and shape need. Returns the data length. */
 static int s_check_layout(struct s_ctx *c, const struct rr_st_header *h, uint64_t *data_len)
 {
-	char q[S_QUOTE_CAP], shape[S_SHAPE_CAP];
+	char q[RR_QUOTE_CAP], shape[S_SHAPE_CAP];
 	uint64_t next = 0;
 	int rc;
 
@@ -701,19 +639,19 @@ static int s_check_layout(struct s_ctx *c, const struct rr_st_header *h, uint64_
 		if (t->end < t->begin)
 			return s_fail(c, RR_ECORRUPT,
 				      "tensor %s: data_offsets [%llu, %llu] end before they begin",
-				      s_qname(q, t->name), (unsigned long long)t->begin,
+				      rr_quote_str(q, t->name), (unsigned long long)t->begin,
 				      (unsigned long long)t->end);
 		if (t->begin > next)
 			return s_fail(c, RR_ECORRUPT,
 				      "tensor %s: data_offsets [%llu, %llu] leave a gap: the "
 				      "data before it ends at %llu",
-				      s_qname(q, t->name), (unsigned long long)t->begin,
+				      rr_quote_str(q, t->name), (unsigned long long)t->begin,
 				      (unsigned long long)t->end, (unsigned long long)next);
 		if (t->begin < next)
 			return s_fail(c, RR_ECORRUPT,
 				      "tensor %s: data_offsets [%llu, %llu] overlap the data "
 				      "before it, which ends at %llu",
-				      s_qname(q, t->name), (unsigned long long)t->begin,
+				      rr_quote_str(q, t->name), (unsigned long long)t->begin,
 				      (unsigned long long)t->end, (unsigned long long)next);
 		rc = s_tensor_bytes(c, t, &need);
 		if (rc)
@@ -722,7 +660,7 @@ static int s_check_layout(struct s_ctx *c, const struct rr_st_header *h, uint64_
 			return s_fail(c, RR_ECORRUPT,
 				      "tensor %s: %s %s needs %llu bytes, its data_offsets give "
 				      "%llu",
-				      s_qname(q, t->name), rr_st_dtype_name(t->dtype),
+				      rr_quote_str(q, t->name), rr_st_dtype_name(t->dtype),
 				      s_shape_str(shape, t), (unsigned long long)need,
 				      (unsigned long long)(t->end - t->begin));
 		next = t->end;
@@ -735,7 +673,7 @@ static int s_read_tree(struct s_ctx *c, const cJSON *root, struct rr_st_header *
 {
 	const cJSON *it, *meta = NULL;
 	const char **names = NULL;
-	char q[S_QUOTE_CAP];
+	char q[RR_QUOTE_CAP];
 	size_t members = 0, k = 0;
 	int rc = 0;
 
@@ -775,7 +713,7 @@ static int s_read_tree(struct s_ctx *c, const cJSON *root, struct rr_st_header *
 			return s_fail(c, RR_ECORRUPT, "a tensor has an empty name");
 		if (nlen > S_MAX_NAME)
 			return s_fail(c, RR_ECORRUPT, "tensor name %s is %zu bytes, over %u",
-				      s_qname(q, name), nlen, S_MAX_NAME);
+				      rr_quote_str(q, name), nlen, S_MAX_NAME);
 		t = &h->tensors[h->ntensors];
 		t->name = malloc(nlen + 1);
 		if (!t->name)
@@ -797,7 +735,7 @@ static int s_read_tree(struct s_ctx *c, const cJSON *root, struct rr_st_header *
 		for (k = 1; k < h->ntensors; k++) {
 			if (strcmp(names[k - 1], names[k]) == 0) {
 				rc = s_fail(c, RR_ECORRUPT, "header: tensor name %s appears twice",
-					    s_qname(q, names[k]));
+					    rr_quote_str(q, names[k]));
 				break;
 			}
 		}

@@ -639,7 +639,7 @@ static void test_parse_reason_escapes_control_characters(void)
 
 	CU_ASSERT_EQUAL(rr_manifest_parse(text, strlen(text), &out, why, sizeof(why)), RR_EPATH);
 	CU_ASSERT(strchr(why, '\n') == NULL);
-	CU_ASSERT(strstr(why, "x\\x0ay") != NULL);
+	CU_ASSERT(strstr(why, "x\\u000ay") != NULL);
 	/* a tiny reason buffer is cut, not overrun */
 	char small[8];
 	CU_ASSERT_EQUAL(rr_manifest_parse(text, strlen(text), &out, small, sizeof(small)),
@@ -1441,7 +1441,7 @@ static void test_parse_reason_quotes_tensor_name_and_dtype_safely(void)
 	char *name;
 
 	s_expect_edit(m, "\"dtype\":\"F16\"", "\"dtype\":\"F\\n16\"", RR_ECORRUPT,
-		      "unknown dtype \"F\\x0a16\"");
+		      "unknown dtype \"F\\u000a16\"");
 	rr_manifest_destroy(m);
 	/* an overlong name is shown escaped and cut short */
 	name = malloc(65538);
@@ -1450,7 +1450,7 @@ static void test_parse_reason_quotes_tensor_name_and_dtype_safely(void)
 	name[0] = '\n';
 	name[65537] = '\0';
 	m = s_one_seg(s_tseg(0, RR_ENC_SHUFFLE_ZSTD, name, "F16", S_DIMS(16, 8), 0, 2));
-	s_expect_built(m, RR_ECORRUPT, "\"tensor\" \"\\x0annnnnnnnnn");
+	s_expect_built(m, RR_ECORRUPT, "\"tensor\" \"\\u000annnnnnnnnn");
 	free(name);
 }
 
