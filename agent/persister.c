@@ -127,12 +127,9 @@ out:
 	rr_buf_free(&json);
 }
 
-static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
-			    const struct rr_persist_stats *st, int urgent)
+static void s_log_persisted(const struct rr_manifest *m, const struct rr_persist_stats *st)
 {
 	char b1[16], b2[16], b3[16];
-	struct rr_gc_stats gs;
-	cJSON *ev = cJSON_CreateObject();
 
 	rr_info("persisted %s: %llu files, %s -> %s stored, %s new, %llu of %llu segments "
 		"unchanged, %.2f s",
@@ -145,6 +142,17 @@ static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
 			(unsigned long long)st->tensors[RR_ENC_FP16],
 			(unsigned long long)st->tensors[RR_ENC_BF16],
 			(unsigned long long)st->tensors[RR_ENC_SHUFFLE_ZSTD]);
+}
+
+/* What follows a persist once its manifest is written: LATEST, the ledger, retention. The
+ * checkpoint is already committed (and reported) by then. */
+static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
+			    const struct rr_persist_stats *st, int urgent)
+{
+	char b1[16];
+	struct rr_gc_stats gs;
+	cJSON *ev = cJSON_CreateObject();
+
 	s_update_latest(p, m);
 	if (ev) {
 		cJSON_AddStringToObject(ev, "checkpoint", m->checkpoint);
@@ -179,14 +187,14 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 		.n_exact_globs = p->cfg.n_exact_globs,
 	};
 	struct rr_persist_result r = { .urgent = urgent };
-	struct rr_manifest *m = NULL;
+	struct rr_manifest *m = NULL, *written;
 
 	snprintf(r.name, sizeof(r.name), "%s", name);
 	rr_info("persisting %s%s", name, urgent ? " (notice: ahead of everything else)" : "");
 	r.rc = rr_persist_checkpoint(p->cfg.store, p->cfg.checkpoint_dir, name, ms, &opts, &m,
 				     &r.stats);
 	if (r.rc == 0)
-		s_after_persist(p, m, &r.stats, urgent);
+		s_log_persisted(m, &r.stats);
 	else if (r.rc == RR_EEXIST)
 		rr_info("%s is already in the store; not written again", name);
 	else if (r.rc == RR_ECANCELED)
@@ -197,25 +205,32 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 		rr_error("persist of %s failed (%s); the store's previous checkpoint stays the "
 			 "newest", name, rr_strerror(r.rc));
 
+	/* The manifest is written: the checkpoint is committed. Report it now, before LATEST,
+	 * the ledger and retention, which a notice's deadline need not wait for. */
+	written = m;
 	pthread_mutex_lock(&p->lock);
-	if (r.rc == 0 || r.rc == RR_EEXIST) {
-		if (s_newer(name, ms, p->done, p->done_ms)) {
-			snprintf(p->done, sizeof(p->done), "%s", name);
-			p->done_ms = ms;
-			if (m) {
-				rr_manifest_destroy(p->previous);
-				p->previous = m;
-				m = NULL;
-			}
+	if ((r.rc == 0 || r.rc == RR_EEXIST) && s_newer(name, ms, p->done, p->done_ms)) {
+		snprintf(p->done, sizeof(p->done), "%s", name);
+		p->done_ms = ms;
+		if (m) {
+			rr_manifest_destroy(p->previous);
+			p->previous = m; /* only this thread frees it, so written stays valid */
+			m = NULL;
 		}
 	}
-	p->running = 0;
-	p->cancel = 0;
 	if (p->nresults < MAX_RESULTS)
 		p->results[p->nresults++] = r;
 	pthread_mutex_unlock(&p->lock);
-	rr_manifest_destroy(m);
 	s_notify(p);
+
+	if (r.rc == 0)
+		s_after_persist(p, written, &r.stats, urgent);
+	pthread_mutex_lock(&p->lock);
+	p->running = 0;
+	p->cancel = 0;
+	pthread_mutex_unlock(&p->lock);
+	rr_manifest_destroy(m);
+	s_notify(p); /* busy() changed */
 }
 
 static void *s_thread(void *arg)

@@ -291,7 +291,9 @@ static void test_persister_persists_submitted_checkpoint(void)
 	CU_ASSERT_EQUAL(r->stats.files, 2);
 	CU_ASSERT_EQUAL(r->stats.bytes, 256 * 1024 + strlen("{\"hidden\": 64}\n"));
 	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-1"));
-	/* By the time the result is out, LATEST and the ledger are written. */
+	/* The result comes as soon as the manifest is written (the checkpoint is committed);
+	 * LATEST and the ledger are written before the persister goes idle. */
+	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
 	s_latest(&e, latest, sizeof(latest));
 	CU_ASSERT_STRING_EQUAL(latest, "step-1");
 	CU_ASSERT_EQUAL(s_count_events(&e, "checkpoint", key), 1);
@@ -465,7 +467,8 @@ static void test_persister_applies_retention_with_keep_one(void)
 	r = s_result(&e, "step-2");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
 	CU_ASSERT_EQUAL(r->rc, 0);
-	/* step-1's manifest is gone; step-2 stays whole. */
+	/* Once retention has run (before idle): step-1's manifest is gone; step-2 stays whole. */
+	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
 	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-1"));
 	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-2"));
 	s_latest(&e, latest, sizeof(latest));
@@ -585,6 +588,7 @@ static void test_persister_urgent_submission_sets_aside_older_persist_in_progres
 	CU_ASSERT_EQUAL(r2->urgent, 1);
 	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-1"));
 	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-2"));
+	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL)); /* LATEST follows the result */
 	s_latest(&e, latest, sizeof(latest));
 	CU_ASSERT_STRING_EQUAL(latest, "step-2");
 	rr_persister_destroy(e.p);
