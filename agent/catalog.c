@@ -90,7 +90,7 @@ static void s_check_entry(struct rr_store *s, const char *run_id, struct rr_cata
 		rc = rr_store_get(s, key, &b, NULL);
 	if (rc) {
 		snprintf(ce->problem, sizeof(ce->problem), "manifest unreadable: %s",
-			 rr_strerror(rc));
+			 rr_store_strerror(rc));
 		goto out;
 	}
 	rc = rr_manifest_parse((const char *)b.data, b.len, &ce->manifest, why, sizeof(why));

@@ -15,17 +15,16 @@
 /* Opens the store and reads the run's catalog; logs and returns 125 on failure. */
 static int s_open(const struct rr_config *cfg, struct rr_store **s, struct rr_catalog **c)
 {
-	int rc = rr_store_open(cfg->store_url, s);
+	int rc = rr_store_open(cfg->store_url, &cfg->store_opts, s);
 	if (rc) {
 		rr_error("cannot open store %s: %s", cfg->store_url,
-			 rc == RR_EUNSUPPORTED ? "this build supports file:// stores only" :
-						 rr_strerror(rc));
+			 rr_store_strerror(rc));
 		return EXIT_ERROR;
 	}
 	rc = rr_catalog_load(*s, cfg->run_id, c);
 	if (rc) {
 		rr_error("cannot read run '%s' in %s: %s", cfg->run_id, cfg->store_url,
-			 rr_strerror(rc));
+			 rr_store_strerror(rc));
 		rr_store_destroy(*s);
 		return EXIT_ERROR;
 	}
@@ -148,15 +147,15 @@ int rr_cmd_gc(const struct rr_config *cfg)
 	struct rr_store *s;
 	struct rr_gc_stats st;
 	char b1[16];
-	int rc = rr_store_open(cfg->store_url, &s);
+	int rc = rr_store_open(cfg->store_url, &cfg->store_opts, &s);
 
 	if (rc) {
-		rr_error("cannot open store %s: %s", cfg->store_url, rr_strerror(rc));
+		rr_error("cannot open store %s: %s", cfg->store_url, rr_store_strerror(rc));
 		return EXIT_ERROR;
 	}
 	rc = rr_gc_run(s, cfg->run_id, cfg->keep, cfg->gc_grace_ms, &st);
 	if (rc)
-		rr_error("gc of run '%s' failed: %s", cfg->run_id, rr_strerror(rc));
+		rr_error("gc of run '%s' failed: %s", cfg->run_id, rr_store_strerror(rc));
 	else
 		rr_info("gc: deleted %zu checkpoints and %zu chunks (%s); %zu unreferenced chunks "
 			"are younger than the grace period", st.checkpoints_deleted,

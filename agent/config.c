@@ -56,6 +56,17 @@ int rr_parse_duration_ms(const char *s, int64_t *out)
 	return RR_EINVAL;
 }
 
+/* Every command that opens the store takes these. */
+#define S_S3_HELP                                                                          \
+	"S3 stores (every command): credentials, region and endpoint as the AWS CLI finds\n" \
+	"them (AWS_ACCESS_KEY_ID..., AWS_PROFILE, web identity, container, instance role;\n" \
+	"AWS_REGION; AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL; AWS_CA_BUNDLE).\n"              \
+	"  --s3-addressing MODE   auto (path-style with an endpoint URL, else virtual-hosted),\n" \
+	"                         path or virtual [RESUME_RUN_S3_ADDRESSING]\n"             \
+	"  --s3-sse MODE          server-side encryption: AES256 or aws:kms\n"             \
+	"                         [RESUME_RUN_S3_SSE]\n"                                    \
+	"  --s3-sse-kms-key-id ID the KMS key for aws:kms [RESUME_RUN_S3_SSE_KMS_KEY_ID]\n"
+
 static const char s_run_help[] =
 	"usage: resume-run [OPTIONS] -- COMMAND [ARGS...]\n"
 	"       resume-run ls|restore|verify|gc [OPTIONS]   (see resume-run CMD --help)\n"
@@ -65,8 +76,8 @@ static const char s_run_help[] =
 	"and makes it durable in the store before the deadline.\n"
 	"\n"
 	"Options (environment in brackets):\n"
-	"  --store URL            file:///abs/path or file://./rel [RESUME_RUN_STORE]\n"
-	"                         (default " DEFAULT_STORE ")\n"
+	"  --store URL            file:///abs/path, file://./rel or s3://bucket/prefix\n"
+	"                         [RESUME_RUN_STORE] (default " DEFAULT_STORE ")\n"
 	"  --run-id ID            names the run inside the store [RESUME_RUN_ID] (default)\n"
 	"  --checkpoint-dir DIR   where the trainer writes checkpoints\n"
 	"                         [RESUME_RUN_CHECKPOINT_DIR] (default " DEFAULT_CHECKPOINT_DIR ")\n"
@@ -84,6 +95,7 @@ static const char s_run_help[] =
 	"  --log-format text|json log lines on stderr (default text)\n"
 	"  -v, --verbose          also log debug lines\n"
 	"  -h, --help             this help;  --version  the version\n"
+	S_S3_HELP
 	"\n"
 	"Signals: SIGTERM/SIGINT = a notice (checkpoint, persist, then SIGTERM to the trainer);\n"
 	"a second one forwards at once. SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH are forwarded.\n"
@@ -93,23 +105,25 @@ static const char s_run_help[] =
 static const char s_ls_help[] =
 	"usage: resume-run ls [--store URL] [--run-id ID]\n"
 	"Lists the checkpoints of a run, newest first: name, state (committed, or why not),\n"
-	"files, original and stored size, commit time. LATEST is marked with '*'.\n";
+	"files, original and stored size, commit time. LATEST is marked with '*'.\n" S_S3_HELP;
 
 static const char s_restore_help[] =
 	"usage: resume-run restore [--store URL] [--run-id ID] [--checkpoint NAME] --to DIR\n"
 	"Restores the newest committed checkpoint (or NAME) into DIR/NAME/, verifying every\n"
-	"chunk. Without --checkpoint, a damaged newest checkpoint falls back to an older one.\n";
+	"chunk. Without --checkpoint, a damaged newest checkpoint falls back to an older one.\n"
+	S_S3_HELP;
 
 static const char s_verify_help[] =
 	"usage: resume-run verify [--store URL] [--run-id ID] [--checkpoint NAME]\n"
 	"Re-reads and re-hashes every chunk of every committed checkpoint (or of NAME).\n"
-	"Exit status 0 when all are intact, 1 when any is damaged, 125 on other errors.\n";
+	"Exit status 0 when all are intact, 1 when any is damaged, 125 on other errors.\n"
+	S_S3_HELP;
 
 static const char s_gc_help[] =
 	"usage: resume-run gc [--store URL] [--run-id ID] [--keep N] [--grace DURATION]\n"
 	"Keeps the N newest committed checkpoints (default 3), deletes older ones, then deletes\n"
 	"chunks no remaining checkpoint references and older than --grace (default 1h; chunks\n"
-	"younger than that may belong to an upload still in flight).\n";
+	"younger than that may belong to an upload still in flight).\n" S_S3_HELP;
 
 void rr_config_print_help(enum rr_command cmd)
 {
@@ -123,7 +137,8 @@ void rr_config_print_help(enum rr_command cmd)
 enum {
 	OPT_STORE = 256, OPT_RUN_ID, OPT_CKPT_DIR, OPT_NOTICE_FILE, OPT_GRACE, OPT_SIGNAL,
 	OPT_EVERY, OPT_KEEP, OPT_MAX_RESTARTS, OPT_THREADS, OPT_LOG_FORMAT, OPT_CHECKPOINT,
-	OPT_TO, OPT_VERSION, OPT_ZSTD_LEVEL, OPT_PRECISION, OPT_EXACT,
+	OPT_TO, OPT_VERSION, OPT_ZSTD_LEVEL, OPT_PRECISION, OPT_EXACT, OPT_S3_ADDRESSING,
+	OPT_S3_SSE, OPT_S3_SSE_KMS_KEY_ID,
 };
 
 static const struct option s_options[] = {
@@ -141,6 +156,9 @@ static const struct option s_options[] = {
 	{ "precision", required_argument, NULL, OPT_PRECISION },
 	{ "exact", required_argument, NULL, OPT_EXACT },
 	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
+	{ "s3-addressing", required_argument, NULL, OPT_S3_ADDRESSING },
+	{ "s3-sse", required_argument, NULL, OPT_S3_SSE },
+	{ "s3-sse-kms-key-id", required_argument, NULL, OPT_S3_SSE_KMS_KEY_ID },
 	{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
 	{ "to", required_argument, NULL, OPT_TO },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -154,7 +172,8 @@ static int s_allowed(enum rr_command cmd, int opt)
 {
 	switch (opt) {
 	case OPT_STORE: case OPT_RUN_ID: case OPT_LOG_FORMAT: case OPT_THREADS: case 'v':
-	case 'h': case OPT_VERSION:
+	case 'h': case OPT_VERSION: case OPT_S3_ADDRESSING: case OPT_S3_SSE:
+	case OPT_S3_SSE_KMS_KEY_ID:
 		return 1;
 	case OPT_CHECKPOINT:
 		return cmd == RR_CMD_RESTORE || cmd == RR_CMD_VERIFY;
@@ -198,6 +217,9 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	cfg->command = RR_CMD_RUN;
 	cfg->store_url = s_getenv("RESUME_RUN_STORE", DEFAULT_STORE);
 	cfg->run_id = s_getenv("RESUME_RUN_ID", "default");
+	cfg->store_opts.s3_addressing = s_getenv("RESUME_RUN_S3_ADDRESSING", NULL);
+	cfg->store_opts.s3_sse = s_getenv("RESUME_RUN_S3_SSE", NULL);
+	cfg->store_opts.s3_sse_kms_key_id = s_getenv("RESUME_RUN_S3_SSE_KMS_KEY_ID", NULL);
 	cfg->checkpoint_dir = s_getenv("RESUME_RUN_CHECKPOINT_DIR", DEFAULT_CHECKPOINT_DIR);
 	cfg->grace_ms = 25000;
 	cfg->checkpoint_signal = 10; /* SIGUSR1 */
@@ -245,6 +267,9 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		}
 		switch (opt) {
 		case OPT_STORE: cfg->store_url = a; break;
+		case OPT_S3_ADDRESSING: cfg->store_opts.s3_addressing = a; break;
+		case OPT_S3_SSE: cfg->store_opts.s3_sse = a; break;
+		case OPT_S3_SSE_KMS_KEY_ID: cfg->store_opts.s3_sse_kms_key_id = a; break;
 		case OPT_RUN_ID: cfg->run_id = a; break;
 		case OPT_CKPT_DIR: cfg->checkpoint_dir = a; break;
 		case OPT_NOTICE_FILE: cfg->notice_file = a; break;

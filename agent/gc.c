@@ -82,6 +82,34 @@ static int s_live_chunks(const struct rr_catalog *c, const unsigned char *doomed
 	return 0;
 }
 
+#define S_DELETE_BATCH 1000
+
+/* Deletes the doomed chunks, in batches where the store can (one request per 1000 on S3). */
+static int s_delete_chunks(struct rr_store *s, const char *run_id, const struct s_sweep *w,
+			   struct rr_gc_stats *stats)
+{
+	char (*keys)[RR_KEY_MAX] = malloc(S_DELETE_BATCH * sizeof(*keys));
+	const char *ptrs[S_DELETE_BATCH];
+	size_t i, k, n;
+	int rc = keys ? 0 : RR_ENOMEM;
+
+	for (i = 0; !rc && i < w->ndoomed; i += n) {
+		n = w->ndoomed - i < S_DELETE_BATCH ? w->ndoomed - i : S_DELETE_BATCH;
+		for (k = 0; !rc && k < n; k++) {
+			rc = rr_key_chunk(keys[k], run_id, w->doomed[i + k]);
+			ptrs[k] = keys[k];
+		}
+		if (!rc)
+			rc = rr_store_del_many(s, ptrs, n);
+		for (k = 0; !rc && k < n; k++) {
+			stats->chunks_deleted++;
+			stats->bytes_freed += w->doomed_size[i + k];
+		}
+	}
+	free(keys);
+	return rc;
+}
+
 int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t grace_ms,
 	      struct rr_gc_stats *stats)
 {
@@ -146,15 +174,8 @@ int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t gra
 	rc = rr_key_chunks_prefix(key, run_id);
 	if (!rc)
 		rc = rr_store_list(s, key, s_on_chunk, &w);
-	for (size_t i = 0; !rc && i < w.ndoomed; i++) {
-		rc = rr_key_chunk(key, run_id, w.doomed[i]);
-		if (!rc)
-			rc = rr_store_del(s, key);
-		if (!rc) {
-			stats->chunks_deleted++;
-			stats->bytes_freed += w.doomed_size[i];
-		}
-	}
+	if (!rc)
+		rc = s_delete_chunks(s, run_id, &w, stats);
 out:
 	free(w.live);
 	free(w.doomed);

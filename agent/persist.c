@@ -541,15 +541,17 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 	/* Content-addressed: a chunk already in the store is not written again. */
 	rc = rr_store_head(j->store, key, NULL);
 	if (rc == RR_ENOENT) {
-		rc = rr_store_put(j->store, key, w->stored.data, w->stored.len, NULL, NULL);
+		struct rr_put_opts po = { .sha256_hex = ref->sha256 };
+		rc = rr_store_put(j->store, key, w->stored.data, w->stored.len, &po, NULL);
 		if (rc) {
-			rr_reason_set(&j->why, "cannot store a chunk of %s: %s", fe->path, rr_strerror(rc));
+			rr_reason_set(&j->why, "cannot store a chunk of %s: %s", fe->path,
+				      rr_store_strerror(rc));
 			return rc;
 		}
 		atomic_fetch_add(&j->new_bytes, w->stored.len);
 	} else if (rc) {
 		rr_reason_set(&j->why, "cannot check the store for a chunk of %s: %s", fe->path,
-		       rr_strerror(rc));
+		       rr_store_strerror(rc));
 		return rc;
 	}
 	rr_progress_add(j->progress, t->length);

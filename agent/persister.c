@@ -122,7 +122,7 @@ static void s_update_latest(struct rr_persister *p, const struct rr_manifest *m)
 out:
 	if (rc)
 		rr_warn("could not update LATEST to %s: %s (restore finds it by listing)",
-			m->checkpoint, rr_strerror(rc));
+			m->checkpoint, rr_store_strerror(rc));
 	rr_buf_free(&b);
 	rr_buf_free(&json);
 }

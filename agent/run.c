@@ -219,6 +219,8 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 	r->notice_mono = rr_mono_ms();
 	r->deadline_mono = n->deadline_unix ?
 				   r->notice_mono + (n->deadline_unix - n->received_unix) * 1000 : 0;
+	/* The store stops retrying where a retry could not finish before the deadline. */
+	rr_store_set_deadline(r->store, r->deadline_mono);
 	r->notice_ckpt[0] = '\0';
 	r->notice_durable = 0;
 	r->asked_wall_ms = 0;
@@ -256,6 +258,8 @@ static void s_end_notice(struct s_run *r)
 	unlink(r->notice_path);
 	r->notice_active = 0;
 	r->ask_pending = 0;
+	if (!r->terminate_after)
+		rr_store_set_deadline(r->store, 0);
 	rr_info("notice withdrawn");
 }
 
@@ -418,6 +422,7 @@ static void s_on_signal(struct s_run *r, int sig)
 				s_forward_term(r, "checkpoint already durable");
 			else if (!r->deadline_mono || r->deadline_mono > rr_mono_ms() + r->cfg->grace_ms)
 				r->deadline_mono = rr_mono_ms() + r->cfg->grace_ms;
+			rr_store_set_deadline(r->store, r->deadline_mono);
 			return;
 		}
 		s_start_notice(r, &n);
@@ -530,7 +535,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 	rc = rr_catalog_load(r->store, r->cfg->run_id, &c);
 	if (rc) {
 		rr_error("cannot read run '%s' in store %s: %s", r->cfg->run_id, r->store->url,
-			 rr_strerror(rc));
+			 rr_store_strerror(rc));
 		return EXIT_AGENT_ERROR;
 	}
 	if (c->n == 0) {
@@ -624,11 +629,10 @@ int rr_run(const struct rr_config *cfg)
 	snprintf(r.notice_path, sizeof(r.notice_path), "%s/%s", r.ckpt_dir, NOTICE_FILE_NAME);
 	unlink(r.notice_path); /* a stale one from a previous machine's run */
 
-	rc = rr_store_open(cfg->store_url, &r.store);
+	rc = rr_store_open(cfg->store_url, &cfg->store_opts, &r.store);
 	if (rc) {
 		rr_error("cannot open store %s: %s", cfg->store_url,
-			 rc == RR_EUNSUPPORTED ? "this build supports file:// stores only" :
-						 rr_strerror(rc));
+			 rr_store_strerror(rc));
 		goto out;
 	}
 	if (s_restore_at_start(&r, &baseline) != 0)

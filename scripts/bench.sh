@@ -124,6 +124,51 @@ PY
 read -r inc_new inc_stored inc_same inc_segs inc_ms <<< "$inc_line"
 read -r n_changed changed_bytes <<< "$changed"
 
+
+echo "== S3: persist and restore vs aws s3 cp --recursive, same files, same S3 test server"
+# The server: @20minutes/s3rver (Node) on 127.0.0.1, its data on tmpfs, verifying SigV4.
+tests/s3/install-s3rver.sh
+s3port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$work/s3data"
+node --openssl-legacy-provider tests/s3/s3rver.js "$s3port" "$work/s3data" bench > "$work/s3rver.log" 2>&1 &
+s3pid=$!
+trap 'kill $s3pid 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do grep -q '^ready' "$work/s3rver.log" && break; sleep 0.1; done
+export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
+	AWS_ENDPOINT_URL=http://127.0.0.1:$s3port AWS_EC2_METADATA_DISABLED=true AWS_PAGER=
+: > "$work/s3-rr-put.txt"; : > "$work/s3-aws-put.txt"; : > "$work/s3-rr-get.txt"
+: > "$work/s3-aws-get.txt"; : > "$work/s3-rr-rss.txt"
+s3dir=$work/s3files; mkdir -p "$s3dir"; cp -al "$ckpt"/* "$s3dir/"
+s3_bytes=$(cat "$s3dir"/* | wc -c)
+ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+for i in $(seq "$RUNS"); do
+	# resume-run: the whole command (start, probe, persist, LATEST, ledger), wall clock and
+	# peak RSS; the ledger's elapsed_ms is the persist alone.
+	cdir=$work/s3ck-$i; mkdir -p "$cdir" && cp -al "$s3dir" "$cdir/step-$STEPS"
+	t0=$(date +%s%N)
+	/usr/bin/time -f '%M' -o "$work/rss-$i" "$RR" --store "s3://bench/rr-$i" --checkpoint-dir "$cdir" -- true 2> "$work/s3log-$i"
+	ms_since "$t0" >> "$work/s3-rr-put.txt"
+	cat "$work/rss-$i" >> "$work/s3-rr-rss.txt"
+	t0=$(date +%s%N)
+	aws s3 cp --quiet --recursive "$s3dir" "s3://bench/aws-$i/"
+	ms_since "$t0" >> "$work/s3-aws-put.txt"
+	t0=$(date +%s%N)
+	"$RR" restore --store "s3://bench/rr-$i" --to "$work/s3r-$i" 2> /dev/null
+	ms_since "$t0" >> "$work/s3-rr-get.txt"
+	t0=$(date +%s%N)
+	aws s3 cp --quiet --recursive "s3://bench/aws-$i/" "$work/s3a-$i"
+	ms_since "$t0" >> "$work/s3-aws-get.txt"
+	cmp "$work/s3a-$i/optimizer.safetensors" "$s3dir/optimizer.safetensors"
+	rm -rf "$work/s3r-$i" "$work/s3a-$i" "$cdir"
+done
+read -r s3_rr_put s3_rr_put_min s3_rr_put_max < <(stats < "$work/s3-rr-put.txt")
+read -r s3_aws_put s3_aws_put_min s3_aws_put_max < <(stats < "$work/s3-aws-put.txt")
+read -r s3_rr_get s3_rr_get_min s3_rr_get_max < <(stats < "$work/s3-rr-get.txt")
+read -r s3_aws_get s3_aws_get_min s3_aws_get_max < <(stats < "$work/s3-aws-get.txt")
+read -r s3_rss s3_rss_min s3_rss_max < <(stats < "$work/s3-rr-rss.txt")
+s3_rr_stored=$(find "$work/s3data/bench/rr-1" -type f -name '*object' -printf '%s\n' 2>/dev/null | awk '{s+=$1} END {print s+0}')
+kill $s3pid 2>/dev/null || true
+
 kern=$(build/kernels_bench 2>/dev/null || echo "(build/kernels_bench not built)")
 
 gbps() { awk -v b="$1" -v ms="$2" 'BEGIN { printf "%.2f", b / ms / 1e6 }'; }
@@ -177,6 +222,25 @@ against \`zstd -1 -T2\` on the same two files:
 The same checkpoint again with $n_changed of the model's tensors changed ($(mb "$changed_bytes") of F32):
 $inc_same of $inc_segs segments unchanged, **$(mb "$inc_new") written** (the changed tensors'
 chunks and the manifest) of $(mb "$inc_stored") the checkpoint occupies, in $inc_ms ms.
+
+## S3: persist and restore against the same server
+
+The same checkpoint directory ($(mb "$s3_bytes")) to and from \`@20minutes/s3rver\` 5.0.0 on
+127.0.0.1 (it verifies every SigV4 signature; its data on tmpfs), each tool started from
+scratch per run (wall clock of the whole command). The server is a Node program on the
+same 2 cores as the client, so these are figures for this setup, not for AWS.
+
+| | resume-run | \`aws s3 cp --recursive\` (awscli $(aws --version 2>&1 | cut -d' ' -f1 | cut -d/ -f2)) | ratio |
+|---|---|---|---|
+| persist (to durable) | $s3_rr_put ms ($s3_rr_put_min–$s3_rr_put_max) | $s3_aws_put ms ($s3_aws_put_min–$s3_aws_put_max) | **$(ratio "$s3_aws_put" "$s3_rr_put")x** |
+| restore (download) | $s3_rr_get ms ($s3_rr_get_min–$s3_rr_get_max) | $s3_aws_get ms ($s3_aws_get_min–$s3_aws_get_max) | **$(ratio "$s3_aws_get" "$s3_rr_get")x** |
+| bytes sent | $(mb "$s3_rr_stored") | $(mb "$s3_bytes") | |
+
+- Commands: \`resume-run --store s3://bench/rr-N --checkpoint-dir DIR -- true\` (persists the
+  newest local checkpoint at start: probe, encode, upload, manifest, LATEST, ledger) and
+  \`resume-run restore --store s3://bench/rr-N --to DIR\`, against \`aws s3 cp --quiet
+  --recursive DIR s3://bench/aws-N/\` and back.
+- Agent peak RSS during the persist (\`/usr/bin/time -f %M\`): $(awk -v k="$s3_rss" 'BEGIN { printf "%.0f MB", k / 1024 }') (median; $(awk -v k="$s3_rss_min" 'BEGIN { printf "%.0f", k / 1024 }')–$(awk -v k="$s3_rss_max" 'BEGIN { printf "%.0f", k / 1024 }') MB).
 
 ## Kernels (one core, \`build/kernels_bench\`)
 

@@ -4,11 +4,16 @@
 set -euo pipefail
 what=${1:-build}
 pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev libzstd-dev libcjson-dev
-      libcunit1-dev libxxhash-dev python3)
+      libcunit1-dev libxxhash-dev libexpat1-dev python3)
 if [ "$what" = test ]; then
 	# clang + its runtime for the libFuzzer targets; zstd for comparisons; util-linux for
 	# unshare (PID 1 and disk-full tests); python3-torch for the PyTorch helper tests.
-	pkgs+=(clang libclang-rt-14-dev zstd util-linux python3-torch)
+	# awscli, python3-boto3 and rclone read back what the agent writes to S3.
+	pkgs+=(clang libclang-rt-14-dev zstd util-linux python3-torch awscli python3-boto3 rclone time)
+	# Node.js runs the S3 test server; this machine kind ships it (NodeSource), Debian's
+	# nodejs + npm are the fallback.
+	command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+	command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -19,4 +24,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 	SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 	$SUDO apt-get update -q
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$what" = test ]; then
+	# The S3 test server (it verifies SigV4), from npm, into a cache outside the checkout.
+	"$(dirname "$0")/../tests/s3/install-s3rver.sh"
 fi

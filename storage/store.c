@@ -1,11 +1,42 @@
 /* rr_store_open: picks the backend from the URL's scheme. Each backend's constructor sets
- * s->url and its destroy frees it with the rest of the object. */
+ * s->url and its destroy frees it with the rest of the object. Also the per-thread reason
+ * for a store call's failure. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "rr/error.h"
 #include "rr/store.h"
+#include "rr/store_s3.h"
+
+static _Thread_local char s_why[512];
+static _Thread_local int s_why_rc;
+
+int rr_store_fail(int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s_why, sizeof(s_why), fmt, ap);
+	va_end(ap);
+	s_why_rc = rc;
+	return rc;
+}
+
+void rr_store_clear_why(void)
+{
+	s_why[0] = '\0';
+	s_why_rc = 0;
+}
+
+const char *rr_store_strerror(int rc)
+{
+	if (rc && rc == s_why_rc && s_why[0])
+		return s_why;
+	return rr_strerror(rc);
+}
 
 /* Returns the part after "<scheme>://" when url has that scheme (case-insensitively, as
  * URL schemes are), else NULL. */
@@ -18,29 +49,35 @@ static const char *s_after_scheme(const char *url, const char *scheme)
 	return url + n + 3;
 }
 
-int rr_store_open(const char *url, struct rr_store **out)
+int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_store **out)
 {
+	static const struct rr_store_opts none;
 	struct rr_store *s = NULL;
 	const char *rest;
 	char *copy;
 	int rc;
 
+	rr_store_clear_why();
 	if (!url || !out)
 		return RR_EINVAL;
-	rest = s_after_scheme(url, "file");
-	if (rest) {
+	if (!opts)
+		opts = &none;
+	if ((rest = s_after_scheme(url, "file")) != NULL) {
 		/* "file:///abs" -> "/abs"; "file://./rel" and "file://rel" are relative to the
 		 * working directory (no host part: this is a local store only). */
 		if (*rest == '\0')
-			return RR_EINVAL;
+			return rr_store_fail(RR_EINVAL, "a file:// URL needs a path");
 		rc = rr_store_file_new(rest, &s);
-		if (rc)
-			return rc;
-	} else if (s_after_scheme(url, "s3") || s_after_scheme(url, "gs")) {
-		return RR_EUNSUPPORTED;
+	} else if ((rest = s_after_scheme(url, "s3")) != NULL) {
+		rc = rr_store_s3_new(rest, opts, &s);
+	} else if (s_after_scheme(url, "gs")) {
+		return rr_store_fail(RR_EUNSUPPORTED, "gs:// stores are not in this build yet");
 	} else {
-		return RR_EINVAL;
+		return rr_store_fail(RR_EINVAL, "the store URL must start with file://, s3:// "
+					       "or gs://");
 	}
+	if (rc)
+		return rc;
 
 	/* Keep the URL as the user wrote it for log lines. */
 	copy = strdup(url);
@@ -58,4 +95,25 @@ void rr_store_destroy(struct rr_store *s)
 {
 	if (s)
 		s->vt->destroy(s);
+}
+
+void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms)
+{
+	s->deadline_mono_ms = deadline_mono_ms;
+}
+
+int rr_store_del_many(struct rr_store *s, const char *const *keys, size_t n)
+{
+	size_t i;
+	int rc;
+
+	rr_store_clear_why();
+	if (s->vt->del_many)
+		return s->vt->del_many(s, keys, n);
+	for (i = 0; i < n; i++) {
+		rc = s->vt->del(s, keys[i]);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rr/store.h"
+
 #define RR_MAX_EXACT_GLOBS 64
 
 /* How F32 tensors are stored (DESIGN §4). */
@@ -17,6 +19,7 @@ enum rr_command { RR_CMD_RUN, RR_CMD_LS, RR_CMD_RESTORE, RR_CMD_VERIFY, RR_CMD_G
 struct rr_config {
 	enum rr_command command;
 	const char *store_url;
+	struct rr_store_opts store_opts; /* --s3-addressing, --s3-sse, --s3-sse-kms-key-id */
 	const char *run_id;
 	const char *checkpoint_dir;
 	const char *notice_file;  /* NULL: none */

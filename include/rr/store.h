@@ -1,5 +1,5 @@
 /* The object store interface: one table of function pointers, one backend per file
- * (storage/store_file.c now; S3 and GCS later). Keys are '/'-separated paths relative to
+ * (storage/store_file.c, storage/store_s3.c). Keys are '/'-separated paths relative to
  * the store's root (the URL's path or prefix), e.g. "default/chunks/ab/ab12...". */
 #ifndef RR_STORE_H
 #define RR_STORE_H
@@ -17,6 +17,9 @@ struct rr_put_opts {
 	int if_none_match;      /* 1: create only; RR_EEXIST when the key exists */
 	const char *if_match;   /* non-NULL: replace only if the current version tag equals
 				 * this; RR_EPRECOND otherwise (RR_ENOENT when absent) */
+	const char *sha256_hex; /* lowercase hex SHA-256 of the data when the caller knows it
+				 * (chunks are named by it): a backend that signs payloads uses
+				 * it instead of hashing the data again */
 };
 
 struct rr_store_entry {
@@ -44,19 +47,49 @@ struct rr_store_vtable {
 	int (*list)(struct rr_store *s, const char *prefix, rr_store_list_cb cb, void *ud);
 	/* Deletes a key; deleting a missing key is not an error. */
 	int (*del)(struct rr_store *s, const char *key);
+	/* Deletes n keys, in batches where the backend can (may be NULL: then del, one by
+	 * one). */
+	int (*del_many)(struct rr_store *s, const char *const *keys, size_t n);
 	void (*destroy)(struct rr_store *s);
 };
 
 struct rr_store {
 	const struct rr_store_vtable *vt;
 	char *url; /* as given, for log lines (never holds secrets) */
+	/* CLOCK_MONOTONIC ms by which a notice needs the store's work done, 0 for none:
+	 * remote backends stop retrying when a retry could not finish before it. */
+	_Atomic long long deadline_mono_ms;
 };
 
-/* Opens the store named by url ("file:///abs", "file://./rel", "s3://...", "gs://...").
- * On success *out is owned by the caller (rr_store_destroy). Returns RR_EINVAL for a URL
- * it cannot read, RR_EUNSUPPORTED for a scheme this build lacks, or the backend's error. */
-int rr_store_open(const char *url, struct rr_store **out);
+/* Options for remote backends (all may be NULL/0 for the defaults). */
+struct rr_store_opts {
+	const char *s3_addressing;     /* "auto" (default), "path" or "virtual" */
+	const char *s3_sse;            /* NULL, "AES256" or "aws:kms" */
+	const char *s3_sse_kms_key_id; /* with "aws:kms": the key; NULL: the bucket's default */
+};
+
+/* Opens the store named by url ("file:///abs", "file://./rel", "s3://bucket/prefix",
+ * "gs://..."). A remote store is probed once (a one-key listing), so a wrong bucket, secret
+ * or endpoint is reported here. On success *out is owned by the caller (rr_store_destroy).
+ * Returns RR_EINVAL for a URL or option it cannot read, RR_EUNSUPPORTED for a scheme this
+ * build lacks, or the backend's error; rr_store_strerror(rc) then says why. */
+int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_store **out);
 void rr_store_destroy(struct rr_store *s);
+
+/* Sets (or with 0 clears) the deadline remote backends bound their retries by. */
+void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms);
+
+/* The reason for the last failed store call on this thread when its backend gave one
+ * (e.g. "S3 said 403 SignatureDoesNotMatch: ..."), else rr_strerror(rc). Static storage
+ * per thread, valid until the next store call on the thread. */
+const char *rr_store_strerror(int rc);
+/* For backends: records why the current call fails with rc, and returns rc. */
+int rr_store_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Forgets the reason (each call below starts with it). */
+void rr_store_clear_why(void);
+
+/* Deletes n keys with the backend's batch delete when it has one. */
+int rr_store_del_many(struct rr_store *s, const char *const *keys, size_t n);
 
 /* Opens a file:// store rooted at dir (created if missing). */
 int rr_store_file_new(const char *dir, struct rr_store **out);
@@ -64,24 +97,29 @@ int rr_store_file_new(const char *dir, struct rr_store **out);
 static inline int rr_store_put(struct rr_store *s, const char *key, const void *data,
 			       size_t len, const struct rr_put_opts *opts, char *etag_out)
 {
+	rr_store_clear_why();
 	return s->vt->put(s, key, data, len, opts, etag_out);
 }
 static inline int rr_store_get(struct rr_store *s, const char *key, struct rr_buf *out,
 			       char *etag_out)
 {
+	rr_store_clear_why();
 	return s->vt->get(s, key, out, etag_out);
 }
 static inline int rr_store_head(struct rr_store *s, const char *key, uint64_t *size_out)
 {
+	rr_store_clear_why();
 	return s->vt->head(s, key, size_out);
 }
 static inline int rr_store_list(struct rr_store *s, const char *prefix, rr_store_list_cb cb,
 				void *ud)
 {
+	rr_store_clear_why();
 	return s->vt->list(s, prefix, cb, ud);
 }
 static inline int rr_store_del(struct rr_store *s, const char *key)
 {
+	rr_store_clear_why();
 	return s->vt->del(s, key);
 }
 

@@ -562,7 +562,7 @@ static void test_open_file_url_absolute(void)
 	struct rr_store *s = NULL;
 
 	snprintf(url, sizeof(url), "file://%s", store_dir);
-	CU_ASSERT_EQUAL_FATAL(rr_store_open(url, &s), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_store_open(url, NULL, &s), 0);
 	CU_ASSERT_STRING_EQUAL(s->url, url);
 	CU_ASSERT_STRING_EQUAL(s->vt->scheme, "file");
 	CU_ASSERT_EQUAL(s_put_str(s, "run/k", "v"), 0);
@@ -581,8 +581,8 @@ static void test_open_file_url_relative(void)
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
 	CU_ASSERT_EQUAL_FATAL(chdir(dir), 0);
-	CU_ASSERT_EQUAL(rr_store_open("file://./.resume-run/store", &s1), 0);
-	CU_ASSERT_EQUAL(rr_store_open("file://rel", &s2), 0);
+	CU_ASSERT_EQUAL(rr_store_open("file://./.resume-run/store", NULL, &s1), 0);
+	CU_ASSERT_EQUAL(rr_store_open("file://rel", NULL, &s2), 0);
 	CU_ASSERT_EQUAL_FATAL(chdir(cwd), 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s1);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s2);
@@ -598,12 +598,12 @@ static void test_open_file_url_relative(void)
 	free(dir);
 }
 
-static void test_open_s3_and_gs_are_unsupported(void)
+static void test_open_gs_is_unsupported_with_a_reason(void)
 {
 	struct rr_store *s = NULL;
 
-	CU_ASSERT_EQUAL(rr_store_open("s3://bucket/prefix", &s), RR_EUNSUPPORTED);
-	CU_ASSERT_EQUAL(rr_store_open("gs://bucket/prefix", &s), RR_EUNSUPPORTED);
+	CU_ASSERT_EQUAL(rr_store_open("gs://bucket/prefix", NULL, &s), RR_EUNSUPPORTED);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rr_store_strerror(RR_EUNSUPPORTED), "gs://"));
 	CU_ASSERT_PTR_NULL(s);
 }
 
@@ -614,8 +614,8 @@ static void test_open_unknown_or_malformed_url_is_einval(void)
 	struct rr_store *s = NULL;
 
 	for (int i = 0; bad[i]; i++)
-		CU_ASSERT_EQUAL(rr_store_open(bad[i], &s), RR_EINVAL);
-	CU_ASSERT_EQUAL(rr_store_open(NULL, &s), RR_EINVAL);
+		CU_ASSERT_EQUAL(rr_store_open(bad[i], NULL, &s), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_store_open(NULL, NULL, &s), RR_EINVAL);
 	CU_ASSERT_PTR_NULL(s);
 }
 
@@ -954,7 +954,7 @@ static CU_TestInfo s_tests[] = {
 	  test_put_below_an_existing_object_is_einval },
 	{ "test_open_file_url_absolute", test_open_file_url_absolute },
 	{ "test_open_file_url_relative", test_open_file_url_relative },
-	{ "test_open_s3_and_gs_are_unsupported", test_open_s3_and_gs_are_unsupported },
+	{ "test_open_gs_is_unsupported_with_a_reason", test_open_gs_is_unsupported_with_a_reason },
 	{ "test_open_unknown_or_malformed_url_is_einval",
 	  test_open_unknown_or_malformed_url_is_einval },
 	{ "test_destroy_null_is_fine", test_destroy_null_is_fine },

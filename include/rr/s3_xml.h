@@ -1,0 +1,84 @@
+/* The XML of the S3 API, read with expat (never by searching strings) and written with
+ * escaping: error documents, ListObjectsV2 pages, multipart initiate/complete, DeleteObjects,
+ * and STS AssumeRoleWithWebIdentity results. Every parser has a size ceiling, treats element
+ * names by their local name (namespace prefixes and xmlns values vary between S3 and its
+ * clones), refuses DOCTYPE/entity declarations (no entity expansion attacks), and copies
+ * text only into bounded fields: an over-long value is RR_ECORRUPT, never truncated. */
+#ifndef RR_S3_XML_H
+#define RR_S3_XML_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rr/buf.h"
+
+#define RR_S3_XML_MAX (16u << 20) /* ceiling on any XML document read */
+
+struct rr_s3_error {
+	char code[64];     /* e.g. "SignatureDoesNotMatch", "SlowDown", "NoSuchBucket" */
+	char message[512];
+	char request_id[128];
+};
+
+/* Parses an S3 <Error> document. Returns 0 when the root element is Error (fields filled;
+ * missing ones ""), RR_ENOENT when the document is well-formed but its root is something
+ * else, RR_ECORRUPT when it is not well-formed XML (e.g. an HTML page from a proxy). */
+int rr_s3_xml_parse_error(const void *xml, size_t len, struct rr_s3_error *out);
+
+/* <InitiateMultipartUploadResult>: copies UploadId (at most cap-1 bytes). */
+int rr_s3_xml_parse_initiate(const void *xml, size_t len, char *upload_id, size_t cap);
+
+/* The body of a CompleteMultipartUpload answered 200: 0 for a
+ * <CompleteMultipartUploadResult> root; RR_EIO with *err filled for an <Error> root (S3 can
+ * send 200 and then fail); RR_ECORRUPT for anything else (including an empty or cut body). */
+int rr_s3_xml_parse_complete(const void *xml, size_t len, struct rr_s3_error *err);
+
+struct rr_s3_object {
+	const char *key;        /* valid only during the callback */
+	uint64_t size;
+	int64_t mtime_unix_ms;  /* from LastModified (ISO 8601, e.g. 2009-10-12T17:50:30.000Z) */
+};
+/* Return nonzero to stop; that value is returned by the parser. */
+typedef int (*rr_s3_object_cb)(const struct rr_s3_object *o, void *ud);
+
+/* One <ListBucketResult> page of ListObjectsV2: cb for each Contents entry in order;
+ * *truncated from IsTruncated; next_token (cap bytes) from NextContinuationToken ("" when
+ * absent). Keys are at most 1024 bytes (S3's limit). Returns 0, RR_ECORRUPT, or cb's
+ * value. */
+int rr_s3_xml_parse_list(const void *xml, size_t len, rr_s3_object_cb cb, void *ud,
+			 int *truncated, char *next_token, size_t cap);
+
+/* <DeleteResult>: returns 0 when every key was deleted, or the number of <Error> entries
+ * (> 0) with the first one's key (key_cap bytes) and error in first_key/first_err. */
+int rr_s3_xml_parse_delete(const void *xml, size_t len, char *first_key, size_t key_cap,
+			   struct rr_s3_error *first_err);
+
+struct rr_s3_xml_credentials {
+	char access_key_id[128];
+	char secret_access_key[128];
+	char session_token[4096];
+	char expiration[64];    /* as sent, e.g. "2026-11-22T12:00:00Z" */
+};
+/* <AssumeRoleWithWebIdentityResponse> from STS (Result/Credentials/{AccessKeyId,
+ * SecretAccessKey, SessionToken, Expiration}); all four required. An <ErrorResponse> root
+ * gives RR_EACCES with *err filled (Error/Code, Error/Message). */
+int rr_s3_xml_parse_sts(const void *xml, size_t len, struct rr_s3_xml_credentials *out,
+			struct rr_s3_error *err);
+
+/* Appends text to out with &, <, >, ", ' and control bytes escaped (control bytes other than
+ * tab/CR/LF as &#xNN;). Returns 0, RR_ENOMEM or RR_ETOOBIG. */
+int rr_s3_xml_escape(struct rr_buf *out, const char *text, size_t len);
+
+/* Builds the CompleteMultipartUpload body for n parts numbered 1..n with these ETags (as
+ * the server sent them, quotes included). Replaces out's contents. */
+int rr_s3_xml_complete_body(struct rr_buf *out, const char *const *etags, size_t n);
+
+/* Builds a DeleteObjects body (<Delete><Quiet>true</Quiet><Object><Key>..</Key></Object>...)
+ * for n keys (S3 allows at most 1000: more is RR_EINVAL). Replaces out's contents. */
+int rr_s3_xml_delete_body(struct rr_buf *out, const char *const *keys, size_t n);
+
+/* Parses an ISO 8601 UTC time "YYYY-MM-DDTHH:MM:SS[.fff]Z" (also "+00:00") into unix ms.
+ * Returns 0 or RR_EINVAL. Shared with the credential providers' Expiration fields. */
+int rr_iso8601_to_unix_ms(const char *s, int64_t *out);
+
+#endif

@@ -1,0 +1,23 @@
+/* The S3 backend of the store interface (storage/store_s3.c): SigV4-signed requests over
+ * storage/http.c, retries with backoff (storage/retry.c), multipart uploads with parts in
+ * flight at once, ranged parallel downloads, batched deletes, the AWS credential chain
+ * (storage/aws_credentials.c). */
+#ifndef RR_STORE_S3_H
+#define RR_STORE_S3_H
+
+#include "rr/store.h"
+
+/* Objects larger than this are uploaded in parts, and downloaded in ranges of this size. */
+#define RR_S3_PART_SIZE_DEFAULT (8u << 20)
+#define RR_S3_PART_SIZE_MIN (5u << 20) /* S3's minimum for every part but the last */
+
+/* Opens "bucket[/prefix]" (the URL after "s3://"). The environment supplies what the AWS
+ * tools read: AWS_REGION / AWS_DEFAULT_REGION / the profile's region; AWS_ENDPOINT_URL_S3 /
+ * AWS_ENDPOINT_URL / the profile's endpoint_url (path-style addressing when one is given,
+ * unless opts say otherwise); AWS_CA_BUNDLE; the credential chain of aws_credentials.h.
+ * RESUME_RUN_S3_PART_SIZE (bytes, at least RR_S3_PART_SIZE_MIN) changes the part size.
+ * Probes the bucket with a one-key listing; on failure rr_store_strerror says why. */
+int rr_store_s3_new(const char *bucket_and_prefix, const struct rr_store_opts *opts,
+		    struct rr_store **out);
+
+#endif

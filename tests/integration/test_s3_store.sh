@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# The S3 store against a real S3 server that verifies SigV4 (@20minutes/s3rver): the drill
+# of the core issue, a multipart object, a wrong secret, the server going away in the middle
+# of a persist, credentials from a profile and from a container endpoint, and what the
+# agent wrote read back by the AWS CLI and boto3.
+. "$(dirname "$0")/lib.sh"
+. "$RR_SRC/tests/integration/s3lib.sh"
+
+start_s3
+s3_env
+STORE="s3://$S3_BUCKET/runs"
+export RESUME_RUN_STORE=$STORE
+STEPS=300
+reference_run $STEPS ref.json
+
+# --- the drill, on S3 ---
+( wait_for 30 test -d .resume-run/checkpoints/step-50 && touch NOTICE ) &
+notice_pid=$!
+run_rr m1.log --precision exact --notice-file NOTICE -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out m1.json
+wait $notice_pid
+expect_eq "$RC" 0 "machine 1 exit status"
+expect_grep 'checkpoint step-[0-9]+ is durable in the store' m1.log "durable before exit"
+saved=$(sed -nE 's/.*checkpointed at step ([0-9]+), exiting for preemption.*/\1/p' m1.log)
+[ -n "$saved" ] || fail "trainer did not checkpoint on the notice"
+"$RR_BIN" ls > ls.out 2>&1 || fail "ls: $(cat ls.out)"
+expect_grep "^\* step-$saved +committed" ls.out "ls over S3 shows step-$saved as LATEST"
+"$RR_BIN" verify > verify.out 2>&1 || fail "verify: $(cat verify.out)"
+expect_grep "^step-$saved: ok" verify.out "verify over S3"
+ok "drill: step-$saved durable in S3 before the trainer exited; ls and verify read it back"
+
+rm -rf .resume-run/checkpoints NOTICE
+run_rr m2.log --precision exact -- "$PY" "$TRAINER" --steps $STEPS --step-time 0 --out m2.json
+expect_eq "$RC" 0 "machine 2 exit status"
+expect_grep "restored step-$saved" m2.log "restore from S3"
+expect_eq "$(json_field m2.json sha256)" "$(json_field ref.json sha256)" "final weights"
+expect_eq "$(json_field m2.json loss_history_sha256)" "$(json_field ref.json loss_history_sha256)" "loss history"
+ok "new machine: restored step-$saved from S3, final state bit-identical to an uninterrupted run"
+
+# --- other clients read what the agent wrote ---
+last=$(sed -nE 's/^\* (step-[0-9]+) .*/\1/p' <("$RR_BIN" ls))
+[ -n "$last" ] || fail "no LATEST checkpoint after machine 2"
+s3cli s3 ls --recursive "$STORE/default/" > aws-ls.out
+expect_grep "runs/default/checkpoints/$last/manifest.json" aws-ls.out "aws s3 ls sees the manifest"
+expect_grep "runs/default/LATEST" aws-ls.out "aws s3 ls sees LATEST"
+s3cli s3 cp "$STORE/default/LATEST" latest.json > /dev/null
+grep -q "\"checkpoint\":\"$last\"" latest.json || fail "LATEST read by the AWS CLI: $(cat latest.json)"
+# boto3 downloads the whole run into a local directory shaped like a file:// store; the
+# agent restores from that copy, so every object as another client sees it is complete.
+"$PY" - "$S3_BUCKET" runs/ "$W/boto-copy" <<'PY'
+import os, sys, boto3
+bucket, prefix, dest = sys.argv[1:]
+s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+n = 0
+for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": 50}):
+    for o in page.get("Contents", []):
+        path = os.path.join(dest, o["Key"][len(prefix):])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        s3.download_file(bucket, o["Key"], path)
+        n += 1
+print(f"boto3 downloaded {n} objects")
+PY
+run_rr boto-restore.log restore --store "file://$W/boto-copy" --to from-boto
+expect_eq "$RC" 0 "restore from the boto3 copy"
+run_rr hand.log restore --checkpoint $last --to by-hand
+diff -r from-boto/$last by-hand/$last || fail "boto3 copy and S3 restore differ"
+diff -r by-hand/$last .resume-run/checkpoints/$last || fail "restore from S3 differs from the original"
+ok "interop: aws s3 ls/cp read the run; boto3's download restores to the trainer's own files"
+
+# The AWS CLI writes a run (a file:// store synced up, big objects as multipart); the agent
+# restores it from S3.
+s3cli s3 sync --quiet "$W/boto-copy" "s3://$S3_BUCKET/synced/"
+run_rr synced.log restore --store "s3://$S3_BUCKET/synced" --checkpoint $last --to from-synced
+expect_eq "$RC" 0 "restore of a run the AWS CLI uploaded"
+diff -r from-synced/$last by-hand/$last || fail "restore of the CLI-uploaded run differs"
+ok "interop: a run uploaded by aws s3 sync restores from S3"
+
+# --- a multipart object: 8 MiB of random bytes does not compress, so with 5 MiB parts its
+# chunk goes up in 2 parts (in flight at once) and comes down in 2 ranges ---
+mkdir -p big-ckpt/.step-1.tmp
+head -c 8388608 /dev/urandom > big-ckpt/.step-1.tmp/random.bin
+mv big-ckpt/.step-1.tmp big-ckpt/step-1
+export RESUME_RUN_S3_PART_SIZE=5242880
+log_before=$(wc -l < "$W/s3rver.log")
+run_rr big.log -v --store "s3://$S3_BUCKET/big" --checkpoint-dir big-ckpt -- true
+expect_eq "$RC" 0 "persist with a multipart chunk"
+chunk=$(s3cli s3 ls --recursive "s3://$S3_BUCKET/big/default/chunks/" | awk '$3 > 5242880 {print $4}')
+[ -n "$chunk" ] || fail "no chunk bigger than a part"
+# (s3rver gives multipart objects a plain MD5 ETag, so its log tells the parts apart)
+tail -n +"$((log_before + 1))" "$W/s3rver.log" | grep -E 'Stored part [0-9]+ of ' | sed -E 's/.*Stored part ([0-9]+) of ([^ ]+) .*/\1 \2/' > parts.txt
+[ "$(wc -l < parts.txt)" -eq 2 ] && [ "$(cut -d' ' -f2 parts.txt | sort -u | wc -l)" -eq 1 ] &&
+	[ "$(cut -d' ' -f1 parts.txt | sort | paste -sd,)" = "1,2" ] || fail "expected parts 1 and 2 of one upload: $(cat parts.txt)"
+run_rr big-restore.log restore --store "s3://$S3_BUCKET/big" --to big-restored
+expect_eq "$RC" 0 "restore of the multipart chunk"
+cmp big-restored/step-1/random.bin big-ckpt/step-1/random.bin || fail "multipart object differs"
+ok "multipart: an 8 MiB chunk went up as parts 1 and 2 of one upload and came back identical"
+unset RESUME_RUN_S3_PART_SIZE
+
+# --- a wrong secret fails at once with the cause ---
+start=$SECONDS
+AWS_SECRET_ACCESS_KEY=not-the-secret run_rr wrong.log -- true
+expect_eq "$RC" 125 "exit status with a wrong secret"
+expect_grep 'SignatureDoesNotMatch' wrong.log "the cause is named"
+[ "$(grep -c . wrong.log)" -le 2 ] || fail "more than one line for a wrong secret: $(cat wrong.log)"
+[ $((SECONDS - start)) -le 5 ] || fail "a wrong secret took $((SECONDS - start)) s to report"
+expect_no_grep 'not-the-secret' wrong.log "the secret is not logged"
+ok "wrong secret: exit 125 in $((SECONDS - start)) s with one line: $(head -c 160 wrong.log)"
+
+# --- credentials from a profile (shared files) ---
+mkdir -p aws
+printf '[ckpt]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n' > aws/credentials
+printf '[profile ckpt]\nregion = us-east-1\n' > aws/config
+env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_PROFILE=ckpt \
+	AWS_SHARED_CREDENTIALS_FILE="$W/aws/credentials" AWS_CONFIG_FILE="$W/aws/config" \
+	"$RR_BIN" ls > profile.out 2>&1 || fail "ls with a profile: $(cat profile.out)"
+expect_grep "^\* $last" profile.out "ls with profile credentials"
+env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_PROFILE=nosuch \
+	AWS_SHARED_CREDENTIALS_FILE="$W/aws/credentials" AWS_CONFIG_FILE="$W/aws/config" \
+	"$RR_BIN" ls > noprofile.out 2>&1 && fail "a missing profile should fail"
+expect_grep 'nosuch' noprofile.out "the missing profile is named"
+ok "profile credentials work; a missing profile is named"
+
+# --- credentials from a container endpoint (ECS/EKS style), with its authorization token ---
+CPORT=$(free_port)
+"$PY" - "$CPORT" > creds-server.log 2>&1 <<'PY' &
+import http.server, json, sys, datetime
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.headers.get("Authorization") != "container-token-123":
+            self.send_response(403); self.end_headers(); print("refused", flush=True); return
+        exp = (datetime.datetime.utcnow() + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = json.dumps({"AccessKeyId": "S3RVER", "SecretAccessKey": "S3RVER",
+                           "Token": "session-token-xyz", "Expiration": exp}).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+        print("served", self.path, flush=True)
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
+CREDS_PID=$!
+wait_for 10 "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $CPORT))" 2>/dev/null
+echo -n container-token-123 > token-file
+env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
+	AWS_CONTAINER_CREDENTIALS_FULL_URI="http://127.0.0.1:$CPORT/v2/credentials/abc" \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE="$W/token-file" \
+	"$RR_BIN" ls > container.out 2>&1 || fail "ls with container credentials: $(cat container.out)"
+kill $CREDS_PID; wait $CREDS_PID 2>/dev/null || true
+expect_grep "^\* $last" container.out "ls with container credentials"
+expect_grep 'served /v2/credentials/abc' creds-server.log "the endpoint was asked"
+ok "container credentials: fetched with the authorization token, then used to sign"
+
+# --- the server goes away in the middle of a persist and comes back ---
+mkdir -p outage-ckpt/.step-1.tmp
+for i in $(seq 24); do head -c 2000000 /dev/urandom > outage-ckpt/.step-1.tmp/part$i.bin; done
+cat > slow-trainer.sh <<'SH'
+#!/bin/sh
+# Commits step-1, then trains on until 8 s after the server came back.
+sleep 0.5; mv outage-ckpt/.step-1.tmp outage-ckpt/step-1
+while [ ! -f outage-marker ]; do sleep 0.1; done; sleep 8
+SH
+chmod +x slow-trainer.sh
+(
+	# As soon as the first chunk of step-1 has landed: freeze the agent (so the rest of the
+	# persist certainly has not happened), stop the server, let the agent run into the dead
+	# server for 3 s, then start the server again on the same port and data.
+	wait_for 60 sh -c "ls -R '$S3_DIR/$S3_BUCKET/outage' 2>/dev/null | grep -q '[0-9a-f]\{64\}'"
+	agent=$(pgrep -f -- "--store s3://$S3_BUCKET/outage")
+	kill -STOP $agent
+	kill "$S3_PID"; wait_for 10 sh -c "! kill -0 $S3_PID 2>/dev/null"
+	kill -CONT $agent
+	echo "server stopped" > outage-marker
+	sleep 3
+	S3RVER_VERBOSE=1 node --openssl-legacy-provider "$RR_SRC/tests/s3/s3rver.js" "$S3_PORT" "$S3_DIR" "$S3_BUCKET" > "$W/s3rver2.log" 2>&1 &
+	echo $! > s3rver2.pid
+) &
+outage_pid=$!
+run_rr outage.log -v --threads 1 --store "s3://$S3_BUCKET/outage" --checkpoint-dir outage-ckpt \
+	-- ./slow-trainer.sh
+wait $outage_pid
+S3_PID=$(cat s3rver2.pid)
+wait_for 10 grep -q '^ready' "$W/s3rver2.log" || fail "the S3 server did not come back"
+expect_grep 'server stopped' outage-marker "the server was stopped mid-persist"
+expect_grep 'retrying in' outage.log "requests were retried"
+expect_grep 'persisted step-1' outage.log "the persist completed"
+expect_grep 'Stored object "outage/default/chunks/' "$W/s3rver2.log" "chunks stored after the restart"
+run_rr outage-verify.log verify --store "s3://$S3_BUCKET/outage"
+expect_eq "$RC" 0 "verify after the outage"
+run_rr outage-restore.log restore --store "s3://$S3_BUCKET/outage" --to outage-restored
+diff -r outage-restored/step-1 outage-ckpt/step-1 || fail "restore after the outage differs"
+ok "server stopped mid-persist for 3 s: retried, persist completed, verifies and restores"
+finish

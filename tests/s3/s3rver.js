@@ -1,0 +1,26 @@
+// Starts @20minutes/s3rver (an S3 server that verifies SigV4 signatures) for the tests.
+// usage: node --openssl-legacy-provider s3rver.js PORT DIRECTORY BUCKET...
+// prints "ready PORT" once listening and runs until killed. The flag matters: s3rver makes
+// ListObjectsV2 continuation tokens with DES, which Node's OpenSSL 3 keeps in its legacy
+// provider; without it every truncated listing answers 500 InternalError. The package comes from tests/s3/install-s3rver.sh (RR_S3RVER_DIR).
+'use strict';
+const path = require('path');
+const dir = process.env.RR_S3RVER_DIR || '/var/tmp/resume-run-s3rver';
+const S3rver = require(path.join(dir, 'node_modules', '@20minutes', 's3rver'));
+
+const [port, directory, ...buckets] = process.argv.slice(2);
+if (!port || !directory || buckets.length === 0) {
+  console.error('usage: node s3rver.js PORT DIRECTORY BUCKET...');
+  process.exit(2);
+}
+const server = new S3rver({
+  port: Number(port),
+  address: '127.0.0.1',
+  directory,
+  silent: !process.env.S3RVER_VERBOSE, // S3RVER_VERBOSE=1: log every request and stored part
+  configureBuckets: buckets.map((name) => ({ name })),
+});
+server.run().then(
+  (info) => console.log(`ready ${info.port}`),
+  (err) => { console.error(`s3rver: ${err.message}`); process.exit(1); });
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => server.close().then(() => process.exit(0)));
