@@ -51,6 +51,18 @@ struct s_reuse {
 	const struct rr_segment **segs;
 };
 
+/* The chunks the store already holds, listed once per persist (on S3 one request per 1000
+ * keys instead of a HEAD per chunk) and sorted for lookups. */
+struct s_known {
+	char (*sha)[RR_SHA256_HEX_LEN + 1];
+	size_t n, cap;
+	/* Chunks this persist has claimed to write (a hash table: identical segments within one
+	 * checkpoint are written once). */
+	pthread_mutex_t lock;
+	char (*claimed)[RR_SHA256_HEX_LEN + 1];
+	size_t mask;
+};
+
 struct s_job {
 	struct rr_store *store;
 	const struct rr_persist_opts *opts;
@@ -67,10 +79,93 @@ struct s_job {
 	size_t ntodo;
 	struct s_worker *workers;
 	struct s_reuse reuse;
+	struct s_known known;
 	struct rr_progress *progress;
 	atomic_uint_fast64_t new_bytes;
 	struct rr_reason why;
 };
+
+static int s_on_known_chunk(const struct rr_store_entry *e, void *ud)
+{
+	struct s_known *k = ud;
+	const char *name = strrchr(e->key, '/');
+	void *grown;
+
+	name = name ? name + 1 : e->key;
+	if (strlen(name) != RR_SHA256_HEX_LEN)
+		return 0; /* not a chunk (a temp file of another writer, say) */
+	if (k->n == k->cap) {
+		k->cap = k->cap ? 2 * k->cap : 1024;
+		grown = realloc(k->sha, k->cap * sizeof(*k->sha));
+		if (!grown)
+			return RR_ENOMEM;
+		k->sha = grown;
+	}
+	memcpy(k->sha[k->n++], name, RR_SHA256_HEX_LEN + 1);
+	return 0;
+}
+
+static int s_cmp_sha(const void *a, const void *b)
+{
+	return memcmp(a, b, RR_SHA256_HEX_LEN);
+}
+
+static int s_known_load(struct rr_store *s, const char *run_id, struct s_known *k)
+{
+	char key[RR_KEY_MAX];
+	int rc = rr_key_chunks_prefix(key, run_id);
+
+	if (!rc)
+		rc = rr_store_list(s, key, s_on_known_chunk, k);
+	if (!rc && k->n)
+		qsort(k->sha, k->n, sizeof(*k->sha), s_cmp_sha);
+	return rc;
+}
+
+static int s_known_has(const struct s_known *k, const char *sha)
+{
+	return k->n && bsearch(sha, k->sha, k->n, sizeof(*k->sha), s_cmp_sha) != NULL;
+}
+
+/* Room to claim up to n chunks. */
+static int s_claims_init(struct s_known *k, size_t n)
+{
+	size_t size = 16;
+
+	while (size < 2 * n)
+		size *= 2;
+	k->claimed = calloc(size, sizeof(*k->claimed));
+	k->mask = size - 1;
+	pthread_mutex_init(&k->lock, NULL);
+	return k->claimed ? 0 : RR_ENOMEM;
+}
+
+/* 1 when the caller is the first to claim sha and must write it, 0 when it is already in
+ * the store or claimed by another worker of this persist. */
+static int s_claim(struct s_known *k, const char *sha)
+{
+	char head[17];
+	size_t i;
+	int mine = 0;
+
+	if (s_known_has(k, sha))
+		return 0;
+	memcpy(head, sha, 16); /* the first 64 bits of a SHA-256 are hash enough */
+	head[16] = '\0';
+	i = (size_t)strtoull(head, NULL, 16);
+	pthread_mutex_lock(&k->lock);
+	for (i &= k->mask;; i = (i + 1) & k->mask) {
+		if (!k->claimed[i][0]) {
+			memcpy(k->claimed[i], sha, RR_SHA256_HEX_LEN + 1);
+			mine = 1;
+			break;
+		}
+		if (memcmp(k->claimed[i], sha, RR_SHA256_HEX_LEN) == 0)
+			break;
+	}
+	pthread_mutex_unlock(&k->lock);
+	return mine;
+}
 
 /* ---- planning: which segments and chunks, stored how ---- */
 
@@ -440,7 +535,6 @@ static const struct rr_segment *s_reuse_find(struct s_job *j, const struct rr_se
 {
 	const struct s_reuse *r = &j->reuse;
 	size_t lo = 0, hi = r->n;
-	char key[RR_KEY_MAX];
 
 	while (lo < hi) { /* first entry whose key is not below seg's */
 		size_t mid = (lo + hi) / 2;
@@ -454,8 +548,7 @@ static const struct rr_segment *s_reuse_find(struct s_job *j, const struct rr_se
 		const struct rr_segment *old = r->segs[lo];
 		int present = s_same_segment(old, seg);
 		for (size_t c = 0; present && c < old->nchunks; c++)
-			present = rr_key_chunk(key, j->opts->run_id, old->chunks[c].sha256) == 0 &&
-				  rr_store_head(j->store, key, NULL) == 0;
+			present = s_known_has(&j->known, old->chunks[c].sha256);
 		if (present)
 			return old;
 	}
@@ -539,8 +632,7 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 	if (rc)
 		return rc;
 	/* Content-addressed: a chunk already in the store is not written again. */
-	rc = rr_store_head(j->store, key, NULL);
-	if (rc == RR_ENOENT) {
+	if (s_claim(&j->known, ref->sha256)) {
 		struct rr_put_opts po = { .sha256_hex = ref->sha256 };
 		rc = rr_store_put(j->store, key, w->stored.data, w->stored.len, &po, NULL);
 		if (rc) {
@@ -549,10 +641,6 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 			return rc;
 		}
 		atomic_fetch_add(&j->new_bytes, w->stored.len);
-	} else if (rc) {
-		rr_reason_set(&j->why, "cannot check the store for a chunk of %s: %s", fe->path,
-		       rr_store_strerror(rc));
-		return rc;
 	}
 	rr_progress_add(j->progress, t->length);
 	return 0;
@@ -607,6 +695,11 @@ static void s_job_free(struct s_job *j, unsigned threads)
 		rr_buf_free(&j->workers[i].stored);
 	}
 	free(j->workers);
+	free(j->known.sha);
+	if (j->known.claimed) {
+		free(j->known.claimed);
+		pthread_mutex_destroy(&j->known.lock);
+	}
 	for (size_t f = 0; j->plans && f < j->nplans; f++)
 		free(j->plans[f]);
 	free(j->plans);
@@ -670,6 +763,10 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	rc = s_build_manifest(&j, name, committed_ms, &l);
 	if (!rc)
 		rc = s_reuse_init(&j.reuse, opts->previous);
+	if (!rc)
+		rc = s_known_load(s, opts->run_id, &j.known);
+	if (!rc)
+		rc = s_claims_init(&j.known, j.ntasks);
 	if (!rc)
 		rc = s_workers_new(&j, threads);
 	if (rc)

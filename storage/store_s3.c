@@ -480,7 +480,8 @@ static int s_complete(struct s_s3 *s3, const char *key, const char *upload_id,
 
 	if (!etags)
 		return RR_ENOMEM;
-	rr_buf_init(&body, 64u * S_MAX_PARTS + 4096);
+	/* About 100 bytes a part with S3's ETags (1 MB for 10000 parts): the XML ceiling. */
+	rr_buf_init(&body, RR_S3_XML_MAX);
 	for (i = 0; i < n; i++) {
 		etags[i] = rr_http_response_header(&parts[i].resp, "ETag");
 		if (!etags[i]) {

@@ -270,6 +270,19 @@ static void test_post_without_body_sends_content_length_0(void)
 	s_teardown(&e);
 }
 
+static void test_put_without_body_sends_content_length_0(void)
+{
+	struct s_env e;
+
+	s_setup(&e);
+	CU_ASSERT_EQUAL(s_perform(&e, "PUT", NULL, 0), 0);
+	CU_ASSERT_EQUAL(e.resp.status, 200);
+	s_check_body(fx_server_request(&e.srv, 0), "PUT", NULL, 0);
+	CU_ASSERT_EQUAL(s_perform(&e, "PUT", "", 0), 0); /* an empty body from memory */
+	s_check_body(fx_server_request(&e.srv, 1), "PUT", NULL, 0);
+	s_teardown(&e);
+}
+
 static void test_head_gets_headers_and_no_body(void)
 {
 	struct s_env e;
@@ -601,7 +614,8 @@ static unsigned s_max_overlap(const struct s_srv *m, int64_t window_ms)
 	for (unsigned i = 0; i < m->narrived; i++) {
 		unsigned n = 0;
 		for (unsigned j = 0; j < m->narrived; j++)
-			if (m->arrived[j] <= m->arrived[i] && m->arrived[j] > m->arrived[i] - window_ms)
+			if (m->arrived[j] <= m->arrived[i] &&
+			    m->arrived[j] > m->arrived[i] - window_ms)
 				n++;
 		if (n > best)
 			best = n;
@@ -779,7 +793,8 @@ static void *s_thread_main(void *p)
 	rr_http_response_init(&resp);
 	for (int i = 0; i < 20; i++) {
 		struct rr_http_request req = { .method = i % 2 ? "PUT" : "GET", .url = url,
-					       .body = i % 2 ? "data" : NULL, .body_len = i % 2 ? 4 : 0 };
+					       .body = i % 2 ? "data" : NULL,
+					       .body_len = i % 2 ? 4 : 0 };
 		snprintf(want, sizeof(want), "/t%d/r%d", a->id, i);
 		snprintf(url, sizeof(url), "%s%s", a->base, want);
 		if (rr_http_perform(a->http, &req, &resp) != 0 || resp.status != 200 ||
@@ -824,6 +839,8 @@ static CU_TestInfo s_tests[] = {
 	  test_post_from_memory_and_streamed_send_exact_bytes },
 	{ "post_without_body_sends_content_length_0",
 	  test_post_without_body_sends_content_length_0 },
+	{ "put_without_body_sends_content_length_0",
+	  test_put_without_body_sends_content_length_0 },
 	{ "head_gets_headers_and_no_body", test_head_gets_headers_and_no_body },
 	{ "delete_is_sent_as_delete_and_gets_its_body",
 	  test_delete_is_sent_as_delete_and_gets_its_body },
