@@ -69,13 +69,20 @@ static int s_fetch_chunk(struct s_job *j, struct s_worker *w, const struct rr_fi
 		w->raw_cap = ref->size;
 	}
 	rr_buf_reset(&w->stored);
+	/* A chunk bigger than its manifest says is damaged; the bound also lets a remote
+	 * store fetch a small chunk in one plain request. */
+	w->stored.max = ref->stored_size;
 	rc = rr_key_chunk(key, j->run_id, ref->sha256);
 	if (!rc)
 		rc = rr_store_get(j->store, key, &w->stored, NULL);
-	if (rc) {
-		rr_reason_set(&j->why, "chunk %s of %s cannot be read", ref->sha256, fe->path);
+	if (rc == RR_ETOOBIG)
+		rr_reason_set(&j->why, "chunk %s of %s is bigger than the %llu bytes its manifest "
+			      "says", ref->sha256, fe->path, (unsigned long long)ref->stored_size);
+	else if (rc)
+		rr_reason_set(&j->why, "chunk %s of %s cannot be read: %s", ref->sha256, fe->path,
+			      rr_store_strerror(rc));
+	if (rc)
 		return rc == RR_ENOENT || rc == RR_ETOOBIG ? RR_ECORRUPT : rc;
-	}
 	atomic_fetch_add(&j->downloaded, w->stored.len);
 	rr_sha256_hex(w->stored.data, w->stored.len, sha);
 	if (strcmp(sha, ref->sha256) != 0) {

@@ -647,10 +647,13 @@ static int s_get(struct rr_store *s, const char *key, struct rr_buf *out, char *
 	char range[64];
 	int rc;
 
-	/* The first range tells the size; a big object's other ranges follow in parallel. */
-	snprintf(range, sizeof(range), "bytes=0-%zu", s3->part_size - 1);
-	s_add_header(&q, "range", range);
-	q.response_max = room < s3->part_size ? room : s3->part_size;
+	/* An object that fits in one part comes in one plain GET. Otherwise the first range
+	 * tells the size, and a big object's other ranges follow in parallel. */
+	if (room > s3->part_size) {
+		snprintf(range, sizeof(range), "bytes=0-%zu", s3->part_size - 1);
+		s_add_header(&q, "range", range);
+	}
+	q.response_max = room < s3->part_size ? (room ? room : 1) : s3->part_size;
 	rr_http_response_init(&resp);
 	rc = s_send(s3, &q, &resp);
 	if (rc == RR_EIO && resp.status == 416) {

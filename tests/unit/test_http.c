@@ -12,7 +12,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "rr/buf.h"
 #include "rr/clock.h"
 #include "rr/error.h"
 #include "rr/http.h"
