@@ -225,8 +225,8 @@ static int s_judge(struct s_s3 *s3, const struct s_req *q, const struct s_signed
 				     e.code[0] ? e.code : "redirect");
 	}
 	if (strcmp(e.code, "NoSuchBucket") == 0)
-		return rr_store_fail(RR_EIO, "S3 bucket '%s' does not exist (at %s)", s3->bucket,
-				     s3->host);
+		return rr_store_fail(RR_EIO, "S3 bucket '%s' does not exist (NoSuchBucket at %s)",
+				     s3->bucket, s3->host);
 	if (strcmp(e.code, "RequestTimeTooSkewed") == 0)
 		return rr_store_fail(RR_EIO, "S3 refused the request because this machine's clock "
 				     "is off (RequestTimeTooSkewed): fix the clock (NTP)");
@@ -534,7 +534,7 @@ static int s_put_multipart(struct s_s3 *s3, const char *key, const unsigned char
 	struct s_req q = { .method = "POST", .key = key, .query = "uploads" };
 	struct rr_http_response resp;
 	struct s_job *parts = NULL;
-	char upload_id[1024];
+	char upload_id[1024] = "";
 	size_t n = (len + s3->part_size - 1) / s3->part_size, i, off;
 	int rc;
 
@@ -576,6 +576,8 @@ static int s_put_multipart(struct s_s3 *s3, const char *key, const unsigned char
 		rc = s_precondition_rc(rc, opts);
 	}
 	if (!rc && etag_out) {
+		/* The object is complete: nothing is left to abort whatever the HEAD says. */
+		upload_id[0] = '\0';
 		/* The completion's ETag header is optional; HEAD tells it for certain. */
 		struct s_req h = { .method = "HEAD", .key = key };
 		rr_http_response_free(&resp);
@@ -585,7 +587,7 @@ static int s_put_multipart(struct s_s3 *s3, const char *key, const unsigned char
 			rc = s_copy_etag(&resp, etag_out);
 	}
 out:
-	if (rc) {
+	if (rc && upload_id[0]) {
 		/* The abort records its own failures: keep the reason the upload failed. */
 		char why[512];
 		snprintf(why, sizeof(why), "%s", rr_store_strerror(rc));
@@ -895,7 +897,7 @@ static int s_del_batch(struct s_s3 *s3, const char *const *keys, size_t n)
 	failed = rr_s3_xml_parse_delete(resp.body.data, resp.body.len, first, sizeof(first), &e);
 	if (failed < 0)
 		rc = rr_store_fail(RR_EIO, "S3 answered a batch delete with an unreadable body");
-	else if (failed > 0 && strcmp(e.code, "NoSuchKey") != 0)
+	else if (failed > 0) /* S3 counts a missing key as deleted: any error is real */
 		rc = rr_store_fail(RR_EIO, "S3 could not delete %d keys, %s among them: %s %s",
 				   failed, first, e.code, e.message);
 out:

@@ -56,9 +56,10 @@ struct rr_http_request {
 
 struct rr_http_response {
 	long status;        /* HTTP status, 0 when no response came (see error) */
-	/* 0 when a response came (whatever its status); otherwise why not: RR_ETIMEDOUT-like
-	 * transport failures are RR_EIO with `message` saying which, RR_ETOOBIG for a body over
-	 * response_max, RR_ECANCELED when the read callback aborted. */
+	/* 0 when a response came (whatever its status); otherwise why not: transport failures
+	 * (timeouts, resets, refused connections) are RR_EIO with `message` saying which,
+	 * RR_ETOOBIG for a body over response_max, and the read callback's own negative code
+	 * when it aborted the transfer. */
 	int error;
 	int retryable;      /* the transport failure may heal (timeout, reset, refused, DNS) */
 	char message[256];  /* curl's description of a transport failure, or "" */

@@ -76,8 +76,19 @@ struct s_env {
 	char url[256];
 };
 
+/* curl would send loopback requests to a proxy named in the environment. */
+static void s_no_proxy(void)
+{
+	static const char *const names[] = { "http_proxy", "HTTP_PROXY", "https_proxy",
+					     "HTTPS_PROXY", "all_proxy", "ALL_PROXY" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unsetenv(names[i]);
+}
+
 static void s_setup_opts(struct s_env *e, const struct rr_http_opts *opts)
 {
+	s_no_proxy();
 	memset(e, 0, sizeof(*e));
 	CU_ASSERT_EQUAL_FATAL(fx_server_start(&e->srv, s_handler, &e->m), 0);
 	CU_ASSERT_EQUAL_FATAL(rr_http_new(opts, &e->http), 0);
@@ -426,6 +437,7 @@ static void test_interim_response_headers_do_not_leak_into_the_final_ones(void)
 	struct rr_http_request req = { .method = "PUT", .body = "abc", .body_len = 3 };
 	char url[64];
 
+	s_no_proxy();
 	CU_ASSERT_EQUAL_FATAL(s_raw_start(&raw, answer), 0);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/k", raw.port);
 	req.url = url;
@@ -527,6 +539,7 @@ static void test_connection_refused_is_eio_retryable(void)
 	int port = fx_closed_port();
 
 	CU_ASSERT_FATAL(port > 0);
+	s_no_proxy();
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/x", port);
 	req.url = url;
 	CU_ASSERT_EQUAL_FATAL(rr_http_new(NULL, &http), 0);
