@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rr/codec.h"
+#include "rr/cloud.h"
 #include "rr/config.h"
 #include "rr/error.h"
 #include "rr/manifest.h"
@@ -81,6 +83,13 @@ static const char s_run_help[] =
 	"  --run-id ID            names the run inside the store [RESUME_RUN_ID] (default)\n"
 	"  --checkpoint-dir DIR   where the trainer writes checkpoints\n"
 	"                         [RESUME_RUN_CHECKPOINT_DIR] (default " DEFAULT_CHECKPOINT_DIR ")\n"
+	"  --cloud NAME           auto (default: detect), none, aws, gcp or azure: whose\n"
+	"                         preemption notices to watch [RESUME_RUN_CLOUD]\n"
+	"  --metadata-endpoint URL  base URL of the metadata service (tests, proxies)\n"
+	"                         [RESUME_RUN_METADATA_ENDPOINT]\n"
+	"  --poll-interval DURATION  metadata poll period (default aws 2s, azure 1s; GCP\n"
+	"                         waits on a hanging GET instead)\n"
+	"  --azure-ack            approve the Azure event once the checkpoint is durable\n"
 	"  --notice-file PATH     treat the appearance of PATH as a preemption notice (drills)\n"
 	"  --grace SECONDS        deadline after SIGTERM/SIGINT to the agent (default 25)\n"
 	"  --signal SIG           signal asking the trainer for a checkpoint (default USR1)\n"
@@ -91,7 +100,8 @@ static const char s_run_help[] =
 	"  --exact GLOB           tensors whose names match are stored bit-exact (repeatable)\n"
 	"  --keep N               committed checkpoints kept in the store (default 3)\n"
 	"  --max-restarts N       restarts after a trainer failure (default 3)\n"
-	"  --threads N            persist/restore worker threads (default: number of cores)\n"
+	"  --threads N            persist/restore worker threads (default: number of cores;\n"
+	"                         twice that, up to 8, for a remote store)\n"
 	"  --log-format text|json log lines on stderr (default text)\n"
 	"  -v, --verbose          also log debug lines\n"
 	"  -h, --help             this help;  --version  the version\n"
@@ -138,7 +148,8 @@ enum {
 	OPT_STORE = 256, OPT_RUN_ID, OPT_CKPT_DIR, OPT_NOTICE_FILE, OPT_GRACE, OPT_SIGNAL,
 	OPT_EVERY, OPT_KEEP, OPT_MAX_RESTARTS, OPT_THREADS, OPT_LOG_FORMAT, OPT_CHECKPOINT,
 	OPT_TO, OPT_VERSION, OPT_ZSTD_LEVEL, OPT_PRECISION, OPT_EXACT, OPT_S3_ADDRESSING,
-	OPT_S3_SSE, OPT_S3_SSE_KMS_KEY_ID,
+	OPT_S3_SSE, OPT_S3_SSE_KMS_KEY_ID, OPT_CLOUD, OPT_METADATA_ENDPOINT, OPT_POLL_INTERVAL,
+	OPT_AZURE_ACK,
 };
 
 static const struct option s_options[] = {
@@ -156,6 +167,10 @@ static const struct option s_options[] = {
 	{ "precision", required_argument, NULL, OPT_PRECISION },
 	{ "exact", required_argument, NULL, OPT_EXACT },
 	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
+	{ "cloud", required_argument, NULL, OPT_CLOUD },
+	{ "metadata-endpoint", required_argument, NULL, OPT_METADATA_ENDPOINT },
+	{ "poll-interval", required_argument, NULL, OPT_POLL_INTERVAL },
+	{ "azure-ack", no_argument, NULL, OPT_AZURE_ACK },
 	{ "s3-addressing", required_argument, NULL, OPT_S3_ADDRESSING },
 	{ "s3-sse", required_argument, NULL, OPT_S3_SSE },
 	{ "s3-sse-kms-key-id", required_argument, NULL, OPT_S3_SSE_KMS_KEY_ID },
@@ -211,7 +226,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	const char *cmd_name = "resume-run";
 	char **av;
 	long long v;
-	int first = 1, opt, ac;
+	int first = 1, opt, ac, threads_given = 0;
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->command = RR_CMD_RUN;
@@ -222,6 +237,11 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	cfg->store_opts.s3_sse_kms_key_id = s_getenv("RESUME_RUN_S3_SSE_KMS_KEY_ID", NULL);
 	cfg->checkpoint_dir = s_getenv("RESUME_RUN_CHECKPOINT_DIR", DEFAULT_CHECKPOINT_DIR);
 	cfg->grace_ms = 25000;
+	if (rr_cloud_parse(s_getenv("RESUME_RUN_CLOUD", "auto"), &cfg->cloud)) {
+		snprintf(err, err_len, "RESUME_RUN_CLOUD must be auto, none, aws, gcp or azure");
+		return RR_EINVAL;
+	}
+	cfg->metadata_endpoint = s_getenv("RESUME_RUN_METADATA_ENDPOINT", NULL);
 	cfg->checkpoint_signal = 10; /* SIGUSR1 */
 	cfg->keep = 3;
 	cfg->max_restarts = 3;
@@ -268,6 +288,19 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		switch (opt) {
 		case OPT_STORE: cfg->store_url = a; break;
 		case OPT_S3_ADDRESSING: cfg->store_opts.s3_addressing = a; break;
+		case OPT_CLOUD:
+			if (rr_cloud_parse(a, &cfg->cloud))
+				goto bad_value;
+			break;
+		case OPT_METADATA_ENDPOINT: cfg->metadata_endpoint = a; break;
+		case OPT_POLL_INTERVAL: {
+			int64_t ms;
+			if (rr_parse_duration_ms(a, &ms) || ms < 100)
+				goto bad_value;
+			cfg->poll_interval_ms = ms;
+			break;
+		}
+		case OPT_AZURE_ACK: cfg->azure_ack = 1; break;
 		case OPT_S3_SSE: cfg->store_opts.s3_sse = a; break;
 		case OPT_S3_SSE_KMS_KEY_ID: cfg->store_opts.s3_sse_kms_key_id = a; break;
 		case OPT_RUN_ID: cfg->run_id = a; break;
@@ -312,6 +345,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			if (rr_parse_int(a, 1, 256, &v))
 				goto bad_value;
 			cfg->threads = (unsigned)v;
+			threads_given = 1;
 			break;
 		case OPT_ZSTD_LEVEL:
 			if (rr_parse_int(a, 1, 19, &v))
@@ -347,6 +381,11 @@ bad_value:
 	}
 	if (cfg->gc_grace_ms < 0)
 		cfg->gc_grace_ms = 3600 * 1000;
+	/* A remote store's workers spend much of their time waiting on the network: twice as
+	 * many as cores (at most 8, about 20 MB each) keep both the CPU and the link busy. */
+	if (!threads_given && strncasecmp(cfg->store_url, "file://", 7) != 0)
+		cfg->threads = cfg->threads * 2 > 8 ? (cfg->threads > 8 ? cfg->threads : 8)
+						    : cfg->threads * 2;
 	if (!rr_checkpoint_name_valid(cfg->run_id)) {
 		snprintf(err, err_len, "invalid run id '%s': use 1-255 characters, no '/', not "
 			 "starting with '.'", cfg->run_id);

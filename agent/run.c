@@ -14,6 +14,7 @@
 #include "rr/catalog.h"
 #include "rr/ckpt_order.h"
 #include "rr/clock.h"
+#include "rr/cloud.h"
 #include "rr/error.h"
 #include "rr/events.h"
 #include "rr/fsutil.h"
@@ -39,6 +40,10 @@ struct s_run {
 	struct rr_store *store;
 	struct rr_watcher *watcher;
 	struct rr_persister *persister;
+	struct rr_http *http;          /* the metadata services' client */
+	struct rr_cloud_watch *cloud;
+	cJSON *restore_event;          /* written once the instance identity is known */
+	int64_t restore_event_by;      /* monotonic ms: written by then whatever happens */
 	char ckpt_dir[PATH_MAX];
 	char notice_path[PATH_MAX];
 	char *exe;
@@ -204,6 +209,36 @@ static void s_forward_term(struct s_run *r, const char *why)
 	r->term_forwarded = 1;
 }
 
+/* Adds where the run is ("instance": cloud, id, type, zone, lifecycle) to a ledger event. */
+static void s_add_instance(struct s_run *r, cJSON *ev)
+{
+	struct rr_cloud_identity id;
+	cJSON *o;
+
+	if (!ev || !rr_cloud_watch_identity(r->cloud, &id))
+		return;
+	o = cJSON_AddObjectToObject(ev, "instance");
+	if (!o)
+		return;
+	cJSON_AddStringToObject(o, "cloud", id.cloud);
+	cJSON_AddStringToObject(o, "instance_id", id.instance_id);
+	cJSON_AddStringToObject(o, "instance_type", id.instance_type);
+	cJSON_AddStringToObject(o, "zone", id.zone);
+	cJSON_AddStringToObject(o, "lifecycle", id.lifecycle);
+}
+
+/* The restore event waits (in the loop, never holding the trainer up) until the watcher has
+ * the instance identity, or 10 s. */
+static void s_flush_restore_event(struct s_run *r, int now)
+{
+	if (!r->restore_event || !(now || rr_cloud_watch_settled(r->cloud) ||
+				   rr_mono_ms() >= r->restore_event_by))
+		return;
+	s_add_instance(r, r->restore_event);
+	rr_persister_record(r->persister, "restore", r->restore_event);
+	r->restore_event = NULL;
+}
+
 static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 {
 	struct rr_buf json;
@@ -248,9 +283,28 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 		else
 			cJSON_AddNullToObject(ev, "deadline_unix");
 		cJSON_AddNumberToObject(ev, "received_unix", (double)n->received_unix);
+		s_add_instance(r, ev);
 		rr_persister_record(r->persister, "notice", ev);
 	}
 	s_ask_checkpoint(r);
+}
+
+/* How much a notice changes the plan: the machine going beats a precaution. */
+static int s_severity(enum rr_notice_kind k)
+{
+	return k == RR_NOTICE_PREEMPT || k == RR_NOTICE_TERMINATE ? 2 : 1;
+}
+
+static void s_on_cloud_notice(struct s_run *r, const struct rr_notice *n)
+{
+	if (r->notice_active && s_severity(n->kind) > s_severity(r->notice.kind)) {
+		/* e.g. an AWS rebalance recommendation, then the interruption notice itself:
+		 * the new one replaces it, with its deadline and a fresh checkpoint. */
+		rr_info("%s from %s replaces the active %s notice", rr_notice_kind_name(n->kind),
+			rr_notice_source_name(n->source), rr_notice_kind_name(r->notice.kind));
+		r->notice_active = 0;
+	}
+	s_start_notice(r, n);
 }
 
 static void s_end_notice(struct s_run *r)
@@ -330,6 +384,18 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 		r->notice_durable = 1;
 		snprintf(what, sizeof(what), "checkpoint %s is durable in the store", res->name);
 		s_log_step(r, what);
+		if (r->notice.source == RR_SOURCE_AWS || r->notice.source == RR_SOURCE_GCP ||
+		    r->notice.source == RR_SOURCE_AZURE) {
+			rr_cloud_watch_durable(r->cloud);
+			if (s_severity(r->notice.kind) == 1 && !r->terminate_after) {
+				/* A precaution (rebalance, maintenance): done; training goes on and
+				 * the next notice is handled afresh. */
+				unlink(r->notice_path);
+				r->notice_active = 0;
+				rr_info("%s notice handled; training goes on",
+					rr_notice_kind_name(r->notice.kind));
+			}
+		}
 	}
 	if (r->terminate_after)
 		s_forward_term(r, res->rc == 0 || res->rc == RR_EEXIST ?
@@ -449,14 +515,19 @@ static int64_t s_min_timeout(int64_t cur, int64_t at, int64_t now)
 
 static int s_loop(struct s_run *r)
 {
-	struct pollfd fds[3] = {
+	struct pollfd fds[4] = {
 		{ .fd = r->sfd, .events = POLLIN },
 		{ .fd = rr_watcher_fd(r->watcher), .events = POLLIN },
 		{ .fd = rr_persister_fd(r->persister), .events = POLLIN },
+		{ .fd = rr_cloud_watch_fd(r->cloud), .events = POLLIN }, /* -1: ignored */
 	};
 
 	for (;;) {
 		int64_t now = rr_mono_ms(), timeout = -1;
+
+		s_flush_restore_event(r, r->finishing);
+		if (r->restore_event)
+			timeout = s_min_timeout(timeout, r->restore_event_by, now);
 
 		if (r->finishing && !rr_persister_busy(r->persister)) {
 			s_collect_results(r); /* the last ones may have arrived since the poll */
@@ -480,7 +551,7 @@ static int s_loop(struct s_run *r)
 		if (r->deadline_mono && (r->terminate_after || r->finishing))
 			timeout = s_min_timeout(timeout, r->deadline_mono, now);
 
-		int n = poll(fds, 3, (int)(timeout < 0 ? -1 : timeout > 60000 ? 60000 : timeout));
+		int n = poll(fds, 4, (int)(timeout < 0 ? -1 : timeout > 60000 ? 60000 : timeout));
 		if (n < 0 && errno != EINTR) {
 			rr_error("poll: %s", strerror(errno));
 			return EXIT_AGENT_ERROR;
@@ -495,6 +566,11 @@ static int s_loop(struct s_run *r)
 			rr_warn("checkpoint watcher error; rescanning");
 		if (fds[2].revents & POLLIN)
 			s_collect_results(r);
+		if (fds[3].revents & POLLIN) {
+			struct rr_notice cn;
+			while (rr_cloud_watch_next(r->cloud, &cn))
+				s_on_cloud_notice(r, &cn);
+		}
 		if (r->child && r->child_exited)
 			s_on_child_exit(r);
 
@@ -574,9 +650,8 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 		cJSON_AddNumberToObject(ev, "downloaded_bytes", (double)st.downloaded_bytes);
 		cJSON_AddNumberToObject(ev, "elapsed_ms", (double)st.elapsed_ms);
 		cJSON_AddBoolToObject(ev, "already_present", st.already_present);
-		/* Before the trainer starts, so written at once. */
-		if (rr_event_record(r->store, r->cfg->run_id, "restore", ev) != 0)
-			rr_warn("could not record the restore event");
+		r->restore_event = ev; /* recorded from the loop, with the instance identity */
+		r->restore_event_by = rr_mono_ms() + 10000;
 	}
 	rr_catalog_destroy(c);
 	return 0;
@@ -604,6 +679,7 @@ int rr_run(const struct rr_config *cfg)
 	struct s_run r = { .cfg = cfg, .sfd = -1 };
 	struct rr_manifest *baseline = NULL;
 	struct rr_persister_config pc;
+	struct rr_cloud_opts co;
 	int rc, code = EXIT_AGENT_ERROR;
 
 	rc = rr_supervisor_resolve(cfg->argv[0], &r.exe);
@@ -635,6 +711,20 @@ int rr_run(const struct rr_config *cfg)
 			 rr_store_strerror(rc));
 		goto out;
 	}
+	/* Cloud notices: detection and polling on a thread of their own, from now on. */
+	co = (struct rr_cloud_opts){ .endpoint = cfg->metadata_endpoint,
+				     .poll_interval_ms = cfg->poll_interval_ms,
+				     .azure_ack = cfg->azure_ack };
+	if (cfg->cloud != RR_CLOUD_NONE) {
+		rc = rr_http_new(&(struct rr_http_opts){ .connect_timeout_ms = 1000 }, &r.http);
+		co.http = r.http;
+		if (!rc)
+			rc = rr_cloud_watch_start(cfg->cloud, &co, &r.cloud);
+		if (rc) {
+			rr_error("cannot start watching for cloud notices: %s", rr_strerror(rc));
+			goto out;
+		}
+	}
 	if (s_restore_at_start(&r, &baseline) != 0)
 		goto out;
 
@@ -661,6 +751,11 @@ int rr_run(const struct rr_config *cfg)
 	if (code == 0)
 		code = s_loop(&r);
 out:
+	if (r.restore_event && r.persister)
+		s_flush_restore_event(&r, 1);
+	cJSON_Delete(r.restore_event);
+	rr_cloud_watch_stop(r.cloud);
+	rr_http_destroy(r.http);
 	if (r.persister && rr_persister_busy(r.persister) && code != EXIT_AGENT_ERROR)
 		rr_warn("leaving with a persist unfinished");
 	rr_persister_destroy(r.persister);

@@ -265,6 +265,22 @@ static size_t s_on_read(char *buf, size_t size, size_t n, void *ud)
 	return left;
 }
 
+static int s_on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+			 curl_off_t ulnow)
+{
+	struct s_transfer *t = ud;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	if (t->req->cancel && *t->req->cancel) {
+		t->error = RR_ECANCELED;
+		return 1;
+	}
+	return 0;
+}
+
 /* curl rewinds the body when it resends on a fresh connection (a reused one that had been
  * closed by the server): possible for bodies in memory only. */
 static int s_on_seek(void *ud, curl_off_t offset, int origin)
@@ -334,8 +350,15 @@ static int s_setup(struct s_transfer *t)
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, h->user_agent);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, h->opts.connect_timeout_ms);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (h->opts.stall_timeout_ms + 999) / 1000);
+	if (!r->may_idle) {
+		curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+		curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (h->opts.stall_timeout_ms + 999) / 1000);
+	}
+	if (r->cancel) {
+		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, s_on_progress);
+		curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
+	}
 	if (r->timeout_ms > 0)
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rr/cloud.h"
 #include "rr/store.h"
 
 #define RR_MAX_EXACT_GLOBS 64
@@ -23,6 +24,10 @@ struct rr_config {
 	const char *run_id;
 	const char *checkpoint_dir;
 	const char *notice_file;  /* NULL: none */
+	enum rr_cloud cloud;      /* whose notices to watch */
+	const char *metadata_endpoint; /* NULL: the cloud's own */
+	int64_t poll_interval_ms;  /* 0: the provider's default */
+	int azure_ack;
 	int64_t grace_ms;
 	int checkpoint_signal;
 	int64_t every_ms;         /* 0: off */

@@ -50,6 +50,12 @@ struct rr_http_request {
 	size_t response_max;  /* ceiling on the response body kept; 0: 1 MiB. A bigger body
 			       * fails the request with RR_ETOOBIG. */
 	long timeout_ms;      /* whole-transfer limit; 0: none beyond the stall timeout */
+	/* Nonzero while the transfer runs: it stops within ~100 ms with RR_ECANCELED (a
+	 * hanging GET cut short at shutdown). May be NULL. */
+	const volatile int *cancel;
+	/* Nonzero: no stall timeout (a hanging GET that legitimately sends nothing for a
+	 * minute); timeout_ms then bounds the transfer. */
+	int may_idle;
 };
 
 #define RR_HTTP_MAX_RESPONSE_HEADERS 48

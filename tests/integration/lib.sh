@@ -9,7 +9,9 @@ TRAINER="$RR_SRC/scripts/example_trainer.py"
 export PYTHONPATH="$RR_SRC/scripts${PYTHONPATH:+:$PYTHONPATH}"
 # The agent's own variables must come from each test, not from whoever runs it.
 unset RESUME_RUN_STORE RESUME_RUN_ID RESUME_RUN_CHECKPOINT_DIR RESUME_RUN_RESTORE_DIR \
-      RESUME_RUN_NOTICE_FILE RESUME_RUN_SIGNAL RESUME_RUN_ATTEMPT
+      RESUME_RUN_NOTICE_FILE RESUME_RUN_SIGNAL RESUME_RUN_ATTEMPT RESUME_RUN_METADATA_ENDPOINT
+# No cloud metadata probes unless a test asks for them (the cloud tests do).
+export RESUME_RUN_CLOUD=none
 
 W=$(mktemp -d /tmp/rr-it.XXXXXX)
 cleanup() {

@@ -165,7 +165,9 @@ chmod +x slow-trainer.sh
 	wait_for 60 sh -c "ls -R '$S3_DIR/$S3_BUCKET/outage' 2>/dev/null | grep -q '[0-9a-f]\{64\}'"
 	agent=$(pgrep -f -- "--store s3://$S3_BUCKET/outage")
 	kill -STOP $agent
-	kill "$S3_PID"; wait_for 10 sh -c "! kill -0 $S3_PID 2>/dev/null"
+	# SIGKILL: the server dies at once, as in a crash (a SIGTERM would wait for the frozen
+	# agent's open connections).
+	kill -KILL "$S3_PID"; wait_for 10 sh -c "! kill -0 $S3_PID 2>/dev/null" || true
 	kill -CONT $agent
 	echo "server stopped" > outage-marker
 	sleep 3

@@ -1,0 +1,289 @@
+/* AWS notices (protocols.md §1): IMDSv2 polled every poll interval for the spot
+ * interruption notice (spot/instance-action: action and time), the rebalance
+ * recommendation and scheduled maintenance, as AWS's node termination handler does. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "rr/clock.h"
+#include "rr/cloud.h"
+#include "rr/error.h"
+#include "rr/imds.h"
+#include "rr/s3_xml.h"
+
+#define S_DEFAULT_POLL_MS 2000
+#define S_REQUEST_TIMEOUT_MS 2000
+#define S_BODY_MAX (64u << 10)
+#define S_SEEN_MAX 32
+
+struct s_aws {
+	struct rr_cloud_opts o;
+	struct rr_imds *imds;
+	int64_t next_poll_mono;
+	char action_seen[160];    /* "action@time" of the spot notice reported */
+	char rebalance_seen[64];  /* noticeTime of the rebalance reported */
+	char maint_seen[S_SEEN_MAX][96];
+	unsigned nmaint;
+};
+
+static int s_create(const struct rr_cloud_opts *o, void **state)
+{
+	struct s_aws *a = calloc(1, sizeof(*a));
+	int rc;
+
+	if (!a)
+		return RR_ENOMEM;
+	a->o = *o;
+	rc = rr_imds_new(o->http, o->endpoint, &a->imds);
+	if (rc) {
+		free(a);
+		return rc;
+	}
+	if (a->o.poll_interval_ms <= 0)
+		a->o.poll_interval_ms = S_DEFAULT_POLL_MS;
+	*state = a;
+	return 0;
+}
+
+static void s_destroy(void *state)
+{
+	struct s_aws *a = state;
+
+	if (!a)
+		return;
+	rr_imds_destroy(a->imds);
+	free(a);
+}
+
+/* GET meta-data/<path> into out (reset first). 0, RR_ENOENT (404) or an error with why. */
+static int s_get(struct s_aws *a, const char *path, struct rr_buf *out, char *why, size_t cap)
+{
+	char full[160];
+
+	rr_buf_reset(out);
+	snprintf(full, sizeof(full), "meta-data/%s", path);
+	return rr_imds_get(a->imds, full, out, S_REQUEST_TIMEOUT_MS, NULL, why, cap);
+}
+
+static void s_copy_text(char *dst, size_t cap, const struct rr_buf *b)
+{
+	size_t n = b->len < cap - 1 ? b->len : cap - 1;
+
+	memcpy(dst, b->data ? (const char *)b->data : "", n);
+	dst[n] = '\0';
+	while (n > 0 && (dst[n - 1] == '\n' || dst[n - 1] == '\r' || dst[n - 1] == ' '))
+		dst[--n] = '\0';
+}
+
+static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size_t cap)
+{
+	static const struct { const char *path; size_t off, size; } fields[] = {
+		{ "instance-id", offsetof(struct rr_cloud_identity, instance_id),
+		  sizeof(((struct rr_cloud_identity *)0)->instance_id) },
+		{ "instance-type", offsetof(struct rr_cloud_identity, instance_type),
+		  sizeof(((struct rr_cloud_identity *)0)->instance_type) },
+		{ "placement/availability-zone", offsetof(struct rr_cloud_identity, zone),
+		  sizeof(((struct rr_cloud_identity *)0)->zone) },
+		{ "instance-life-cycle", offsetof(struct rr_cloud_identity, lifecycle),
+		  sizeof(((struct rr_cloud_identity *)0)->lifecycle) },
+	};
+	struct s_aws *a = state;
+	struct rr_buf b;
+	int rc = 0;
+
+	memset(id, 0, sizeof(*id));
+	snprintf(id->cloud, sizeof(id->cloud), "aws");
+	rr_buf_init(&b, 4096);
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		int r = s_get(a, fields[i].path, &b, why, cap);
+		if (r == 0)
+			s_copy_text((char *)id + fields[i].off, fields[i].size, &b);
+		else if (r != RR_ENOENT && !rc)
+			rc = r;
+	}
+	rr_buf_free(&b);
+	return rc;
+}
+
+/* "21 Jan 2019 09:00:43 GMT" (scheduled events) → unix seconds. */
+static int s_parse_event_date(const char *s, int64_t *out)
+{
+	static const char *const months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+					      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	char mon[4], iso[40];
+	int d, y, h, mi, se, used = 0;
+
+	if (sscanf(s, "%2d %3s %4d %2d:%2d:%2d GMT%n", &d, mon, &y, &h, &mi, &se, &used) != 6 ||
+	    s[used] != '\0')
+		return RR_EINVAL;
+	for (int m = 0; m < 12; m++) {
+		if (strcmp(mon, months[m]) == 0) {
+			int64_t ms;
+			snprintf(iso, sizeof(iso), "%04d-%02d-%02dT%02d:%02d:%02dZ", y, m + 1, d, h,
+				 mi, se);
+			if (rr_iso8601_to_unix_ms(iso, &ms))
+				return RR_EINVAL;
+			*out = ms / 1000;
+			return 0;
+		}
+	}
+	return RR_EINVAL;
+}
+
+static const char *s_string(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* spot/instance-action: {"action": "terminate|stop|hibernate", "time": RFC 3339}. */
+static int s_check_spot(struct s_aws *a, struct rr_buf *b, struct rr_notice *n, char *why,
+			size_t cap)
+{
+	const char *action, *when;
+	char key[sizeof(a->action_seen)];
+	int64_t ms;
+	cJSON *j;
+	int rc = s_get(a, "spot/instance-action", b, why, cap);
+
+	if (rc)
+		return rc == RR_ENOENT ? 0 : rc;
+	j = cJSON_ParseWithLength((const char *)b->data, b->len);
+	action = j ? s_string(j, "action") : NULL;
+	when = j ? s_string(j, "time") : NULL;
+	if (!action || !when || rr_iso8601_to_unix_ms(when, &ms) != 0) {
+		cJSON_Delete(j);
+		snprintf(why, cap, "IMDS spot/instance-action is not {\"action\", \"time\"} JSON");
+		return RR_ECORRUPT;
+	}
+	snprintf(key, sizeof(key), "%.40s@%.100s", action, when);
+	cJSON_Delete(j);
+	if (strcmp(key, a->action_seen) == 0)
+		return 0;
+	snprintf(a->action_seen, sizeof(a->action_seen), "%s", key);
+	n->kind = RR_NOTICE_PREEMPT;
+	n->deadline_unix = ms / 1000;
+	return 1;
+}
+
+/* events/recommendations/rebalance: {"noticeTime": ...}: checkpoint now, keep training. */
+static int s_check_rebalance(struct s_aws *a, struct rr_buf *b, struct rr_notice *n, char *why,
+			     size_t cap)
+{
+	const char *when;
+	cJSON *j;
+	int rc = s_get(a, "events/recommendations/rebalance", b, why, cap);
+
+	if (rc)
+		return rc == RR_ENOENT ? 0 : rc;
+	j = cJSON_ParseWithLength((const char *)b->data, b->len);
+	when = j ? s_string(j, "noticeTime") : NULL;
+	if (!when) {
+		cJSON_Delete(j);
+		snprintf(why, cap, "IMDS rebalance recommendation is not {\"noticeTime\"} JSON");
+		return RR_ECORRUPT;
+	}
+	rc = strncmp(when, a->rebalance_seen, sizeof(a->rebalance_seen) - 1) != 0;
+	if (rc)
+		snprintf(a->rebalance_seen, sizeof(a->rebalance_seen), "%s", when);
+	cJSON_Delete(j);
+	if (!rc)
+		return 0;
+	n->kind = RR_NOTICE_REBALANCE;
+	n->deadline_unix = 0;
+	return 1;
+}
+
+static int s_maint_seen(struct s_aws *a, const char *id)
+{
+	for (unsigned i = 0; i < a->nmaint; i++)
+		if (strcmp(a->maint_seen[i], id) == 0)
+			return 1;
+	return 0;
+}
+
+/* events/maintenance/scheduled: a JSON array of {NotBefore, Code, EventId, State, ...}. */
+static int s_check_maintenance(struct s_aws *a, struct rr_buf *b, struct rr_notice *n,
+			       char *why, size_t cap)
+{
+	const cJSON *e;
+	cJSON *j;
+	int rc = s_get(a, "events/maintenance/scheduled", b, why, cap), found = 0;
+
+	if (rc)
+		return rc == RR_ENOENT ? 0 : rc;
+	j = cJSON_ParseWithLength((const char *)b->data, b->len);
+	if (!cJSON_IsArray(j)) {
+		cJSON_Delete(j);
+		snprintf(why, cap, "IMDS scheduled maintenance is not a JSON array");
+		return RR_ECORRUPT;
+	}
+	cJSON_ArrayForEach(e, j) {
+		const char *id = s_string(e, "EventId"), *state = s_string(e, "State");
+		const char *not_before = s_string(e, "NotBefore");
+		int64_t deadline = 0;
+		if (!id || s_maint_seen(a, id) || (state && (strcmp(state, "canceled") == 0 ||
+							   strcmp(state, "completed") == 0)))
+			continue;
+		if (a->nmaint < S_SEEN_MAX)
+			snprintf(a->maint_seen[a->nmaint++], sizeof(a->maint_seen[0]), "%s", id);
+		if (not_before)
+			s_parse_event_date(not_before, &deadline);
+		n->kind = RR_NOTICE_MAINTENANCE;
+		n->deadline_unix = deadline;
+		found = 1;
+		break;
+	}
+	cJSON_Delete(j);
+	return found;
+}
+
+static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
+{
+	struct s_aws *a = state;
+	struct rr_buf b;
+	int rc;
+
+	/* Sleep until the next poll, in short steps so a stop is seen at once. */
+	while (!(a->o.stop && *a->o.stop)) {
+		int64_t left = a->next_poll_mono - rr_mono_ms();
+		struct timespec ts;
+		if (left <= 0)
+			break;
+		if (left > 100)
+			left = 100;
+		ts = (struct timespec){ 0, (long)left * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	if (a->o.stop && *a->o.stop)
+		return 0;
+	a->next_poll_mono = rr_mono_ms() + a->o.poll_interval_ms;
+	memset(n, 0, sizeof(*n));
+	n->source = RR_SOURCE_AWS;
+	n->received_unix = rr_wall_ms() / 1000;
+	rr_buf_init(&b, S_BODY_MAX);
+	rc = s_check_spot(a, &b, n, why, cap);
+	if (rc == 0)
+		rc = s_check_rebalance(a, &b, n, why, cap);
+	if (rc == 0)
+		rc = s_check_maintenance(a, &b, n, why, cap);
+	rr_buf_free(&b);
+	if (rc == 1)
+		a->next_poll_mono = 0; /* look again at once: more may be pending */
+	return rc;
+}
+
+const struct rr_cloud_provider rr_cloud_aws = {
+	.name = "aws",
+	.source = RR_SOURCE_AWS,
+	.create = s_create,
+	.identity = s_identity,
+	.wait = s_wait,
+	.durable = NULL,
+	.destroy = s_destroy,
+};

@@ -1,0 +1,811 @@
+/* Azure notices (protocols.md §3): Scheduled Events polled once a poll interval (Microsoft
+ * recommends once a second), filtered to this VM by name (events for an availability set
+ * reach every VM in it), each EventId reported once. With --azure-ack the Preempt or
+ * Terminate event is approved once the checkpoint it asked for is durable, so the eviction
+ * goes ahead without waiting out the rest of its notice. */
+#include <math.h> /* isfinite, a macro: no libm */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "rr/azure_events.h"
+#include "rr/clock.h"
+#include "rr/cloud.h"
+#include "rr/error.h"
+#include "rr/http.h"
+#include "rr/log.h"
+#include "rr/quote.h"
+
+#define S_DEFAULT_ENDPOINT "http://169.254.169.254"
+#define S_EVENTS_PATH "/metadata/scheduledevents?api-version=2020-07-01"
+#define S_INSTANCE_PATH "/metadata/instance?api-version=2021-02-01"
+#define S_ENDPOINT_MAX 512
+#define S_URL_MAX (S_ENDPOINT_MAX + 128)
+#define S_DEFAULT_POLL_MS 1000
+#define S_TIMEOUT_MS 5000
+#define S_TICK_MS 50            /* how often the pause between polls looks at the stop flag */
+#define S_NAME_MAX 256          /* compute.name: Azure allows 64 (Linux) or 15 (Windows) */
+#define S_TYPE_MAX 64           /* EventType */
+#define S_SEEN_MAX 64           /* EventIds remembered (events vanish once finished) */
+#define S_QUEUE_MAX 32          /* notices found and not yet returned */
+#define S_INT_MAX ((double)((uint64_t)1 << 53)) /* largest integer a double holds exactly */
+
+static const struct rr_http_header s_metadata = { "Metadata", "true" };
+
+/* ---- the Scheduled Events document ---- */
+
+struct s_ctx {
+	char *why;
+	size_t cap;
+};
+
+__attribute__((format(printf, 3, 4))) static int s_fail(struct s_ctx *c, int rc,
+							 const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->why && c->cap) {
+		va_start(ap, fmt);
+		vsnprintf(c->why, c->cap, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static int s_has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
+/* Offset of the first NUL character in the JSON text, raw or escaped as \u0000, or len.
+ * cJSON would cut a string there ("myvm\u0000x" reads as "myvm"), and a resource name cut
+ * short could match this VM. A backslash starts an escape when an even number of
+ * backslashes precede it. */
+static size_t s_find_nul(const char *text, size_t len)
+{
+	const char *raw = memchr(text, '\0', len), *p = text;
+	size_t limit = raw ? (size_t)(raw - text) : len;
+
+	while ((p = memmem(p, limit - (size_t)(p - text), "\\u0000", 6)) != NULL) {
+		size_t run = 0;
+		while (p - run > text && p[-1 - (ptrdiff_t)run] == '\\')
+			run++;
+		if (run % 2 == 0)
+			return (size_t)(p - text);
+		p++;
+	}
+	return limit;
+}
+
+/* Parses len bytes (no NUL needed) into a JSON object; nothing but white space may
+ * follow it. */
+static int s_parse_object(struct s_ctx *c, const char *what, const char *text, size_t len,
+			  cJSON **out)
+{
+	const char *end = NULL;
+	char *copy;
+	size_t pos;
+
+	*out = NULL;
+	pos = s_find_nul(text, len);
+	if (pos != len)
+		return s_fail(c, RR_ECORRUPT, "%s contains a NUL character (at byte %zu)", what,
+			      pos);
+	/* A terminated private copy: cJSON has read past unterminated buffers before
+	 * (CVE-2023-53154). */
+	copy = malloc(len + 1);
+	if (!copy)
+		return RR_ENOMEM;
+	if (len)
+		memcpy(copy, text, len);
+	copy[len] = '\0';
+	*out = cJSON_ParseWithLengthOpts(copy, len, &end, 0);
+	pos = end && end >= copy && end <= copy + len ? (size_t)(end - copy) : len;
+	if (*out) {
+		while (pos < len && strchr(" \t\r\n", copy[pos]))
+			pos++;
+	}
+	free(copy);
+	if (!*out)
+		return s_fail(c, RR_ECORRUPT, "%s is not valid JSON (error near byte %zu of %zu)",
+			      what, pos, len);
+	if (pos != len) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		return s_fail(c, RR_ECORRUPT, "%s has data after its JSON value (at byte %zu)",
+			      what, pos);
+	}
+	if (!cJSON_IsObject(*out)) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		return s_fail(c, RR_ECORRUPT, "%s is not a JSON object", what);
+	}
+	return 0;
+}
+
+/* Refuses a second member of one of our names: cJSON would read the first, other readers
+ * the last. */
+static int s_check_members(struct s_ctx *c, const cJSON *obj, const char *const *keys,
+			   size_t nkeys, const char *where)
+{
+	unsigned seen[16] = { 0 };
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, obj)
+	{
+		if (!it->string)
+			continue;
+		for (size_t k = 0; k < nkeys && k < 16; k++)
+			if (strcmp(it->string, keys[k]) == 0 && ++seen[k] > 1)
+				return s_fail(c, RR_ECORRUPT, "%s\"%s\" appears twice", where,
+					      keys[k]);
+	}
+	return 0;
+}
+
+/* A string member: required (missing is an error) or optional (*out = "" when missing).
+ * A present member of another type is an error either way. */
+static int s_string(struct s_ctx *c, const cJSON *obj, const char *key, int required,
+		    const char *where, const char **out)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	*out = "";
+	if (!it)
+		return required ? s_fail(c, RR_ECORRUPT, "%s\"%s\" is missing", where, key) : 0;
+	if (!cJSON_IsString(it) || !it->valuestring)
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not a string", where, key);
+	*out = it->valuestring;
+	return 0;
+}
+
+/* An integer member in [min, 2^53], checked before it leaves the double. */
+static int s_integer(struct s_ctx *c, const cJSON *it, const char *key, const char *where,
+		     double min, int64_t *out)
+{
+	double d;
+
+	if (!cJSON_IsNumber(it))
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not a number", where, key);
+	d = it->valuedouble;
+	if (!isfinite(d) || d < min || d > S_INT_MAX)
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is out of range", where, key);
+	/* min <= d <= 2^53 here, so the conversion is defined */
+	if ((double)(int64_t)d != d)
+		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not an integer", where, key);
+	*out = (int64_t)d;
+	return 0;
+}
+
+/* Reads (and checks) one element of "Events". */
+static int s_read_event(struct s_ctx *c, const cJSON *e, size_t i, struct rr_azure_event *ev,
+			const cJSON **resources)
+{
+	static const char *const keys[] = { "EventId",	   "EventType",	  "Resources",
+					    "EventStatus", "NotBefore",	  "ResourceType",
+					    "Description", "EventSource", "DurationInSeconds" };
+	static const char *const optional[] = { "ResourceType", "Description", "EventSource" };
+	char where[48], q[RR_QUOTE_CAP];
+	const cJSON *it;
+	const char *s, *nb;
+	int rc;
+
+	snprintf(where, sizeof(where), "Scheduled Events: \"Events\"[%zu]: ", i);
+	memset(ev, 0, sizeof(*ev));
+	if (!cJSON_IsObject(e))
+		return s_fail(c, RR_ECORRUPT, "%sis not an object", where);
+	rc = s_check_members(c, e, keys, sizeof(keys) / sizeof(keys[0]), where);
+	if (!rc)
+		rc = s_string(c, e, "EventId", 1, where, &ev->event_id);
+	if (!rc && (!ev->event_id[0] || strlen(ev->event_id) >= RR_AZURE_EVENT_ID_MAX ||
+		    s_has_control(ev->event_id)))
+		rc = s_fail(c, RR_ECORRUPT, "%s\"EventId\" %s must be 1..%d bytes without "
+				      "control characters", where, rr_quote_str(q, ev->event_id),
+			    RR_AZURE_EVENT_ID_MAX - 1);
+	if (!rc)
+		rc = s_string(c, e, "EventType", 1, where, &ev->event_type);
+	if (!rc && (!ev->event_type[0] || strlen(ev->event_type) >= S_TYPE_MAX ||
+		    s_has_control(ev->event_type)))
+		rc = s_fail(c, RR_ECORRUPT, "%s\"EventType\" %s must be 1..%d bytes without "
+				      "control characters", where, rr_quote_str(q, ev->event_type),
+			    S_TYPE_MAX - 1);
+	if (!rc)
+		rc = s_string(c, e, "EventStatus", 0, where, &ev->event_status);
+	if (!rc)
+		rc = s_string(c, e, "NotBefore", 0, where, &ev->not_before);
+	for (size_t k = 0; !rc && k < sizeof(optional) / sizeof(optional[0]); k++)
+		rc = s_string(c, e, optional[k], 0, where, &s);
+	if (rc)
+		return rc;
+	ev->duration_s = -1;
+	it = cJSON_GetObjectItemCaseSensitive(e, "DurationInSeconds");
+	if (it) {
+		rc = s_integer(c, it, "DurationInSeconds", where, -1, &ev->duration_s);
+		if (rc)
+			return rc;
+	}
+	*resources = cJSON_GetObjectItemCaseSensitive(e, "Resources");
+	if (!*resources)
+		return s_fail(c, RR_ECORRUPT, "%s\"Resources\" is missing", where);
+	if (!cJSON_IsArray(*resources))
+		return s_fail(c, RR_ECORRUPT, "%s\"Resources\" is not an array", where);
+	cJSON_ArrayForEach(it, *resources)
+	{
+		if (!cJSON_IsString(it) || !it->valuestring)
+			return s_fail(c, RR_ECORRUPT, "%s\"Resources\" holds a non-string", where);
+	}
+	/* Blank once the event has started: it is happening now. */
+	nb = ev->not_before;
+	while (*nb == ' ' || *nb == '\t')
+		nb++;
+	if (!*nb) {
+		ev->not_before = "";
+		ev->not_before_unix = 0;
+	} else if (rr_rfc1123_to_unix(ev->not_before, &ev->not_before_unix) != 0) {
+		ev->not_before_unix = -1;
+	}
+	return 0;
+}
+
+static int s_names_vm(const cJSON *resources, const char *vm_name)
+{
+	const cJSON *it;
+
+	if (!vm_name)
+		return 1;
+	cJSON_ArrayForEach(it, resources)
+	{
+		if (strcasecmp(it->valuestring, vm_name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int rr_azure_parse_events(const char *json, size_t len, const char *vm_name,
+			  rr_azure_event_cb cb, void *ud, int64_t *incarnation, char *why,
+			  size_t cap)
+{
+	static const char *const keys[] = { "DocumentIncarnation", "Events" };
+	static const char where[] = "Scheduled Events: ";
+	struct s_ctx c = { why, cap };
+	struct rr_azure_event ev;
+	const cJSON *it, *events, *e, *resources;
+	cJSON *root = NULL;
+	int64_t inc;
+	size_t i;
+	int rc;
+
+	if (why && cap)
+		why[0] = '\0';
+	if (!json && len)
+		return RR_EINVAL;
+	if (len > RR_AZURE_EVENTS_MAX)
+		return s_fail(&c, RR_ETOOBIG, "Scheduled Events: the document is %zu bytes, over "
+					      "the %u limit", len, RR_AZURE_EVENTS_MAX);
+	rc = s_parse_object(&c, "the Scheduled Events document", json ? json : "", len, &root);
+	if (rc)
+		return rc;
+	rc = s_check_members(&c, root, keys, 2, where);
+	if (rc)
+		goto out;
+	it = cJSON_GetObjectItemCaseSensitive(root, "DocumentIncarnation");
+	if (!it) {
+		rc = s_fail(&c, RR_ECORRUPT, "%s\"DocumentIncarnation\" is missing", where);
+		goto out;
+	}
+	rc = s_integer(&c, it, "DocumentIncarnation", where, 0, &inc);
+	if (rc)
+		goto out;
+	events = cJSON_GetObjectItemCaseSensitive(root, "Events");
+	if (!events || !cJSON_IsArray(events)) {
+		rc = s_fail(&c, RR_ECORRUPT, "%s\"Events\" is %s", where,
+			    events ? "not an array" : "missing");
+		goto out;
+	}
+	/* Everything is checked before anything is reported. */
+	i = 0;
+	cJSON_ArrayForEach(e, events)
+	{
+		rc = s_read_event(&c, e, i++, &ev, &resources);
+		if (rc)
+			goto out;
+	}
+	if (incarnation)
+		*incarnation = inc;
+	i = 0;
+	cJSON_ArrayForEach(e, events)
+	{
+		s_read_event(&c, e, i++, &ev, &resources);
+		if (!cb || !s_names_vm(resources, vm_name))
+			continue;
+		rc = cb(ud, &ev);
+		if (rc)
+			goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* ---- RFC 1123 dates ---- */
+
+static int s_digits(const char *s, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+static int s_leap(int y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+/* Days from 1970-01-01 to y-m-d (m 1..12), for y >= 1970 (Howard Hinnant's
+ * days_from_civil). */
+static int64_t s_days_from_civil(int y, int m, int d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = y / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+int rr_rfc1123_to_unix(const char *s, int64_t *out)
+{
+	/* 1970-01-01 was a Thursday. */
+	static const char wdays[7][4] = { "Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed" };
+	static const char months[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+					    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	static const int mdays[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	int wd = -1, mon = -1, d, y, h, mi, se, last;
+	int64_t days;
+
+	/* "Mon, 19 Sep 2016 18:29:47 GMT": 29 characters at fixed places. */
+	if (!s || !out || strnlen(s, 30) != 29)
+		return RR_EINVAL;
+	if (s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
+	    s[19] != ':' || s[22] != ':' || s[25] != ' ' || memcmp(s + 26, "GMT", 3) != 0)
+		return RR_EINVAL;
+	for (int i = 0; i < 7; i++)
+		if (memcmp(s, wdays[i], 3) == 0)
+			wd = i;
+	for (int i = 0; i < 12; i++)
+		if (memcmp(s + 8, months[i], 3) == 0)
+			mon = i;
+	if (wd < 0 || mon < 0 || s_digits(s + 5, 2, &d) || s_digits(s + 12, 4, &y) ||
+	    s_digits(s + 17, 2, &h) || s_digits(s + 20, 2, &mi) || s_digits(s + 23, 2, &se))
+		return RR_EINVAL;
+	last = mdays[mon] + (mon == 1 && s_leap(y));
+	if (y < 1970 || d < 1 || d > last || h > 23 || mi > 59 || se > 59)
+		return RR_EINVAL;
+	days = s_days_from_civil(y, mon + 1, d);
+	if (days % 7 != wd)
+		return RR_EINVAL;
+	*out = days * 86400 + h * 3600 + mi * 60 + se;
+	return 0;
+}
+
+/* ---- the provider ---- */
+
+struct s_pending {
+	struct rr_notice n;
+	char event_id[RR_AZURE_EVENT_ID_MAX];
+};
+
+struct s_azure {
+	struct rr_http *http;
+	const volatile int *stop;
+	char events_url[S_URL_MAX];
+	char instance_url[S_URL_MAX];
+	int64_t poll_ms;
+	int ack;
+	char vm_name[S_NAME_MAX];   /* compute.name; "" until known */
+	int have_incarnation;
+	int64_t incarnation;
+	int64_t next_poll_mono;
+	char seen[S_SEEN_MAX][RR_AZURE_EVENT_ID_MAX]; /* a ring of EventIds handled */
+	unsigned nseen, seen_next;
+	struct s_pending queue[S_QUEUE_MAX];
+	unsigned qhead, qlen;
+	char ack_id[RR_AZURE_EVENT_ID_MAX]; /* last Preempt/Terminate reported; "" if none */
+	int ack_done;
+};
+
+__attribute__((format(printf, 3, 4))) static void s_why(char *why, size_t cap, const char *fmt,
+							 ...)
+{
+	va_list ap;
+
+	if (!why || !cap)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, cap, fmt, ap);
+	va_end(ap);
+}
+
+static int s_stopped(const struct s_azure *a)
+{
+	return a->stop && *a->stop;
+}
+
+static int s_create(const struct rr_cloud_opts *o, void **state)
+{
+	const char *ep;
+	struct s_azure *a;
+	size_t n;
+
+	if (!o || !o->http || !state)
+		return RR_EINVAL;
+	ep = o->endpoint && *o->endpoint ? o->endpoint : S_DEFAULT_ENDPOINT;
+	n = strlen(ep);
+	while (n > 0 && ep[n - 1] == '/')
+		n--;
+	if (n == 0 || n >= S_ENDPOINT_MAX)
+		return RR_EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)ep[i] <= 0x20 || ep[i] == 0x7f)
+			return RR_EINVAL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return RR_ENOMEM;
+	a->http = o->http;
+	a->stop = o->stop;
+	a->poll_ms = o->poll_interval_ms > 0 ? o->poll_interval_ms : S_DEFAULT_POLL_MS;
+	a->ack = o->azure_ack;
+	snprintf(a->events_url, sizeof(a->events_url), "%.*s%s", (int)n, ep, S_EVENTS_PATH);
+	snprintf(a->instance_url, sizeof(a->instance_url), "%.*s%s", (int)n, ep,
+		 S_INSTANCE_PATH);
+	*state = a;
+	return 0;
+}
+
+static void s_destroy(void *state)
+{
+	free(state);
+}
+
+/* One request to the metadata service (Metadata: true). Returns 0 with the answer's body in
+ * resp (the caller frees it), RR_ECANCELED on stop, or RR_EIO / RR_ETOOBIG / RR_ENOMEM with
+ * why; the status of a refusal is in why. */
+static int s_request(struct s_azure *a, const char *method, const char *url, const char *body,
+		     struct rr_http_response *resp, char *why, size_t cap)
+{
+	struct rr_http_header hdrs[2] = { s_metadata, { "Content-Type", "application/json" } };
+	struct rr_http_request req;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	req.method = method;
+	req.url = url;
+	req.headers = hdrs;
+	req.nheaders = body ? 2 : 1;
+	req.body = body;
+	req.body_len = body ? strlen(body) : 0;
+	req.response_max = RR_AZURE_EVENTS_MAX;
+	req.timeout_ms = S_TIMEOUT_MS;
+	req.cancel = a->stop;
+	rc = rr_http_perform(a->http, &req, resp);
+	if (rc == RR_ECANCELED) {
+		s_why(why, cap, "Azure metadata %s %s: stopped", method, url);
+		return rc;
+	}
+	if (rc) {
+		s_why(why, cap, "Azure metadata %s %s failed: %s", method, url,
+		      rc == RR_ETOOBIG ? "the answer passes its ceiling"
+		      : resp->message[0] ? resp->message : rr_strerror(rc));
+		return rc == RR_ETOOBIG || rc == RR_ENOMEM ? rc : RR_EIO;
+	}
+	if (resp->status != 200) {
+		s_why(why, cap, "Azure metadata %s %s answered %ld%s", method, url, resp->status,
+		      resp->status == 429 ? " (throttled)" : "");
+		return RR_EIO;
+	}
+	return 0;
+}
+
+/* The instance document's compute section: fills *id and the VM's name. */
+static int s_parse_instance(struct s_azure *a, const char *json, size_t len,
+			    struct rr_cloud_identity *id, char *why, size_t cap)
+{
+	static const char where[] = "Azure instance metadata: \"compute\": ";
+	struct s_ctx c = { why, cap };
+	const char *name, *vm_id, *size, *location, *zone, *priority;
+	char q[RR_QUOTE_CAP];
+	const cJSON *compute;
+	cJSON *root;
+	int rc;
+
+	rc = s_parse_object(&c, "the Azure instance metadata", json, len, &root);
+	if (rc)
+		return rc;
+	compute = cJSON_GetObjectItemCaseSensitive(root, "compute");
+	if (!cJSON_IsObject(compute)) {
+		rc = s_fail(&c, RR_ECORRUPT, "Azure instance metadata: \"compute\" is %s",
+			    compute ? "not an object" : "missing");
+		goto out;
+	}
+	rc = s_string(&c, compute, "name", 1, where, &name);
+	if (!rc && (!name[0] || strlen(name) >= S_NAME_MAX || s_has_control(name)))
+		rc = s_fail(&c, RR_ECORRUPT, "%s\"name\" %s must be 1..%d bytes without control "
+					     "characters", where, rr_quote_str(q, name),
+			    S_NAME_MAX - 1);
+	if (!rc)
+		rc = s_string(&c, compute, "vmId", 0, where, &vm_id);
+	if (!rc)
+		rc = s_string(&c, compute, "vmSize", 0, where, &size);
+	if (!rc)
+		rc = s_string(&c, compute, "location", 0, where, &location);
+	if (!rc)
+		rc = s_string(&c, compute, "zone", 0, where, &zone);
+	if (!rc)
+		rc = s_string(&c, compute, "priority", 0, where, &priority);
+	if (rc)
+		goto out;
+	snprintf(a->vm_name, sizeof(a->vm_name), "%s", name);
+	if (id) {
+		snprintf(id->instance_id, sizeof(id->instance_id), "%s", vm_id);
+		snprintf(id->instance_type, sizeof(id->instance_type), "%s", size);
+		if (zone[0])
+			snprintf(id->zone, sizeof(id->zone), "%s-%s", location, zone);
+		else
+			snprintf(id->zone, sizeof(id->zone), "%s", location);
+		/* "Low" is what scale sets called Spot before Spot existed. */
+		snprintf(id->lifecycle, sizeof(id->lifecycle), "%s",
+			 strcmp(priority, "Spot") == 0 || strcmp(priority, "Low") == 0
+				 ? "spot"
+				 : "on-demand");
+	}
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* GET the instance document: the VM's name (and the identity when id is not NULL). */
+static int s_fetch_instance(struct s_azure *a, struct rr_cloud_identity *id, char *why,
+			    size_t cap)
+{
+	struct rr_http_response resp;
+	int rc;
+
+	rr_http_response_init(&resp);
+	rc = s_request(a, "GET", a->instance_url, NULL, &resp, why, cap);
+	if (!rc)
+		rc = s_parse_instance(a, resp.body.data ? (const char *)resp.body.data : "",
+				      resp.body.len, id, why, cap);
+	rr_http_response_free(&resp);
+	return rc;
+}
+
+static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size_t cap)
+{
+	struct s_azure *a = state;
+
+	memset(id, 0, sizeof(*id));
+	snprintf(id->cloud, sizeof(id->cloud), "azure");
+	if (why && cap)
+		why[0] = '\0';
+	return s_fetch_instance(a, id, why, cap);
+}
+
+static int s_seen(struct s_azure *a, const char *event_id)
+{
+	for (unsigned i = 0; i < a->nseen; i++)
+		if (strcmp(a->seen[i], event_id) == 0)
+			return 1;
+	return 0;
+}
+
+static void s_remember(struct s_azure *a, const char *event_id)
+{
+	snprintf(a->seen[a->seen_next], sizeof(a->seen[0]), "%s", event_id);
+	a->seen_next = (a->seen_next + 1) % S_SEEN_MAX;
+	if (a->nseen < S_SEEN_MAX)
+		a->nseen++;
+}
+
+struct s_poll {
+	struct s_azure *a;
+	int64_t incarnation; /* set by the parser before the first event */
+	int64_t now_unix;
+};
+
+/* An event for this VM: queued as a notice when it is new and asks for a checkpoint. */
+static int s_on_event(void *ud, const struct rr_azure_event *ev)
+{
+	struct s_poll *p = ud;
+	struct s_azure *a = p->a;
+	struct s_pending *q;
+	enum rr_notice_kind kind;
+	char qt[RR_QUOTE_CAP];
+
+	if (a->have_incarnation && p->incarnation == a->incarnation)
+		return 0; /* the same document as last time */
+	if (s_seen(a, ev->event_id))
+		return 0;
+	s_remember(a, ev->event_id);
+	if (strcmp(ev->event_type, "Preempt") == 0) {
+		kind = RR_NOTICE_PREEMPT;
+	} else if (strcmp(ev->event_type, "Terminate") == 0) {
+		kind = RR_NOTICE_TERMINATE;
+	} else if (strcmp(ev->event_type, "Reboot") == 0 ||
+		   strcmp(ev->event_type, "Redeploy") == 0) {
+		kind = RR_NOTICE_MAINTENANCE;
+	} else {
+		/* Freeze pauses the VM for seconds, memory intact: nothing to save. */
+		rr_debug("Azure scheduled event %s (%s) ignored", ev->event_id,
+			 rr_quote_str(qt, ev->event_type));
+		return 0;
+	}
+	if (a->qlen == S_QUEUE_MAX) {
+		rr_warn("Azure scheduled event %s (%s) dropped: %d notices are waiting already",
+			ev->event_id, ev->event_type, S_QUEUE_MAX);
+		return 0;
+	}
+	q = &a->queue[(a->qhead + a->qlen++) % S_QUEUE_MAX];
+	memset(q, 0, sizeof(*q));
+	q->n.kind = kind;
+	q->n.source = RR_SOURCE_AZURE;
+	q->n.received_unix = p->now_unix;
+	/* Blank: the event has started. Unreadable: treat it as now rather than miss it. */
+	q->n.deadline_unix = ev->not_before_unix > 0 ? ev->not_before_unix : p->now_unix;
+	if (ev->not_before_unix < 0)
+		rr_warn("Azure scheduled event %s: NotBefore %s is not an RFC 1123 date; taken "
+			"as now", ev->event_id, rr_quote_str(qt, ev->not_before));
+	snprintf(q->event_id, sizeof(q->event_id), "%s", ev->event_id);
+	return 0;
+}
+
+static int s_pop(struct s_azure *a, struct rr_notice *n)
+{
+	struct s_pending *q;
+
+	if (!a->qlen)
+		return 0;
+	q = &a->queue[a->qhead];
+	a->qhead = (a->qhead + 1) % S_QUEUE_MAX;
+	a->qlen--;
+	*n = q->n;
+	if (q->n.kind == RR_NOTICE_PREEMPT || q->n.kind == RR_NOTICE_TERMINATE) {
+		snprintf(a->ack_id, sizeof(a->ack_id), "%s", q->event_id);
+		a->ack_done = 0;
+	}
+	return 1;
+}
+
+static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
+{
+	struct s_azure *a = state;
+	struct rr_http_response resp;
+	struct s_poll p;
+	int rc;
+
+	if (why && cap)
+		why[0] = '\0';
+	if (s_pop(a, n))
+		return 1;
+	/* Without the name, events for the rest of the availability set would look ours. */
+	if (!a->vm_name[0]) {
+		rc = s_fetch_instance(a, NULL, why, cap);
+		if (rc)
+			return rc == RR_ECANCELED ? 0 : rc;
+	}
+	while (!s_stopped(a)) {
+		int64_t left = a->next_poll_mono - rr_mono_ms();
+		struct timespec ts;
+		if (left <= 0)
+			break;
+		if (left > S_TICK_MS)
+			left = S_TICK_MS;
+		ts = (struct timespec){ 0, (long)left * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	if (s_stopped(a))
+		return 0;
+	a->next_poll_mono = rr_mono_ms() + a->poll_ms;
+
+	rr_http_response_init(&resp);
+	rc = s_request(a, "GET", a->events_url, NULL, &resp, why, cap);
+	if (rc) {
+		rr_http_response_free(&resp);
+		return rc == RR_ECANCELED ? 0 : rc;
+	}
+	p.a = a;
+	p.incarnation = -1;
+	p.now_unix = rr_wall_ms() / 1000;
+	rc = rr_azure_parse_events(resp.body.data ? (const char *)resp.body.data : "",
+				   resp.body.len, a->vm_name, s_on_event, &p, &p.incarnation, why,
+				   cap);
+	rr_http_response_free(&resp);
+	if (rc)
+		return rc;
+	a->incarnation = p.incarnation;
+	a->have_incarnation = 1;
+	return s_pop(a, n);
+}
+
+/* The body approving one event, exactly {"StartRequests":[{"EventId":"<id>"}]}. */
+static char *s_ack_body(const char *event_id)
+{
+	cJSON *root = cJSON_CreateObject(), *item = cJSON_CreateObject();
+	cJSON *list = root ? cJSON_AddArrayToObject(root, "StartRequests") : NULL;
+	char *text = NULL;
+
+	if (item && cJSON_AddStringToObject(item, "EventId", event_id) && list &&
+	    cJSON_AddItemToArray(list, item)) {
+		item = NULL; /* root owns it now */
+		text = cJSON_PrintUnformatted(root);
+	}
+	cJSON_Delete(item);
+	cJSON_Delete(root);
+	return text;
+}
+
+/* POSTs the approval of a->ack_id. Returns 0, or a negative error with why (429, 5xx and
+ * timeouts are RR_EIO: worth another try later). */
+static int s_ack(struct s_azure *a, char *why, size_t cap)
+{
+	struct rr_http_response resp;
+	char *body = s_ack_body(a->ack_id);
+	int rc;
+
+	if (!body) {
+		s_why(why, cap, "out of memory");
+		return RR_ENOMEM;
+	}
+	rr_http_response_init(&resp);
+	rc = s_request(a, "POST", a->events_url, body, &resp, why, cap);
+	rr_http_response_free(&resp);
+	cJSON_free(body);
+	return rc;
+}
+
+static void s_durable(void *state)
+{
+	struct s_azure *a = state;
+	char why[512] = "";
+	int rc;
+
+	if (!a->ack || !a->ack_id[0] || a->ack_done)
+		return;
+	rc = s_ack(a, why, sizeof(why));
+	if (rc) {
+		/* Not marked done: the next durable checkpoint tries again. */
+		rr_warn("Azure scheduled event %s not approved: %s", a->ack_id, why);
+		return;
+	}
+	a->ack_done = 1;
+	rr_info("Azure scheduled event %s approved (--azure-ack): the eviction may go ahead "
+		"now", a->ack_id);
+}
+
+const struct rr_cloud_provider rr_cloud_azure = {
+	.name = "azure",
+	.source = RR_SOURCE_AZURE,
+	.create = s_create,
+	.identity = s_identity,
+	.wait = s_wait,
+	.durable = s_durable,
+	.destroy = s_destroy,
+};
