@@ -93,17 +93,24 @@ static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size
 	};
 	struct s_aws *a = state;
 	struct rr_buf b;
+	char w[512];
 	int rc = 0;
 
 	memset(id, 0, sizeof(*id));
 	snprintf(id->cloud, sizeof(id->cloud), "aws");
+	if (why && cap)
+		why[0] = '\0';
 	rr_buf_init(&b, 4096);
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-		int r = s_get(a, fields[i].path, &b, why, cap);
-		if (r == 0)
+		/* Each GET clears its why: keep the one of the error returned. */
+		int r = s_get(a, fields[i].path, &b, w, sizeof(w));
+		if (r == 0) {
 			s_copy_text((char *)id + fields[i].off, fields[i].size, &b);
-		else if (r != RR_ENOENT && !rc)
+		} else if (r != RR_ENOENT && !rc) {
 			rc = r;
+			if (why && cap)
+				snprintf(why, cap, "%s", w);
+		}
 	}
 	rr_buf_free(&b);
 	return rc;

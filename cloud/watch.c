@@ -140,9 +140,13 @@ static void *s_main(void *arg)
 			identity_at = rr_mono_ms() + S_IDENTITY_RETRY_MS;
 			s_settle(w);
 		}
-		if (atomic_load(&w->durable) && p->durable)
-			p->durable(state);
-		atomic_store(&w->durable, 0);
+		/* Cleared only once seen set: clearing it unconditionally would lose a mark the
+		 * event loop sets between the load and the store. */
+		if (atomic_load(&w->durable)) {
+			if (p->durable)
+				p->durable(state);
+			atomic_store(&w->durable, 0);
+		}
 		why[0] = '\0';
 		rc = p->wait(state, &n, why, sizeof(why));
 		if (w->stop)

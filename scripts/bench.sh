@@ -19,6 +19,7 @@ cmake --build build -j"$(nproc)" >/dev/null
 RR=$root/build/resume-run
 PY=/usr/bin/python3
 export PYTHONPATH=$root/scripts
+export RESUME_RUN_CLOUD=none  # no metadata probes; the notice section sets its own
 
 ckpt=$CACHE/transformer-27m/step-$STEPS
 if [ ! -f "$ckpt/optimizer.safetensors" ]; then
@@ -135,7 +136,11 @@ s3pid=$!
 trap 'kill $s3pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do grep -q '^ready' "$work/s3rver.log" && break; sleep 0.1; done
 export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
-	AWS_ENDPOINT_URL=http://127.0.0.1:$s3port AWS_EC2_METADATA_DISABLED=true AWS_PAGER=
+	AWS_ENDPOINT_URL=http://127.0.0.1:$s3port AWS_EC2_METADATA_DISABLED=true AWS_PAGER= \
+	RESUME_RUN_CLOUD=none
+# Debian's AWS CLI v2 (a pip-installed one earlier on PATH would be another program);
+# it predates AWS_ENDPOINT_URL, so the endpoint is given explicitly.
+AWS="/usr/bin/aws --endpoint-url $AWS_ENDPOINT_URL"
 : > "$work/s3-rr-put.txt"; : > "$work/s3-aws-put.txt"; : > "$work/s3-rr-get.txt"
 : > "$work/s3-aws-get.txt"; : > "$work/s3-rr-rss.txt"
 s3dir=$work/s3files; mkdir -p "$s3dir"; cp -al "$ckpt"/* "$s3dir/"
@@ -150,13 +155,13 @@ for i in $(seq "$RUNS"); do
 	ms_since "$t0" >> "$work/s3-rr-put.txt"
 	cat "$work/rss-$i" >> "$work/s3-rr-rss.txt"
 	t0=$(date +%s%N)
-	aws s3 cp --quiet --recursive "$s3dir" "s3://bench/aws-$i/"
+	$AWS s3 cp --quiet --recursive "$s3dir" "s3://bench/aws-$i/"
 	ms_since "$t0" >> "$work/s3-aws-put.txt"
 	t0=$(date +%s%N)
 	"$RR" restore --store "s3://bench/rr-$i" --to "$work/s3r-$i" 2> /dev/null
 	ms_since "$t0" >> "$work/s3-rr-get.txt"
 	t0=$(date +%s%N)
-	aws s3 cp --quiet --recursive "s3://bench/aws-$i/" "$work/s3a-$i"
+	$AWS s3 cp --quiet --recursive "s3://bench/aws-$i/" "$work/s3a-$i"
 	ms_since "$t0" >> "$work/s3-aws-get.txt"
 	cmp "$work/s3a-$i/optimizer.safetensors" "$s3dir/optimizer.safetensors"
 	rm -rf "$work/s3r-$i" "$work/s3a-$i" "$cdir"
@@ -168,6 +173,9 @@ read -r s3_aws_get s3_aws_get_min s3_aws_get_max < <(stats < "$work/s3-aws-get.t
 read -r s3_rss s3_rss_min s3_rss_max < <(stats < "$work/s3-rr-rss.txt")
 s3_rr_stored=$(find "$work/s3data/bench/rr-1" -type f -name '*object' -printf '%s\n' 2>/dev/null | awk '{s+=$1} END {print s+0}')
 kill $s3pid 2>/dev/null || true
+
+echo "== cloud notices: detection latency per cloud, idle cost while watching"
+notices=$($PY scripts/bench_notices.py "$RR" "$RUNS")
 
 kern=$(build/kernels_bench 2>/dev/null || echo "(build/kernels_bench not built)")
 
@@ -230,7 +238,7 @@ The same checkpoint directory ($(mb "$s3_bytes")) to and from \`@20minutes/s3rve
 scratch per run (wall clock of the whole command). The server is a Node program on the
 same 2 cores as the client, so these are figures for this setup, not for AWS.
 
-| | resume-run | \`aws s3 cp --recursive\` (awscli $(aws --version 2>&1 | cut -d' ' -f1 | cut -d/ -f2)) | ratio |
+| | resume-run | \`aws s3 cp --recursive\` (awscli $(/usr/bin/aws --version 2>&1 | cut -d' ' -f1 | cut -d/ -f2)) | ratio |
 |---|---|---|---|
 | persist (to durable) | $s3_rr_put ms ($s3_rr_put_min–$s3_rr_put_max) | $s3_aws_put ms ($s3_aws_put_min–$s3_aws_put_max) | **$(ratio "$s3_aws_put" "$s3_rr_put")x** |
 | restore (download) | $s3_rr_get ms ($s3_rr_get_min–$s3_rr_get_max) | $s3_aws_get ms ($s3_aws_get_min–$s3_aws_get_max) | **$(ratio "$s3_aws_get" "$s3_rr_get")x** |
@@ -241,6 +249,17 @@ same 2 cores as the client, so these are figures for this setup, not for AWS.
   \`resume-run restore --store s3://bench/rr-N --to DIR\`, against \`aws s3 cp --quiet
   --recursive DIR s3://bench/aws-N/\` and back.
 - Agent peak RSS during the persist (\`/usr/bin/time -f %M\`): $(awk -v k="$s3_rss" 'BEGIN { printf "%.0f MB", k / 1024 }') (median; $(awk -v k="$s3_rss_min" 'BEGIN { printf "%.0f", k / 1024 }')–$(awk -v k="$s3_rss_max" 'BEGIN { printf "%.0f", k / 1024 }') MB).
+
+## Cloud notices
+
+The project's metadata test server (\`tests/metadata/server.py\`, built from protocols.md
+§1–§3) announces a preemption at a random point of the poll cycle while the agent
+supervises a trainer that uses the Python helper; latency is from the moment the server
+serves the announcement to the agent's log line (JSON timestamps) saying it signalled the
+trainer. Defaults: AWS polls every 2 s, Azure every 1 s, GCP waits on hanging GETs.
+Command: \`scripts/bench_notices.py build/resume-run $RUNS\`.
+
+$notices
 
 ## Kernels (one core, \`build/kernels_bench\`)
 

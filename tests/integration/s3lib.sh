@@ -37,7 +37,8 @@ s3_env() {
 	export AWS_PAGER=""
 }
 
-# The AWS CLI at the test server (Debian's awscli 2.9 predates AWS_ENDPOINT_URL).
-s3cli() { aws --endpoint-url "$AWS_ENDPOINT_URL" "$@"; }
+# Debian's AWS CLI (not whatever else is first on PATH) at the test server; awscli 2.9
+# predates AWS_ENDPOINT_URL.
+s3cli() { /usr/bin/aws --endpoint-url "$AWS_ENDPOINT_URL" "$@"; }
 
 trap 's3_rc=$?; stop_s3; (exit $s3_rc); cleanup' EXIT
