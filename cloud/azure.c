@@ -19,6 +19,7 @@
 #include "rr/clock.h"
 #include "rr/cloud.h"
 #include "rr/error.h"
+#include "rr/json.h"
 #include "rr/http.h"
 #include "rr/log.h"
 #include "rr/quote.h"
@@ -67,70 +68,13 @@ static int s_has_control(const char *s)
 	return 0;
 }
 
-/* Offset of the first NUL character in the JSON text, raw or escaped as \u0000, or len.
- * cJSON would cut a string there ("myvm\u0000x" reads as "myvm"), and a resource name cut
- * short could match this VM. A backslash starts an escape when an even number of
- * backslashes precede it. */
-static size_t s_find_nul(const char *text, size_t len)
-{
-	const char *raw = memchr(text, '\0', len), *p = text;
-	size_t limit = raw ? (size_t)(raw - text) : len;
-
-	while ((p = memmem(p, limit - (size_t)(p - text), "\\u0000", 6)) != NULL) {
-		size_t run = 0;
-		while (p - run > text && p[-1 - (ptrdiff_t)run] == '\\')
-			run++;
-		if (run % 2 == 0)
-			return (size_t)(p - text);
-		p++;
-	}
-	return limit;
-}
-
-/* Parses len bytes (no NUL needed) into a JSON object; nothing but white space may
- * follow it. */
+/* Parses len bytes (no NUL needed) into a JSON object; nothing but whitespace may follow
+ * (rr_json_parse_object). No NUL either: cJSON would cut a resource name there
+ * ("myvm\u0000x" reads as "myvm"), and a name cut short could match this VM. */
 static int s_parse_object(struct s_ctx *c, const char *what, const char *text, size_t len,
 			  cJSON **out)
 {
-	const char *end = NULL;
-	char *copy;
-	size_t pos;
-
-	*out = NULL;
-	pos = s_find_nul(text, len);
-	if (pos != len)
-		return s_fail(c, RR_ECORRUPT, "%s contains a NUL character (at byte %zu)", what,
-			      pos);
-	/* A terminated private copy: cJSON has read past unterminated buffers before
-	 * (CVE-2023-53154). */
-	copy = malloc(len + 1);
-	if (!copy)
-		return RR_ENOMEM;
-	if (len)
-		memcpy(copy, text, len);
-	copy[len] = '\0';
-	*out = cJSON_ParseWithLengthOpts(copy, len, &end, 0);
-	pos = end && end >= copy && end <= copy + len ? (size_t)(end - copy) : len;
-	if (*out) {
-		while (pos < len && strchr(" \t\r\n", copy[pos]))
-			pos++;
-	}
-	free(copy);
-	if (!*out)
-		return s_fail(c, RR_ECORRUPT, "%s is not valid JSON (error near byte %zu of %zu)",
-			      what, pos, len);
-	if (pos != len) {
-		cJSON_Delete(*out);
-		*out = NULL;
-		return s_fail(c, RR_ECORRUPT, "%s has data after its JSON value (at byte %zu)",
-			      what, pos);
-	}
-	if (!cJSON_IsObject(*out)) {
-		cJSON_Delete(*out);
-		*out = NULL;
-		return s_fail(c, RR_ECORRUPT, "%s is not a JSON object", what);
-	}
-	return 0;
+	return rr_json_parse_object(what, text, len, out, c->why, c->cap);
 }
 
 /* Refuses a second member of one of our names: cJSON would read the first, other readers

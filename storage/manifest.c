@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "rr/error.h"
+#include "rr/json.h"
 #include "rr/fp16.h" /* RR_FP16_SCALE_MIN/MAX: the scales the encoder may choose */
 #include "rr/manifest.h"
 #include "rr/quote.h"
@@ -238,70 +239,12 @@ static int s_get_label(struct s_ctx *c, const cJSON *obj, const char *key, char 
 	return *out ? 0 : RR_ENOMEM;
 }
 
-/* Offset of the first NUL character in the JSON text, raw or escaped as \u0000, or len.
- * cJSON would cut the string there ("a\u0000/../b" reads as "a") where other readers
- * keep it whole, and the two must not disagree about a name. A backslash starts an
- * escape when an even number of backslashes precede it. */
-static size_t s_find_nul(const char *text, size_t len)
-{
-	const char *raw = memchr(text, '\0', len), *p = text;
-	size_t limit = raw ? (size_t)(raw - text) : len;
-
-	while ((p = memmem(p, limit - (size_t)(p - text), "\\u0000", 6)) != NULL) {
-		size_t run = 0;
-		while (p - run > text && p[-1 - (ptrdiff_t)run] == '\\')
-			run++;
-		if (run % 2 == 0)
-			return (size_t)(p - text);
-		p++;
-	}
-	return limit;
-}
-
-/* Parses len bytes (no NUL needed) into a JSON object; nothing but whitespace may follow. */
+/* Parses len bytes (no NUL needed) into a JSON object; nothing but whitespace may follow
+ * (rr_json_parse_object). */
 static int s_parse_object(struct s_ctx *c, const char *what, const char *text, size_t len,
 			  cJSON **out)
 {
-	const char *end = NULL;
-	char *copy;
-	size_t pos;
-
-	*out = NULL;
-	pos = s_find_nul(text, len);
-	if (pos != len)
-		return s_fail(c, RR_ECORRUPT, "%s contains a NUL character (at byte %zu)", what,
-			      pos);
-
-	/* A terminated private copy: cJSON has read past unterminated buffers before
-	 * (CVE-2023-53154), and the store's bytes deserve no such chance. */
-	copy = malloc(len + 1);
-	if (!copy)
-		return RR_ENOMEM;
-	if (len)
-		memcpy(copy, text, len);
-	copy[len] = '\0';
-	*out = cJSON_ParseWithLengthOpts(copy, len, &end, 0);
-	pos = end && end >= copy && end <= copy + len ? (size_t)(end - copy) : len;
-	if (*out) {
-		while (pos < len && copy[pos] != '\0' && strchr(" \t\r\n", copy[pos]))
-			pos++;
-	}
-	free(copy);
-	if (!*out)
-		return s_fail(c, RR_ECORRUPT, "%s is not valid JSON (error near byte %zu of %zu)",
-			      what, pos, len);
-	if (pos != len) {
-		cJSON_Delete(*out);
-		*out = NULL;
-		return s_fail(c, RR_ECORRUPT, "%s has data after its JSON value (at byte %zu)",
-			      what, pos);
-	}
-	if (!cJSON_IsObject(*out)) {
-		cJSON_Delete(*out);
-		*out = NULL;
-		return s_fail(c, RR_ECORRUPT, "%s is not a JSON object", what);
-	}
-	return 0;
+	return rr_json_parse_object(what, text, len, out, c->why, c->why_len);
 }
 
 /* The checksum covers the manifest exactly as cJSON prints it without "checksum", so any

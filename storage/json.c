@@ -1,0 +1,87 @@
+/* Strict JSON-object parsing for outside data (see include/rr/json.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rr/error.h"
+#include "rr/json.h"
+
+__attribute__((format(printf, 4, 5))) static int s_fail(char *why, size_t cap, int rc,
+							 const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && cap) {
+		va_start(ap, fmt);
+		vsnprintf(why, cap, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+/* Offset of the first NUL character in the JSON text, raw or escaped as \u0000, or len.
+ * cJSON would cut the string there ("a\u0000/../b" reads as "a") where other readers
+ * keep it whole, and the two must not disagree about a name. A backslash starts an
+ * escape when an even number of backslashes precede it. */
+static size_t s_find_nul(const char *text, size_t len)
+{
+	const char *raw = memchr(text, '\0', len), *p = text;
+	size_t limit = raw ? (size_t)(raw - text) : len;
+
+	while ((p = memmem(p, limit - (size_t)(p - text), "\\u0000", 6)) != NULL) {
+		size_t run = 0;
+		while (p - run > text && p[-1 - (ptrdiff_t)run] == '\\')
+			run++;
+		if (run % 2 == 0)
+			return (size_t)(p - text);
+		p++;
+	}
+	return limit;
+}
+
+int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON **out,
+			 char *why, size_t cap)
+{
+	const char *end = NULL;
+	char *copy;
+	size_t pos;
+
+	*out = NULL;
+	if (!text)
+		text = "";
+	pos = s_find_nul(text, len);
+	if (pos != len)
+		return s_fail(why, cap, RR_ECORRUPT, "%s contains a NUL character (at byte %zu)",
+			      what, pos);
+	/* A terminated private copy: cJSON has read past unterminated buffers before
+	 * (CVE-2023-53154), and outside bytes deserve no such chance. */
+	copy = malloc(len + 1);
+	if (!copy)
+		return RR_ENOMEM;
+	if (len)
+		memcpy(copy, text, len);
+	copy[len] = '\0';
+	*out = cJSON_ParseWithLengthOpts(copy, len, &end, 0);
+	pos = end && end >= copy && end <= copy + len ? (size_t)(end - copy) : len;
+	if (*out) {
+		while (pos < len && strchr(" \t\r\n", copy[pos]))
+			pos++;
+	}
+	free(copy);
+	if (!*out)
+		return s_fail(why, cap, RR_ECORRUPT, "%s is not valid JSON (error near byte %zu "
+			      "of %zu)", what, pos, len);
+	if (pos != len) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		return s_fail(why, cap, RR_ECORRUPT, "%s has data after its JSON value (at byte "
+			      "%zu)", what, pos);
+	}
+	if (!cJSON_IsObject(*out)) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		return s_fail(why, cap, RR_ECORRUPT, "%s is not a JSON object", what);
+	}
+	return 0;
+}
