@@ -58,8 +58,8 @@ int rr_parse_duration_ms(const char *s, int64_t *out)
 	return RR_EINVAL;
 }
 
-/* Every command that opens the store takes these. */
-#define S_S3_HELP                                                                          \
+/* Every command opens the store, so every command takes these. */
+#define S_STORE_HELP                                                                          \
 	"S3 stores (every command): credentials, region and endpoint as the AWS CLI finds\n" \
 	"them (AWS_ACCESS_KEY_ID..., AWS_PROFILE, web identity, container, instance role;\n" \
 	"AWS_REGION; AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL; AWS_CA_BUNDLE).\n"              \
@@ -67,7 +67,10 @@ int rr_parse_duration_ms(const char *s, int64_t *out)
 	"                         path or virtual [RESUME_RUN_S3_ADDRESSING]\n"             \
 	"  --s3-sse MODE          server-side encryption: AES256 or aws:kms\n"             \
 	"                         [RESUME_RUN_S3_SSE]\n"                                    \
-	"  --s3-sse-kms-key-id ID the KMS key for aws:kms [RESUME_RUN_S3_SSE_KMS_KEY_ID]\n"
+	"  --s3-sse-kms-key-id ID the KMS key for aws:kms [RESUME_RUN_S3_SSE_KMS_KEY_ID]\n" \
+	"GCS stores (gs://bucket/prefix): GOOGLE_APPLICATION_CREDENTIALS (a service-account\n" \
+	"key), else the metadata server's token; STORAGE_EMULATOR_HOST redirects requests.\n" \
+	"  --gcs-hmac             sign with HMAC keys (AWS_ACCESS_KEY_ID/...) instead\n"
 
 static const char s_run_help[] =
 	"usage: resume-run [OPTIONS] -- COMMAND [ARGS...]\n"
@@ -78,7 +81,8 @@ static const char s_run_help[] =
 	"and makes it durable in the store before the deadline.\n"
 	"\n"
 	"Options (environment in brackets):\n"
-	"  --store URL            file:///abs/path, file://./rel or s3://bucket/prefix\n"
+	"  --store URL            file:///abs/path, file://./rel, s3://bucket/prefix or\n"
+	"                         gs://bucket/prefix\n"
 	"                         [RESUME_RUN_STORE] (default " DEFAULT_STORE ")\n"
 	"  --run-id ID            names the run inside the store [RESUME_RUN_ID] (default)\n"
 	"  --checkpoint-dir DIR   where the trainer writes checkpoints\n"
@@ -105,7 +109,7 @@ static const char s_run_help[] =
 	"  --log-format text|json log lines on stderr (default text)\n"
 	"  -v, --verbose          also log debug lines\n"
 	"  -h, --help             this help;  --version  the version\n"
-	S_S3_HELP
+	S_STORE_HELP
 	"\n"
 	"Signals: SIGTERM/SIGINT = a notice (checkpoint, persist, then SIGTERM to the trainer);\n"
 	"a second one forwards at once. SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH are forwarded.\n"
@@ -115,25 +119,25 @@ static const char s_run_help[] =
 static const char s_ls_help[] =
 	"usage: resume-run ls [--store URL] [--run-id ID]\n"
 	"Lists the checkpoints of a run, newest first: name, state (committed, or why not),\n"
-	"files, original and stored size, commit time. LATEST is marked with '*'.\n" S_S3_HELP;
+	"files, original and stored size, commit time. LATEST is marked with '*'.\n" S_STORE_HELP;
 
 static const char s_restore_help[] =
 	"usage: resume-run restore [--store URL] [--run-id ID] [--checkpoint NAME] --to DIR\n"
 	"Restores the newest committed checkpoint (or NAME) into DIR/NAME/, verifying every\n"
 	"chunk. Without --checkpoint, a damaged newest checkpoint falls back to an older one.\n"
-	S_S3_HELP;
+	S_STORE_HELP;
 
 static const char s_verify_help[] =
 	"usage: resume-run verify [--store URL] [--run-id ID] [--checkpoint NAME]\n"
 	"Re-reads and re-hashes every chunk of every committed checkpoint (or of NAME).\n"
 	"Exit status 0 when all are intact, 1 when any is damaged, 125 on other errors.\n"
-	S_S3_HELP;
+	S_STORE_HELP;
 
 static const char s_gc_help[] =
 	"usage: resume-run gc [--store URL] [--run-id ID] [--keep N] [--grace DURATION]\n"
 	"Keeps the N newest committed checkpoints (default 3), deletes older ones, then deletes\n"
 	"chunks no remaining checkpoint references and older than --grace (default 1h; chunks\n"
-	"younger than that may belong to an upload still in flight).\n" S_S3_HELP;
+	"younger than that may belong to an upload still in flight).\n" S_STORE_HELP;
 
 void rr_config_print_help(enum rr_command cmd)
 {
@@ -149,7 +153,7 @@ enum {
 	OPT_EVERY, OPT_KEEP, OPT_MAX_RESTARTS, OPT_THREADS, OPT_LOG_FORMAT, OPT_CHECKPOINT,
 	OPT_TO, OPT_VERSION, OPT_ZSTD_LEVEL, OPT_PRECISION, OPT_EXACT, OPT_S3_ADDRESSING,
 	OPT_S3_SSE, OPT_S3_SSE_KMS_KEY_ID, OPT_CLOUD, OPT_METADATA_ENDPOINT, OPT_POLL_INTERVAL,
-	OPT_AZURE_ACK,
+	OPT_AZURE_ACK, OPT_GCS_HMAC,
 };
 
 static const struct option s_options[] = {
@@ -172,6 +176,7 @@ static const struct option s_options[] = {
 	{ "poll-interval", required_argument, NULL, OPT_POLL_INTERVAL },
 	{ "azure-ack", no_argument, NULL, OPT_AZURE_ACK },
 	{ "s3-addressing", required_argument, NULL, OPT_S3_ADDRESSING },
+	{ "gcs-hmac", no_argument, NULL, OPT_GCS_HMAC },
 	{ "s3-sse", required_argument, NULL, OPT_S3_SSE },
 	{ "s3-sse-kms-key-id", required_argument, NULL, OPT_S3_SSE_KMS_KEY_ID },
 	{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
@@ -188,7 +193,7 @@ static int s_allowed(enum rr_command cmd, int opt)
 	switch (opt) {
 	case OPT_STORE: case OPT_RUN_ID: case OPT_LOG_FORMAT: case OPT_THREADS: case 'v':
 	case 'h': case OPT_VERSION: case OPT_S3_ADDRESSING: case OPT_S3_SSE:
-	case OPT_S3_SSE_KMS_KEY_ID:
+	case OPT_S3_SSE_KMS_KEY_ID: case OPT_GCS_HMAC:
 		return 1;
 	case OPT_CHECKPOINT:
 		return cmd == RR_CMD_RESTORE || cmd == RR_CMD_VERIFY;
@@ -235,6 +240,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	cfg->store_opts.s3_addressing = s_getenv("RESUME_RUN_S3_ADDRESSING", NULL);
 	cfg->store_opts.s3_sse = s_getenv("RESUME_RUN_S3_SSE", NULL);
 	cfg->store_opts.s3_sse_kms_key_id = s_getenv("RESUME_RUN_S3_SSE_KMS_KEY_ID", NULL);
+	cfg->store_opts.gcs_hmac = s_getenv("RESUME_RUN_GCS_HMAC", NULL) != NULL;
 	cfg->checkpoint_dir = s_getenv("RESUME_RUN_CHECKPOINT_DIR", DEFAULT_CHECKPOINT_DIR);
 	cfg->grace_ms = 25000;
 	if (rr_cloud_parse(s_getenv("RESUME_RUN_CLOUD", "auto"), &cfg->cloud)) {
@@ -301,6 +307,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			break;
 		}
 		case OPT_AZURE_ACK: cfg->azure_ack = 1; break;
+		case OPT_GCS_HMAC: cfg->store_opts.gcs_hmac = 1; break;
 		case OPT_S3_SSE: cfg->store_opts.s3_sse = a; break;
 		case OPT_S3_SSE_KMS_KEY_ID: cfg->store_opts.s3_sse_kms_key_id = a; break;
 		case OPT_RUN_ID: cfg->run_id = a; break;
@@ -381,6 +388,7 @@ bad_value:
 	}
 	if (cfg->gc_grace_ms < 0)
 		cfg->gc_grace_ms = 3600 * 1000;
+	cfg->store_opts.metadata_endpoint = cfg->metadata_endpoint;
 	/* A remote store's workers spend much of their time waiting on the network: twice as
 	 * many as cores (at most 8, about 20 MB each) keep both the CPU and the link busy. */
 	if (!threads_given && strncasecmp(cfg->store_url, "file://", 7) != 0)

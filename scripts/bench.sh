@@ -141,8 +141,16 @@ export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-
 # Debian's AWS CLI v2 (a pip-installed one earlier on PATH would be another program);
 # it predates AWS_ENDPOINT_URL, so the endpoint is given explicitly.
 AWS="/usr/bin/aws --endpoint-url $AWS_ENDPOINT_URL"
+# Debian's rclone, configured from the environment; AWS_CA_BUNDLE (set on some machines)
+# makes its S3 client refuse a plain-HTTP endpoint.
+unset AWS_CA_BUNDLE
+export RCLONE_CONFIG_S3_TYPE=s3 RCLONE_CONFIG_S3_PROVIDER=Other RCLONE_CONFIG_S3_REGION=us-east-1 \
+	RCLONE_CONFIG_S3_ENDPOINT=$AWS_ENDPOINT_URL RCLONE_CONFIG_S3_ACCESS_KEY_ID=S3RVER \
+	RCLONE_CONFIG_S3_SECRET_ACCESS_KEY=S3RVER RCLONE_CONFIG_S3_FORCE_PATH_STYLE=true
+RCLONE="rclone --config /dev/null -q"
 : > "$work/s3-rr-put.txt"; : > "$work/s3-aws-put.txt"; : > "$work/s3-rr-get.txt"
 : > "$work/s3-aws-get.txt"; : > "$work/s3-rr-rss.txt"
+: > "$work/s3-rclone-put.txt"; : > "$work/s3-rclone-get.txt"
 s3dir=$work/s3files; mkdir -p "$s3dir"; cp -al "$ckpt"/* "$s3dir/"
 s3_bytes=$(cat "$s3dir"/* | wc -c)
 ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
@@ -163,14 +171,23 @@ for i in $(seq "$RUNS"); do
 	t0=$(date +%s%N)
 	$AWS s3 cp --quiet --recursive "s3://bench/aws-$i/" "$work/s3a-$i"
 	ms_since "$t0" >> "$work/s3-aws-get.txt"
+	t0=$(date +%s%N)
+	$RCLONE copy "$s3dir" "s3:bench/rclone-$i/"
+	ms_since "$t0" >> "$work/s3-rclone-put.txt"
+	t0=$(date +%s%N)
+	$RCLONE copy "s3:bench/rclone-$i/" "$work/s3c-$i"
+	ms_since "$t0" >> "$work/s3-rclone-get.txt"
 	cmp "$work/s3a-$i/optimizer.safetensors" "$s3dir/optimizer.safetensors"
-	rm -rf "$work/s3r-$i" "$work/s3a-$i" "$cdir"
+	cmp "$work/s3c-$i/optimizer.safetensors" "$s3dir/optimizer.safetensors"
+	rm -rf "$work/s3r-$i" "$work/s3a-$i" "$work/s3c-$i" "$cdir"
 done
 read -r s3_rr_put s3_rr_put_min s3_rr_put_max < <(stats < "$work/s3-rr-put.txt")
 read -r s3_aws_put s3_aws_put_min s3_aws_put_max < <(stats < "$work/s3-aws-put.txt")
 read -r s3_rr_get s3_rr_get_min s3_rr_get_max < <(stats < "$work/s3-rr-get.txt")
 read -r s3_aws_get s3_aws_get_min s3_aws_get_max < <(stats < "$work/s3-aws-get.txt")
 read -r s3_rss s3_rss_min s3_rss_max < <(stats < "$work/s3-rr-rss.txt")
+read -r s3_rc_put s3_rc_put_min s3_rc_put_max < <(stats < "$work/s3-rclone-put.txt")
+read -r s3_rc_get s3_rc_get_min s3_rc_get_max < <(stats < "$work/s3-rclone-get.txt")
 s3_rr_stored=$(find "$work/s3data/bench/rr-1" -type f -name '*object' -printf '%s\n' 2>/dev/null | awk '{s+=$1} END {print s+0}')
 kill $s3pid 2>/dev/null || true
 
@@ -238,16 +255,17 @@ The same checkpoint directory ($(mb "$s3_bytes")) to and from \`@20minutes/s3rve
 scratch per run (wall clock of the whole command). The server is a Node program on the
 same 2 cores as the client, so these are figures for this setup, not for AWS.
 
-| | resume-run | \`aws s3 cp --recursive\` (awscli $(/usr/bin/aws --version 2>&1 | cut -d' ' -f1 | cut -d/ -f2)) | ratio |
-|---|---|---|---|
-| persist (to durable) | $s3_rr_put ms ($s3_rr_put_min–$s3_rr_put_max) | $s3_aws_put ms ($s3_aws_put_min–$s3_aws_put_max) | **$(ratio "$s3_aws_put" "$s3_rr_put")x** |
-| restore (download) | $s3_rr_get ms ($s3_rr_get_min–$s3_rr_get_max) | $s3_aws_get ms ($s3_aws_get_min–$s3_aws_get_max) | **$(ratio "$s3_aws_get" "$s3_rr_get")x** |
-| bytes sent | $(mb "$s3_rr_stored") | $(mb "$s3_bytes") | |
+| | resume-run | \`aws s3 cp --recursive\` (awscli $(/usr/bin/aws --version 2>&1 | cut -d' ' -f1 | cut -d/ -f2)) | ratio | \`rclone copy\` ($(rclone --version 2>/dev/null | head -1 | cut -d' ' -f2)) | ratio |
+|---|---|---|---|---|---|
+| persist (to durable) | $s3_rr_put ms ($s3_rr_put_min–$s3_rr_put_max) | $s3_aws_put ms ($s3_aws_put_min–$s3_aws_put_max) | **$(ratio "$s3_aws_put" "$s3_rr_put")x** | $s3_rc_put ms ($s3_rc_put_min–$s3_rc_put_max) | **$(ratio "$s3_rc_put" "$s3_rr_put")x** |
+| restore (download) | $s3_rr_get ms ($s3_rr_get_min–$s3_rr_get_max) | $s3_aws_get ms ($s3_aws_get_min–$s3_aws_get_max) | **$(ratio "$s3_aws_get" "$s3_rr_get")x** | $s3_rc_get ms ($s3_rc_get_min–$s3_rc_get_max) | **$(ratio "$s3_rc_get" "$s3_rr_get")x** |
+| bytes sent | $(mb "$s3_rr_stored") | $(mb "$s3_bytes") | | $(mb "$s3_bytes") | |
 
 - Commands: \`resume-run --store s3://bench/rr-N --checkpoint-dir DIR -- true\` (persists the
   newest local checkpoint at start: probe, encode, upload, manifest, LATEST, ledger) and
   \`resume-run restore --store s3://bench/rr-N --to DIR\`, against \`aws s3 cp --quiet
-  --recursive DIR s3://bench/aws-N/\` and back.
+  --recursive DIR s3://bench/aws-N/\` and back, and \`rclone copy DIR s3:bench/rclone-N/\`
+  and back (rclone configured from the environment).
 - Agent peak RSS during the persist (\`/usr/bin/time -f %M\`): $(awk -v k="$s3_rss" 'BEGIN { printf "%.0f MB", k / 1024 }') (median; $(awk -v k="$s3_rss_min" 'BEGIN { printf "%.0f", k / 1024 }')–$(awk -v k="$s3_rss_max" 'BEGIN { printf "%.0f", k / 1024 }') MB).
 
 ## Cloud notices

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rr/error.h"
 #include "rr/json.h"
@@ -68,6 +69,7 @@ int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON *
 		while (pos < len && strchr(" \t\r\n", copy[pos]))
 			pos++;
 	}
+	explicit_bzero(copy, len); /* the text may hold a secret (a service-account key) */
 	free(copy);
 	if (!*out)
 		return s_fail(why, cap, RR_ECORRUPT, "%s is not valid JSON (error near byte %zu "

@@ -70,8 +70,8 @@ int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_s
 		rc = rr_store_file_new(rest, &s);
 	} else if ((rest = s_after_scheme(url, "s3")) != NULL) {
 		rc = rr_store_s3_new(rest, opts, &s);
-	} else if (s_after_scheme(url, "gs")) {
-		return rr_store_fail(RR_EUNSUPPORTED, "gs:// stores are not in this build yet");
+	} else if ((rest = s_after_scheme(url, "gs")) != NULL) {
+		rc = rr_store_gcs_new(rest, opts, &s);
 	} else {
 		return rr_store_fail(RR_EINVAL, "the store URL must start with file://, s3:// "
 					       "or gs://");

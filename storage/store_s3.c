@@ -15,6 +15,7 @@
 #include "rr/aws_credentials.h"
 #include "rr/aws_profile.h"
 #include "rr/clock.h"
+#include "rr/gcs_auth.h"
 #include "rr/error.h"
 #include "rr/hash.h"
 #include "rr/http.h"
@@ -33,7 +34,10 @@
 struct s_s3 {
 	struct rr_store base;
 	struct rr_http *http;
-	struct rr_aws_creds *creds;
+	struct rr_aws_creds *creds;   /* SigV4 credentials (S3; GCS with HMAC keys) */
+	struct rr_gcs_auth *gauth;    /* GCS: OAuth2 bearer tokens instead of SigV4 */
+	int gcs;                      /* the GCS XML API: x-goog-* preconditions, generations */
+	const char *label;            /* "S3" or "GCS", for reasons */
 	char *bucket;
 	char *prefix;     /* "" or "a/b/" (ends with '/'): prepended to every key */
 	char *region;
@@ -64,7 +68,7 @@ struct s_signed {
 	struct rr_http_request http;
 	char sha[RR_SHA256_HEX_LEN + 1];
 	char date[RR_SIGV4_AMZ_DATE_LEN + 1];
-	char auth[1024];
+	char auth[RR_GCS_TOKEN_MAX + 16]; /* "AWS4-HMAC-SHA256 ..." or "Bearer <token>" */
 	struct rr_aws_credentials cr;
 };
 
@@ -98,6 +102,64 @@ static int s_raw_path(const struct s_s3 *s3, const char *key, struct rr_buf *out
 	return rr_buf_printf(out, "%s/%s%s", s3->path_root, s3->prefix, key);
 }
 
+/* The fields of p->http once the Authorization value is known. */
+static void s_finish_request(struct s_s3 *s3, const struct s_req *q, struct s_signed *p,
+			     size_t n)
+{
+	for (size_t i = 0; i < q->nextra; i++)
+		p->headers[n++] = (struct rr_http_header){ q->extra[i].name, q->extra[i].value };
+	p->http = (struct rr_http_request){
+		.method = q->method, .url = (const char *)p->url.data, .headers = p->headers,
+		.nheaders = n, .body = q->body_len ? q->body : NULL, .body_len = q->body_len,
+		.response_max = q->response_max ? q->response_max : (1u << 20),
+	};
+	if (strcmp(q->method, "POST") == 0 && !q->body_len)
+		p->http.body = ""; /* an empty body, sent with Content-Length: 0 */
+	if (s3->base.deadline_mono_ms) {
+		int64_t left = s3->base.deadline_mono_ms - rr_mono_ms();
+		p->http.timeout_ms = left > 1000 ? left : 1000;
+	}
+}
+
+/* The wire URL of q: the raw path encoded once (as SigV4 encodes it), then the query. */
+static int s_url(struct s_s3 *s3, const struct s_req *q, const struct rr_buf *path,
+		 struct rr_buf *url)
+{
+	int rc = rr_buf_printf(url, "%s://%s", s3->scheme, s3->host);
+
+	if (!rc)
+		rc = rr_sigv4_uri_encode(url, (const char *)path->data, path->len, 1);
+	if (!rc && q->query)
+		rc = rr_buf_printf(url, "?%s", q->query);
+	return rc;
+}
+
+/* GCS with OAuth2: "Authorization: Bearer <token>" and nothing signed. */
+static int s_sign_bearer(struct s_s3 *s3, const struct s_req *q, int refresh, struct s_signed *p)
+{
+	char token[RR_GCS_TOKEN_MAX], why[300];
+	struct rr_buf path;
+	int rc;
+
+	rc = rr_gcs_auth_token(s3->gauth, refresh, token, sizeof(token), p->cr.source, why,
+			       sizeof(why));
+	if (rc)
+		return rr_store_fail(rc, "no usable Google credentials: %s", why);
+	snprintf(p->auth, sizeof(p->auth), "Bearer %s", token);
+	OPENSSL_cleanse(token, sizeof(token));
+	rr_buf_init(&path, 8192);
+	rc = s_raw_path(s3, q->key, &path);
+	if (!rc)
+		rc = s_url(s3, q, &path, &p->url);
+	rr_buf_free(&path);
+	if (rc)
+		return rc;
+	p->headers[0] = (struct rr_http_header){ "Host", s3->host };
+	p->headers[1] = (struct rr_http_header){ "Authorization", p->auth };
+	s_finish_request(s3, q, p, 2);
+	return 0;
+}
+
 /* Signs q with the current credentials into p (initialised here; s_signed_free after). */
 static int s_sign(struct s_s3 *s3, const struct s_req *q, int refresh_creds, struct s_signed *p)
 {
@@ -111,9 +173,12 @@ static int s_sign(struct s_s3 *s3, const struct s_req *q, int refresh_creds, str
 
 	memset(p, 0, sizeof(*p));
 	rr_buf_init(&p->url, 16384);
+	if (s3->gauth)
+		return s_sign_bearer(s3, q, refresh_creds, p);
 	rc = rr_aws_creds_get(s3->creds, refresh_creds, &p->cr, why, sizeof(why));
 	if (rc)
-		return rr_store_fail(rc, "no usable AWS credentials: %s", why);
+		return rr_store_fail(rc, "no usable %s credentials: %s",
+				     s3->gcs ? "GCS HMAC" : "AWS", why);
 
 	if (q->payload_sha256)
 		snprintf(p->sha, sizeof(p->sha), "%s", q->payload_sha256);
@@ -141,12 +206,7 @@ static int s_sign(struct s_s3 *s3, const struct s_req *q, int refresh_creds, str
 		rr_store_fail(rc, "cannot sign the request for %s", q->key ? q->key : "the bucket");
 		goto out;
 	}
-	/* The wire URL: the path encoded exactly as the signer encoded it. */
-	rc = rr_buf_printf(&p->url, "%s://%s", s3->scheme, s3->host);
-	if (!rc)
-		rc = rr_sigv4_uri_encode(&p->url, (const char *)path.data, path.len, 1);
-	if (!rc && q->query)
-		rc = rr_buf_printf(&p->url, "?%s", q->query);
+	rc = s_url(s3, q, &path, &p->url);
 	if (rc)
 		goto out;
 
@@ -158,19 +218,7 @@ static int s_sign(struct s_s3 *s3, const struct s_req *q, int refresh_creds, str
 		p->headers[n++] = (struct rr_http_header){ "x-amz-security-token",
 							   p->cr.session_token };
 	p->headers[n++] = (struct rr_http_header){ "Authorization", p->auth };
-	for (i = 0; i < q->nextra; i++)
-		p->headers[n++] = (struct rr_http_header){ q->extra[i].name, q->extra[i].value };
-	p->http = (struct rr_http_request){
-		.method = q->method, .url = (const char *)p->url.data, .headers = p->headers,
-		.nheaders = n, .body = q->body_len ? q->body : NULL, .body_len = q->body_len,
-		.response_max = q->response_max ? q->response_max : (1u << 20),
-	};
-	if (strcmp(q->method, "POST") == 0 && !q->body_len)
-		p->http.body = ""; /* an empty body, sent with Content-Length: 0 */
-	if (s3->base.deadline_mono_ms) {
-		int64_t left = s3->base.deadline_mono_ms - rr_mono_ms();
-		p->http.timeout_ms = left > 1000 ? left : 1000;
-	}
+	s_finish_request(s3, q, p, n);
 out:
 	rr_buf_free(&path);
 	return rc;
@@ -196,8 +244,8 @@ static int s_judge(struct s_s3 *s3, const struct s_req *q, const struct s_signed
 	if (resp->error) {
 		*retry = resp->retryable;
 		return rr_store_fail(resp->error == RR_ETOOBIG ? RR_ETOOBIG : RR_EIO,
-				     "S3 request %s %s to %s failed: %s", q->method, s_what(q),
-				     s3->host, resp->message);
+				     "%s request %s %s to %s failed: %s", s3->label, q->method,
+				     s_what(q), s3->host, resp->message);
 	}
 	if (st >= 200 && st < 300)
 		return 0;
@@ -208,7 +256,7 @@ static int s_judge(struct s_s3 *s3, const struct s_req *q, const struct s_signed
 		snprintf(e.code, sizeof(e.code), "NoSuchKey");
 	*retry = rr_retry_worth_it(st, 0, e.code);
 	if (strcmp(e.code, "ExpiredToken") == 0 || strcmp(e.code, "InvalidToken") == 0 ||
-	    strcmp(e.code, "TokenRefreshRequired") == 0) {
+	    strcmp(e.code, "TokenRefreshRequired") == 0 || (s3->gauth && st == 401)) {
 		*retry = 1;
 		*refresh = 1;
 	}
@@ -225,14 +273,14 @@ static int s_judge(struct s_s3 *s3, const struct s_req *q, const struct s_signed
 				     e.code[0] ? e.code : "redirect");
 	}
 	if (strcmp(e.code, "NoSuchBucket") == 0)
-		return rr_store_fail(RR_EIO, "S3 bucket '%s' does not exist (NoSuchBucket at %s)",
-				     s3->bucket, s3->host);
+		return rr_store_fail(RR_EIO, "%s bucket '%s' does not exist (NoSuchBucket at %s)",
+				     s3->label, s3->bucket, s3->host);
 	if (strcmp(e.code, "RequestTimeTooSkewed") == 0)
 		return rr_store_fail(RR_EIO, "S3 refused the request because this machine's clock "
 				     "is off (RequestTimeTooSkewed): fix the clock (NTP)");
-	return rr_store_fail(st == 403 ? RR_EACCES : RR_EIO,
-			     "S3 refused %s %s: %ld %s%s%s (credentials from %s)", q->method,
-			     s_what(q), st, e.code[0] ? e.code : "(no error code)",
+	return rr_store_fail(st == 403 || st == 401 ? RR_EACCES : RR_EIO,
+			     "%s refused %s %s: %ld %s%s%s (credentials from %s)", s3->label,
+			     q->method, s_what(q), st, e.code[0] ? e.code : "(no error code)",
 			     e.message[0] ? ": " : "", e.message, p->cr.source);
 }
 
@@ -389,14 +437,18 @@ static void s_jobs_free(struct s_job *jobs, size_t n)
 
 /* ---- the store calls ---- */
 
-static int s_copy_etag(const struct rr_http_response *resp, char *etag_out)
+/* The version tag compare-and-swap uses: the ETag on S3, the generation on GCS (its
+ * preconditions take generations). */
+static int s_copy_etag(const struct s_s3 *s3, const struct rr_http_response *resp,
+		       char *etag_out)
 {
-	const char *etag = rr_http_response_header(resp, "ETag");
+	const char *etag = rr_http_response_header(resp, s3->gcs ? "x-goog-generation" : "ETag");
 
 	if (!etag_out)
 		return 0;
 	if (!etag || strlen(etag) >= RR_ETAG_MAX)
-		return rr_store_fail(RR_EIO, "S3 answered without a usable ETag");
+		return rr_store_fail(RR_EIO, "%s answered without a usable %s", s3->label,
+				     s3->gcs ? "generation" : "ETag");
 	strcpy(etag_out, etag);
 	return 0;
 }
@@ -410,8 +462,17 @@ static void s_add_sse(const struct s_s3 *s3, struct s_req *q)
 		s_add_header(q, "x-amz-server-side-encryption-aws-kms-key-id", s3->sse_kms_key);
 }
 
-static void s_add_conditions(struct s_req *q, const struct rr_put_opts *opts)
+static void s_add_conditions(const struct s_s3 *s3, struct s_req *q,
+			     const struct rr_put_opts *opts)
 {
+	if (s3->gcs) {
+		/* GCS: generation 0 means "no live object"; otherwise the generation read. */
+		if (opts && opts->if_none_match)
+			s_add_header(q, "x-goog-if-generation-match", "0");
+		else if (opts && opts->if_match)
+			s_add_header(q, "x-goog-if-generation-match", opts->if_match);
+		return;
+	}
 	if (opts && opts->if_none_match)
 		s_add_header(q, "if-none-match", "*");
 	if (opts && opts->if_match)
@@ -498,7 +559,8 @@ static int s_complete(struct s_s3 *s3, const char *key, const char *upload_id,
 	q.body = body.data;
 	q.body_len = body.len;
 	s_add_header(&q, "content-type", "application/xml");
-	s_add_conditions(&q, opts);
+	if (!s3->gcs) /* GCS takes no preconditions on multipart requests */
+		s_add_conditions(s3, &q, opts);
 	rr_retry_init(&r, s3->base.deadline_mono_ms);
 	for (;;) {
 		rc = s_send_policy(s3, &q, resp, &r);
@@ -584,7 +646,7 @@ static int s_put_multipart(struct s_s3 *s3, const char *key, const unsigned char
 		rr_http_response_init(&resp);
 		rc = s_send(s3, &h, &resp);
 		if (!rc)
-			rc = s_copy_etag(&resp, etag_out);
+			rc = s_copy_etag(s3, &resp, etag_out);
 	}
 out:
 	if (rc && upload_id[0]) {
@@ -613,11 +675,11 @@ static int s_put(struct rr_store *s, const char *key, const void *data, size_t l
 	if (opts && opts->sha256_hex)
 		q.payload_sha256 = opts->sha256_hex;
 	s_add_sse(s3, &q);
-	s_add_conditions(&q, opts);
+	s_add_conditions(s3, &q, opts);
 	rr_http_response_init(&resp);
 	rc = s_precondition_rc(s_send(s3, &q, &resp), opts);
 	if (!rc)
-		rc = s_copy_etag(&resp, etag_out);
+		rc = s_copy_etag(s3, &resp, etag_out);
 	rr_http_response_free(&resp);
 	return rc;
 }
@@ -668,7 +730,7 @@ static int s_get(struct rr_store *s, const char *key, struct rr_buf *out, char *
 	if (rc)
 		goto out;
 	etag = rr_http_response_header(&resp, "ETag");
-	rc = s_copy_etag(&resp, etag_out);
+	rc = s_copy_etag(s3, &resp, etag_out);
 	if (rc)
 		goto out;
 	if (resp.status != 206) {
@@ -914,6 +976,13 @@ static int s_del_many(struct rr_store *s, const char *const *keys, size_t n)
 	size_t i, k;
 	int rc;
 
+	if (s_of(s)->gcs) { /* the GCS XML API has no multi-object delete */
+		for (i = 0; i < n; i++)
+			if ((rc = s_del(s, keys[i])) != 0)
+				return rc;
+		return 0;
+	}
+
 	for (i = 0; i < n; i += k) {
 		k = n - i < S_DELETE_BATCH ? n - i : S_DELETE_BATCH;
 		rc = s_del_batch(s_of(s), keys + i, k);
@@ -928,6 +997,7 @@ static void s_destroy(struct rr_store *s)
 	struct s_s3 *s3 = s_of(s);
 
 	rr_aws_creds_destroy(s3->creds);
+	rr_gcs_auth_destroy(s3->gauth);
 	rr_http_destroy(s3->http);
 	free(s3->bucket);
 	free(s3->prefix);
@@ -998,19 +1068,16 @@ static int s_parse_endpoint(const char *url, char **scheme, char **hostport)
 	return 0;
 }
 
-static int s_configure(struct s_s3 *s3, const char *rest, const struct rr_store_opts *opts,
-		       const struct rr_aws_profile *prof)
+/* "bucket[/prefix]": the bucket, and the prefix with one '/' after it (or ""). */
+static int s_set_bucket(struct s_s3 *s3, const char *rest)
 {
-	const char *slash = strchr(rest, '/'), *endpoint, *addressing, *part;
+	const char *slash = strchr(rest, '/');
 	size_t blen = slash ? (size_t)(slash - rest) : strlen(rest), plen;
-	char *ep_host = NULL;
-	int path_style, rc;
 
 	if (!s_valid_bucket(rest, blen))
-		return rr_store_fail(RR_EINVAL, "'%.*s' is not an S3 bucket name (3-63 characters "
-				     "of a-z 0-9 . -)", (int)blen, rest);
+		return rr_store_fail(RR_EINVAL, "'%.*s' is not a %s bucket name (3-63 characters "
+				     "of a-z 0-9 . - _)", (int)blen, rest, s3->label);
 	s3->bucket = strndup(rest, blen);
-	/* The prefix: no leading or trailing '/', then one '/' after it. */
 	rest = slash ? slash + 1 : "";
 	while (*rest == '/')
 		rest++;
@@ -1022,6 +1089,36 @@ static int s_configure(struct s_s3 *s3, const char *rest, const struct rr_store_
 		return RR_ENOMEM;
 	memcpy(s3->prefix, rest, plen);
 	strcpy(s3->prefix + plen, plen ? "/" : "");
+	return 0;
+}
+
+static int s_set_part_size(struct s_s3 *s3)
+{
+	const char *part = s_env("RESUME_RUN_S3_PART_SIZE");
+	unsigned long long v;
+	char *end;
+
+	s3->part_size = RR_S3_PART_SIZE_DEFAULT;
+	if (!part)
+		return 0;
+	v = strtoull(part, &end, 10);
+	if (*end || v < RR_S3_PART_SIZE_MIN || v > (1ull << 32))
+		return rr_store_fail(RR_EINVAL, "RESUME_RUN_S3_PART_SIZE must be a byte count "
+				     "from %u to 4 GiB", RR_S3_PART_SIZE_MIN);
+	s3->part_size = (size_t)v;
+	return 0;
+}
+
+static int s_configure(struct s_s3 *s3, const char *rest, const struct rr_store_opts *opts,
+		       const struct rr_aws_profile *prof)
+{
+	const char *endpoint, *addressing;
+	char *ep_host = NULL;
+	int path_style, rc;
+
+	rc = s_set_bucket(s3, rest);
+	if (rc)
+		return rc;
 
 	s3->region = strdup(s_env("AWS_REGION") ? s_env("AWS_REGION")
 			    : s_env("AWS_DEFAULT_REGION") ? s_env("AWS_DEFAULT_REGION")
@@ -1045,7 +1142,7 @@ static int s_configure(struct s_s3 *s3, const char *rest, const struct rr_store_
 	else if (strcmp(addressing, "auto") == 0)
 		/* Path style with a custom endpoint (as the AWS tools do), and for bucket names
 		 * with dots, which the *.s3 TLS wildcard certificate does not cover. */
-		path_style = endpoint != NULL || memchr(s3->bucket, '.', blen) != NULL;
+		path_style = endpoint != NULL || strchr(s3->bucket, '.') != NULL;
 	else
 		return rr_store_fail(RR_EINVAL, "--s3-addressing must be auto, path or virtual, "
 				     "not '%s'", addressing);
@@ -1089,17 +1186,7 @@ static int s_configure(struct s_s3 *s3, const char *rest, const struct rr_store_
 			return RR_ENOMEM;
 	}
 
-	s3->part_size = RR_S3_PART_SIZE_DEFAULT;
-	part = s_env("RESUME_RUN_S3_PART_SIZE");
-	if (part) {
-		char *end;
-		unsigned long long v = strtoull(part, &end, 10);
-		if (*end || v < RR_S3_PART_SIZE_MIN || v > (1ull << 32))
-			return rr_store_fail(RR_EINVAL, "RESUME_RUN_S3_PART_SIZE must be a byte count "
-					     "from %u to 4 GiB", RR_S3_PART_SIZE_MIN);
-		s3->part_size = (size_t)v;
-	}
-	return 0;
+	return s_set_part_size(s3);
 }
 
 /* One small listing: checks the endpoint, the bucket, the region and the credentials. */
@@ -1138,6 +1225,7 @@ int rr_store_s3_new(const char *rest, const struct rr_store_opts *opts, struct r
 	if (!s3)
 		return RR_ENOMEM;
 	s3->base.vt = &s_s3_vtable;
+	s3->label = "S3";
 	rc = rr_aws_profile_load(NULL, &prof, why, sizeof(why));
 	if (rc) {
 		rc = rr_store_fail(rc, "cannot read the AWS profile: %s", why);
@@ -1167,6 +1255,80 @@ int rr_store_s3_new(const char *rest, const struct rr_store_opts *opts, struct r
 	return 0;
 fail:
 	rr_aws_profile_free(prof);
+	s_destroy(&s3->base);
+	return rc;
+}
+
+/* GCS through its XML API, the S3 protocol with Google's authorization and preconditions:
+ * storage.googleapis.com (or STORAGE_EMULATOR_HOST), path-style, OAuth2 bearer tokens
+ * (storage/gcs_auth.c), or with --gcs-hmac SigV4 with HMAC keys from the AWS variables. */
+int rr_store_gcs_new(const char *rest, const struct rr_store_opts *opts, struct rr_store **out)
+{
+	const char *emulator = s_env("STORAGE_EMULATOR_HOST");
+	struct rr_gcs_auth_opts go;
+	struct rr_aws_creds_opts co;
+	char why[300], *endpoint = NULL;
+	struct s_s3 *s3;
+	int rc;
+
+	s3 = calloc(1, sizeof(*s3));
+	if (!s3)
+		return RR_ENOMEM;
+	s3->base.vt = &s_s3_vtable;
+	s3->label = "GCS";
+	s3->gcs = 1;
+	rc = s_set_bucket(s3, rest);
+	if (!rc && (opts->s3_sse || opts->s3_sse_kms_key_id))
+		rc = rr_store_fail(RR_EINVAL, "--s3-sse is for s3:// stores (GCS encrypts every "
+				   "object itself)");
+	if (rc)
+		goto fail;
+	/* Google's client libraries take STORAGE_EMULATOR_HOST with or without a scheme. */
+	if (asprintf(&endpoint, "%s%s", emulator && !strstr(emulator, "://") ? "http://" : "",
+		     emulator ? emulator : "https://storage.googleapis.com") < 0) {
+		endpoint = NULL;
+		rc = RR_ENOMEM;
+		goto fail;
+	}
+	rc = s_parse_endpoint(endpoint, &s3->scheme, &s3->host);
+	if (!rc && asprintf(&s3->path_root, "/%s", s3->bucket) < 0) {
+		s3->path_root = NULL;
+		rc = RR_ENOMEM;
+	}
+	s3->region = strdup("auto"); /* the scope GCS takes for HMAC-signed requests */
+	if (!rc && !s3->region)
+		rc = RR_ENOMEM;
+	if (!rc)
+		rc = s_set_part_size(s3);
+	if (!rc)
+		rc = rr_http_new(&(struct rr_http_opts){ 0 }, &s3->http);
+	if (rc)
+		goto fail;
+	if (opts->gcs_hmac) {
+		co = (struct rr_aws_creds_opts){ .http = s3->http, .region = s3->region };
+		rc = rr_aws_creds_new(&co, &s3->creds);
+	} else {
+		go = (struct rr_gcs_auth_opts){ .http = s3->http,
+						.metadata_endpoint = opts->metadata_endpoint };
+		rc = rr_gcs_auth_new(&go, &s3->gauth, why, sizeof(why));
+		if (rc)
+			rc = rr_store_fail(rc, "Google credentials: %s", why);
+	}
+	if (rc)
+		goto fail;
+	s3->base.url = strdup("gs://");
+	if (!s3->base.url) {
+		rc = RR_ENOMEM;
+		goto fail;
+	}
+	rc = s_probe(s3);
+	if (rc)
+		goto fail;
+	free(endpoint);
+	*out = &s3->base;
+	return 0;
+fail:
+	free(endpoint);
 	s_destroy(&s3->base);
 	return rc;
 }

@@ -66,6 +66,8 @@ struct rr_store_opts {
 	const char *s3_addressing;     /* "auto" (default), "path" or "virtual" */
 	const char *s3_sse;            /* NULL, "AES256" or "aws:kms" */
 	const char *s3_sse_kms_key_id; /* with "aws:kms": the key; NULL: the bucket's default */
+	int gcs_hmac;                  /* gs://: SigV4 with HMAC keys instead of OAuth2 */
+	const char *metadata_endpoint; /* gs://: where the metadata server's token comes from */
 };
 
 /* Opens the store named by url ("file:///abs", "file://./rel", "s3://bucket/prefix",

@@ -20,4 +20,12 @@
 int rr_store_s3_new(const char *bucket_and_prefix, const struct rr_store_opts *opts,
 		    struct rr_store **out);
 
+/* Opens "bucket[/prefix]" (the URL after "gs://") through the GCS XML API: the same
+ * requests, retries and multipart machinery, with OAuth2 bearer tokens (gcs_auth.h) or,
+ * with opts->gcs_hmac, SigV4 and HMAC keys from the AWS credential variables; preconditions
+ * are x-goog-if-generation-match and version tags are generations; no batched delete.
+ * STORAGE_EMULATOR_HOST redirects every request. */
+int rr_store_gcs_new(const char *bucket_and_prefix, const struct rr_store_opts *opts,
+		     struct rr_store **out);
+
 #endif

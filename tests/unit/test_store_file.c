@@ -598,12 +598,12 @@ static void test_open_file_url_relative(void)
 	free(dir);
 }
 
-static void test_open_gs_is_unsupported_with_a_reason(void)
+static void test_open_gs_with_a_bad_bucket_is_einval_with_a_reason(void)
 {
 	struct rr_store *s = NULL;
 
-	CU_ASSERT_EQUAL(rr_store_open("gs://bucket/prefix", NULL, &s), RR_EUNSUPPORTED);
-	CU_ASSERT_PTR_NOT_NULL(strstr(rr_store_strerror(RR_EUNSUPPORTED), "gs://"));
+	CU_ASSERT_EQUAL(rr_store_open("gs://x/prefix", NULL, &s), RR_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rr_store_strerror(RR_EINVAL), "GCS bucket name"));
 	CU_ASSERT_PTR_NULL(s);
 }
 
@@ -954,7 +954,7 @@ static CU_TestInfo s_tests[] = {
 	  test_put_below_an_existing_object_is_einval },
 	{ "test_open_file_url_absolute", test_open_file_url_absolute },
 	{ "test_open_file_url_relative", test_open_file_url_relative },
-	{ "test_open_gs_is_unsupported_with_a_reason", test_open_gs_is_unsupported_with_a_reason },
+	{ "test_open_gs_with_a_bad_bucket_is_einval_with_a_reason", test_open_gs_with_a_bad_bucket_is_einval_with_a_reason },
 	{ "test_open_unknown_or_malformed_url_is_einval",
 	  test_open_unknown_or_malformed_url_is_einval },
 	{ "test_destroy_null_is_fine", test_destroy_null_is_fine },
