@@ -66,6 +66,9 @@ for i in $(seq "$RUNS"); do
 	persist exact "$i" >> "$work/exact.txt"
 	zstd_run "$i" >> "$work/zstd.txt"
 done
+# The other two lossy modes, for their size (deterministic: one run each).
+fp16_bytes=$(persist fp16 1 | cut -d' ' -f2)
+bf16_bytes=$(persist bf16 1 | cut -d' ' -f2)
 read -r auto_ms auto_min auto_max < <(cut -d' ' -f1 "$work/auto.txt" | stats)
 read -r exact_ms exact_min exact_max < <(cut -d' ' -f1 "$work/exact.txt" | stats)
 read -r zstd_ms zstd_min zstd_max < <(cut -d' ' -f1 "$work/zstd.txt" | stats)
@@ -222,6 +225,8 @@ optimizer state saved as safetensors by \`scripts/resume_run.py\`: $(mb "$f32_by
 | F32 files | $f32_bytes | 1.00x | |
 | \`zstd -1 -T2\` | $zstd_bytes | $(ratio "$f32_bytes" "$zstd_bytes")x | 1.00x |
 | resume-run \`--precision exact\` | $exact_bytes | $(ratio "$f32_bytes" "$exact_bytes")x | $(ratio "$zstd_bytes" "$exact_bytes")x |
+| resume-run \`--precision bf16\` | $bf16_bytes | $(ratio "$f32_bytes" "$bf16_bytes")x | $(ratio "$zstd_bytes" "$bf16_bytes")x |
+| resume-run \`--precision fp16\` (scaled) | $fp16_bytes | $(ratio "$f32_bytes" "$fp16_bytes")x | $(ratio "$zstd_bytes" "$fp16_bytes")x |
 | resume-run \`--precision auto\` | $auto_bytes | **$(ratio "$f32_bytes" "$auto_bytes")x** | $(ratio "$zstd_bytes" "$auto_bytes")x |
 
 - \`auto\` per file: $(echo "$per_file" | paste -sd';' - | sed 's/;/; /g'). Encodings chosen: $encodings.
