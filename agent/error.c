@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 #include "rr/error.h"
 
@@ -36,4 +38,16 @@ int rr_error_from_errno(int errnum)
 	case EINVAL: return RR_EINVAL;
 	}
 	return RR_EIO;
+}
+
+int rr_fail(char *why, size_t cap, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && cap) {
+		va_start(ap, fmt);
+		vsnprintf(why, cap, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
 }

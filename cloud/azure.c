@@ -377,18 +377,6 @@ struct s_azure {
 	int ack_done;
 };
 
-__attribute__((format(printf, 3, 4))) static void s_why(char *why, size_t cap, const char *fmt,
-							 ...)
-{
-	va_list ap;
-
-	if (!why || !cap)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, cap, fmt, ap);
-	va_end(ap);
-}
-
 static int s_stopped(const struct s_azure *a)
 {
 	return a->stop && *a->stop;
@@ -452,19 +440,17 @@ static int s_request(struct s_azure *a, const char *method, const char *url, con
 	req.cancel = a->stop;
 	rc = rr_http_perform(a->http, &req, resp);
 	if (rc == RR_ECANCELED) {
-		s_why(why, cap, "Azure metadata %s %s: stopped", method, url);
-		return rc;
+		return rr_fail(why, cap, rc, "Azure metadata %s %s: stopped", method, url);
 	}
 	if (rc) {
-		s_why(why, cap, "Azure metadata %s %s failed: %s", method, url,
+		(void)rr_fail(why, cap, 0, "Azure metadata %s %s failed: %s", method, url,
 		      rc == RR_ETOOBIG ? "the answer passes its ceiling"
 		      : resp->message[0] ? resp->message : rr_strerror(rc));
 		return rc == RR_ETOOBIG || rc == RR_ENOMEM ? rc : RR_EIO;
 	}
 	if (resp->status != 200) {
-		s_why(why, cap, "Azure metadata %s %s answered %ld%s", method, url, resp->status,
-		      resp->status == 429 ? " (throttled)" : "");
-		return RR_EIO;
+		return rr_fail(why, cap, RR_EIO,
+			       "Azure metadata %s %s answered %ld%s", method, url, resp->status, resp->status == 429 ? " (throttled)" : "");
 	}
 	return 0;
 }
@@ -715,8 +701,7 @@ static int s_ack(struct s_azure *a, char *why, size_t cap)
 	int rc;
 
 	if (!body) {
-		s_why(why, cap, "out of memory");
-		return RR_ENOMEM;
+		return rr_fail(why, cap, RR_ENOMEM, "out of memory");
 	}
 	rr_http_response_init(&resp);
 	rc = s_request(a, "POST", a->events_url, body, &resp, why, cap);

@@ -66,18 +66,6 @@ struct s_gcp {
 	struct s_slot slot[S_NSLOTS];
 };
 
-__attribute__((format(printf, 3, 4))) static void s_why(char *why, size_t cap, const char *fmt,
-							 ...)
-{
-	va_list ap;
-
-	if (!why || !cap)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, cap, fmt, ap);
-	va_end(ap);
-}
-
 static int s_stopped(const struct s_gcp *g)
 {
 	return g->stop && *g->stop;
@@ -198,7 +186,7 @@ static int s_check_answer(const struct s_gcp *g, const char *path,
 	if (resp->error == RR_ECANCELED)
 		return RR_ECANCELED;
 	if (resp->error) {
-		s_why(why, cap, "GCP metadata GET %s%s failed: %s", g->base, path,
+		(void)rr_fail(why, cap, 0, "GCP metadata GET %s%s failed: %s", g->base, path,
 		      resp->message[0] ? resp->message : rr_strerror(resp->error));
 		return resp->error == RR_ENOMEM ? RR_ENOMEM : RR_EIO;
 	}
@@ -207,19 +195,17 @@ static int s_check_answer(const struct s_gcp *g, const char *path,
 		return 1;
 	flavor = rr_http_response_header(resp, "Metadata-Flavor");
 	if (!flavor || strcasecmp(flavor, "Google") != 0) {
-		s_why(why, cap, "GCP metadata GET %s%s: the answer (%ld) has no Metadata-Flavor: "
-			       "Google, so it is not from the metadata server", g->base, path,
-		      resp->status);
-		return RR_EIO;
+		return rr_fail(why, cap, RR_EIO,
+			       "GCP metadata GET %s%s: the answer (%ld) has no Metadata-Flavor: "
+			       "Google, so it is not from the metadata server", g->base, path, resp->status);
 	}
 	if (resp->status == 404) {
-		s_why(why, cap, "GCP metadata GET %s%s: not found (404)", g->base, path);
-		return RR_ENOENT;
+		return rr_fail(why, cap, RR_ENOENT,
+			       "GCP metadata GET %s%s: not found (404)", g->base, path);
 	}
 	if (resp->status != 200) {
-		s_why(why, cap, "GCP metadata GET %s%s answered %ld", g->base, path,
-		      resp->status);
-		return RR_EIO;
+		return rr_fail(why, cap, RR_EIO,
+			       "GCP metadata GET %s%s answered %ld", g->base, path, resp->status);
 	}
 	return 0;
 }
@@ -256,17 +242,17 @@ static int s_get(struct s_gcp *g, const char *path, char *out, size_t cap, char 
 		rc = s_check_answer(g, path, &resp, why, why_cap);
 		if (rc != 1)
 			break;
-		s_why(why, why_cap, "GCP metadata GET %s%s answered 503 %d times", g->base, path,
+		(void)rr_fail(why, why_cap, 0, "GCP metadata GET %s%s answered 503 %d times", g->base, path,
 		      attempt + 1);
 		rc = RR_EIO;
 	}
 	if (rc == 0 && s_body_value(&resp, out, cap) != 0) {
-		s_why(why, why_cap, "GCP metadata GET %s%s: the answer is not a short text value "
+		(void)rr_fail(why, why_cap, 0, "GCP metadata GET %s%s: the answer is not a short text value "
 				   "(%zu bytes)", g->base, path, resp.body.len);
 		rc = RR_ECORRUPT;
 	}
 	if (rc == RR_ECANCELED)
-		s_why(why, why_cap, "GCP metadata GET %s%s: stopped", g->base, path);
+		(void)rr_fail(why, why_cap, 0, "GCP metadata GET %s%s: stopped", g->base, path);
 	rr_http_response_free(&resp);
 	return rc;
 }
@@ -300,7 +286,7 @@ static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size
 			s_last_component(dst[i], dst_cap[i], value);
 		else if (!rc) {
 			rc = r;
-			s_why(why, cap, "%s", w);
+			(void)rr_fail(why, cap, 0, "%s", w);
 		}
 		if (r == RR_ECANCELED)
 			return rc;
@@ -421,9 +407,8 @@ static int s_finish(struct s_gcp *g, struct s_slot *s, struct rr_notice *n, char
 			return 0;
 		}
 		s->unavailable = 0;
-		s_why(why, cap, "GCP metadata GET %s%s answered 503 %d times", g->base, s->path,
-		      S_503_TRIES);
-		return RR_EIO;
+		return rr_fail(why, cap, RR_EIO,
+			       "GCP metadata GET %s%s answered 503 %d times", g->base, s->path, S_503_TRIES);
 	}
 	if (rc == RR_ENOENT)
 		rc = RR_EIO; /* both paths exist on every GCE VM */
@@ -432,14 +417,13 @@ static int s_finish(struct s_gcp *g, struct s_slot *s, struct rr_notice *n, char
 	s->unavailable = 0;
 	etag = rr_http_response_header(&s->resp, "ETag");
 	if (!etag || !etag[0] || strlen(etag) >= sizeof(s->etag)) {
-		s_why(why, cap, "GCP metadata GET %s%s: the answer has no usable ETag", g->base,
-		      s->path);
-		return RR_EIO;
+		return rr_fail(why, cap, RR_EIO,
+			       "GCP metadata GET %s%s: the answer has no usable ETag", g->base, s->path);
 	}
 	if (s_body_value(&s->resp, value, sizeof(value)) != 0) {
-		s_why(why, cap, "GCP metadata GET %s%s: the answer is not a short text value "
-			       "(%zu bytes)", g->base, s->path, s->resp.body.len);
-		return RR_ECORRUPT;
+		return rr_fail(why, cap, RR_ECORRUPT,
+			       "GCP metadata GET %s%s: the answer is not a short text value (%zu "
+			       "bytes)", g->base, s->path, s->resp.body.len);
 	}
 	changed = !s->known || strcmp(value, s->value) != 0;
 	/* A server that answers a hanging GET at once with nothing new (a proxy that drops
@@ -490,7 +474,7 @@ static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
 			}
 			rc = s_start(g, s);
 			if (rc) {
-				s_why(why, cap, "GCP metadata: cannot start a GET of %s: %s",
+				(void)rr_fail(why, cap, 0, "GCP metadata: cannot start a GET of %s: %s",
 				      s->path, rr_strerror(rc));
 				goto fail;
 			}
@@ -501,7 +485,7 @@ static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
 		}
 		rc = rr_http_batch_wait(g->batch, (long)(next - now), &tag);
 		if (rc < 0) {
-			s_why(why, cap, "GCP metadata: waiting for the hanging GETs failed: %s",
+			(void)rr_fail(why, cap, 0, "GCP metadata: waiting for the hanging GETs failed: %s",
 			      rr_strerror(rc));
 			goto fail;
 		}

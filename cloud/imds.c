@@ -34,18 +34,6 @@ struct rr_imds {
 	int64_t token_expires_ms;   /* monotonic */
 };
 
-__attribute__((format(printf, 3, 4))) static void s_why(char *why, size_t cap, const char *fmt,
-							 ...)
-{
-	va_list ap;
-
-	if (!why || !cap)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, cap, fmt, ap);
-	va_end(ap);
-}
-
 static const char *s_env(const char *name)
 {
 	const char *v = getenv(name);
@@ -163,25 +151,25 @@ static int s_fetch_token(struct rr_imds *m, long timeout_ms, long *status, char 
 		 * the container and the PUT times out. A refusal that comes back at once is
 		 * something else (no metadata service at this address). */
 		int timed_out = rr_mono_ms() - start >= timeout_ms / 2;
-		s_why(why, cap, "IMDS token PUT to %s got no answer (%s)%s", m->endpoint,
+		(void)rr_fail(why, cap, 0, "IMDS token PUT to %s got no answer (%s)%s", m->endpoint,
 		      resp.message[0] ? resp.message : rr_strerror(rc),
 		      timed_out ? S_HOP_HINT : "");
 		rc = rc == RR_ENOMEM ? RR_ENOMEM : RR_EIO;
 		goto out;
 	}
 	if (resp.status == 403) {
-		s_why(why, cap, "IMDS token PUT to %s refused (403): the metadata service may "
+		(void)rr_fail(why, cap, 0, "IMDS token PUT to %s refused (403): the metadata service may "
 			       "be turned off for this instance", m->endpoint);
 		rc = RR_EACCES;
 		goto out;
 	}
 	if (resp.status != 200) {
-		s_why(why, cap, "IMDS token PUT to %s answered %ld", m->endpoint, resp.status);
+		(void)rr_fail(why, cap, 0, "IMDS token PUT to %s answered %ld", m->endpoint, resp.status);
 		rc = RR_EIO;
 		goto out;
 	}
 	if (!s_is_token(resp.body.data, resp.body.len)) {
-		s_why(why, cap, "IMDS token PUT to %s: the answer is not a token (%zu bytes)",
+		(void)rr_fail(why, cap, 0, "IMDS token PUT to %s: the answer is not a token (%zu bytes)",
 		      m->endpoint, resp.body.len);
 		rc = RR_EIO;
 		goto out;
@@ -271,9 +259,9 @@ int rr_imds_get(struct rr_imds *m, const char *path, struct rr_buf *out, long ti
 		status = resp.status;
 		if (rc) {
 			if (rc == RR_ETOOBIG)
-				s_why(why, cap, "IMDS GET %s: the answer passes its ceiling", url);
+				(void)rr_fail(why, cap, 0, "IMDS GET %s: the answer passes its ceiling", url);
 			else
-				s_why(why, cap, "IMDS GET %s failed: %s", url,
+				(void)rr_fail(why, cap, 0, "IMDS GET %s failed: %s", url,
 				      resp.message[0] ? resp.message : rr_strerror(rc));
 			rc = rc == RR_ETOOBIG || rc == RR_ENOMEM ? rc : RR_EIO;
 			goto out;
@@ -285,23 +273,23 @@ int rr_imds_get(struct rr_imds *m, const char *path, struct rr_buf *out, long ti
 	case 200:
 		rc = rr_buf_append(out, resp.body.data, resp.body.len);
 		if (rc)
-			s_why(why, cap, "IMDS GET %s: the answer passes its ceiling", url);
+			(void)rr_fail(why, cap, 0, "IMDS GET %s: the answer passes its ceiling", url);
 		break;
 	case 401:
-		s_why(why, cap, "IMDS GET %s: the service refused a fresh token (401)", url);
+		(void)rr_fail(why, cap, 0, "IMDS GET %s: the service refused a fresh token (401)", url);
 		rc = RR_EACCES;
 		break;
 	case 403:
-		s_why(why, cap, "IMDS GET %s refused (403): the metadata service or this path "
+		(void)rr_fail(why, cap, 0, "IMDS GET %s refused (403): the metadata service or this path "
 			       "is not allowed", url);
 		rc = RR_EACCES;
 		break;
 	case 404:
-		s_why(why, cap, "IMDS GET %s: not found (404)", url);
+		(void)rr_fail(why, cap, 0, "IMDS GET %s: not found (404)", url);
 		rc = RR_ENOENT;
 		break;
 	default:
-		s_why(why, cap, "IMDS GET %s answered %ld%s", url, status,
+		(void)rr_fail(why, cap, 0, "IMDS GET %s answered %ld%s", url, status,
 		      status == 429 ? " (throttled)" : "");
 		rc = RR_EIO;
 		break;

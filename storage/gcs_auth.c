@@ -78,19 +78,6 @@ struct rr_gcs_auth {
 	int metadata_answered;        /* the metadata server has answered at least once */
 };
 
-__attribute__((format(printf, 4, 5))) static int s_fail(char *why, size_t cap, int rc,
-							 const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && cap) {
-		va_start(ap, fmt);
-		vsnprintf(why, cap, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 static void s_buf_wipe_free(struct rr_buf *b)
 {
 	if (b->data)
@@ -237,58 +224,58 @@ static int s_key_parse(const char *json, size_t len, struct s_key *k, EVP_PKEY *
 	if (pkey_out)
 		*pkey_out = NULL;
 	if (len > S_KEY_FILE_MAX)
-		return s_fail(why, cap, RR_EINVAL, "the key file is larger than %u KiB",
+		return rr_fail(why, cap, RR_EINVAL, "the key file is larger than %u KiB",
 			      S_KEY_FILE_MAX >> 10);
 	rc = rr_json_parse_object("the key file", json, len, &j, jwhy, sizeof(jwhy));
 	if (rc == RR_ENOMEM)
 		return rc;
 	if (rc)
-		return s_fail(why, cap, RR_EINVAL, "%s", jwhy);
+		return rr_fail(why, cap, RR_EINVAL, "%s", jwhy);
 	type = s_string(j, "type");
 	email = s_string(j, "client_email");
 	pem = s_string(j, "private_key");
 	uri = s_string(j, "token_uri");
 	kid_item = cJSON_GetObjectItemCaseSensitive(j, "private_key_id");
 	if (!type) {
-		rc = s_fail(why, cap, RR_EINVAL, "the key file has no \"type\" string");
+		rc = rr_fail(why, cap, RR_EINVAL, "the key file has no \"type\" string");
 		goto out;
 	}
 	if (strcmp(type, "service_account") != 0) {
 		const char *known = s_known_type(type);
 		if (known)
-			rc = s_fail(why, cap, RR_EINVAL, "the key file's \"type\" is \"%s\", not "
+			rc = rr_fail(why, cap, RR_EINVAL, "the key file's \"type\" is \"%s\", not "
 				    "\"service_account\"", known);
 		else
-			rc = s_fail(why, cap, RR_EINVAL, "the key file's \"type\" is not "
+			rc = rr_fail(why, cap, RR_EINVAL, "the key file's \"type\" is not "
 				    "\"service_account\"");
 		goto out;
 	}
 	if (!email || !*email) {
-		rc = s_fail(why, cap, RR_EINVAL, "the key file has no \"client_email\"");
+		rc = rr_fail(why, cap, RR_EINVAL, "the key file has no \"client_email\"");
 		goto out;
 	}
 	if (!s_visible(email)) {
-		rc = s_fail(why, cap, RR_EINVAL, "the key file's \"client_email\" holds a space, "
+		rc = rr_fail(why, cap, RR_EINVAL, "the key file's \"client_email\" holds a space, "
 			    "a control character or non-ASCII text");
 		goto out;
 	}
 	if (!pem || !*pem) {
-		rc = s_fail(why, cap, RR_EINVAL, "the key file has no \"private_key\"");
+		rc = rr_fail(why, cap, RR_EINVAL, "the key file has no \"private_key\"");
 		goto out;
 	}
 	if (!uri || !*uri) {
-		rc = s_fail(why, cap, RR_EINVAL, "the key file has no \"token_uri\"");
+		rc = rr_fail(why, cap, RR_EINVAL, "the key file has no \"token_uri\"");
 		goto out;
 	}
 	if (!s_url_ok(uri)) {
-		rc = s_fail(why, cap, RR_EINVAL, "the key file's \"token_uri\" is not an http "
+		rc = rr_fail(why, cap, RR_EINVAL, "the key file's \"token_uri\" is not an http "
 			    "or https URL");
 		goto out;
 	}
 	if (kid_item && !cJSON_IsNull(kid_item)) {
 		kid = cJSON_IsString(kid_item) ? kid_item->valuestring : NULL;
 		if (!kid || !s_visible(kid)) {
-			rc = s_fail(why, cap, RR_EINVAL, "the key file's \"private_key_id\" is not "
+			rc = rr_fail(why, cap, RR_EINVAL, "the key file's \"private_key_id\" is not "
 				    "a string of printable ASCII");
 			goto out;
 		}
@@ -297,7 +284,7 @@ static int s_key_parse(const char *json, size_t len, struct s_key *k, EVP_PKEY *
 	}
 	rc = s_load_pkey(pem, &pkey);
 	if (rc == RR_EINVAL)
-		rc = s_fail(why, cap, RR_EINVAL, "the key file's \"private_key\" is not an "
+		rc = rr_fail(why, cap, RR_EINVAL, "the key file's \"private_key\" is not an "
 			    "unencrypted PEM RSA private key of %d to %d bits", S_RSA_MIN_BITS,
 			    S_RSA_MAX_BITS);
 	if (rc)
@@ -408,7 +395,7 @@ static int s_jwt_build(const struct s_key *k, EVP_PKEY *pkey, int64_t now, const
 
 	rr_buf_reset(out);
 	if (size <= 0)
-		return s_fail(why, cap, RR_EIO, "OpenSSL cannot tell the RSA signature size");
+		return rr_fail(why, cap, RR_EIO, "OpenSSL cannot tell the RSA signature size");
 	rc = s_jwt_json(k, now, scope, &header, &claims);
 	if (rc)
 		goto out;
@@ -434,7 +421,7 @@ static int s_jwt_build(const struct s_key *k, EVP_PKEY *pkey, int64_t now, const
 	if (EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, pkey) != 1 ||
 	    EVP_DigestSign(ctx, sig, &siglen, out->data, out->len) != 1) {
 		ERR_clear_error();
-		rc = s_fail(why, cap, RR_EIO, "OpenSSL refused to sign the JWT");
+		rc = rr_fail(why, cap, RR_EIO, "OpenSSL refused to sign the JWT");
 		goto out;
 	}
 	rc = rr_buf_append(out, ".", 1);
@@ -460,10 +447,10 @@ int rr_gcs_jwt(const char *key_json, size_t len, int64_t now, const char *scope,
 	if (why && cap)
 		why[0] = '\0';
 	if (!out || (!key_json && len))
-		return s_fail(why, cap, RR_EINVAL, "no key file text or no output buffer");
+		return rr_fail(why, cap, RR_EINVAL, "no key file text or no output buffer");
 	rr_buf_reset(out);
 	if (now < 0 || now > S_NOW_MAX)
-		return s_fail(why, cap, RR_EINVAL, "the time %lld is out of range",
+		return rr_fail(why, cap, RR_EINVAL, "the time %lld is out of range",
 			      (long long)now);
 	rc = s_key_parse(key_json ? key_json : "", len, &k, &pkey, why, cap);
 	if (rc)
@@ -493,24 +480,24 @@ static int s_read_token(const char *step, const struct rr_http_response *resp,
 	if (rc == RR_ENOMEM)
 		return rc;
 	if (rc)
-		return s_fail(why, cap, RR_EIO, "%s: %s", step, jwhy);
+		return rr_fail(why, cap, RR_EIO, "%s: %s", step, jwhy);
 	access = s_string(j, "access_token");
 	type = s_string(j, "token_type");
 	exp = cJSON_GetObjectItemCaseSensitive(j, "expires_in");
 	n = access ? strlen(access) : 0;
 	if (n == 0 || n >= RR_GCS_TOKEN_MAX || !s_visible(access)) {
-		rc = s_fail(why, cap, RR_EIO, "%s: the answer's \"access_token\" is missing, "
+		rc = rr_fail(why, cap, RR_EIO, "%s: the answer's \"access_token\" is missing, "
 			    "empty, longer than %d bytes, or holds a space or control character",
 			    step, RR_GCS_TOKEN_MAX - 1);
 		goto out;
 	}
 	if (!cJSON_IsNumber(exp) || !(exp->valuedouble > 0)) {
-		rc = s_fail(why, cap, RR_EIO, "%s: the answer's \"expires_in\" is not a positive "
+		rc = rr_fail(why, cap, RR_EIO, "%s: the answer's \"expires_in\" is not a positive "
 			    "number", step);
 		goto out;
 	}
 	if (!type || strcasecmp(type, "Bearer") != 0) {
-		rc = s_fail(why, cap, RR_EIO, "%s: the answer's \"token_type\" is %s, not "
+		rc = rr_fail(why, cap, RR_EIO, "%s: the answer's \"token_type\" is %s, not "
 			    "\"Bearer\"", step, type ? rr_quote_str(q, type) : "missing");
 		goto out;
 	}
@@ -539,11 +526,11 @@ static int s_refusal(const char *step, const struct rr_http_response *resp, char
 		desc = s_string(j, "error_description");
 	}
 	if (err)
-		s_fail(why, cap, rc, "%s: %s %ld: %s: %s", step,
+		rr_fail(why, cap, rc, "%s: %s %ld: %s: %s", step,
 		       refused ? "refused with" : "answered", resp->status, rr_quote_str(qerr, err),
 		       desc ? rr_quote_str(qdesc, desc) : "(no error_description)");
 	else
-		s_fail(why, cap, rc, "%s: %s %ld without an OAuth error", step,
+		rr_fail(why, cap, rc, "%s: %s %ld without an OAuth error", step,
 		       refused ? "refused with" : "answered", resp->status);
 	s_json_wipe_delete(j);
 	return rc;
@@ -575,14 +562,14 @@ static int s_fetch_service_account(struct rr_gcs_auth *a, char token[RR_GCS_TOKE
 	rr_http_response_init(&resp);
 	rc = s_load_pkey(a->key.pem, &pkey);
 	if (rc) {
-		rc = s_fail(why, cap, rc == RR_ENOMEM ? rc : RR_EIO,
+		rc = rr_fail(why, cap, rc == RR_ENOMEM ? rc : RR_EIO,
 			    "%s: the private key no longer loads", step);
 		goto out;
 	}
 	rc = s_jwt_build(&a->key, pkey, rr_wall_ms() / 1000, RR_GCS_SCOPE, &jwt, why, cap);
 	if (rc) {
 		if (rc == RR_ETOOBIG)
-			rc = s_fail(why, cap, RR_EIO, "%s: the JWT is too large", step);
+			rc = rr_fail(why, cap, RR_EIO, "%s: the JWT is too large", step);
 		goto out;
 	}
 	/* The JWT's alphabet needs no encoding, but the form's rules are kept anyway. */
@@ -606,7 +593,7 @@ static int s_fetch_service_account(struct rr_gcs_auth *a, char token[RR_GCS_TOKE
 	if (rc == RR_ENOMEM)
 		goto out;
 	if (rc) {
-		rc = s_fail(why, cap, RR_EIO, "%s: no usable answer: %s", step,
+		rc = rr_fail(why, cap, RR_EIO, "%s: no usable answer: %s", step,
 			    resp.message[0] ? resp.message : rr_strerror(rc));
 		goto out;
 	}
@@ -652,25 +639,25 @@ static int s_fetch_metadata(struct rr_gcs_auth *a, char token[RR_GCS_TOKEN_MAX],
 	if (rc == RR_ENOMEM)
 		goto out;
 	if (rc && resp.status == 0) {
-		rc = s_fail(why, cap, a->metadata_answered ? RR_EIO : RR_ENOENT,
+		rc = rr_fail(why, cap, a->metadata_answered ? RR_EIO : RR_ENOENT,
 			    "no GOOGLE_APPLICATION_CREDENTIALS, and no answer from the %s: %s",
 			    step, resp.message[0] ? resp.message : rr_strerror(rc));
 		goto out;
 	}
 	if (rc) {
-		rc = s_fail(why, cap, RR_EIO, "%s: no usable answer: %s", step,
+		rc = rr_fail(why, cap, RR_EIO, "%s: no usable answer: %s", step,
 			    resp.message[0] ? resp.message : rr_strerror(rc));
 		goto out;
 	}
 	v = rr_http_response_header(&resp, "Metadata-Flavor");
 	if (!v || strcasecmp(v, "Google") != 0) {
-		rc = s_fail(why, cap, RR_EIO, "%s: the answer (%ld) has no Metadata-Flavor: "
+		rc = rr_fail(why, cap, RR_EIO, "%s: the answer (%ld) has no Metadata-Flavor: "
 			    "Google, so it is not from the metadata server", step, resp.status);
 		goto out;
 	}
 	a->metadata_answered = 1;
 	if (resp.status == 404)
-		rc = s_fail(why, cap, RR_ENOENT, "%s: this VM has no service account (404)",
+		rc = rr_fail(why, cap, RR_ENOENT, "%s: this VM has no service account (404)",
 			    step);
 	else if (resp.status == 200)
 		rc = s_read_token(step, &resp, token, expires_s, why, cap);
@@ -693,7 +680,7 @@ int rr_gcs_auth_token(struct rr_gcs_auth *a, int force_refresh, char *token, siz
 	if (why && wcap)
 		why[0] = '\0';
 	if (!a || !token || !cap)
-		return s_fail(why, wcap, RR_EINVAL, "no auth object or no token buffer");
+		return rr_fail(why, wcap, RR_EINVAL, "no auth object or no token buffer");
 	token[0] = '\0';
 	if (source)
 		snprintf(source, S_SOURCE_MAX, "%s", a->source);
@@ -723,7 +710,7 @@ int rr_gcs_auth_token(struct rr_gcs_auth *a, int force_refresh, char *token, siz
 			a->failure_logged = 1;
 			rc = 0;
 		} else {
-			s_fail(why, wcap, rc, "%s", fwhy);
+			rr_fail(why, wcap, rc, "%s", fwhy);
 		}
 	}
 	if (rc == 0) {
@@ -731,7 +718,7 @@ int rr_gcs_auth_token(struct rr_gcs_auth *a, int force_refresh, char *token, siz
 		if (n < cap)
 			memcpy(token, a->token, n + 1);
 		else
-			rc = s_fail(why, wcap, RR_EINVAL, "the token buffer is too small (%zu "
+			rc = rr_fail(why, wcap, RR_EINVAL, "the token buffer is too small (%zu "
 				    "bytes; RR_GCS_TOKEN_MAX is enough)", cap);
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -822,10 +809,10 @@ int rr_gcs_auth_new(const struct rr_gcs_auth_opts *o, struct rr_gcs_auth **out, 
 	if (why && cap)
 		why[0] = '\0';
 	if (!out)
-		return s_fail(why, cap, RR_EINVAL, "no place for the result");
+		return rr_fail(why, cap, RR_EINVAL, "no place for the result");
 	*out = NULL;
 	if (!o || !o->http || o->refresh_margin_ms < 0)
-		return s_fail(why, cap, RR_EINVAL, "GCS auth needs an HTTP client and a refresh "
+		return rr_fail(why, cap, RR_EINVAL, "GCS auth needs an HTTP client and a refresh "
 			      "margin of 0 or more");
 	a = calloc(1, sizeof(*a));
 	if (!a)
@@ -838,17 +825,17 @@ int rr_gcs_auth_new(const struct rr_gcs_auth_opts *o, struct rr_gcs_auth **out, 
 		rr_quote_str(q, path);
 		rc = s_read_key_file(path, &file, &errnum);
 		if (rc == RR_ETOOBIG)
-			rc = s_fail(why, cap, RR_EINVAL, "GOOGLE_APPLICATION_CREDENTIALS %s: the "
+			rc = rr_fail(why, cap, RR_EINVAL, "GOOGLE_APPLICATION_CREDENTIALS %s: the "
 				    "key file is larger than %u KiB", q, S_KEY_FILE_MAX >> 10);
 		else if (rc == RR_EIO)
-			rc = s_fail(why, cap, RR_EIO, "GOOGLE_APPLICATION_CREDENTIALS %s: cannot "
+			rc = rr_fail(why, cap, RR_EIO, "GOOGLE_APPLICATION_CREDENTIALS %s: cannot "
 				    "read the key file: %s", q, strerror(errnum));
 		if (rc)
 			goto out;
 		rc = s_key_parse((const char *)file.data, file.len, &a->key, NULL, kwhy,
 				 sizeof(kwhy));
 		if (rc) {
-			s_fail(why, cap, rc, "GOOGLE_APPLICATION_CREDENTIALS %s: %s", q,
+			rr_fail(why, cap, rc, "GOOGLE_APPLICATION_CREDENTIALS %s: %s", q,
 			       rc == RR_ENOMEM ? rr_strerror(rc) : kwhy);
 			goto out;
 		}
@@ -857,7 +844,7 @@ int rr_gcs_auth_new(const struct rr_gcs_auth_opts *o, struct rr_gcs_auth **out, 
 	} else {
 		rc = s_metadata_url(o->metadata_endpoint, &a->metadata_url);
 		if (rc == RR_EINVAL)
-			s_fail(why, cap, rc, "the GCP metadata endpoint (the option, else "
+			rr_fail(why, cap, rc, "the GCP metadata endpoint (the option, else "
 			       "GCE_METADATA_HOST) is empty, too long or holds a space or control "
 			       "character");
 		if (rc)

@@ -8,19 +8,6 @@
 #include "rr/error.h"
 #include "rr/json.h"
 
-__attribute__((format(printf, 4, 5))) static int s_fail(char *why, size_t cap, int rc,
-							 const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && cap) {
-		va_start(ap, fmt);
-		vsnprintf(why, cap, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 /* Offset of the first NUL character in the JSON text, raw or escaped as \u0000, or len.
  * cJSON would cut the string there ("a\u0000/../b" reads as "a") where other readers
  * keep it whole, and the two must not disagree about a name. A backslash starts an
@@ -53,7 +40,7 @@ int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON *
 		text = "";
 	pos = s_find_nul(text, len);
 	if (pos != len)
-		return s_fail(why, cap, RR_ECORRUPT, "%s contains a NUL character (at byte %zu)",
+		return rr_fail(why, cap, RR_ECORRUPT, "%s contains a NUL character (at byte %zu)",
 			      what, pos);
 	/* A terminated private copy: cJSON has read past unterminated buffers before
 	 * (CVE-2023-53154), and outside bytes deserve no such chance. */
@@ -72,18 +59,18 @@ int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON *
 	explicit_bzero(copy, len); /* the text may hold a secret (a service-account key) */
 	free(copy);
 	if (!*out)
-		return s_fail(why, cap, RR_ECORRUPT, "%s is not valid JSON (error near byte %zu "
+		return rr_fail(why, cap, RR_ECORRUPT, "%s is not valid JSON (error near byte %zu "
 			      "of %zu)", what, pos, len);
 	if (pos != len) {
 		cJSON_Delete(*out);
 		*out = NULL;
-		return s_fail(why, cap, RR_ECORRUPT, "%s has data after its JSON value (at byte "
+		return rr_fail(why, cap, RR_ECORRUPT, "%s has data after its JSON value (at byte "
 			      "%zu)", what, pos);
 	}
 	if (!cJSON_IsObject(*out)) {
 		cJSON_Delete(*out);
 		*out = NULL;
-		return s_fail(why, cap, RR_ECORRUPT, "%s is not a JSON object", what);
+		return rr_fail(why, cap, RR_ECORRUPT, "%s is not a JSON object", what);
 	}
 	return 0;
 }

@@ -2,6 +2,8 @@
 #ifndef RR_ERROR_H
 #define RR_ERROR_H
 
+#include <stddef.h>
+
 enum rr_error {
 	RR_OK = 0,
 	RR_ENOMEM = -1,     /* out of memory */
@@ -21,6 +23,11 @@ enum rr_error {
 
 /* Returns a static, human-readable description of an rr_error code. */
 const char *rr_strerror(int err);
+
+/* Writes a one-line reason into why (cap bytes; nothing when why is NULL or cap is 0) and
+ * returns rc: `return rr_fail(why, cap, RR_EIO, "cannot reach %s", url);` */
+int rr_fail(char *why, size_t cap, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* Maps an errno value to the closest rr_error code. */
 int rr_error_from_errno(int errnum);
