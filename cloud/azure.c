@@ -448,10 +448,9 @@ static int s_request(struct s_azure *a, const char *method, const char *url, con
 		      : resp->message[0] ? resp->message : rr_strerror(rc));
 		return rc == RR_ETOOBIG || rc == RR_ENOMEM ? rc : RR_EIO;
 	}
-	if (resp->status != 200) {
-		return rr_fail(why, cap, RR_EIO,
-			       "Azure metadata %s %s answered %ld%s", method, url, resp->status, resp->status == 429 ? " (throttled)" : "");
-	}
+	if (resp->status != 200)
+		return rr_fail(why, cap, RR_EIO, "Azure metadata %s %s answered %ld%s", method, url,
+			       resp->status, resp->status == 429 ? " (throttled)" : "");
 	return 0;
 }
 
