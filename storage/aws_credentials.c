@@ -24,6 +24,7 @@
 #include "rr/clock.h"
 #include "rr/error.h"
 #include "rr/imds.h"
+#include "rr/json.h"
 #include "rr/log.h"
 #include "rr/quote.h"
 #include "rr/s3_xml.h"
@@ -128,37 +129,6 @@ void rr_aws_credentials_wipe(struct rr_aws_credentials *cr)
 {
 	if (cr)
 		OPENSSL_cleanse(cr, sizeof(*cr));
-}
-
-static void s_buf_wipe_free(struct rr_buf *b)
-{
-	if (b->data)
-		OPENSSL_cleanse(b->data, b->cap);
-	rr_buf_free(b);
-}
-
-static void s_response_wipe_free(struct rr_http_response *resp)
-{
-	s_buf_wipe_free(&resp->body);
-	rr_http_response_free(resp);
-}
-
-static void s_json_wipe(cJSON *j)
-{
-	for (; j; j = j->next) {
-		if (j->valuestring)
-			OPENSSL_cleanse(j->valuestring, strlen(j->valuestring));
-		s_json_wipe(j->child); /* cJSON limits nesting to 1000 levels */
-	}
-}
-
-/* Wipes every string of a parsed JSON document, then frees it. NULL is fine. */
-static void s_json_wipe_delete(cJSON *j)
-{
-	if (!j)
-		return;
-	s_json_wipe(j);
-	cJSON_Delete(j);
 }
 
 /* Fills ch->out after checking lengths and bytes; names what is wrong without showing it. */
@@ -442,9 +412,9 @@ static int s_web_identity(struct s_chain *ch, const char *token_file, const char
 		    source);
 out:
 	OPENSSL_cleanse(&x, sizeof(x));
-	s_buf_wipe_free(&token);
-	s_buf_wipe_free(&body);
-	s_response_wipe_free(&resp);
+	rr_buf_wipe_free(&token);
+	rr_buf_wipe_free(&body);
+	rr_http_response_wipe_free(&resp);
 	return rc;
 }
 
@@ -603,7 +573,7 @@ static cJSON *s_parse_object(const struct rr_http_response *resp)
 		return NULL;
 	j = cJSON_ParseWithLength((const char *)resp->body.data, resp->body.len);
 	if (j && !cJSON_IsObject(j)) {
-		s_json_wipe_delete(j);
+		rr_json_wipe_delete(j);
 		return NULL;
 	}
 	return j;
@@ -707,9 +677,9 @@ static int s_step_container(struct s_chain *ch)
 	}
 	rc = s_json_credentials(ch, step, j, 0, "container endpoint");
 out:
-	s_json_wipe_delete(j);
-	s_buf_wipe_free(&auth);
-	s_response_wipe_free(&resp);
+	rr_json_wipe_delete(j);
+	rr_buf_wipe_free(&auth);
+	rr_http_response_wipe_free(&resp);
 	return rc;
 }
 
@@ -797,8 +767,8 @@ static int s_step_imds(struct s_chain *ch)
 	}
 	rc = s_json_credentials(ch, step, j, 1, step);
 out:
-	s_json_wipe_delete(j);
-	s_buf_wipe_free(&body);
+	rr_json_wipe_delete(j);
+	rr_buf_wipe_free(&body);
 	return rc;
 }
 

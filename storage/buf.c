@@ -79,3 +79,10 @@ void rr_buf_free(struct rr_buf *b)
 	free(b->data);
 	rr_buf_init(b, b->max);
 }
+
+void rr_buf_wipe_free(struct rr_buf *b)
+{
+	if (b->data)
+		explicit_bzero(b->data, b->cap);
+	rr_buf_free(b);
+}

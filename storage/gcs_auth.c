@@ -78,37 +78,6 @@ struct rr_gcs_auth {
 	int metadata_answered;        /* the metadata server has answered at least once */
 };
 
-static void s_buf_wipe_free(struct rr_buf *b)
-{
-	if (b->data)
-		OPENSSL_cleanse(b->data, b->cap);
-	rr_buf_free(b);
-}
-
-static void s_response_wipe_free(struct rr_http_response *resp)
-{
-	s_buf_wipe_free(&resp->body);
-	rr_http_response_free(resp);
-}
-
-static void s_json_wipe(cJSON *j)
-{
-	for (; j; j = j->next) {
-		if (j->valuestring)
-			OPENSSL_cleanse(j->valuestring, strlen(j->valuestring));
-		s_json_wipe(j->child); /* cJSON limits nesting to 1000 levels */
-	}
-}
-
-/* Wipes every string of a parsed document (a key file, a token answer), then frees it. */
-static void s_json_wipe_delete(cJSON *j)
-{
-	if (!j)
-		return;
-	s_json_wipe(j);
-	cJSON_Delete(j);
-}
-
 static void s_str_wipe_free(char *s)
 {
 	if (s)
@@ -303,7 +272,7 @@ static int s_key_parse(const char *json, size_t len, struct s_key *k, EVP_PKEY *
 	}
 out:
 	EVP_PKEY_free(pkey);
-	s_json_wipe_delete(j);
+	rr_json_wipe_delete(j);
 	if (rc)
 		s_key_free(k);
 	return rc;
@@ -504,7 +473,7 @@ static int s_read_token(const char *step, const struct rr_http_response *resp,
 	memcpy(token, access, n + 1);
 	*expires_s = exp->valuedouble < S_EXPIRES_MAX_S ? exp->valuedouble : S_EXPIRES_MAX_S;
 out:
-	s_json_wipe_delete(j);
+	rr_json_wipe_delete(j);
 	return rc;
 }
 
@@ -532,7 +501,7 @@ static int s_refusal(const char *step, const struct rr_http_response *resp, char
 	else
 		rr_fail(why, cap, rc, "%s: %s %ld without an OAuth error", step,
 		       refused ? "refused with" : "answered", resp->status);
-	s_json_wipe_delete(j);
+	rr_json_wipe_delete(j);
 	return rc;
 }
 
@@ -603,9 +572,9 @@ static int s_fetch_service_account(struct rr_gcs_auth *a, char token[RR_GCS_TOKE
 		rc = s_refusal(step, &resp, why, cap);
 out:
 	EVP_PKEY_free(pkey);
-	s_buf_wipe_free(&jwt);
-	s_buf_wipe_free(&body);
-	s_response_wipe_free(&resp);
+	rr_buf_wipe_free(&jwt);
+	rr_buf_wipe_free(&body);
+	rr_http_response_wipe_free(&resp);
 	return rc;
 }
 
@@ -664,7 +633,7 @@ static int s_fetch_metadata(struct rr_gcs_auth *a, char token[RR_GCS_TOKEN_MAX],
 	else
 		rc = s_refusal(step, &resp, why, cap);
 out:
-	s_response_wipe_free(&resp);
+	rr_http_response_wipe_free(&resp);
 	return rc;
 }
 
@@ -852,7 +821,7 @@ int rr_gcs_auth_new(const struct rr_gcs_auth_opts *o, struct rr_gcs_auth **out, 
 		snprintf(a->source, sizeof(a->source), "metadata server");
 	}
 out:
-	s_buf_wipe_free(&file);
+	rr_buf_wipe_free(&file);
 	if (rc) {
 		rr_gcs_auth_destroy(a);
 		return rc;

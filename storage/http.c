@@ -174,6 +174,12 @@ void rr_http_response_free(struct rr_http_response *resp)
 	resp->nheaders = 0;
 }
 
+void rr_http_response_wipe_free(struct rr_http_response *resp)
+{
+	rr_buf_wipe_free(&resp->body);
+	rr_http_response_free(resp);
+}
+
 const char *rr_http_response_header(const struct rr_http_response *resp, const char *name)
 {
 	size_t i;

@@ -74,3 +74,20 @@ int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON *
 	}
 	return 0;
 }
+
+static void s_wipe(cJSON *j)
+{
+	for (; j; j = j->next) {
+		if (j->valuestring)
+			explicit_bzero(j->valuestring, strlen(j->valuestring));
+		s_wipe(j->child); /* cJSON limits nesting to 1000 levels */
+	}
+}
+
+void rr_json_wipe_delete(cJSON *j)
+{
+	if (!j)
+		return;
+	s_wipe(j);
+	cJSON_Delete(j);
+}

@@ -20,5 +20,7 @@ int rr_buf_reserve(struct rr_buf *b, size_t n);
 void rr_buf_reset(struct rr_buf *b);
 /* Frees the memory; the buffer can be used again after rr_buf_init. */
 void rr_buf_free(struct rr_buf *b);
+/* Zeroes the whole allocation (it held a secret), then frees it like rr_buf_free. */
+void rr_buf_wipe_free(struct rr_buf *b);
 
 #endif

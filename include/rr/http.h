@@ -83,6 +83,8 @@ void rr_http_destroy(struct rr_http *h);
 void rr_http_response_init(struct rr_http_response *resp);
 /* Frees what a response holds; it may be used again after rr_http_response_init. */
 void rr_http_response_free(struct rr_http_response *resp);
+/* The same, zeroing the body first (it held credentials or a token). */
+void rr_http_response_wipe_free(struct rr_http_response *resp);
 /* The value of the first response header with this name (case-insensitive), or NULL. */
 const char *rr_http_response_header(const struct rr_http_response *resp, const char *name);
 

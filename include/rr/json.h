@@ -14,4 +14,8 @@
 int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON **out,
 			 char *why, size_t cap);
 
+/* Zeroes every string of a parsed document (it held a key or a token), then frees it.
+ * NULL is fine. */
+void rr_json_wipe_delete(cJSON *j);
+
 #endif
