@@ -1,7 +1,8 @@
-/* The S3 backend: every store call becomes SigV4-signed requests (storage/sigv4.c) over the
- * HTTP layer (storage/http.c), retried with backoff (storage/retry.c) within the notice
- * deadline. Big objects go up in parts and come down in ranges, several at once on one
- * curl multi batch. See include/rr/store_s3.h. */
+/* The S3-protocol backend, for S3 and for GCS's XML API: every store call becomes requests
+ * signed with SigV4 (storage/sigv4.c) or carrying a Google bearer token
+ * (storage/gcs_auth.c), over the HTTP layer (storage/http.c), retried with backoff
+ * (storage/retry.c) within the notice deadline. Big objects go up in parts and come down in
+ * ranges, several at once on one curl multi batch. See include/rr/store_s3.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
