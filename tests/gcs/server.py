@@ -62,6 +62,7 @@ import collections
 import http.client
 import http.server
 import json
+import os
 import re
 import secrets
 import signal
@@ -80,6 +81,9 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from http_body import read_body  # noqa: E402
 
 S3_ACCESS_KEY = S3_SECRET_KEY = "S3RVER"   # s3rver's built-in account (protocols.md §8)
 S3_REGION = "us-east-1"
@@ -976,45 +980,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _read_body(self):
         """The request body (Content-Length or chunked), or None after answering an error."""
-        limit = self.server.app.args.max_body
-        te = (self.headers.get("Transfer-Encoding") or "").lower()
-        if "chunked" in te:
-            chunks, total = [], 0
-            while True:
-                line = self.rfile.readline(1024)
-                try:
-                    size = int(line.split(b";")[0].strip(), 16)
-                except ValueError:
-                    self._fatal(400, "bad chunk size")
-                    return None
-                if size == 0:
-                    while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
-                        pass   # trailers
-                    return b"".join(chunks)
-                total += size
-                if total > limit:
-                    self._fatal(413, "body too large")
-                    return None
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline(1024)
-        raw = self.headers.get("Content-Length")
-        if raw is None:
-            return b""
-        try:
-            n = int(raw)
-            if n < 0:
-                raise ValueError
-        except ValueError:
-            self._fatal(400, "bad Content-Length")
-            return None
-        if n > limit:
-            self._fatal(413, "body too large (see --max-body)")
-            return None
-        data = self.rfile.read(n)
-        if len(data) != n:
-            self.close_connection = True
-            return None
-        return data
+        return read_body(self, self.server.app.args.max_body, self._fatal)
 
     def _fatal(self, status, text):
         self.close_connection = True

@@ -36,6 +36,7 @@ import email.utils
 import hashlib
 import http.server
 import json
+import os
 import math
 import re
 import secrets
@@ -48,6 +49,9 @@ import time
 import traceback
 import uuid
 from urllib.parse import parse_qs, urlsplit
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from http_body import read_body  # noqa: E402
 
 MAX_BODY = 1 << 20
 
@@ -939,40 +943,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _read_body(self):
         """The request body (Content-Length or chunked), or None after answering an error."""
-        te = (self.headers.get("Transfer-Encoding") or "").lower()
-        if "chunked" in te:
-            chunks, total = [], 0
-            while True:
-                line = self.rfile.readline(1024)
-                try:
-                    size = int(line.split(b";")[0].strip(), 16)
-                except ValueError:
-                    self._plain_error(400, "bad chunk size")
-                    return None
-                if size == 0:
-                    while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
-                        pass   # trailers
-                    return b"".join(chunks)
-                total += size
-                if total > MAX_BODY:
-                    self._plain_error(413, "body too large")
-                    return None
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline(1024)
-        raw = self.headers.get("Content-Length")
-        if raw is None:
-            return b""
-        try:
-            n = int(raw)
-            if n < 0:
-                raise ValueError
-        except ValueError:
-            self._plain_error(400, "bad Content-Length")
-            return None
-        if n > MAX_BODY:
-            self._plain_error(413, "body too large")
-            return None
-        return self.rfile.read(n)
+        return read_body(self, MAX_BODY, self._plain_error)
 
     def _plain_error(self, status, text):
         self.close_connection = True
