@@ -40,14 +40,19 @@ int rr_error_from_errno(int errnum)
 	return RR_EIO;
 }
 
+int rr_vfail(char *why, size_t cap, int rc, const char *fmt, va_list ap)
+{
+	if (why && cap)
+		vsnprintf(why, cap, fmt, ap);
+	return rc;
+}
+
 int rr_fail(char *why, size_t cap, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (why && cap) {
-		va_start(ap, fmt);
-		vsnprintf(why, cap, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	rr_vfail(why, cap, rc, fmt, ap);
+	va_end(ap);
 	return rc;
 }

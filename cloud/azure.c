@@ -52,11 +52,9 @@ __attribute__((format(printf, 3, 4))) static int s_fail(struct s_ctx *c, int rc,
 {
 	va_list ap;
 
-	if (c->why && c->cap) {
-		va_start(ap, fmt);
-		vsnprintf(c->why, c->cap, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	rr_vfail(c->why, c->cap, rc, fmt, ap);
+	va_end(ap);
 	return rc;
 }
 

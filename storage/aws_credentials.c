@@ -70,11 +70,9 @@ __attribute__((format(printf, 3, 4))) static int s_fail(struct s_chain *ch, int 
 {
 	va_list ap;
 
-	if (ch->why && ch->cap) {
-		va_start(ap, fmt);
-		vsnprintf(ch->why, ch->cap, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	rr_vfail(ch->why, ch->cap, rc, fmt, ap);
+	va_end(ap);
 	return rc;
 }
 

@@ -40,11 +40,9 @@ __attribute__((format(printf, 3, 4))) static int s_fail(struct s_ctx *c, int rc,
 {
 	va_list ap;
 
-	if (c->why && c->why_len) {
-		va_start(ap, fmt);
-		vsnprintf(c->why, c->why_len, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	rr_vfail(c->why, c->why_len, rc, fmt, ap);
+	va_end(ap);
 	return rc;
 }
 

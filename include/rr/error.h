@@ -2,6 +2,7 @@
 #ifndef RR_ERROR_H
 #define RR_ERROR_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 enum rr_error {
@@ -28,6 +29,9 @@ const char *rr_strerror(int err);
  * returns rc: `return rr_fail(why, cap, RR_EIO, "cannot reach %s", url);` */
 int rr_fail(char *why, size_t cap, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* The same with a va_list, for modules whose own failure helper keeps why in a struct. */
+int rr_vfail(char *why, size_t cap, int rc, const char *fmt, va_list ap);
 
 /* Maps an errno value to the closest rr_error code. */
 int rr_error_from_errno(int errnum);
