@@ -88,6 +88,15 @@ int rr_http_new(const struct rr_http_opts *opts, struct rr_http **out)
 		h->opts.connect_timeout_ms = 5000;
 	if (h->opts.stall_timeout_ms <= 0)
 		h->opts.stall_timeout_ms = 20000;
+	/* libcurl itself ignores SSL_CERT_FILE (only the curl tool and OpenSSL's default paths,
+	 * which libcurl's built-in bundle overrides, read it), yet it is how a private CA is
+	 * named for every other TLS client on the machine: honour it when the caller has no
+	 * bundle of its own (AWS_CA_BUNDLE wins for S3, as the AWS SDKs do). */
+	if (!h->opts.ca_bundle) {
+		const char *env = getenv("SSL_CERT_FILE");
+		if (env && env[0])
+			h->opts.ca_bundle = env;
+	}
 	h->ca_bundle = h->opts.ca_bundle ? strdup(h->opts.ca_bundle) : NULL;
 	h->user_agent = strdup(h->opts.user_agent ? h->opts.user_agent : "resume-run/0.1");
 	h->share = curl_share_init();

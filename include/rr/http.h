@@ -22,8 +22,8 @@ struct rr_http_opts {
 	/* A transfer that moves fewer than 1 KiB/s for this long is abandoned (a hung server
 	 * or a dead connection). 0: 20 s. */
 	long stall_timeout_ms;
-	const char *ca_bundle;   /* PEM file of trusted CAs; NULL: the system's (callers pass
-				  * AWS_CA_BUNDLE here) */
+	const char *ca_bundle;   /* PEM file of trusted CAs; NULL: $SSL_CERT_FILE when set,
+				  * else the system's (callers pass AWS_CA_BUNDLE here) */
 	const char *user_agent;  /* NULL: "resume-run/<version>" */
 };
 
