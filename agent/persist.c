@@ -780,7 +780,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	}
 	rr_progress_destroy(j.progress);
 	if (rc) {
-		if (j.why.text[0])
+		if (j.why.text[0] && rc != RR_ECANCELED) /* set aside: the caller says so */
 			rr_error("persist of %s failed: %s", name, j.why.text);
 		goto out;
 	}

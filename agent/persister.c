@@ -295,8 +295,13 @@ int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *
 	}
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
+	/* The flag that sets a persist aside also ends its store requests in flight: an upload
+	 * crawling over a degraded link must not hold a notice's checkpoint back for the
+	 * minutes (or hours) it would take to finish. */
+	rr_store_set_cancel(cfg->store, &p->cancel);
 	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (p->efd < 0 || pthread_create(&p->thread, NULL, s_thread, p) != 0) {
+		rr_store_set_cancel(cfg->store, NULL);
 		if (p->efd >= 0)
 			close(p->efd);
 		rr_manifest_destroy(p->previous);
@@ -396,6 +401,7 @@ void rr_persister_destroy(struct rr_persister *p)
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->thread, NULL);
+	rr_store_set_cancel(p->cfg.store, NULL);
 	while (p->events) {
 		struct s_event *e = p->events;
 		p->events = e->next;

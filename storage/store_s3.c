@@ -116,10 +116,29 @@ static void s_finish_request(struct s_s3 *s3, const struct s_req *q, struct s_si
 	};
 	if (strcmp(q->method, "POST") == 0 && !q->body_len)
 		p->http.body = ""; /* an empty body, sent with Content-Length: 0 */
+	p->http.cancel = s3->base.cancel;
 	if (s3->base.deadline_mono_ms) {
+		/* No request outlives a notice's deadline (s_may_send sends none past it). */
 		int64_t left = s3->base.deadline_mono_ms - rr_mono_ms();
-		p->http.timeout_ms = left > 1000 ? left : 1000;
+		p->http.timeout_ms = left > 1 ? left : 1;
 	}
+}
+
+/* Nothing is sent once the store's work is canceled or the notice's deadline has passed:
+ * a request then could only delay what the notice needs, or be cut off by the machine's
+ * end. */
+static int s_may_send(struct s_s3 *s3, const struct s_req *q)
+{
+	const volatile int *cancel = s3->base.cancel;
+	long long deadline = s3->base.deadline_mono_ms;
+	const char *what = q->key ? q->key : "the bucket listing";
+
+	if (cancel && *cancel)
+		return rr_store_fail(RR_ECANCELED, "%s %s %s canceled", s3->label, q->method, what);
+	if (deadline && rr_mono_ms() >= deadline)
+		return rr_store_fail(RR_EIO, "%s %s %s not sent: the notice's deadline has passed",
+				     s3->label, q->method, what);
+	return 0;
 }
 
 /* The wire URL of q: the raw path encoded once (as SigV4 encodes it), then the query. */
@@ -174,6 +193,9 @@ static int s_sign(struct s_s3 *s3, const struct s_req *q, int refresh_creds, str
 
 	memset(p, 0, sizeof(*p));
 	rr_buf_init(&p->url, 16384);
+	rc = s_may_send(s3, q);
+	if (rc)
+		return rc;
 	if (s3->gauth)
 		return s_sign_bearer(s3, q, refresh_creds, p);
 	rc = rr_aws_creds_get(s3->creds, refresh_creds, &p->cr, why, sizeof(why));
@@ -242,6 +264,9 @@ static int s_judge(struct s_s3 *s3, const struct s_req *q, const struct s_signed
 
 	*retry = 0;
 	*refresh = 0;
+	if (resp->error == RR_ECANCELED)
+		return rr_store_fail(RR_ECANCELED, "%s %s %s canceled in flight", s3->label,
+				     q->method, s_what(q));
 	if (resp->error) {
 		*retry = resp->retryable;
 		return rr_store_fail(resp->error == RR_ETOOBIG ? RR_ETOOBIG : RR_EIO,
@@ -285,12 +310,20 @@ static int s_judge(struct s_s3 *s3, const struct s_req *q, const struct s_signed
 			     e.message[0] ? ": " : "", e.message, p->cr.source);
 }
 
-static void s_sleep_ms(int64_t ms)
+/* Waits out a retry's backoff, in slices so that a cancel ends the wait (the next
+ * s_may_send then fails). */
+static void s_sleep_ms(const struct s_s3 *s3, int64_t ms)
 {
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+	const volatile int *cancel = s3->base.cancel;
+	int64_t end = rr_mono_ms() + ms, left;
 
-	while (nanosleep(&ts, &ts) != 0)
-		;
+	while ((left = end - rr_mono_ms()) > 0 && !(cancel && *cancel)) {
+		if (left > 50)
+			left = 50;
+		struct timespec ts = { 0, (long)left * 1000000L };
+		while (nanosleep(&ts, &ts) != 0)
+			;
+	}
 }
 
 /* Sends q until it succeeds, fails for good, or retries run out (or would pass the
@@ -320,7 +353,7 @@ static int s_send_policy(struct s_s3 *s3, const struct s_req *q, struct rr_http_
 			return rc;
 		rr_debug("S3 %s %s: %s; retrying in %lld ms", q->method, s_what(q),
 			 rr_store_strerror(rc), (long long)delay);
-		s_sleep_ms(delay);
+		s_sleep_ms(s3, delay);
 	}
 }
 
@@ -387,7 +420,7 @@ static int s_run_jobs(struct s_s3 *s3, struct s_job *jobs, size_t n)
 		rc = rr_http_batch_wait(b, (long)(next - now), &tag);
 		if (rc == RR_ENOENT || rc == 0) {
 			if (!flying && next > rr_mono_ms())
-				s_sleep_ms(next - rr_mono_ms());
+				s_sleep_ms(s3, next - rr_mono_ms());
 			continue;
 		}
 		if (rc < 0)
@@ -583,7 +616,7 @@ static int s_complete(struct s_s3 *s3, const char *key, const char *upload_id,
 		delay = rr_retry_next(&r, rr_mono_ms());
 		if (delay < 0)
 			break;
-		s_sleep_ms(delay);
+		s_sleep_ms(s3, delay);
 	}
 out:
 	rr_buf_free(&body);
