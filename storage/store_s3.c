@@ -31,6 +31,7 @@
 #define S_MAX_PARTS 10000u
 #define S_PARALLEL 4u      /* parts or ranges of one object in flight at once */
 #define S_DELETE_BATCH 1000u
+#define S_CLEANUP_MS 2000L /* the most a canceled upload's abort may hold up what follows */
 
 struct s_s3 {
 	struct rr_store base;
@@ -60,6 +61,9 @@ struct s_req {
 	size_t body_len;
 	const char *payload_sha256; /* NULL: computed from the body */
 	size_t response_max;
+	/* Cleans up after a canceled upload (the abort of its multipart upload): sent even
+	 * while the store is canceled, but given S_CLEANUP_MS at most. */
+	int cleanup;
 };
 
 /* A request signed and ready for the HTTP layer, with the storage behind it. */
@@ -116,11 +120,16 @@ static void s_finish_request(struct s_s3 *s3, const struct s_req *q, struct s_si
 	};
 	if (strcmp(q->method, "POST") == 0 && !q->body_len)
 		p->http.body = ""; /* an empty body, sent with Content-Length: 0 */
-	p->http.cancel = s3->base.cancel;
+	p->http.cancel = q->cleanup ? NULL : s3->base.cancel;
+	if (q->cleanup)
+		p->http.timeout_ms = S_CLEANUP_MS;
 	if (s3->base.deadline_mono_ms) {
 		/* No request outlives a notice's deadline (s_may_send sends none past it). */
 		int64_t left = s3->base.deadline_mono_ms - rr_mono_ms();
-		p->http.timeout_ms = left > 1 ? left : 1;
+		if (left < 1)
+			left = 1;
+		if (!p->http.timeout_ms || left < p->http.timeout_ms)
+			p->http.timeout_ms = left;
 	}
 }
 
@@ -133,7 +142,7 @@ static int s_may_send(struct s_s3 *s3, const struct s_req *q)
 	long long deadline = s3->base.deadline_mono_ms;
 	const char *what = q->key ? q->key : "the bucket listing";
 
-	if (cancel && *cancel)
+	if (cancel && *cancel && !q->cleanup)
 		return rr_store_fail(RR_ECANCELED, "%s %s %s canceled", s3->label, q->method, what);
 	if (deadline && rr_mono_ms() >= deadline)
 		return rr_store_fail(RR_EIO, "%s %s %s not sent: the notice's deadline has passed",
@@ -552,6 +561,11 @@ static void s_abort_upload(struct s_s3 *s3, const char *key, const char *upload_
 	rr_http_response_init(&resp);
 	rr_retry_init(&r, s3->base.deadline_mono_ms);
 	r.max_attempts = 3;
+	if (s3->base.cancel && *s3->base.cancel) {
+		/* Canceled: one short try, so the parts sent do not linger in the bucket. */
+		q.cleanup = 1;
+		r.max_attempts = 1;
+	}
 	rc = s_send_policy(s3, &q, &resp, &r);
 	if (rc != 0)
 		rr_warn("could not abort the multipart upload of %s (%s); a bucket lifecycle rule "

@@ -1398,6 +1398,7 @@ static void test_cancel_ends_a_multipart_put_in_flight(void)
 	CU_ASSERT_EQUAL(s_put_canceled_in_flight(&e, "big-slow", (size_t)8 << 20), RR_ECANCELED);
 	CU_ASSERT(e.m.hook_n >= 1);
 	CU_ASSERT_EQUAL(e.m.completes, 0);
+	CU_ASSERT_EQUAL(e.m.aborts, 1); /* the parts sent do not linger */
 	s_teardown(&e);
 }
 
