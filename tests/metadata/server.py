@@ -398,7 +398,8 @@ class GcpCloud(Cloud):
                 "https://www.googleapis.com/auth/cloud-platform",
             # P§2: access_token, expires_in (seconds), token_type "Bearer".
             "instance/service-accounts/default/token": json.dumps(
-                {"access_token": "gcp-token", "expires_in": 3599, "token_type": "Bearer"}),
+                {"access_token": os.environ.get("RR_TEST_GCP_TOKEN", "gcp-token"),
+                 "expires_in": 3599, "token_type": "Bearer"}),
             "project/project-id": "resume-run",
             "project/numeric-project-id": "123",
         }
