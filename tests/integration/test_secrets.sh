@@ -135,7 +135,7 @@ run_watched() {
 drill() {
 	local tag=$1 saved
 	rm -rf .resume-run NOTICE
-	( wait_for 30 test -d .resume-run/checkpoints/step-50 && touch NOTICE ) &
+	( wait_for 30 test -d .resume-run/checkpoints/step-50 && ${BEFORE_NOTICE:-true} && touch NOTICE ) &
 	local notice_pid=$!
 	run_watched "$tag-m1.log" -v --precision exact --notice-file NOTICE -- \
 		"$PY" "$TRAINER" --steps 200 --step-time 0.01 --out "$tag-m1.json"
@@ -197,10 +197,15 @@ ok "S3 with container credentials: drill, restore, ls; a refused authorization t
 	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_ENDPOINT_URL
 	export STORAGE_EMULATOR_HOST="127.0.0.1:$GPORT" GOOGLE_APPLICATION_CREDENTIALS="$IN/sa.json"
 	export RESUME_RUN_STORE="gs://$S3_BUCKET/gcs-key"
+	# The tokens are revoked mid-run: the notice's persist is refused once and refreshes.
+	BEFORE_NOTICE="curl -fsS -o /dev/null -X POST http://127.0.0.1:$GPORT/_test/expire-tokens"
 	drill gcs-key
+	refused=$(curl -fsS "http://127.0.0.1:$GPORT/_test/state" |
+		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["unauthorized"])')
+	[ "$refused" -ge 1 ] || fail "the revoked token was never refused, so no refresh happened"
 )
 grep -q 'POST /token -> 200' "$IN/gcs.log" || fail "no token was issued for the key"
-ok "GCS with a service-account key: drill, restore, ls, verify, gc"
+ok "GCS with a service-account key: drill (a token revoked and refreshed mid-run), restore, ls, verify, gc"
 
 # --- GCS: the metadata server's bearer token ---
 (
