@@ -43,6 +43,11 @@ struct rr_persister {
 	char running_name[256];
 	int64_t running_ms;
 	volatile int cancel;
+	/* The store's cancel flag: set with cancel, but only while the persist proper runs
+	 * (chunks and manifest), so that LATEST and the ledger event of a checkpoint already
+	 * committed still go out; cleared when the persist returns. */
+	int persisting;
+	volatile int store_cancel;
 
 	/* newest checkpoint known to be in the store, and its manifest for reuse */
 	char done[256];
@@ -170,7 +175,9 @@ static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
 		if (rr_event_record(p->cfg.store, p->cfg.run_id, "checkpoint", ev) != 0)
 			rr_warn("could not record the checkpoint event of %s", m->checkpoint);
 	}
-	if (rr_gc_run(p->cfg.store, p->cfg.run_id, p->cfg.keep, p->cfg.gc_grace_ms, &gs) != 0)
+	if (p->cancel) /* a notice's checkpoint is waiting: retention can wait instead */
+		rr_info("retention after %s left for a later checkpoint", m->checkpoint);
+	else if (rr_gc_run(p->cfg.store, p->cfg.run_id, p->cfg.keep, p->cfg.gc_grace_ms, &gs) != 0)
 		rr_warn("retention after %s did not complete; it runs again after the next "
 			"checkpoint", m->checkpoint);
 	else if (gs.chunks_deleted)
@@ -191,8 +198,16 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 
 	snprintf(r.name, sizeof(r.name), "%s", name);
 	rr_info("persisting %s%s", name, urgent ? " (notice: ahead of everything else)" : "");
+	pthread_mutex_lock(&p->lock);
+	p->persisting = 1;
+	p->store_cancel = p->cancel;
+	pthread_mutex_unlock(&p->lock);
 	r.rc = rr_persist_checkpoint(p->cfg.store, p->cfg.checkpoint_dir, name, ms, &opts, &m,
 				     &r.stats);
+	pthread_mutex_lock(&p->lock);
+	p->persisting = 0;
+	p->store_cancel = 0;
+	pthread_mutex_unlock(&p->lock);
 	if (r.rc == 0)
 		s_log_persisted(m, &r.stats);
 	else if (r.rc == RR_EEXIST)
@@ -298,7 +313,7 @@ int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *
 	/* The flag that sets a persist aside also ends its store requests in flight: an upload
 	 * crawling over a degraded link must not hold a notice's checkpoint back for the
 	 * minutes (or hours) it would take to finish. */
-	rr_store_set_cancel(cfg->store, &p->cancel);
+	rr_store_set_cancel(cfg->store, &p->store_cancel);
 	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (p->efd < 0 || pthread_create(&p->thread, NULL, s_thread, p) != 0) {
 		rr_store_set_cancel(cfg->store, NULL);
@@ -329,8 +344,10 @@ void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, i
 		p->have_pending = 1;
 		p->pending_urgent = urgent || p->pending_urgent;
 	}
-	if (urgent && p->running && p->running_name[0])
+	if (urgent && p->running && p->running_name[0]) {
 		p->cancel = 1; /* the older persist in progress steps aside */
+		p->store_cancel = p->persisting;
+	}
 	pthread_cond_signal(&p->wake);
 out:
 	pthread_mutex_unlock(&p->lock);
@@ -387,8 +404,10 @@ void rr_persister_cancel(struct rr_persister *p)
 	p->have_pending = 0;
 	/* Only a checkpoint clears the flag when it ends; set during a ledger event, it
 	 * would cancel the next checkpoint submitted instead. */
-	if (p->running && p->running_name[0])
+	if (p->running && p->running_name[0]) {
 		p->cancel = 1;
+		p->store_cancel = p->persisting;
+	}
 	pthread_mutex_unlock(&p->lock);
 }
 
