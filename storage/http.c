@@ -322,6 +322,8 @@ static int s_setup(struct s_transfer *t)
 	CURL *e = t->easy;
 	struct curl_slist *l;
 	struct rr_buf line;
+	long long deadline;
+	long timeout_ms;
 	size_t i;
 	int rc = 0;
 
@@ -374,8 +376,17 @@ static int s_setup(struct s_transfer *t)
 		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, s_on_progress);
 		curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
 	}
-	if (r->timeout_ms > 0)
-		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+	timeout_ms = r->timeout_ms;
+	deadline = h->opts.deadline_mono_ms ? *h->opts.deadline_mono_ms : 0;
+	if (deadline) {
+		long long left = deadline - rr_mono_ms();
+		if (left < 1)
+			left = 1; /* past it: curl gives up at once */
+		if (timeout_ms <= 0 || left < timeout_ms)
+			timeout_ms = (long)left;
+	}
+	if (timeout_ms > 0)
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
 	if (h->ca_bundle)

@@ -1282,7 +1282,8 @@ int rr_store_s3_new(const char *rest, const struct rr_store_opts *opts, struct r
 	rc = s_configure(s3, rest, opts, prof);
 	if (rc)
 		goto fail;
-	ho = (struct rr_http_opts){ .ca_bundle = s_env("AWS_CA_BUNDLE") };
+	ho = (struct rr_http_opts){ .ca_bundle = s_env("AWS_CA_BUNDLE"),
+				    .deadline_mono_ms = &s3->base.deadline_mono_ms };
 	rc = rr_http_new(&ho, &s3->http);
 	if (rc)
 		goto fail;
@@ -1349,7 +1350,9 @@ int rr_store_gcs_new(const char *rest, const struct rr_store_opts *opts, struct 
 	if (!rc)
 		rc = s_set_part_size(s3);
 	if (!rc)
-		rc = rr_http_new(&(struct rr_http_opts){ 0 }, &s3->http);
+		rc = rr_http_new(&(struct rr_http_opts){
+					 .deadline_mono_ms = &s3->base.deadline_mono_ms },
+				 &s3->http);
 	if (rc)
 		goto fail;
 	if (opts->gcs_hmac) {

@@ -25,6 +25,10 @@ struct rr_http_opts {
 	const char *ca_bundle;   /* PEM file of trusted CAs; NULL: $SSL_CERT_FILE when set,
 				  * else the system's (callers pass AWS_CA_BUNDLE here) */
 	const char *user_agent;  /* NULL: "resume-run/<version>" */
+	/* NULL, or where the client's owner keeps a CLOCK_MONOTONIC ms deadline (0: none) that
+	 * no request of this client outlives: a store's notice deadline, so the credential and
+	 * token requests made for a notice's checkpoint are bounded by it too. */
+	const _Atomic long long *deadline_mono_ms;
 };
 
 struct rr_http_header {
