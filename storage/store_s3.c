@@ -120,17 +120,10 @@ static void s_finish_request(struct s_s3 *s3, const struct s_req *q, struct s_si
 	};
 	if (strcmp(q->method, "POST") == 0 && !q->body_len)
 		p->http.body = ""; /* an empty body, sent with Content-Length: 0 */
+	/* The HTTP client bounds every request by the notice's deadline (rr_http_opts). */
 	p->http.cancel = q->cleanup ? NULL : s3->base.cancel;
 	if (q->cleanup)
 		p->http.timeout_ms = S_CLEANUP_MS;
-	if (s3->base.deadline_mono_ms) {
-		/* No request outlives a notice's deadline (s_may_send sends none past it). */
-		int64_t left = s3->base.deadline_mono_ms - rr_mono_ms();
-		if (left < 1)
-			left = 1;
-		if (!p->http.timeout_ms || left < p->http.timeout_ms)
-			p->http.timeout_ms = left;
-	}
 }
 
 /* Nothing is sent once the store's work is canceled or the notice's deadline has passed:
