@@ -14,7 +14,9 @@ PORT 0 picks a free port. Once both sockets listen it prints on stdout, in one f
     control CONTROL_PORT
     ready PORT
 (so a reader that waits for either line has both numbers). One line per request
-goes to stderr: "<time> <method> <path> -> <status>".
+goes to stderr: "<time> <method> <path> -> <status>". RR_TEST_GCP_TOKEN in the environment
+sets the GCP service-account access token (default "gcp-token"; the secrets test makes it
+distinctive).
 
 Test control API (JSON answers, no cloud headers needed), served on the control port and, while
 it is up, on the main port too. Times are seconds; `in` delays the change (default 0):
