@@ -47,6 +47,7 @@ struct rr_persister {
 	/* newest checkpoint known to be in the store, and its manifest for reuse */
 	char done[256];
 	int64_t done_ms;
+	char warned[256]; /* the far-future name already warned about */
 	struct rr_manifest *previous;
 
 	struct s_event *events, **events_tail;
@@ -63,7 +64,23 @@ static void s_notify(struct rr_persister *p)
 
 static int s_newer(const char *a, int64_t a_ms, const char *b, int64_t b_ms)
 {
-	return !b[0] || rr_checkpoint_compare(a, a_ms, b, b_ms) > 0;
+	return rr_checkpoint_later(a, a_ms, b, b_ms);
+}
+
+/* A commit that is later than the newest persisted checkpoint but sorts before it by name:
+ * that one has a far-future name (a stray "step-9999999999"). It is persisted all the same,
+ * by commit time; the warning, once per such name, says what the store will make of it,
+ * since LATEST and restore order by step number. Called with the lock held. */
+static void s_warn_outranked(struct rr_persister *p, const char *name, int64_t ms)
+{
+	if (!p->done[0] || rr_checkpoint_compare(name, ms, p->done, p->done_ms) >= 0 ||
+	    strcmp(p->warned, p->done) == 0)
+		return;
+	snprintf(p->warned, sizeof(p->warned), "%s", p->done);
+	rr_warn("checkpoint %s sorts after %s, which was committed later: persisting "
+		"checkpoints by commit time in this run; but LATEST and restore order by step "
+		"number, so a new machine would resume from %s until it is removed from the "
+		"store (checkpoints/%s/)", p->done, name, p->done, p->done);
 }
 
 /* Points LATEST at name unless it already points at something newer. LATEST is only a
@@ -315,6 +332,7 @@ void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, i
 		rr_debug("%s is not newer than what is persisted or persisting; skipped", name);
 		goto out;
 	}
+	s_warn_outranked(p, name, ms);
 	if (!p->have_pending || s_newer(name, ms, p->pending, p->pending_ms)) {
 		if (p->have_pending)
 			rr_info("%s replaces %s in the persist queue (the newest wins)", name,
