@@ -42,7 +42,7 @@ struct rr_persister {
 	int running;
 	char running_name[256];
 	int64_t running_ms;
-	volatile int cancel;
+	atomic_int cancel;
 
 	/* newest checkpoint known to be in the store, and its manifest for reuse */
 	char done[256];

@@ -3,6 +3,7 @@
 #ifndef RR_PERSIST_H
 #define RR_PERSIST_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "rr/config.h"
@@ -19,7 +20,7 @@ struct rr_persist_opts {
 	unsigned n_exact_globs;
 	const struct rr_manifest *previous; /* segments whose original bytes are unchanged
 					     * since this manifest reuse its chunks */
-	const volatile int *cancel;         /* non-zero: stop soon with RR_ECANCELED */
+	const atomic_int *cancel;         /* non-zero: stop soon with RR_ECANCELED */
 };
 
 struct rr_persist_stats {

@@ -264,7 +264,7 @@ static void test_persist_canceled_before_start_writes_no_manifest(void)
 	struct rr_persist_stats st;
 	struct rr_manifest *m = NULL;
 	struct rr_persist_opts o = fx_opts();
-	volatile int cancel = 1;
+	atomic_int cancel = 1;
 	char names[256];
 
 	fx_init(&f);
