@@ -51,11 +51,33 @@ struct s_reuse {
 	const struct rr_segment **segs;
 };
 
+/* A chunk the store held when this persist listed it, and when it was last written. */
+struct s_stored {
+	char sha[RR_SHA256_HEX_LEN + 1]; /* first: the sort and search key */
+	int64_t mtime_ms;
+};
+
 /* The chunks the store already holds, listed once per persist (on S3 one request per 1000
- * keys instead of a HEAD per chunk) and sorted for lookups. */
+ * keys instead of a HEAD per chunk) and sorted for lookups.
+ *
+ * Deduplicating against a chunk another writer (or an earlier checkpoint) stored is safe
+ * only while no gc deletes it before our manifest names it. gc deletes a chunk that no
+ * manifest it read names, and only once its mtime is older than the grace period (default
+ * 1 h). So a stored chunk counts as present only if it was written within the last half of
+ * the grace period (fresh_after); an older one is written again, which renews its mtime (a
+ * PUT of the same content-addressed bytes: nothing else changes). Then every chunk our
+ * manifest names is at most grace/2 old when we decide to rely on it, and a persist that
+ * writes its manifest within the other half (a check in rr_persist_checkpoint makes sure)
+ * names only chunks that no gc could have found old enough; gc's own re-listing of
+ * manifests (gc.c) covers a manifest that lands during its run. Why a re-PUT and not a
+ * claim object or a server-side copy: the store interface has put/get/list/del on every
+ * backend, a claim would need every gc to read every writer's claims (and still race), and
+ * the cost is bounded: an unchanged chunk (a frozen layer) is uploaded again at most once
+ * per grace/2, by whichever writer next needs it. */
 struct s_known {
-	char (*sha)[RR_SHA256_HEX_LEN + 1];
+	struct s_stored *sha;
 	size_t n, cap;
+	int64_t fresh_after; /* wall ms: chunks written before it are written again */
 	/* Chunks this persist has claimed to write (a hash table: identical segments within one
 	 * checkpoint are written once). */
 	pthread_mutex_t lock;
@@ -82,6 +104,7 @@ struct s_job {
 	struct s_known known;
 	struct rr_progress *progress;
 	atomic_uint_fast64_t new_bytes;
+	atomic_uint_fast64_t refreshed;
 	struct rr_reason why;
 };
 
@@ -101,7 +124,8 @@ static int s_on_known_chunk(const struct rr_store_entry *e, void *ud)
 			return RR_ENOMEM;
 		k->sha = grown;
 	}
-	memcpy(k->sha[k->n++], name, RR_SHA256_HEX_LEN + 1);
+	memcpy(k->sha[k->n].sha, name, RR_SHA256_HEX_LEN + 1);
+	k->sha[k->n++].mtime_ms = e->mtime_unix_ms;
 	return 0;
 }
 
@@ -110,11 +134,13 @@ static int s_cmp_sha(const void *a, const void *b)
 	return memcmp(a, b, RR_SHA256_HEX_LEN);
 }
 
-static int s_known_load(struct rr_store *s, const char *run_id, struct s_known *k)
+static int s_known_load(struct rr_store *s, const char *run_id, int64_t gc_grace_ms,
+			struct s_known *k)
 {
 	char key[RR_KEY_MAX];
 	int rc = rr_key_chunks_prefix(key, run_id);
 
+	k->fresh_after = gc_grace_ms > 0 ? rr_wall_ms() - gc_grace_ms / 2 : INT64_MIN;
 	if (!rc)
 		rc = rr_store_list(s, key, s_on_known_chunk, k);
 	if (!rc && k->n)
@@ -122,7 +148,16 @@ static int s_known_load(struct rr_store *s, const char *run_id, struct s_known *
 	return rc;
 }
 
+/* 1 when the store holds sha, written recently enough to rely on (see struct s_known). */
 static int s_known_has(const struct s_known *k, const char *sha)
+{
+	const struct s_stored *e = k->n ? bsearch(sha, k->sha, k->n, sizeof(*k->sha), s_cmp_sha)
+					: NULL;
+	return e && e->mtime_ms >= k->fresh_after;
+}
+
+/* 1 when the store holds sha, however old. */
+static int s_known_stored(const struct s_known *k, const char *sha)
 {
 	return k->n && bsearch(sha, k->sha, k->n, sizeof(*k->sha), s_cmp_sha) != NULL;
 }
@@ -641,9 +676,40 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 			return rc;
 		}
 		atomic_fetch_add(&j->new_bytes, w->stored.len);
+		if (s_known_stored(&j->known, ref->sha256))
+			atomic_fetch_add(&j->refreshed, 1);
 	}
 	rr_progress_add(j->progress, t->length);
 	return 0;
+}
+
+/* A persist that took longer than half the gc grace since it listed the store's chunks may
+ * name chunks that a gc (of another machine) has since found old and unreferenced: list
+ * them again and refuse to write a manifest that names a missing one. Faster persists need
+ * no check (struct s_known says why). */
+static int s_check_still_stored(struct s_job *j)
+{
+	struct s_known now = { 0 };
+	int rc = 0;
+
+	if (j->opts->gc_grace_ms <= 0 ||
+	    rr_wall_ms() - j->known.fresh_after <= j->opts->gc_grace_ms)
+		return 0;
+	rc = s_known_load(j->store, j->opts->run_id, 0, &now);
+	for (size_t f = 0; !rc && f < j->m->nfiles; f++) {
+		const struct rr_file_entry *fe = &j->m->files[f];
+		for (size_t g = 0; !rc && g < fe->nsegs; g++)
+			for (size_t c = 0; !rc && c < fe->segs[g].nchunks; c++)
+				if (!s_known_stored(&now, fe->segs[g].chunks[c].sha256)) {
+					rr_error("persist of %s: a chunk of %s was deleted while it "
+						 "was persisted (another machine's retention); no "
+						 "manifest written, the next checkpoint stores it again",
+						 j->m->checkpoint, fe->path);
+					rc = RR_EPRECOND;
+				}
+	}
+	free(now.sha);
+	return rc;
 }
 
 /* Hard-links every file of src into staging so the trainer may delete src meanwhile. */
@@ -764,7 +830,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	if (!rc)
 		rc = s_reuse_init(&j.reuse, opts->previous);
 	if (!rc)
-		rc = s_known_load(s, opts->run_id, &j.known);
+		rc = s_known_load(s, opts->run_id, opts->gc_grace_ms, &j.known);
 	if (!rc)
 		rc = s_claims_init(&j.known, j.ntasks);
 	if (!rc)
@@ -785,6 +851,9 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		goto out;
 	}
 
+	rc = s_check_still_stored(&j);
+	if (rc)
+		goto out;
 	j.m->created_unix_ms = rr_wall_ms();
 	rc = rr_manifest_to_json(j.m, &json);
 	if (!rc)
@@ -797,6 +866,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	stats->bytes = rr_manifest_total_size(j.m);
 	stats->stored_bytes = rr_manifest_total_stored(j.m);
 	stats->new_bytes = atomic_load(&j.new_bytes) + json.len;
+	stats->refreshed_chunks = atomic_load(&j.refreshed);
 	s_count(&j, stats);
 	if (manifest_out) {
 		*manifest_out = j.m;

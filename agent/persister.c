@@ -154,6 +154,10 @@ static void s_log_persisted(const struct rr_manifest *m, const struct rr_persist
 		rr_format_bytes(st->stored_bytes, b2), rr_format_bytes(st->new_bytes, b3),
 		(unsigned long long)st->reused_segments, (unsigned long long)st->segments,
 		(double)st->elapsed_ms / 1000.0);
+	if (st->refreshed_chunks)
+		rr_info("%s: %llu chunks already stored were written again to renew their age "
+			"for retention's grace period", m->checkpoint,
+			(unsigned long long)st->refreshed_chunks);
 	if (st->tensors[RR_ENC_SHUFFLE_ZSTD] + st->tensors[RR_ENC_BF16] + st->tensors[RR_ENC_FP16])
 		rr_info("%s tensors: %llu fp16, %llu bf16, %llu exact", m->checkpoint,
 			(unsigned long long)st->tensors[RR_ENC_FP16],
@@ -201,7 +205,7 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 		.run_id = p->cfg.run_id, .host = rr_hostname(), .zstd_level = p->cfg.zstd_level,
 		.threads = p->cfg.threads, .previous = p->previous, .cancel = &p->cancel,
 		.precision = p->cfg.precision, .exact_globs = p->cfg.exact_globs,
-		.n_exact_globs = p->cfg.n_exact_globs,
+		.n_exact_globs = p->cfg.n_exact_globs, .gc_grace_ms = p->cfg.gc_grace_ms,
 	};
 	struct rr_persist_result r = { .urgent = urgent };
 	struct rr_manifest *m = NULL, *written;

@@ -21,6 +21,10 @@ struct rr_persist_opts {
 	const struct rr_manifest *previous; /* segments whose original bytes are unchanged
 					     * since this manifest reuse its chunks */
 	const atomic_int *cancel;         /* non-zero: stop soon with RR_ECANCELED */
+	int64_t gc_grace_ms;                /* the store's gc grace (0: no gc runs): a chunk
+					     * already stored but older than half of it is
+					     * written again instead of deduplicated, see
+					     * persist.c */
 };
 
 struct rr_persist_stats {
@@ -29,6 +33,7 @@ struct rr_persist_stats {
 	uint64_t stored_bytes;    /* bytes the checkpoint occupies in the store */
 	uint64_t new_bytes;       /* stored bytes written by this persist */
 	uint64_t segments, reused_segments;
+	uint64_t refreshed_chunks;  /* already stored but old: written again for gc's grace */
 	uint64_t tensors[4];      /* tensor segments by encoding (index: enum rr_encoding) */
 	int64_t elapsed_ms;
 };
