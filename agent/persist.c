@@ -102,6 +102,7 @@ struct s_job {
 	struct s_worker *workers;
 	struct s_reuse reuse;
 	struct s_known known;
+	int dry; /* the store has a manifest of this name: compare with it, write nothing */
 	struct rr_progress *progress;
 	atomic_uint_fast64_t new_bytes;
 	atomic_uint_fast64_t refreshed;
@@ -667,7 +668,7 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 	if (rc)
 		return rc;
 	/* Content-addressed: a chunk already in the store is not written again. */
-	if (s_claim(&j->known, ref->sha256)) {
+	if (!j->dry && s_claim(&j->known, ref->sha256)) {
 		struct rr_put_opts po = { .sha256_hex = ref->sha256 };
 		rc = rr_store_put(j->store, key, w->stored.data, w->stored.len, &po, NULL);
 		if (rc) {
@@ -710,6 +711,65 @@ static int s_check_still_stored(struct s_job *j)
 	}
 	free(now.sha);
 	return rc;
+}
+
+/* Reads and checks the manifest at key (another writer's, or this one's from before). */
+static int s_load_manifest(struct rr_store *s, const char *key, const char *name,
+			   struct rr_manifest **out)
+{
+	struct rr_buf b;
+	char why[200] = "";
+	int rc;
+
+	rr_buf_init(&b, RR_MANIFEST_MAX_BYTES);
+	rc = rr_store_get(s, key, &b, NULL);
+	if (!rc)
+		rc = rr_manifest_parse((const char *)b.data, b.len, out, why, sizeof(why));
+	if (rc)
+		rr_error("%s is in the store but its manifest cannot be read (%s); not written "
+			 "over it", name, why[0] ? why : rr_store_strerror(rc));
+	rr_buf_free(&b);
+	return rc;
+}
+
+/* 1 when two manifests hold the same files with the same bytes stored the same way (who
+ * wrote them and when may differ). */
+static int s_same_content(const struct rr_manifest *a, const struct rr_manifest *b)
+{
+	if (a->nfiles != b->nfiles)
+		return 0;
+	for (size_t f = 0; f < a->nfiles; f++) {
+		const struct rr_file_entry *x = &a->files[f], *y = NULL;
+		for (size_t k = 0; k < b->nfiles && !y; k++)
+			if (strcmp(b->files[k].path, x->path) == 0)
+				y = &b->files[k];
+		if (!y || x->size != y->size || x->mode != y->mode || x->nsegs != y->nsegs)
+			return 0;
+		for (size_t g = 0; g < x->nsegs; g++) {
+			const struct rr_segment *sx = &x->segs[g], *sy = &y->segs[g];
+			if (sx->offset != sy->offset || sx->length != sy->length ||
+			    sx->encoding != sy->encoding || sx->nchunks != sy->nchunks)
+				return 0;
+			for (size_t c = 0; c < sx->nchunks; c++)
+				if (strcmp(sx->chunks[c].sha256, sy->chunks[c].sha256) != 0)
+					return 0;
+		}
+	}
+	return 1;
+}
+
+/* The store holds a manifest of this name already: RR_EEXIST (success: the store has this
+ * very checkpoint) when it holds what this persist would have written, else RR_EPRECOND,
+ * so that no one is told a checkpoint is durable when the store holds another writer's
+ * (two machines at once both committing step-N from different states). */
+static int s_compare_existing(const struct rr_manifest *ours, const struct rr_manifest *theirs)
+{
+	if (s_same_content(ours, theirs))
+		return RR_EEXIST;
+	rr_error("%s is already in the store with other content (written by %s): this "
+		 "machine's %s is not stored; the next checkpoint is", ours->checkpoint,
+		 theirs->host ? theirs->host : "another machine", ours->checkpoint);
+	return RR_EPRECOND;
 }
 
 /* Hard-links every file of src into staging so the trainer may delete src meanwhile. */
@@ -787,6 +847,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	char *src = NULL, *staging_root = NULL, *staging = NULL;
 	unsigned threads = opts->threads ? opts->threads : 1;
 	struct rr_buf json;
+	struct rr_manifest *theirs = NULL;
 	int64_t t0 = rr_mono_ms();
 	int rc;
 
@@ -799,11 +860,11 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	if (rc)
 		goto out;
 	rc = rr_store_head(s, key, NULL);
-	if (rc == 0) {
-		rc = RR_EEXIST;
-		goto out;
-	}
-	if (rc != RR_ENOENT)
+	if (rc == 0)
+		rc = s_load_manifest(s, key, name, &theirs);
+	else if (rc == RR_ENOENT)
+		rc = 0;
+	if (rc)
 		goto out;
 
 	src = rr_path_join(ckpt_dir, name);
@@ -828,7 +889,8 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 
 	rc = s_build_manifest(&j, name, committed_ms, &l);
 	if (!rc)
-		rc = s_reuse_init(&j.reuse, opts->previous);
+		rc = s_reuse_init(&j.reuse, theirs ? theirs : opts->previous);
+	j.dry = theirs != NULL;
 	if (!rc)
 		rc = s_known_load(s, opts->run_id, opts->gc_grace_ms, &j.known);
 	if (!rc)
@@ -851,6 +913,11 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		goto out;
 	}
 
+	if (theirs) {
+		/* Encoded and hashed only: identical segments were taken from it. */
+		rc = s_compare_existing(j.m, theirs);
+		goto out;
+	}
 	rc = s_check_still_stored(&j);
 	if (rc)
 		goto out;
@@ -859,6 +926,10 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	if (!rc)
 		rc = rr_store_put(s, key, json.data, json.len,
 				  &(struct rr_put_opts){ .if_none_match = 1 }, NULL);
+	if (rc == RR_EEXIST && s_load_manifest(s, key, name, &theirs) == 0)
+		rc = s_compare_existing(j.m, theirs); /* another writer's landed meanwhile */
+	else if (rc == RR_EEXIST)
+		rc = RR_EPRECOND;
 	if (rc)
 		goto out;
 
@@ -879,6 +950,7 @@ out:
 		rmdir(staging_root); /* only when empty */
 	}
 	s_job_free(&j, threads);
+	rr_manifest_destroy(theirs);
 	rr_dir_listing_free(&l);
 	rr_buf_free(&json);
 	free(src);

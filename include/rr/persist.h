@@ -42,7 +42,9 @@ struct rr_persist_stats {
  * directory (<ckpt_dir>/.resume-run-staging/<name>) so that a trainer deleting old
  * checkpoints cannot pull files away mid-read. On success *manifest_out (may be NULL) gets
  * the manifest written (caller destroys). Returns 0; RR_EEXIST when the store already holds
- * a manifest of that name (nothing written); RR_ENOENT when the directory is gone;
+ * a manifest of that name with the same content (its chunks may have been written again to
+ * renew their age); RR_EPRECOND when it holds one with other content, another writer's
+ * (logged: this checkpoint is not stored); RR_ENOENT when the directory is gone;
  * RR_ECANCELED; or the store's error (the store then has no manifest for it, so the
  * previous checkpoint stays the newest committed one). */
 int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *name,
