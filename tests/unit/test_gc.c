@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "rr/catalog.h"
 #include "rr/clock.h"
@@ -294,6 +295,7 @@ struct s_hook {
 	int gc_rc;
 	char *manifest;
 	const char *manifest_name;
+	char doomed_key[RR_KEY_MAX];
 };
 
 static void s_hook_fire(struct s_hook *h, const char *key, const char *match)
@@ -495,7 +497,51 @@ static void test_gc_deletes_no_chunk_when_a_manifest_appears_during_its_run(void
 	s_teardown(&r);
 }
 
+/* Lets time pass (so the persist has outlasted half of a tiny grace), then deletes
+ * doomed_key if set: another machine's retention removing a chunk the persist named. */
+static void s_hook_slow_delete(struct s_hook *h)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = 20 * 1000000 };
+	nanosleep(&ts, NULL);
+	if (h->doomed_key[0])
+		CU_ASSERT_EQUAL(rr_store_del(h->inner, h->doomed_key), 0);
+}
+
+/* A persist that outlasted half the grace lists the chunks again before its manifest: a
+ * chunk it named that was deleted meanwhile fails it (no manifest naming a missing chunk);
+ * with nothing deleted it commits. */
+static void test_gc_long_persist_checks_its_chunks_before_the_manifest(void)
+{
+	for (int del = 1; del >= 0; del--) {
+		struct s_run r;
+		struct s_hook h;
+		struct rr_persist_opts o = fx_opts();
+		struct rr_persist_stats ps;
+		char key[RR_KEY_MAX], *d;
+
+		s_setup(&r, 0); /* every chunk old: written again, the hook's one included */
+		d = fx_ckpt(&r.f, "step-6");
+		fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
+		fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644); /* written last */
+		free(d);
+		s_hook_init(&h, r.f.s, s_hook_slow_delete);
+		CU_ASSERT_EQUAL_FATAL(rr_key_chunk(key, FX_RUN, r.own[1]), 0);
+		h.put_match = key;
+		if (del)
+			CU_ASSERT_EQUAL_FATAL(rr_key_chunk(h.doomed_key, FX_RUN, r.shared), 0);
+		o.threads = 1; /* files in path order: the tokenizer's chunk is written first */
+		o.gc_grace_ms = 4; /* everything stored is "old"; 20 ms is past half of it */
+		CU_ASSERT_EQUAL(rr_persist_checkpoint(&h.base, r.f.ckpt_dir, "step-6", 6000, &o,
+						      NULL, &ps), del ? RR_EPRECOND : 0);
+		CU_ASSERT_EQUAL(h.fired, 1);
+		CU_ASSERT_EQUAL(s_has(&r, 6), !del);
+		s_teardown(&r);
+	}
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "gc_long_persist_checks_its_chunks_before_the_manifest",
+	  test_gc_long_persist_checks_its_chunks_before_the_manifest },
 	{ "gc_handover_keeps_old_chunks_a_new_manifest_deduplicated",
 	  test_gc_handover_keeps_old_chunks_a_new_manifest_deduplicated },
 	{ "gc_persist_relies_on_recent_chunks_without_rewriting_them",
