@@ -63,21 +63,25 @@ struct s_stored {
  * Deduplicating against a chunk another writer (or an earlier checkpoint) stored is safe
  * only while no gc deletes it before our manifest names it. gc deletes a chunk that no
  * manifest it read names, and only once its mtime is older than the grace period (default
- * 1 h). So a stored chunk counts as present only if it was written within the last half of
- * the grace period (fresh_after); an older one is written again, which renews its mtime (a
- * PUT of the same content-addressed bytes: nothing else changes). Then every chunk our
- * manifest names is at most grace/2 old when we decide to rely on it, and a persist that
- * writes its manifest within the other half (a check in rr_persist_checkpoint makes sure)
- * names only chunks that no gc could have found old enough; gc's own re-listing of
- * manifests (gc.c) covers a manifest that lands during its run. Why a re-PUT and not a
- * claim object or a server-side copy: the store interface has put/get/list/del on every
- * backend, a claim would need every gc to read every writer's claims (and still race), and
- * the cost is bounded: an unchanged chunk (a frozen layer) is uploaded again at most once
- * per grace/2, by whichever writer next needs it. */
+ * 1 h). So a stored chunk counts as present only if it is younger than the grace minus a
+ * margin (fresh_after); an older one is written again, which renews its mtime (a PUT of the
+ * same content-addressed bytes: nothing else changes). A persist that writes its manifest
+ * within the margin (a check in rr_persist_checkpoint makes sure) then names only chunks
+ * that no gc could have found old enough; gc's own re-listing of manifests (gc.c) covers a
+ * manifest that lands during its run. The margin is half the grace for routine persists and
+ * S_URGENT_MARGIN_MS for a notice's, so that a notice's checkpoint, racing its deadline,
+ * re-uploads nothing the routine ones renewed recently. Why a re-PUT and not a claim object
+ * or a server-side copy: the store interface has put/get/list/del on every backend, a claim
+ * would need every gc to read every writer's claims (and still race), and the cost is
+ * bounded: an unchanged chunk (a frozen layer) is uploaded again at most once per grace/2,
+ * by whichever writer next needs it. */
+#define S_URGENT_MARGIN_MS (10 * 60 * 1000) /* far beyond any cloud's notice window */
 struct s_known {
 	struct s_stored *sha;
 	size_t n, cap;
 	int64_t fresh_after; /* wall ms: chunks written before it are written again */
+	int64_t margin_ms;   /* time the persist may take from the listing to its manifest */
+	int64_t listed_ms;   /* wall ms of the listing */
 	/* Chunks this persist has claimed to write (a hash table: identical segments within one
 	 * checkpoint are written once). */
 	pthread_mutex_t lock;
@@ -135,13 +139,18 @@ static int s_cmp_sha(const void *a, const void *b)
 	return memcmp(a, b, RR_SHA256_HEX_LEN);
 }
 
+/* Lists the run's chunks. gc_grace_ms 0: no gc runs, every stored chunk is relied on. */
 static int s_known_load(struct rr_store *s, const char *run_id, int64_t gc_grace_ms,
-			struct s_known *k)
+			int urgent, struct s_known *k)
 {
 	char key[RR_KEY_MAX];
 	int rc = rr_key_chunks_prefix(key, run_id);
 
-	k->fresh_after = gc_grace_ms > 0 ? rr_wall_ms() - gc_grace_ms / 2 : INT64_MIN;
+	k->listed_ms = rr_wall_ms();
+	k->margin_ms = gc_grace_ms / 2;
+	if (urgent && k->margin_ms > S_URGENT_MARGIN_MS)
+		k->margin_ms = S_URGENT_MARGIN_MS;
+	k->fresh_after = gc_grace_ms > 0 ? k->listed_ms - (gc_grace_ms - k->margin_ms) : INT64_MIN;
 	if (!rc)
 		rc = rr_store_list(s, key, s_on_known_chunk, k);
 	if (!rc && k->n)
@@ -684,7 +693,7 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 	return 0;
 }
 
-/* A persist that took longer than half the gc grace since it listed the store's chunks may
+/* A persist that took longer than its margin since it listed the store's chunks may
  * name chunks that a gc (of another machine) has since found old and unreferenced: list
  * them again and refuse to write a manifest that names a missing one. Faster persists need
  * no check (struct s_known says why). */
@@ -693,10 +702,9 @@ static int s_check_still_stored(struct s_job *j)
 	struct s_known now = { 0 };
 	int rc = 0;
 
-	if (j->opts->gc_grace_ms <= 0 ||
-	    rr_wall_ms() - j->known.fresh_after <= j->opts->gc_grace_ms)
+	if (j->opts->gc_grace_ms <= 0 || rr_wall_ms() - j->known.listed_ms <= j->known.margin_ms)
 		return 0;
-	rc = s_known_load(j->store, j->opts->run_id, 0, &now);
+	rc = s_known_load(j->store, j->opts->run_id, 0, 0, &now);
 	for (size_t f = 0; !rc && f < j->m->nfiles; f++) {
 		const struct rr_file_entry *fe = &j->m->files[f];
 		for (size_t g = 0; !rc && g < fe->nsegs; g++)
@@ -892,7 +900,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		rc = s_reuse_init(&j.reuse, theirs ? theirs : opts->previous);
 	j.dry = theirs != NULL;
 	if (!rc)
-		rc = s_known_load(s, opts->run_id, opts->gc_grace_ms, &j.known);
+		rc = s_known_load(s, opts->run_id, opts->gc_grace_ms, opts->urgent, &j.known);
 	if (!rc)
 		rc = s_claims_init(&j.known, j.ntasks);
 	if (!rc)

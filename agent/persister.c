@@ -206,6 +206,7 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 		.threads = p->cfg.threads, .previous = p->previous, .cancel = &p->cancel,
 		.precision = p->cfg.precision, .exact_globs = p->cfg.exact_globs,
 		.n_exact_globs = p->cfg.n_exact_globs, .gc_grace_ms = p->cfg.gc_grace_ms,
+		.urgent = urgent,
 	};
 	struct rr_persist_result r = { .urgent = urgent };
 	struct rr_manifest *m = NULL, *written;

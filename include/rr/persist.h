@@ -22,9 +22,11 @@ struct rr_persist_opts {
 					     * since this manifest reuse its chunks */
 	const atomic_int *cancel;         /* non-zero: stop soon with RR_ECANCELED */
 	int64_t gc_grace_ms;                /* the store's gc grace (0: no gc runs): a chunk
-					     * already stored but older than half of it is
+					     * already stored but older than half of it (for
+					     * an urgent persist: all but 10 min of it) is
 					     * written again instead of deduplicated, see
 					     * persist.c */
+	int urgent;                         /* a notice's checkpoint */
 };
 
 struct rr_persist_stats {

@@ -447,6 +447,32 @@ static void test_gc_persist_relies_on_recent_chunks_without_rewriting_them(void)
 	s_teardown(&r);
 }
 
+/* A notice's checkpoint, racing its deadline, relies on chunks up to 50 min old (grace
+ * 1 h less its 10 min margin) that a routine persist would upload again. */
+static void test_gc_urgent_persist_relies_on_older_chunks_than_a_routine_one(void)
+{
+	for (int urgent = 1; urgent >= 0; urgent--) {
+		struct s_run r;
+		struct rr_persist_opts o = fx_opts();
+		struct rr_persist_stats ps;
+		char *d;
+
+		s_setup(&r, 0);
+		s_age_chunks(&r, 40 * 60 * 1000);
+		d = fx_ckpt(&r.f, "step-6");
+		fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
+		fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644);
+		free(d);
+		o.previous = r.m[5];
+		o.gc_grace_ms = S_HOUR_MS;
+		o.urgent = urgent;
+		CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(r.f.s, r.f.ckpt_dir, "step-6", 6000, &o,
+							    NULL, &ps), 0);
+		CU_ASSERT_EQUAL(ps.refreshed_chunks, urgent ? 0 : 2);
+		s_teardown(&r);
+	}
+}
+
 static struct s_run *s_inject_run;
 
 static void s_hook_inject(struct s_hook *h)
@@ -540,6 +566,8 @@ static void test_gc_long_persist_checks_its_chunks_before_the_manifest(void)
 }
 
 static CU_TestInfo s_tests[] = {
+	{ "gc_urgent_persist_relies_on_older_chunks_than_a_routine_one",
+	  test_gc_urgent_persist_relies_on_older_chunks_than_a_routine_one },
 	{ "gc_long_persist_checks_its_chunks_before_the_manifest",
 	  test_gc_long_persist_checks_its_chunks_before_the_manifest },
 	{ "gc_handover_keeps_old_chunks_a_new_manifest_deduplicated",
