@@ -153,8 +153,8 @@ run_rr "$d/m1.log" --checkpoint-dir "$d/ckpt1" -- "$PY" "$GATED" --gate "$d/gate
 expect_eq "$RC" 0 "stray: first machine"
 expect_grep "persisted step-9999999999" "$d/m1.log" "stray: the far-future name is stored"
 
-( wait_for 60 grep -q "trainer a: committed step-11" "$d/m2.log" &&
-	wait_for 60 grep -q "persisted step-11" "$d/m2.log" && touch "$d/NOTICE" ) &
+( wait_for 60 grep -qs "trainer a: committed step-11" "$d/m2.log" &&
+	wait_for 60 grep -qs "persisted step-11" "$d/m2.log" && touch "$d/NOTICE" ) &
 notice_pid=$!
 touch "$d/gate2/commit-step-10" "$d/gate2/commit-step-11"
 run_rr "$d/m2.log" --checkpoint-dir "$d/ckpt2" --notice-file "$d/NOTICE" -- \
