@@ -102,7 +102,7 @@ void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms)
 	s->deadline_mono_ms = deadline_mono_ms;
 }
 
-void rr_store_set_cancel(struct rr_store *s, const volatile int *flag)
+void rr_store_set_cancel(struct rr_store *s, const atomic_int *flag)
 {
 	s->cancel = flag;
 }

@@ -131,7 +131,7 @@ static void s_finish_request(struct s_s3 *s3, const struct s_req *q, struct s_si
  * end. */
 static int s_may_send(struct s_s3 *s3, const struct s_req *q)
 {
-	const volatile int *cancel = s3->base.cancel;
+	const atomic_int *cancel = s3->base.cancel;
 	long long deadline = s3->base.deadline_mono_ms;
 	const char *what = q->key ? q->key : "the bucket listing";
 
@@ -316,7 +316,7 @@ static int s_judge(struct s_s3 *s3, const struct s_req *q, const struct s_signed
  * s_may_send then fails). */
 static void s_sleep_ms(const struct s_s3 *s3, int64_t ms)
 {
-	const volatile int *cancel = s3->base.cancel;
+	const atomic_int *cancel = s3->base.cancel;
 	int64_t end = rr_mono_ms() + ms, left;
 
 	while ((left = end - rr_mono_ms()) > 0 && !(cancel && *cancel)) {

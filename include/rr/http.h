@@ -10,6 +10,7 @@
 #ifndef RR_HTTP_H
 #define RR_HTTP_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,7 +57,7 @@ struct rr_http_request {
 	long timeout_ms;      /* whole-transfer limit; 0: none beyond the stall timeout */
 	/* Nonzero while the transfer runs: it stops within ~100 ms with RR_ECANCELED (a
 	 * hanging GET cut short at shutdown). May be NULL. */
-	const volatile int *cancel;
+	const atomic_int *cancel;
 	/* Nonzero: no stall timeout (a hanging GET that legitimately sends nothing for a
 	 * minute); timeout_ms then bounds the transfer. */
 	int may_idle;

@@ -4,6 +4,7 @@
 #ifndef RR_STORE_H
 #define RR_STORE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,7 +63,7 @@ struct rr_store {
 	/* While *cancel is nonzero, remote backends end requests in flight (within ~100 ms)
 	 * and send no more, failing with RR_ECANCELED: a routine persist on a slow link steps
 	 * aside at once for a notice's checkpoint. NULL: never. */
-	const volatile int *_Atomic cancel;
+	const atomic_int *_Atomic cancel;
 };
 
 /* Options for remote backends (all may be NULL/0 for the defaults). */
@@ -88,7 +89,7 @@ void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms);
 
 /* Sets (or with NULL clears) the flag that cancels this store's requests while nonzero
  * (see struct rr_store). The flag must outlive its use here: clear it before freeing it. */
-void rr_store_set_cancel(struct rr_store *s, const volatile int *flag);
+void rr_store_set_cancel(struct rr_store *s, const atomic_int *flag);
 
 /* The reason for the last failed store call on this thread when its backend gave one
  * (e.g. "S3 said 403 SignatureDoesNotMatch: ..."), else rr_strerror(rc). Static storage

@@ -27,6 +27,7 @@ const server = new S3rver({
   silent: !process.env.S3RVER_VERBOSE, // S3RVER_VERBOSE=1: log every request and stored part
   configureBuckets: buckets.map((name) => ({ name })),
 });
+require('./conditional')(server); // If-None-Match / If-Match on PUT, as real S3
 server.run().then(
   (info) => console.log(`ready ${info.port}`),
   (err) => { console.error(`s3rver: ${err.message}`); process.exit(1); });

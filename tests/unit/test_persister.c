@@ -79,7 +79,7 @@ struct s_gate {
 
 static int s_gate_canceled(const struct s_gate *g)
 {
-	const volatile int *flag = g->base.cancel;
+	const atomic_int *flag = g->base.cancel;
 	return g->honour_cancel && flag && *flag;
 }
 
@@ -764,7 +764,60 @@ static void test_persister_destroy_after_work_is_clean(void)
 	s_teardown(&e);
 }
 
+/* A stray far-future name restored from the store (the baseline) must not make later
+ * commits "not newer": they are persisted by commit time, the notice's (urgent) one too,
+ * while LATEST, which orders by step number, stays where it is. */
+static void test_persister_persists_commits_after_far_future_name(void)
+{
+	struct s_env e;
+	struct rr_manifest *stray = NULL;
+	const struct rr_persist_result *r;
+	char latest[256], key[RR_KEY_MAX];
+	struct rr_buf b;
+
+	memset(&e, 0, sizeof(e));
+	fx_init(&e.f);
+	s_make(&e, "step-9999999999", 1);
+	s_make(&e, "step-200", 2);
+	s_make(&e, "step-300", 3);
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&e.f, "step-9999999999", 1000, NULL, &stray, NULL), 0);
+	rr_buf_init(&b, 64 * 1024);
+	CU_ASSERT_EQUAL_FATAL(rr_latest_to_json("step-9999999999", 1000, "other-host", &b), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_key_latest(key, FX_RUN), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_store_put(e.f.s, key, b.data, b.len, NULL, NULL), 0);
+	rr_buf_free(&b);
+	s_start(&e, 3, stray); /* taken over */
+
+	rr_persister_submit(e.p, "step-200", 2000, 0);
+	r = s_result(&e, "step-200");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-200"));
+	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
+
+	rr_persister_submit(e.p, "step-300", 3000, 1);
+	r = s_result(&e, "step-300");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_EQUAL(r->urgent, 1);
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-300"));
+	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
+
+	/* Still not persisted twice, nor anything older by both name and time. */
+	e.nres = 0;
+	rr_persister_submit(e.p, "step-300", 3000, 0);
+	rr_persister_submit(e.p, "step-200", 2000, 0);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	s_collect(&e);
+	CU_ASSERT_EQUAL(e.nres, 0);
+	s_latest(&e, latest, sizeof(latest));
+	CU_ASSERT_STRING_EQUAL(latest, "step-9999999999"); /* orders by step number */
+	s_teardown(&e);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "persister_persists_commits_after_far_future_name",
+	  test_persister_persists_commits_after_far_future_name },
 	{ "persister_persists_submitted_checkpoint", test_persister_persists_submitted_checkpoint },
 	{ "persister_urgent_submission_is_reported_urgent",
 	  test_persister_urgent_submission_is_reported_urgent },

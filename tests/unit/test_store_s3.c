@@ -1340,7 +1340,7 @@ struct s_canceller {
 	struct fx_server *srv;
 	const char *method;
 	const char *prefix;
-	volatile int *flag;
+	atomic_int *flag;
 };
 
 /* Sets the flag once the server has received a matching request (it is then in flight). */
@@ -1358,7 +1358,7 @@ static void *s_cancel_when_seen(void *arg)
  * returns the put's result. Without a working cancel the put outlives the alarm. */
 static int s_put_canceled_in_flight(struct s_env *e, const char *key, size_t len)
 {
-	static volatile int flag;
+	static atomic_int flag;
 	unsigned char *data = s_pattern(len, 7);
 	struct s_canceller c = { &e->srv, "PUT", "/bkt/pre/fix/", &flag };
 	pthread_t th;
@@ -1416,7 +1416,7 @@ static void test_cancel_ends_the_wait_between_retries(void)
 
 static void test_a_canceled_store_sends_nothing(void)
 {
-	static volatile int flag = 1;
+	static atomic_int flag = 1;
 	struct rr_buf b;
 	struct s_env e;
 
