@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@
 #define HANDLER_RETRY_MS 100
 #define NOTICE_FILE_POLL_MS 200
 #define RESTART_BACKOFF_MAX_MS 30000
+#define LEFTOVER_GRACE_MS 2000 /* SIGTERM to SIGKILL for the trainer's leftovers at exit */
+#define LEFTOVER_POLL_MS 20
 
 extern char **environ;
 
@@ -51,6 +54,7 @@ struct s_run {
 
 	/* trainer */
 	pid_t child;
+	pid_t pgid;         /* the trainer's process group, kept after the trainer is reaped */
 	int child_exited, child_status;
 	unsigned attempt, restarts;
 	int64_t restart_at; /* monotonic ms; 0: none */
@@ -167,9 +171,55 @@ static int s_launch(struct s_run *r)
 		return rc == RR_ENOENT ? 127 : 126;
 	}
 	r->child_exited = 0;
+	r->pgid = r->child;
 	rr_info("started %s (pid %d, attempt %u)%s%s", r->cfg->argv[0], (int)r->child, r->attempt,
 		r->newest[0] ? ", resuming from " : "", r->newest);
 	return 0;
+}
+
+/* ---- the trainer's leftovers ---- */
+
+/* Background processes of a trainer that has exited (its group, and orphans that left it:
+ * as a subreaper they are all our descendants) would otherwise outlive it: into the next
+ * attempt, which then finds a stale worker holding the GPU, or past the agent. */
+static void s_signal_leftovers(struct s_run *r, int sig)
+{
+	int n = rr_supervisor_signal_descendants(r->pgid, sig);
+
+	if (n > 0)
+		rr_info("%d process%s of the trainer still running; sent SIG%s", n,
+			n == 1 ? "" : "es", rr_signal_name(sig));
+	else if (n < 0)
+		rr_warn("cannot look for the trainer's leftover processes: %s", rr_strerror(n));
+}
+
+/* At the agent's exit: SIGTERM, a short grace reaping them, then SIGKILL. */
+static void s_end_leftovers(struct s_run *r)
+{
+	int64_t until;
+
+	if (rr_supervisor_signal_descendants(r->pgid, 0) <= 0)
+		return;
+	s_signal_leftovers(r, SIGTERM);
+	until = rr_mono_ms() + LEFTOVER_GRACE_MS;
+	for (;;) {
+		rr_supervisor_reap(0, NULL, NULL);
+		if (rr_supervisor_signal_descendants(r->pgid, 0) <= 0)
+			return;
+		if (rr_mono_ms() >= until)
+			break;
+		poll(NULL, 0, LEFTOVER_POLL_MS);
+	}
+	s_signal_leftovers(r, SIGKILL);
+	/* SIGKILL cannot be refused; the bound only guards against a process stuck in the
+	 * kernel (D state), which no signal ends and the agent must not wait on forever. */
+	until = rr_mono_ms() + LEFTOVER_GRACE_MS;
+	do {
+		rr_supervisor_reap(0, NULL, NULL);
+		if (rr_supervisor_signal_descendants(r->pgid, 0) <= 0)
+			return;
+		poll(NULL, 0, LEFTOVER_POLL_MS);
+	} while (rr_mono_ms() < until);
 }
 
 /* ---- notices ---- */
@@ -428,6 +478,9 @@ static void s_on_child_exit(struct s_run *r)
 		r->exit_code = code;
 		return;
 	}
+	/* What the failed attempt left running goes now; what still runs at the restart is
+	 * killed then. */
+	s_signal_leftovers(r, SIGTERM);
 	r->restarts++;
 	r->attempt++;
 	int64_t delay = 1000LL << (r->restarts - 1 < 5 ? r->restarts - 1 : 5);
@@ -588,6 +641,8 @@ static int s_loop(struct s_run *r)
 			s_forward_term(r, "deadline reached before the checkpoint was durable");
 		if (r->restart_at && now >= r->restart_at && !r->finishing) {
 			r->restart_at = 0;
+			s_signal_leftovers(r, SIGKILL);
+			rr_supervisor_reap(0, NULL, NULL);
 			int rc = s_launch(r);
 			if (rc) {
 				r->finishing = 1;
@@ -609,7 +664,9 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 
 	*baseline = NULL;
 	rc = rr_catalog_load(r->store, r->cfg->run_id, &c);
-	if (rc) {
+	if (rc && r->store->cancel) {
+		return EXIT_AGENT_ERROR; /* stopped by a signal; the caller says so */
+	} else if (rc) {
 		rr_error("cannot read run '%s' in store %s: %s", r->cfg->run_id, r->store->url,
 			 rr_store_strerror(rc));
 		return EXIT_AGENT_ERROR;
@@ -622,7 +679,10 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 	}
 	rc = rr_restore_newest(r->store, r->cfg->run_id, c, r->ckpt_dir, r->cfg->threads, name,
 			       sizeof(name), &st);
-	if (rc) {
+	if (rc && r->store->cancel) {
+		rr_catalog_destroy(c);
+		return EXIT_AGENT_ERROR;
+	} else if (rc) {
 		rr_error("no checkpoint of run '%s' could be restored (%s); not starting from "
 			 "scratch over them (use another --run-id for a fresh start)",
 			 r->cfg->run_id, rr_strerror(rc));
@@ -657,6 +717,74 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 	return 0;
 }
 
+/* Signals during the start-up restore, which runs on this thread: a thread of its own reads
+ * the signalfd meanwhile, and SIGINT/SIGTERM cancel the store, so a long restore ends at
+ * Ctrl-C or `docker stop` instead of running to its end and starting the trainer anyway. */
+struct s_restore_guard {
+	struct s_run *r;
+	int stop[2];
+	pthread_t tid;
+	int running;
+	volatile int sig; /* the SIGINT/SIGTERM that stopped the restore, or 0 */
+};
+
+static void *s_guard_main(void *arg)
+{
+	struct s_restore_guard *g = arg;
+	struct pollfd fds[2] = { { .fd = g->r->sfd, .events = POLLIN },
+				 { .fd = g->stop[0], .events = POLLIN } };
+
+	for (;;) {
+		struct signalfd_siginfo si;
+
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents)
+			break;
+		while (read(g->r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			int sig = (int)si.ssi_signo;
+			if ((sig == SIGINT || sig == SIGTERM) && !g->sig) {
+				g->sig = sig;
+				rr_info("SIG%s during the restore: stopping it; the trainer will not "
+					"be started", rr_signal_name(sig));
+				rr_store_cancel(g->r->store);
+			} else if (sig == SIGCHLD) {
+				rr_supervisor_reap(0, NULL, NULL); /* as PID 1: orphans from before us */
+			}
+		}
+	}
+	return NULL;
+}
+
+static int s_guard_start(struct s_restore_guard *g, struct s_run *r)
+{
+	memset(g, 0, sizeof(*g));
+	g->r = r;
+	if (pipe2(g->stop, O_CLOEXEC) != 0)
+		return rr_error_from_errno(errno);
+	if (pthread_create(&g->tid, NULL, s_guard_main, g) != 0) {
+		close(g->stop[0]);
+		close(g->stop[1]);
+		return RR_ENOMEM;
+	}
+	g->running = 1;
+	return 0;
+}
+
+/* Returns the signal that stopped the restore, or 0. */
+static int s_guard_stop(struct s_restore_guard *g)
+{
+	if (!g->running)
+		return 0;
+	while (write(g->stop[1], "x", 1) < 0 && errno == EINTR)
+		;
+	pthread_join(g->tid, NULL);
+	close(g->stop[0]);
+	close(g->stop[1]);
+	g->running = 0;
+	return g->sig;
+}
+
 /* Blocks every signal the loop handles (it reads them from a signalfd, tini-style: no
  * handlers). Synchronous faults stay unblocked. */
 static int s_signals_setup(void)
@@ -688,6 +816,10 @@ int rr_run(const struct rr_config *cfg)
 			 rc == RR_ENOENT ? "command not found" : "permission denied");
 		return rc == RR_ENOENT ? 127 : 126;
 	}
+	/* Before any credential is read. */
+	rc = rr_supervisor_protect_secrets();
+	if (rc)
+		rr_warn("cannot keep the agent's memory out of core dumps: %s", rr_strerror(rc));
 	/* Threads created from here on (the persister's) inherit the blocked mask. */
 	r.sfd = s_signals_setup();
 	if (r.sfd < 0) {
@@ -725,8 +857,29 @@ int rr_run(const struct rr_config *cfg)
 			goto out;
 		}
 	}
-	if (s_restore_at_start(&r, &baseline) != 0)
-		goto out;
+	{
+		struct s_restore_guard g;
+		int failed, sig;
+
+		rc = s_guard_start(&g, &r);
+		if (rc) {
+			rr_error("cannot watch signals during the restore: %s", rr_strerror(rc));
+			goto out;
+		}
+		failed = s_restore_at_start(&r, &baseline) != 0;
+		sig = s_guard_stop(&g);
+		if (sig) {
+			/* Whatever the restore got to, nothing half-restored stays: the final
+			 * name only ever holds a complete checkpoint (agent/restore.c). */
+			rr_info("leaving on SIG%s before the trainer started", rr_signal_name(sig));
+			rr_manifest_destroy(baseline);
+			baseline = NULL;
+			code = 128 + sig;
+			goto out;
+		}
+		if (failed)
+			goto out;
+	}
 
 	pc = (struct rr_persister_config){
 		.store = r.store, .run_id = cfg->run_id, .checkpoint_dir = r.ckpt_dir,
@@ -751,6 +904,7 @@ int rr_run(const struct rr_config *cfg)
 	if (code == 0)
 		code = s_loop(&r);
 out:
+	s_end_leftovers(&r);
 	if (r.restore_event && r.persister)
 		s_flush_restore_event(&r, 1);
 	cJSON_Delete(r.restore_event);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "rr/clock.h"
 #include "rr/error.h"
 #include "rr/store.h"
 #include "rr/store_s3.h"
@@ -95,6 +96,13 @@ void rr_store_destroy(struct rr_store *s)
 {
 	if (s)
 		s->vt->destroy(s);
+}
+
+void rr_store_cancel(struct rr_store *s)
+{
+	s->cancel = 1;
+	/* No retry fits before "now", so none is started. */
+	s->deadline_mono_ms = rr_mono_ms();
 }
 
 void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms)

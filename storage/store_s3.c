@@ -113,6 +113,7 @@ static void s_finish_request(struct s_s3 *s3, const struct s_req *q, struct s_si
 		.method = q->method, .url = (const char *)p->url.data, .headers = p->headers,
 		.nheaders = n, .body = q->body_len ? q->body : NULL, .body_len = q->body_len,
 		.response_max = q->response_max ? q->response_max : (1u << 20),
+		.cancel = &s3->base.cancel,
 	};
 	if (strcmp(q->method, "POST") == 0 && !q->body_len)
 		p->http.body = ""; /* an empty body, sent with Content-Length: 0 */

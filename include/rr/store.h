@@ -59,6 +59,10 @@ struct rr_store {
 	/* CLOCK_MONOTONIC ms by which a notice needs the store's work done, 0 for none:
 	 * remote backends stop retrying when a retry could not finish before it. */
 	_Atomic long long deadline_mono_ms;
+	/* Non-zero (rr_store_cancel): remote requests in flight stop within about a second
+	 * and retries end; callers that loop over many calls (restore) check it between
+	 * them. Set from another thread, never cleared. */
+	volatile int cancel;
 };
 
 /* Options for remote backends (all may be NULL/0 for the defaults). */
@@ -77,6 +81,10 @@ struct rr_store_opts {
  * build lacks, or the backend's error; rr_store_strerror(rc) then says why. */
 int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_store **out);
 void rr_store_destroy(struct rr_store *s);
+
+/* Stops the store's work for good: the agent is leaving (a signal during its start-up
+ * restore). Safe to call from any thread while others use the store. */
+void rr_store_cancel(struct rr_store *s);
 
 /* Sets (or with 0 clears) the deadline remote backends bound their retries by. */
 void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms);
