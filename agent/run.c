@@ -105,6 +105,16 @@ static int s_setenv(char **env, size_t *n, const char *name, const char *value)
 	return 0;
 }
 
+/* What --trainer-env strip keeps from the trainer: the variables that hold (or lead straight
+ * to) the credentials the agent uses for its store (README "Command line" lists them). */
+static const char *const s_credential_vars[] = {
+	"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=",
+	"AWS_SECURITY_TOKEN=", "AWS_CONTAINER_AUTHORIZATION_TOKEN=",
+	"AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=",
+	"AWS_CONTAINER_CREDENTIALS_FULL_URI=", "AWS_WEB_IDENTITY_TOKEN_FILE=", "AWS_ROLE_ARN=",
+	"GOOGLE_APPLICATION_CREDENTIALS=", "RESUME_RUN_ENCRYPTION_KEY_FILE=",
+};
+
 /* The agent's environment minus RESUME_RUN_* trainer variables, plus ours (DESIGN §2).
  * Built before fork: the child only calls execve. */
 static char **s_build_env(const struct s_run *r)
@@ -125,6 +135,10 @@ static char **s_build_env(const struct s_run *r)
 		int skip = 0;
 		for (size_t k = 0; k < sizeof(ours) / sizeof(ours[0]); k++)
 			skip |= strncmp(environ[i], ours[k], strlen(ours[k])) == 0;
+		if (r->cfg->strip_trainer_env)
+			for (size_t k = 0; k < sizeof(s_credential_vars) / sizeof(s_credential_vars[0]); k++)
+				skip |= strncmp(environ[i], s_credential_vars[k],
+						strlen(s_credential_vars[k])) == 0;
 		if (!skip && !(env[n++] = strdup(environ[i])))
 			rc = RR_ENOMEM;
 	}
