@@ -17,6 +17,7 @@
 #include "rr/aws_profile.h"
 #include "rr/clock.h"
 #include "rr/gcs_auth.h"
+#include "rr/loopback.h"
 #include "rr/error.h"
 #include "rr/hash.h"
 #include "rr/http.h"
@@ -1306,6 +1307,16 @@ int rr_store_gcs_new(const char *rest, const struct rr_store_opts *opts, struct 
 		rc = rr_http_new(&(struct rr_http_opts){ 0 }, &s3->http);
 	if (rc)
 		goto fail;
+	/* A bearer token is the credential itself, readable by anyone on the path: over plain
+	 * http only to this machine (an emulator), never across a network. (HMAC requests
+	 * carry a signature, not the secret.) */
+	if (!opts->gcs_hmac && strcmp(s3->scheme, "http") == 0 &&
+	    !rr_url_host_is_loopback(s3->host)) {
+		rc = rr_store_fail(RR_EINVAL, "refusing to send a Google OAuth token over plain http "
+				   "to %s (STORAGE_EMULATOR_HOST): use https://, an emulator on "
+				   "127.0.0.1, or --gcs-hmac", s3->host);
+		goto fail;
+	}
 	if (opts->gcs_hmac) {
 		co = (struct rr_aws_creds_opts){ .http = s3->http, .region = s3->region };
 		rc = rr_aws_creds_new(&co, &s3->creds);
