@@ -469,12 +469,14 @@ static long s_parse_long(const char **p)
 	return v;
 }
 
-/* State, parent and process group of pid from /proc/PID/stat; RR_ENOENT when gone, RR_EIO
- * if malformed. comm (field 2) may hold spaces and ')', so fields are counted from the last
- * ')'. */
-static int s_proc_stat(pid_t pid, struct rr_buf *b, char *state, pid_t *ppid, pid_t *pgrp)
+/* State, parent, process group and start time (clock ticks since boot: with the pid, an
+ * identity no later process can share) of pid from /proc/PID/stat; RR_ENOENT when gone,
+ * RR_EIO if malformed. comm (field 2) may hold spaces and ')', so fields are counted from
+ * the last ')'. start may be NULL. */
+static int s_proc_stat(pid_t pid, struct rr_buf *b, char *state, pid_t *ppid, pid_t *pgrp,
+		       unsigned long long *start)
 {
-	char path[64];
+	char path[64], *end;
 	const char *p;
 	long pp, v;
 	int rc;
@@ -499,12 +501,27 @@ static int s_proc_stat(pid_t pid, struct rr_buf *b, char *state, pid_t *ppid, pi
 	if (ppid)
 		*ppid = (pid_t)pp;
 	*pgrp = (pid_t)v;
+	if (start) {
+		/* From field 5 (pgrp) on to field 22 (starttime). */
+		for (int field = 5; field < 22; field++) {
+			p = strchr(p, ' ');
+			if (!p)
+				return RR_EIO;
+			p++;
+		}
+		if (*p < '0' || *p > '9')
+			return RR_EIO;
+		errno = 0;
+		*start = strtoull(p, &end, 10);
+		if (errno || (*end != ' ' && *end != '\n' && *end != '\0'))
+			return RR_EIO;
+	}
 	return 0;
 }
 
 static int s_proc_pgrp(pid_t pid, struct rr_buf *b, pid_t *pgrp)
 {
-	return s_proc_stat(pid, b, NULL, NULL, pgrp);
+	return s_proc_stat(pid, b, NULL, NULL, pgrp, NULL);
 }
 
 /* A pidfd pins the process so a pid recycled between our checks and the kill cannot
@@ -583,6 +600,7 @@ int rr_supervisor_signal_handlers(pid_t pgid, int sig)
 
 struct s_proc {
 	pid_t pid, ppid, pgrp;
+	unsigned long long start;
 	char state;
 	int mine; /* a descendant of the agent */
 };
@@ -611,7 +629,7 @@ static int s_list_procs(struct s_proc **out, size_t *n_out)
 		if (pid <= 0 || *name != '\0')
 			continue;
 		p.pid = (pid_t)pid;
-		if (s_proc_stat(p.pid, &b, &p.state, &p.ppid, &p.pgrp) != 0)
+		if (s_proc_stat(p.pid, &b, &p.state, &p.ppid, &p.pgrp, &p.start) != 0)
 			continue; /* gone meanwhile */
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 256;
@@ -677,6 +695,9 @@ int rr_supervisor_signal_descendants(pid_t pgid, int sig)
 	if (group_alive && sig)
 		(void)kill(-pgid, sig);
 	for (i = 0; i < n; i++) {
+		unsigned long long start = 0;
+		pid_t ppid, pgrp;
+		char state = 0;
 		int pidfd;
 
 		if (!v[i].mine || v[i].state == 'Z' || v[i].state == 'X')
@@ -685,22 +706,14 @@ int rr_supervisor_signal_descendants(pid_t pgid, int sig)
 		if (!sig)
 			continue;
 		pidfd = s_pidfd_open(v[i].pid);
-		if (pidfd < 0 && errno == ESRCH) {
-			count--;
+		if (pidfd < 0 && errno == ESRCH)
 			continue;
-		}
-		/* Still the process we listed (same parent), now pinned by the pidfd: its
-		 * number was not handed to a stranger in between. */
-		{
-			pid_t ppid = 0, pgrp;
-			char state = 0;
-			if (s_proc_stat(v[i].pid, &b, &state, &ppid, &pgrp) != 0 ||
-			    ppid != v[i].ppid || state == 'Z') {
-				count--;
-			} else if (s_send(v[i].pid, pidfd, sig) != 0 && errno == ESRCH) {
-				count--;
-			}
-		}
+		/* Still the process we listed (same start time), now pinned by the pidfd: its
+		 * number was not handed to a stranger in between. (Its parent may have
+		 * changed: the group signal above can make it our orphan.) */
+		if (s_proc_stat(v[i].pid, &b, &state, &ppid, &pgrp, &start) == 0 &&
+		    start == v[i].start && state != 'Z' && state != 'X')
+			(void)s_send(v[i].pid, pidfd, sig);
 		if (pidfd >= 0)
 			close(pidfd);
 	}
