@@ -10,9 +10,13 @@
 
 LEFT_PIDS=()
 proxy_pid=
+# Only what still runs in our work directory: a pid that ended may be someone else's now.
 stop_all() {
-	local p
-	for p in "${LEFT_PIDS[@]}" $proxy_pid; do kill -9 "$p" 2>/dev/null || true; done
+	local p cwd
+	for p in "${LEFT_PIDS[@]}" $proxy_pid; do
+		cwd=$(readlink "/proc/$p/cwd" 2>/dev/null) || continue
+		case "$cwd" in "$W"|"$W"/*) kill -9 "$p" 2>/dev/null || true ;; esac
+	done
 }
 trap 's3_rc=$?; stop_all; stop_s3; (exit $s3_rc); cleanup' EXIT
 
@@ -93,6 +97,7 @@ for sig in INT TERM; do
 	touch STALL
 	STARTED_FILE="$W/started-$sig" "$RR_BIN" --store "s3://$S3_BUCKET/runs" -- sh started.sh > "restore-$sig.log" 2>&1 &
 	agent=$!
+	LEFT_PIDS+=("$agent")
 	more_stalls() { [ "$(grep -c '^stalled GET .*/chunks/' proxy.log || true)" -gt "$stalls" ]; }
 	wait_for 30 more_stalls || fail "SIG$sig: the restore never reached a chunk"
 	sleep 0.3
@@ -155,6 +160,7 @@ time.sleep(120)
 PY
 "$RR_BIN" --store "file://$W/s-orphan" --checkpoint-dir "$W/c-orphan" -- "$PY" orphan.py > orphan.log 2>&1 &
 agent=$!
+LEFT_PIDS+=("$agent")
 wait_for 20 test -s orphan.pid || fail "the orphan trainer did not start"
 tpid=$(cat orphan.pid)
 LEFT_PIDS+=("$tpid")
@@ -187,6 +193,7 @@ PY
 		--checkpoint-dir "$W/priv/c" -- "$PY" dump.py
 ) > dump.log 2>&1 &
 agent=$!
+LEFT_PIDS+=("$agent")
 wait_for 20 test -s "$W/priv/trainer-dump.txt" || fail "the dump trainer did not start: $(cat dump.log)"
 agent_uid=$(awk '/^Uid:/ {print $2}' /proc/$agent/status)
 expect_eq "$agent_uid" 65534 "the agent runs as nobody"
