@@ -189,6 +189,8 @@ PY
 (
 	cd "$W/priv"
 	ulimit -c 4096
+	# An ASan build would zero the core limit itself before main (disable_coredump).
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}disable_coredump=0"
 	exec setpriv --reuid=nobody --regid=nogroup --clear-groups "$RR_BIN" --store "file://$W/priv/s" \
 		--checkpoint-dir "$W/priv/c" -- "$PY" dump.py
 ) > dump.log 2>&1 &
