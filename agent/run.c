@@ -207,6 +207,23 @@ static void s_signal_leftovers(struct s_run *r, int sig)
 		rr_warn("cannot look for the trainer's leftover processes: %s", rr_strerror(n));
 }
 
+/* SIGKILL, again for any forked meanwhile, until none is left (reaping them) or bound_ms
+ * passed: a process stuck in the kernel (D state) ends with no signal, and the agent must
+ * not wait on it forever. */
+static void s_kill_leftovers(struct s_run *r, int64_t bound_ms)
+{
+	int64_t until = rr_mono_ms() + bound_ms;
+
+	s_signal_leftovers(r, SIGKILL);
+	do {
+		rr_supervisor_reap(0, NULL, NULL);
+		if (rr_supervisor_signal_descendants(r->pgid, 0) <= 0)
+			return;
+		(void)rr_supervisor_signal_descendants(r->pgid, SIGKILL);
+		poll(NULL, 0, LEFTOVER_POLL_MS);
+	} while (rr_mono_ms() < until);
+}
+
 /* At the agent's exit: SIGTERM, a short grace reaping them, then SIGKILL. */
 static void s_end_leftovers(struct s_run *r)
 {
@@ -224,16 +241,7 @@ static void s_end_leftovers(struct s_run *r)
 			break;
 		poll(NULL, 0, LEFTOVER_POLL_MS);
 	}
-	s_signal_leftovers(r, SIGKILL);
-	/* SIGKILL cannot be refused; the bound only guards against a process stuck in the
-	 * kernel (D state), which no signal ends and the agent must not wait on forever. */
-	until = rr_mono_ms() + LEFTOVER_GRACE_MS;
-	do {
-		rr_supervisor_reap(0, NULL, NULL);
-		if (rr_supervisor_signal_descendants(r->pgid, 0) <= 0)
-			return;
-		poll(NULL, 0, LEFTOVER_POLL_MS);
-	} while (rr_mono_ms() < until);
+	s_kill_leftovers(r, LEFTOVER_GRACE_MS);
 }
 
 /* ---- notices ---- */
@@ -655,8 +663,7 @@ static int s_loop(struct s_run *r)
 			s_forward_term(r, "deadline reached before the checkpoint was durable");
 		if (r->restart_at && now >= r->restart_at && !r->finishing) {
 			r->restart_at = 0;
-			s_signal_leftovers(r, SIGKILL);
-			rr_supervisor_reap(0, NULL, NULL);
+			s_kill_leftovers(r, LEFTOVER_GRACE_MS);
 			int rc = s_launch(r);
 			if (rc) {
 				r->finishing = 1;
