@@ -347,7 +347,7 @@ static int s_setup(struct s_transfer *t)
 	CURL *e = t->easy;
 	struct curl_slist *l;
 	struct rr_buf line;
-	size_t i;
+	size_t i, need;
 	int rc = 0;
 
 	if (!r->method || !r->url)
@@ -355,6 +355,17 @@ static int s_setup(struct s_transfer *t)
 	t->response_max = r->response_max ? r->response_max : S_DEFAULT_RESPONSE_MAX;
 	rr_buf_init(&t->header_raw, S_HEADERS_MAX);
 	rr_buf_init(&line, 16384);
+	/* Room for the longest line at once: a buffer grown by realloc would leave copies of
+	 * the lines before (an Authorization value) in freed memory, unwiped. */
+	for (i = 0, need = 0; i < r->nheaders; i++) {
+		size_t n = strlen(r->headers[i].name) + strlen(r->headers[i].value) + 4;
+		need = n > need ? n : need;
+	}
+	rc = rr_buf_reserve(&line, need);
+	if (rc) {
+		rr_buf_free(&line);
+		return rc;
+	}
 	/* No "Expect: 100-continue" round trip before a body. */
 	t->headers = curl_slist_append(NULL, "Expect:");
 	for (i = 0; t->headers && i < r->nheaders; i++) {
