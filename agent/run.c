@@ -806,6 +806,32 @@ static int s_guard_stop(struct s_restore_guard *g)
 	return g->sig;
 }
 
+/* The start-up restore with signals watched. 0 when the trainer may start; 128+N when
+ * signal N stopped it (whatever the restore got to, nothing half-restored stays: the final
+ * name only ever holds a complete checkpoint, see agent/restore.c); EXIT_AGENT_ERROR when
+ * it failed (said in the log). */
+static int s_restore_watched(struct s_run *r, struct rr_manifest **baseline)
+{
+	struct s_restore_guard g;
+	int failed, sig, rc;
+
+	*baseline = NULL;
+	rc = s_guard_start(&g, r);
+	if (rc) {
+		rr_error("cannot watch signals during the restore: %s", rr_strerror(rc));
+		return EXIT_AGENT_ERROR;
+	}
+	failed = s_restore_at_start(r, baseline) != 0;
+	sig = s_guard_stop(&g);
+	if (sig) {
+		rr_info("leaving on SIG%s before the trainer started", rr_signal_name(sig));
+		rr_manifest_destroy(*baseline);
+		*baseline = NULL;
+		return 128 + sig;
+	}
+	return failed ? EXIT_AGENT_ERROR : 0;
+}
+
 /* Blocks every signal the loop handles (it reads them from a signalfd, tini-style: no
  * handlers). Synchronous faults stay unblocked. */
 static int s_signals_setup(void)
@@ -878,28 +904,10 @@ int rr_run(const struct rr_config *cfg)
 			goto out;
 		}
 	}
-	{
-		struct s_restore_guard g;
-		int failed, sig;
-
-		rc = s_guard_start(&g, &r);
-		if (rc) {
-			rr_error("cannot watch signals during the restore: %s", rr_strerror(rc));
-			goto out;
-		}
-		failed = s_restore_at_start(&r, &baseline) != 0;
-		sig = s_guard_stop(&g);
-		if (sig) {
-			/* Whatever the restore got to, nothing half-restored stays: the final
-			 * name only ever holds a complete checkpoint (agent/restore.c). */
-			rr_info("leaving on SIG%s before the trainer started", rr_signal_name(sig));
-			rr_manifest_destroy(baseline);
-			baseline = NULL;
-			code = 128 + sig;
-			goto out;
-		}
-		if (failed)
-			goto out;
+	rc = s_restore_watched(&r, &baseline);
+	if (rc) {
+		code = rc;
+		goto out;
 	}
 
 	pc = (struct rr_persister_config){
