@@ -863,10 +863,6 @@ int rr_run(const struct rr_config *cfg)
 			 rc == RR_ENOENT ? "command not found" : "permission denied");
 		return rc == RR_ENOENT ? 127 : 126;
 	}
-	/* Before any credential is read. */
-	rc = rr_supervisor_protect_secrets();
-	if (rc)
-		rr_warn("cannot keep the agent's memory out of core dumps: %s", rr_strerror(rc));
 	/* Threads created from here on (the persister's) inherit the blocked mask. */
 	r.sfd = s_signals_setup();
 	if (r.sfd < 0) {

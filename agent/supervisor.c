@@ -147,7 +147,8 @@ int rr_supervisor_protect_secrets(void)
 	 * (not setuid) trainer its dumpable flag back, so its own core dumps still work. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
 		rc = rr_error_from_errno(errno);
-	if (getrlimit(RLIMIT_CORE, &s_core_limit) == 0) {
+	/* A second call must not take our own 0 for the limit the trainer gets back. */
+	if (s_core_limit_saved || getrlimit(RLIMIT_CORE, &s_core_limit) == 0) {
 		s_core_limit_saved = 1;
 		/* Only the soft limit: the hard one stays, so the child can raise its soft
 		 * limit back before exec without privilege. */
