@@ -685,8 +685,11 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 
 	*baseline = NULL;
 	rc = rr_catalog_load(r->store, r->cfg->run_id, &c);
-	if (rc && r->store->cancel) {
-		return EXIT_AGENT_ERROR; /* stopped by a signal; the caller says so */
+	if (r->store->cancel) {
+		/* Stopped by a signal (the caller says so): manifests it could not read are
+		 * not worth a warning each. */
+		rr_catalog_destroy(c);
+		return EXIT_AGENT_ERROR;
 	} else if (rc) {
 		rr_error("cannot read run '%s' in store %s: %s", r->cfg->run_id, r->store->url,
 			 rr_store_strerror(rc));
