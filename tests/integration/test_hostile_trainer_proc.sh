@@ -173,8 +173,17 @@ fi
 
 # --- 5. secrets: agent not dumpable, core limit 0; the trainer gets its own back ---
 if want 5; then
-chmod o+x "$W"
-mkdir -p "$W/priv" && chown nobody "$W/priv" && chmod 700 "$W/priv"
+# As root the owner of /proc/PID/* would be root either way: the agent runs as nobody then.
+mkdir -p "$W/priv"
+if [ "$(id -u)" = 0 ]; then
+	chmod o+x "$W"
+	chown nobody "$W/priv" && chmod 700 "$W/priv"
+	RUNAS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+	want_uid=65534
+else
+	RUNAS=()
+	want_uid=$(id -u)
+fi
 cat > "$W/priv/dump.py" <<'PY'
 import ctypes, os, time
 libc = ctypes.CDLL(None)
@@ -191,14 +200,14 @@ PY
 	ulimit -c 4096
 	# An ASan build would zero the core limit itself before main (disable_coredump).
 	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}disable_coredump=0"
-	exec setpriv --reuid=nobody --regid=nogroup --clear-groups "$RR_BIN" --store "file://$W/priv/s" \
+	exec "${RUNAS[@]}" "$RR_BIN" --store "file://$W/priv/s" \
 		--checkpoint-dir "$W/priv/c" -- "$PY" dump.py
 ) > dump.log 2>&1 &
 agent=$!
 LEFT_PIDS+=("$agent")
 wait_for 20 test -s "$W/priv/trainer-dump.txt" || fail "the dump trainer did not start: $(cat dump.log)"
 agent_uid=$(awk '/^Uid:/ {print $2}' /proc/$agent/status)
-expect_eq "$agent_uid" 65534 "the agent runs as nobody"
+expect_eq "$agent_uid" "$want_uid" "the agent's user"
 # A process that is not dumpable has the files in its /proc/PID owned by root.
 expect_eq "$(stat -c %u /proc/$agent/status)" 0 "owner of /proc/AGENT/status (root when not dumpable)"
 agent_core=$(awk '/^Max core file size/ {print $5}' /proc/$agent/limits)
@@ -207,7 +216,7 @@ expect_eq "$(cat "$W/priv/trainer-dump.txt")" "dumpable=1 core_soft=4194304" "th
 touch "$W/priv/done"
 set +e; wait $agent; rc=$?; set -e
 expect_eq "$rc" 0 "exit status of the dump run"
-ok "agent not dumpable (/proc/PID/status owned by root while it runs as nobody), core soft limit 0; trainer dumpable with the 4 MiB core limit it was started with"
+ok "agent not dumpable (/proc/PID/status owned by root while it runs as uid $want_uid), core soft limit 0; trainer dumpable with the 4 MiB core limit it was started with"
 fi
 
 # --- 6. --trainer-env strip|pass ---
