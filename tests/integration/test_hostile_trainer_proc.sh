@@ -240,7 +240,19 @@ done
 ENV_OUT="$W/env-var.txt" RESUME_RUN_TRAINER_ENV=strip run_rr env-var.log --store "file://$W/s-env" --checkpoint-dir "$W/c-env" -- sh envdump.sh
 expect_eq "$RC" 0 "exit status with RESUME_RUN_TRAINER_ENV=strip"
 expect_no_grep '^AWS_SECRET_ACCESS_KEY=' env-var.txt "RESUME_RUN_TRAINER_ENV=strip"
-ok "--trainer-env pass hands the trainer all of $CRED_VARS; strip (and RESUME_RUN_TRAINER_ENV=strip) none of them"
+# The agent keeps its own: with strip, an S3 run still persists.
+cat > envs3.sh <<'SH'
+env > "$ENV_OUT"
+mkdir "$RESUME_RUN_CHECKPOINT_DIR/.step-7.tmp"
+echo weights > "$RESUME_RUN_CHECKPOINT_DIR/.step-7.tmp/w.bin"
+mv "$RESUME_RUN_CHECKPOINT_DIR/.step-7.tmp" "$RESUME_RUN_CHECKPOINT_DIR/step-7"
+SH
+ENV_OUT="$W/env-s3.txt" run_rr env-s3.log --store "s3://$S3_BUCKET/strip" --checkpoint-dir "$W/c-env-s3" --trainer-env strip -- sh envs3.sh
+expect_eq "$RC" 0 "exit status of the S3 run with --trainer-env strip"
+expect_no_grep '^AWS_SECRET_ACCESS_KEY=' env-s3.txt "strip on S3"
+"$RR_BIN" ls --store "s3://$S3_BUCKET/strip" > ls-strip.out 2>&1 || fail "ls: $(cat ls-strip.out)"
+expect_grep '^\* step-7 +committed' ls-strip.out "step-7 durable in S3 with the trainer's credentials stripped"
+ok "--trainer-env pass hands the trainer all of $CRED_VARS; strip (and RESUME_RUN_TRAINER_ENV=strip) none of them (and an S3 run with strip still persists)"
 fi
 
 # --- 7. a Google token over plain http only to loopback ---
