@@ -104,6 +104,10 @@ static const char s_run_help[] =
 	"  --exact GLOB           tensors whose names match are stored bit-exact (repeatable)\n"
 	"  --keep N               committed checkpoints kept in the store (default 3)\n"
 	"  --max-restarts N       restarts after a trainer failure (default 3)\n"
+	"  --trainer-env pass|strip  strip: the agent's credential variables (AWS_*KEY*,\n"
+	"                         AWS_SESSION_TOKEN, GOOGLE_APPLICATION_CREDENTIALS, ...)\n"
+	"                         are not passed to the trainer (default pass)\n"
+	"                         [RESUME_RUN_TRAINER_ENV]\n"
 	"  --threads N            persist/restore worker threads (default: number of cores;\n"
 	"                         twice that, up to 8, for a remote store)\n"
 	"  --log-format text|json log lines on stderr (default text)\n"
@@ -153,7 +157,7 @@ enum {
 	OPT_EVERY, OPT_KEEP, OPT_MAX_RESTARTS, OPT_THREADS, OPT_LOG_FORMAT, OPT_CHECKPOINT,
 	OPT_TO, OPT_VERSION, OPT_ZSTD_LEVEL, OPT_PRECISION, OPT_EXACT, OPT_S3_ADDRESSING,
 	OPT_S3_SSE, OPT_S3_SSE_KMS_KEY_ID, OPT_CLOUD, OPT_METADATA_ENDPOINT, OPT_POLL_INTERVAL,
-	OPT_AZURE_ACK, OPT_GCS_HMAC,
+	OPT_AZURE_ACK, OPT_GCS_HMAC, OPT_TRAINER_ENV,
 };
 
 static const struct option s_options[] = {
@@ -166,6 +170,7 @@ static const struct option s_options[] = {
 	{ "every", required_argument, NULL, OPT_EVERY },
 	{ "keep", required_argument, NULL, OPT_KEEP },
 	{ "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
+	{ "trainer-env", required_argument, NULL, OPT_TRAINER_ENV },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL },
 	{ "precision", required_argument, NULL, OPT_PRECISION },
@@ -221,6 +226,18 @@ static const char *s_getenv(const char *name, const char *fallback)
 	return v && *v ? v : fallback;
 }
 
+/* --trainer-env: "pass" (0) or "strip" (1). */
+static int s_trainer_env(const char *v, int *strip)
+{
+	if (strcmp(v, "pass") == 0)
+		*strip = 0;
+	else if (strcmp(v, "strip") == 0)
+		*strip = 1;
+	else
+		return RR_EINVAL;
+	return 0;
+}
+
 int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_command *help_for,
 		    char *err, size_t err_len)
 {
@@ -251,6 +268,10 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	cfg->checkpoint_signal = 10; /* SIGUSR1 */
 	cfg->keep = 3;
 	cfg->max_restarts = 3;
+	if (s_trainer_env(s_getenv("RESUME_RUN_TRAINER_ENV", "pass"), &cfg->strip_trainer_env)) {
+		snprintf(err, err_len, "RESUME_RUN_TRAINER_ENV must be pass or strip");
+		return RR_EINVAL;
+	}
 	cfg->threads = rr_pool_default_threads();
 	cfg->zstd_level = RR_ZSTD_LEVEL_DEFAULT;
 	cfg->gc_grace_ms = -1;
@@ -347,6 +368,10 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			if (rr_parse_int(a, 0, 1000000, &v))
 				goto bad_value;
 			cfg->max_restarts = (unsigned)v;
+			break;
+		case OPT_TRAINER_ENV:
+			if (s_trainer_env(a, &cfg->strip_trainer_env))
+				goto bad_value;
 			break;
 		case OPT_THREADS:
 			if (rr_parse_int(a, 1, 256, &v))

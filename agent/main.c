@@ -5,6 +5,7 @@
 #include "rr/config.h"
 #include "rr/log.h"
 #include "rr/run.h"
+#include "rr/supervisor.h"
 
 #ifndef RR_VERSION
 #define RR_VERSION "0.1.0"
@@ -22,6 +23,10 @@ int main(int argc, char **argv)
 		return 125;
 	}
 	rr_log_init(cfg.log_json, cfg.verbose ? RR_LOG_DEBUG : RR_LOG_INFO);
+	/* Every command reads credentials; none of them may end up in a core file. (The
+	 * trainer gets the original core limit back: agent/supervisor.c.) */
+	if (rr_supervisor_protect_secrets() != 0)
+		rr_warn("cannot keep the agent's memory out of core dumps");
 	switch (cfg.command) {
 	case RR_CMD_HELP:
 		rr_config_print_help(help_for);

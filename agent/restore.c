@@ -361,6 +361,10 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 		memset(&local, 0, sizeof(local));
 	for (size_t f = 0; !rc && f < m->nfiles; f++) {
 		const struct rr_file_entry *fe = &m->files[f];
+		if (s->stopped) {
+			rc = RR_ECANCELED;
+			break;
+		}
 		int listed = local.n && bsearch(fe->path, local.files, local.n,
 						sizeof(*local.files), s_cmp_listed);
 		char *have = listed ? rr_path_join(final, fe->path) : NULL;
@@ -385,7 +389,11 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	j.root = tmp;
 	snprintf(what, sizeof(what), "restore %s", m->checkpoint);
 	j.progress = rr_progress_new(what, stats->bytes);
-	rc = rr_pool_run(threads, j.ntasks, s_do_task, &j, NULL);
+	/* A cancelled store stops the chunks not yet started; the half-built directory is
+	 * removed below, so the final name never holds part of a checkpoint. */
+	rc = rr_pool_run(threads, j.ntasks, s_do_task, &j, &s->stopped);
+	if (!rc && s->stopped)
+		rc = RR_ECANCELED;
 	rr_progress_destroy(j.progress);
 	for (size_t f = 0; !rc && f < m->nfiles; f++)
 		if (!j.kept[f])
@@ -461,7 +469,9 @@ int rr_restore_newest(struct rr_store *s, const char *run_id, const struct rr_ca
 			snprintf(name_out, cap, "%s", e->name);
 			return 0;
 		}
-		if (rc != RR_ECORRUPT) {
+		if (rc != RR_ECORRUPT || s->stopped) {
+			if (s->stopped)
+				return RR_ECANCELED;
 			rr_error("restore of %s failed: %s", e->name, why);
 			return rc;
 		}

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@
 #define HANDLER_RETRY_MS 100
 #define NOTICE_FILE_POLL_MS 200
 #define RESTART_BACKOFF_MAX_MS 30000
+#define LEFTOVER_GRACE_MS 2000 /* SIGTERM to SIGKILL for the trainer's leftovers at exit */
+#define LEFTOVER_POLL_MS 20
 
 extern char **environ;
 
@@ -51,6 +54,7 @@ struct s_run {
 
 	/* trainer */
 	pid_t child;
+	pid_t pgid;         /* the trainer's process group, kept after the trainer is reaped */
 	int child_exited, child_status;
 	unsigned attempt, restarts;
 	int64_t restart_at; /* monotonic ms; 0: none */
@@ -102,6 +106,16 @@ static int s_setenv(char **env, size_t *n, const char *name, const char *value)
 	return 0;
 }
 
+/* What --trainer-env strip keeps from the trainer: the variables that hold (or lead straight
+ * to) the credentials the agent uses for its store (README "Command line" lists them). */
+static const char *const s_credential_vars[] = {
+	"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=",
+	"AWS_SECURITY_TOKEN=", "AWS_CONTAINER_AUTHORIZATION_TOKEN=",
+	"AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=",
+	"AWS_CONTAINER_CREDENTIALS_FULL_URI=", "AWS_WEB_IDENTITY_TOKEN_FILE=", "AWS_ROLE_ARN=",
+	"GOOGLE_APPLICATION_CREDENTIALS=", "RESUME_RUN_ENCRYPTION_KEY_FILE=",
+};
+
 /* The agent's environment minus RESUME_RUN_* trainer variables, plus ours (DESIGN §2).
  * Built before fork: the child only calls execve. */
 static char **s_build_env(const struct s_run *r)
@@ -122,6 +136,10 @@ static char **s_build_env(const struct s_run *r)
 		int skip = 0;
 		for (size_t k = 0; k < sizeof(ours) / sizeof(ours[0]); k++)
 			skip |= strncmp(environ[i], ours[k], strlen(ours[k])) == 0;
+		if (r->cfg->strip_trainer_env)
+			for (size_t k = 0; k < sizeof(s_credential_vars) / sizeof(s_credential_vars[0]); k++)
+				skip |= strncmp(environ[i], s_credential_vars[k],
+						strlen(s_credential_vars[k])) == 0;
 		if (!skip && !(env[n++] = strdup(environ[i])))
 			rc = RR_ENOMEM;
 	}
@@ -168,9 +186,63 @@ static int s_launch(struct s_run *r)
 		return rc == RR_ENOENT ? 127 : 126;
 	}
 	r->child_exited = 0;
+	r->pgid = r->child;
 	rr_info("started %s (pid %d, attempt %u)%s%s", r->cfg->argv[0], (int)r->child, r->attempt,
 		r->newest[0] ? ", resuming from " : "", r->newest);
 	return 0;
+}
+
+/* ---- the trainer's leftovers ---- */
+
+/* Background processes of a trainer that has exited (its group, and orphans that left it:
+ * as a subreaper they are all our descendants) would otherwise outlive it: into the next
+ * attempt, which then finds a stale worker holding the GPU, or past the agent. */
+static void s_signal_leftovers(struct s_run *r, int sig)
+{
+	int n = rr_supervisor_signal_descendants(r->pgid, sig);
+
+	if (n > 0)
+		rr_info("%d process%s of the trainer still running; sent SIG%s", n,
+			n == 1 ? "" : "es", rr_signal_name(sig));
+	else if (n < 0)
+		rr_warn("cannot look for the trainer's leftover processes: %s", rr_strerror(n));
+}
+
+/* SIGKILL, again for any forked meanwhile, until none is left (reaping them) or bound_ms
+ * passed: a process stuck in the kernel (D state) ends with no signal, and the agent must
+ * not wait on it forever. */
+static void s_kill_leftovers(struct s_run *r, int64_t bound_ms)
+{
+	int64_t until = rr_mono_ms() + bound_ms;
+
+	s_signal_leftovers(r, SIGKILL);
+	do {
+		rr_supervisor_reap(0, NULL, NULL);
+		if (rr_supervisor_signal_descendants(r->pgid, 0) <= 0)
+			return;
+		(void)rr_supervisor_signal_descendants(r->pgid, SIGKILL);
+		poll(NULL, 0, LEFTOVER_POLL_MS);
+	} while (rr_mono_ms() < until);
+}
+
+/* At the agent's exit: SIGTERM, a short grace reaping them, then SIGKILL. */
+static void s_end_leftovers(struct s_run *r)
+{
+	int64_t until;
+
+	if (rr_supervisor_signal_descendants(r->pgid, 0) <= 0)
+		return;
+	s_signal_leftovers(r, SIGTERM);
+	until = rr_mono_ms() + LEFTOVER_GRACE_MS;
+	for (;;) {
+		rr_supervisor_reap(0, NULL, NULL);
+		if (rr_supervisor_signal_descendants(r->pgid, 0) <= 0)
+			return;
+		if (rr_mono_ms() >= until)
+			break;
+		poll(NULL, 0, LEFTOVER_POLL_MS);
+	}
+	s_kill_leftovers(r, LEFTOVER_GRACE_MS);
 }
 
 /* ---- notices ---- */
@@ -434,6 +506,9 @@ static void s_on_child_exit(struct s_run *r)
 		r->exit_code = code;
 		return;
 	}
+	/* What the failed attempt left running goes now; what still runs at the restart is
+	 * killed then. */
+	s_signal_leftovers(r, SIGTERM);
 	r->restarts++;
 	r->attempt++;
 	int64_t delay = 1000LL << (r->restarts - 1 < 5 ? r->restarts - 1 : 5);
@@ -594,6 +669,7 @@ static int s_loop(struct s_run *r)
 			s_forward_term(r, "deadline reached before the checkpoint was durable");
 		if (r->restart_at && now >= r->restart_at && !r->finishing) {
 			r->restart_at = 0;
+			s_kill_leftovers(r, LEFTOVER_GRACE_MS);
 			int rc = s_launch(r);
 			if (rc) {
 				r->finishing = 1;
@@ -615,7 +691,12 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 
 	*baseline = NULL;
 	rc = rr_catalog_load(r->store, r->cfg->run_id, &c);
-	if (rc) {
+	if (r->store->stopped) {
+		/* Stopped by a signal (the caller says so): manifests it could not read are
+		 * not worth a warning each. */
+		rr_catalog_destroy(c);
+		return EXIT_AGENT_ERROR;
+	} else if (rc) {
 		rr_error("cannot read run '%s' in store %s: %s", r->cfg->run_id, r->store->url,
 			 rr_store_strerror(rc));
 		return EXIT_AGENT_ERROR;
@@ -628,7 +709,10 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 	}
 	rc = rr_restore_newest(r->store, r->cfg->run_id, c, r->ckpt_dir, r->cfg->threads, name,
 			       sizeof(name), &st);
-	if (rc) {
+	if (rc && r->store->stopped) {
+		rr_catalog_destroy(c);
+		return EXIT_AGENT_ERROR;
+	} else if (rc) {
 		rr_error("no checkpoint of run '%s' could be restored (%s); not starting from "
 			 "scratch over them (use another --run-id for a fresh start)",
 			 r->cfg->run_id, rr_strerror(rc));
@@ -661,6 +745,100 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 	}
 	rr_catalog_destroy(c);
 	return 0;
+}
+
+/* Signals during the start-up restore, which runs on this thread: a thread of its own reads
+ * the signalfd meanwhile, and SIGINT/SIGTERM cancel the store, so a long restore ends at
+ * Ctrl-C or `docker stop` instead of running to its end and starting the trainer anyway. */
+struct s_restore_guard {
+	struct s_run *r;
+	int stop[2];
+	pthread_t tid;
+	int running;
+	volatile int sig; /* the SIGINT/SIGTERM that stopped the restore, or 0 */
+};
+
+static void *s_guard_main(void *arg)
+{
+	struct s_restore_guard *g = arg;
+	struct pollfd fds[2] = { { .fd = g->r->sfd, .events = POLLIN },
+				 { .fd = g->stop[0], .events = POLLIN } };
+
+	for (;;) {
+		struct signalfd_siginfo si;
+
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents)
+			break;
+		while (read(g->r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			int sig = (int)si.ssi_signo;
+			if ((sig == SIGINT || sig == SIGTERM) && !g->sig) {
+				g->sig = sig;
+				rr_info("SIG%s during the restore: stopping it; the trainer will not "
+					"be started", rr_signal_name(sig));
+				rr_store_cancel(g->r->store);
+			} else if (sig == SIGCHLD) {
+				rr_supervisor_reap(0, NULL, NULL); /* as PID 1: orphans from before us */
+			}
+		}
+	}
+	return NULL;
+}
+
+static int s_guard_start(struct s_restore_guard *g, struct s_run *r)
+{
+	memset(g, 0, sizeof(*g));
+	g->r = r;
+	if (pipe2(g->stop, O_CLOEXEC) != 0)
+		return rr_error_from_errno(errno);
+	if (pthread_create(&g->tid, NULL, s_guard_main, g) != 0) {
+		close(g->stop[0]);
+		close(g->stop[1]);
+		return RR_ENOMEM;
+	}
+	g->running = 1;
+	return 0;
+}
+
+/* Returns the signal that stopped the restore, or 0. */
+static int s_guard_stop(struct s_restore_guard *g)
+{
+	if (!g->running)
+		return 0;
+	while (write(g->stop[1], "x", 1) < 0 && errno == EINTR)
+		;
+	pthread_join(g->tid, NULL);
+	close(g->stop[0]);
+	close(g->stop[1]);
+	g->running = 0;
+	return g->sig;
+}
+
+/* The start-up restore with signals watched. 0 when the trainer may start; 128+N when
+ * signal N stopped it (whatever the restore got to, nothing half-restored stays: the final
+ * name only ever holds a complete checkpoint, see agent/restore.c); EXIT_AGENT_ERROR when
+ * it failed (said in the log). */
+static int s_restore_watched(struct s_run *r, struct rr_manifest **baseline)
+{
+	struct s_restore_guard g;
+	int failed, sig, rc;
+
+	*baseline = NULL;
+	rc = s_guard_start(&g, r);
+	if (rc) {
+		rr_error("cannot watch signals during the restore: %s", rr_strerror(rc));
+		return EXIT_AGENT_ERROR;
+	}
+	failed = s_restore_at_start(r, baseline) != 0;
+	sig = s_guard_stop(&g);
+	if (sig) {
+		rr_info("leaving on SIG%s before the trainer started", rr_signal_name(sig));
+		rr_manifest_destroy(*baseline);
+		*baseline = NULL;
+		return 128 + sig;
+	}
+	return failed ? EXIT_AGENT_ERROR : 0;
 }
 
 /* Blocks every signal the loop handles (it reads them from a signalfd, tini-style: no
@@ -731,8 +909,11 @@ int rr_run(const struct rr_config *cfg)
 			goto out;
 		}
 	}
-	if (s_restore_at_start(&r, &baseline) != 0)
+	rc = s_restore_watched(&r, &baseline);
+	if (rc) {
+		code = rc;
 		goto out;
+	}
 
 	pc = (struct rr_persister_config){
 		.store = r.store, .run_id = cfg->run_id, .checkpoint_dir = r.ckpt_dir,
@@ -758,6 +939,7 @@ int rr_run(const struct rr_config *cfg)
 	if (code == 0)
 		code = s_loop(&r);
 out:
+	s_end_leftovers(&r);
 	if (r.restore_event && r.persister)
 		s_flush_restore_event(&r, 1);
 	cJSON_Delete(r.restore_event);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -130,10 +132,67 @@ static int s_exec_error(int e)
 	return RR_EIO;
 }
 
+/* The core-file limit the agent started with, which the trainer gets back (the agent's own
+ * is 0 once rr_supervisor_protect_secrets ran). */
+static struct rlimit s_core_limit;
+static int s_core_limit_saved;
+
+int rr_supervisor_protect_secrets(void)
+{
+	struct rlimit none;
+	int rc = 0;
+
+	/* Non-dumpable: no core file, no ptrace or /proc/PID/mem, environ or fd reads by
+	 * other processes of the same user (the trainer among them). execve gives a normal
+	 * (not setuid) trainer its dumpable flag back, so its own core dumps still work. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		rc = rr_error_from_errno(errno);
+	/* A second call must not take our own 0 for the limit the trainer gets back. */
+	if (s_core_limit_saved || getrlimit(RLIMIT_CORE, &s_core_limit) == 0) {
+		s_core_limit_saved = 1;
+		/* Only the soft limit: the hard one stays, so the child can raise its soft
+		 * limit back before exec without privilege. */
+		none = s_core_limit;
+		none.rlim_cur = 0;
+		if (setrlimit(RLIMIT_CORE, &none) != 0 && !rc)
+			rc = rr_error_from_errno(errno);
+	} else if (!rc) {
+		rc = rr_error_from_errno(errno);
+	}
+	return rc;
+}
+
+/* What the child needs, all prepared before fork. */
+struct s_child_ctx {
+	const char *path;
+	char *const *argv;
+	char *const *envp;
+	int err_fd;
+	struct sigaction dfl;
+	sigset_t empty;
+	pid_t parent;         /* the agent's pid, to catch its death before PDEATHSIG was set */
+	int death_signal;     /* 0: none (the agent is PID 1) */
+	unsigned max_fd;      /* for the close loop where close_range is missing */
+};
+
+/* Closes every fd from lo to hi (inclusive). close_range (Linux 5.9) when there is one,
+ * else one close per number: both async-signal-safe. */
+static void s_close_fds(unsigned lo, unsigned hi, unsigned max_fd)
+{
+	if (lo > hi)
+		return;
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, lo, hi, 0) == 0)
+		return;
+#endif
+	if (hi > max_fd)
+		hi = max_fd;
+	for (unsigned fd = lo; fd <= hi; fd++)
+		(void)close((int)fd);
+}
+
 /* Runs in the forked child: async-signal-safe calls only. Never returns. */
-static void __attribute__((noreturn)) s_child(const char *path, char *const argv[],
-					      char *const envp[], int err_fd,
-					      const struct sigaction *dfl, const sigset_t *empty)
+static void __attribute__((noreturn)) s_child(const struct s_child_ctx *c)
 {
 	int sig, e;
 
@@ -143,17 +202,39 @@ static void __attribute__((noreturn)) s_child(const char *path, char *const argv
 		if (sig == SIGKILL || sig == SIGSTOP)
 			continue;
 		/* glibc refuses its internal real-time signals with EINVAL; that is fine. */
-		(void)sigaction(sig, dfl, NULL);
+		(void)sigaction(sig, &c->dfl, NULL);
 	}
-	/* The agent blocks everything for its signalfd; the trainer must not inherit it. */
-	(void)sigprocmask(SIG_SETMASK, empty, NULL);
 	/* Cannot fail for a fresh child of ours; the parent does the same to close the race. */
 	(void)setpgid(0, 0);
+	/* The belt to every O_CLOEXEC/SOCK_CLOEXEC: whatever another thread of the agent
+	 * opened without it (a library's socket, a socketpair) does not reach the trainer.
+	 * 0-2 stay; so does the error pipe until execve closes it. */
+	if (c->err_fd > 2) {
+		s_close_fds(3, (unsigned)c->err_fd - 1, c->max_fd);
+		s_close_fds((unsigned)c->err_fd + 1, ~0U, c->max_fd);
+	} else {
+		s_close_fds(3, ~0U, c->max_fd);
+	}
+	if (s_core_limit_saved)
+		(void)setrlimit(RLIMIT_CORE, &s_core_limit);
+	if (c->death_signal) {
+		/* An agent that dies (even by SIGKILL) takes the trainer with it instead of
+		 * leaving it training unsupervised. The signal comes when the forking thread
+		 * ends: spawn runs on the agent's main thread, which lives as long as the
+		 * agent. If the agent died before the prctl, the signal will never come:
+		 * getppid() then names whoever adopted us. */
+		(void)prctl(PR_SET_PDEATHSIG, c->death_signal, 0, 0, 0);
+		if (getppid() != c->parent)
+			_exit(128 + c->death_signal);
+	}
+	/* The agent blocks everything for its signalfd; the trainer must not inherit it.
+	 * Unblocked last, so a death signal that came early is delivered right here. */
+	(void)sigprocmask(SIG_SETMASK, &c->empty, NULL);
 
-	execve(path, argv, envp);
+	execve(c->path, c->argv, c->envp);
 
 	e = errno;
-	while (write(err_fd, &e, sizeof(e)) < 0 && errno == EINTR)
+	while (write(c->err_fd, &e, sizeof(e)) < 0 && errno == EINTR)
 		;
 	_exit(127);
 }
@@ -161,8 +242,9 @@ static void __attribute__((noreturn)) s_child(const char *path, char *const argv
 int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[],
 			pid_t *pid_out, int *exec_errno)
 {
-	struct sigaction dfl;
-	sigset_t all, old, empty;
+	struct s_child_ctx c;
+	struct rlimit nofile;
+	sigset_t all, old;
 	int fds[2] = { -1, -1 };
 	int child_errno = 0;
 	size_t got = 0;
@@ -178,16 +260,30 @@ int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[]
 		envp = environ;
 
 	/* Everything the child touches is ready before fork. */
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	sigemptyset(&dfl.sa_mask);
+	memset(&c, 0, sizeof(c));
+	c.path = path;
+	c.argv = argv;
+	c.envp = envp;
+	c.dfl.sa_handler = SIG_DFL;
+	sigemptyset(&c.dfl.sa_mask);
+	sigemptyset(&c.empty);
 	sigfillset(&all);
-	sigemptyset(&empty);
+	c.parent = getpid();
+	/* SIGTERM, not SIGKILL: the trainer (or its launcher, e.g. torchrun, which passes it
+	 * on to its workers; SIGKILL would orphan them) can still write a checkpoint that
+	 * the next agent on this disk persists. As PID 1 the agent's death ends the whole
+	 * container, so nothing to do there. */
+	c.death_signal = c.parent == 1 ? 0 : SIGTERM;
+	c.max_fd = 65535;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+	    nofile.rlim_cur < 1048576)
+		c.max_fd = nofile.rlim_cur ? (unsigned)nofile.rlim_cur - 1 : 0;
 	if (pipe2(fds, O_CLOEXEC) < 0) {
 		if (exec_errno)
 			*exec_errno = errno;
 		return rr_error_from_errno(errno);
 	}
+	c.err_fd = fds[1];
 
 	/* Block every signal across fork so no handler of ours runs in the child before
 	 * it has reset the dispositions (git's run-command does the same). */
@@ -195,7 +291,7 @@ int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[]
 	pid = fork();
 	if (pid == 0) {
 		close(fds[0]);
-		s_child(path, argv, envp, fds[1], &dfl, &empty);
+		s_child(&c);
 	}
 	if (pid < 0) {
 		int e = errno;
@@ -374,13 +470,16 @@ static long s_parse_long(const char **p)
 	return v;
 }
 
-/* Process group of pid from /proc/PID/stat; RR_ENOENT when gone, RR_EIO if malformed.
- * comm (field 2) may hold spaces and ')', so fields are counted from the last ')'. */
-static int s_proc_pgrp(pid_t pid, struct rr_buf *b, pid_t *pgrp)
+/* State, parent, process group and start time (clock ticks since boot: with the pid, an
+ * identity no later process can share) of pid from /proc/PID/stat; RR_ENOENT when gone,
+ * RR_EIO if malformed. comm (field 2) may hold spaces and ')', so fields are counted from
+ * the last ')'. start may be NULL. */
+static int s_proc_stat(pid_t pid, struct rr_buf *b, char *state, pid_t *ppid, pid_t *pgrp,
+		       unsigned long long *start)
 {
-	char path[64];
+	char path[64], *end;
 	const char *p;
-	long v;
+	long pp, v;
 	int rc;
 
 	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
@@ -391,14 +490,39 @@ static int s_proc_pgrp(pid_t pid, struct rr_buf *b, pid_t *pgrp)
 	/* ") S 1234 5678": state (3), ppid (4), pgrp (5). */
 	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
 		return RR_EIO;
+	if (state)
+		*state = p[2];
 	p += 4;
-	if (s_parse_long(&p) < 0 || *p++ != ' ')
+	pp = s_parse_long(&p);
+	if (pp < 0 || *p++ != ' ')
 		return RR_EIO;
 	v = s_parse_long(&p);
 	if (v < 0 || *p != ' ')
 		return RR_EIO;
+	if (ppid)
+		*ppid = (pid_t)pp;
 	*pgrp = (pid_t)v;
+	if (start) {
+		/* From field 5 (pgrp) on to field 22 (starttime). */
+		for (int field = 5; field < 22; field++) {
+			p = strchr(p, ' ');
+			if (!p)
+				return RR_EIO;
+			p++;
+		}
+		if (*p < '0' || *p > '9')
+			return RR_EIO;
+		errno = 0;
+		*start = strtoull(p, &end, 10);
+		if (errno || (*end != ' ' && *end != '\n' && *end != '\0'))
+			return RR_EIO;
+	}
 	return 0;
+}
+
+static int s_proc_pgrp(pid_t pid, struct rr_buf *b, pid_t *pgrp)
+{
+	return s_proc_stat(pid, b, NULL, NULL, pgrp, NULL);
 }
 
 /* A pidfd pins the process so a pid recycled between our checks and the kill cannot
@@ -470,6 +594,132 @@ int rr_supervisor_signal_handlers(pid_t pgid, int sig)
 
 	rr_buf_free(&b);
 	closedir(dir);
+	return count;
+}
+
+/* ---- leftovers ------------------------------------------------------------------- */
+
+struct s_proc {
+	pid_t pid, ppid, pgrp;
+	unsigned long long start;
+	char state;
+	int mine; /* a descendant of the agent */
+};
+
+/* Every process in /proc with its parent and group, in *out (caller frees). */
+static int s_list_procs(struct s_proc **out, size_t *n_out)
+{
+	struct s_proc *v = NULL;
+	size_t n = 0, cap = 0;
+	struct rr_buf b;
+	struct dirent *de;
+	DIR *dir;
+	int rc = 0;
+
+	*out = NULL;
+	*n_out = 0;
+	dir = opendir("/proc");
+	if (!dir)
+		return rr_error_from_errno(errno);
+	rr_buf_init(&b, S_STAT_MAX);
+	while ((de = readdir(dir)) != NULL) {
+		const char *name = de->d_name;
+		struct s_proc p = { 0 };
+		long pid = s_parse_long(&name);
+
+		if (pid <= 0 || *name != '\0')
+			continue;
+		p.pid = (pid_t)pid;
+		if (s_proc_stat(p.pid, &b, &p.state, &p.ppid, &p.pgrp, &p.start) != 0)
+			continue; /* gone meanwhile */
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct s_proc *nv = realloc(v, ncap * sizeof(*v));
+			if (!nv) {
+				rc = RR_ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		v[n++] = p;
+	}
+	rr_buf_free(&b);
+	closedir(dir);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n_out = n;
+	return 0;
+}
+
+int rr_supervisor_signal_descendants(pid_t pgid, int sig)
+{
+	struct s_proc *v;
+	struct rr_buf b;
+	size_t n, i, k;
+	pid_t self = getpid();
+	int changed = 1, count = 0, group_alive = 0, rc;
+
+	if (sig < 0 || sig > S_MAX_SIGNAL)
+		return RR_EINVAL;
+	rc = s_list_procs(&v, &n);
+	if (rc)
+		return rc;
+	rr_buf_init(&b, S_STAT_MAX);
+	/* The parent links form a tree rooted at us; as a subreaper (or PID 1) every orphan
+	 * of the trainer hangs below us too, whatever session or group it moved to. */
+	while (changed) {
+		changed = 0;
+		for (i = 0; i < n; i++) {
+			if (v[i].mine)
+				continue;
+			if (v[i].ppid == self) {
+				v[i].mine = changed = 1;
+				continue;
+			}
+			for (k = 0; k < n; k++)
+				if (v[k].mine && v[k].pid == v[i].ppid) {
+					v[i].mine = changed = 1;
+					break;
+				}
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (v[i].mine && v[i].state != 'Z' && v[i].state != 'X' && pgid > 0 &&
+		    v[i].pgrp == pgid)
+			group_alive = 1;
+	/* The group in one call first, so a member forking right now cannot slip past. Only
+	 * while a descendant of ours is in it: an empty group's number may be anyone's. */
+	if (group_alive && sig)
+		(void)kill(-pgid, sig);
+	for (i = 0; i < n; i++) {
+		unsigned long long start = 0;
+		pid_t ppid, pgrp;
+		char state = 0;
+		int pidfd;
+
+		if (!v[i].mine || v[i].state == 'Z' || v[i].state == 'X')
+			continue;
+		count++;
+		if (!sig)
+			continue;
+		pidfd = s_pidfd_open(v[i].pid);
+		if (pidfd < 0 && errno == ESRCH)
+			continue;
+		/* Still the process we listed (same start time), now pinned by the pidfd: its
+		 * number was not handed to a stranger in between. (Its parent may have
+		 * changed: the group signal above can make it our orphan.) */
+		if (s_proc_stat(v[i].pid, &b, &state, &ppid, &pgrp, &start) == 0 &&
+		    start == v[i].start && state != 'Z' && state != 'X')
+			(void)s_send(v[i].pid, pidfd, sig);
+		if (pidfd >= 0)
+			close(pidfd);
+	}
+	rr_buf_free(&b);
+	free(v);
 	return count;
 }
 

@@ -29,6 +29,7 @@
 #include "rr/clock.h"
 #include "rr/error.h"
 #include "rr/gcs_auth.h"
+#include "rr/loopback.h"
 #include "rr/http.h"
 #include "rr/json.h"
 #include "rr/log.h"
@@ -735,6 +736,23 @@ static int s_read_key_file(const char *path, struct rr_buf *b, int *errnum)
 	return rc;
 }
 
+/* 1 when a URL may carry a credential: https, or plain http to this machine or (metadata
+ * is plain http by design, on a link-local address no router forwards) to the GCE
+ * metadata server itself. */
+static int s_url_may_carry_secret(const char *u, int metadata)
+{
+	const char *host;
+
+	if (strncasecmp(u, "https://", 8) == 0 || rr_url_host_is_loopback(u))
+		return 1;
+	if (!metadata || strncasecmp(u, "http://", 7) != 0)
+		return 0;
+	host = u + 7;
+	return strncasecmp(host, S_DEFAULT_METADATA_HOST, strlen(S_DEFAULT_METADATA_HOST)) == 0 ?
+		       strchr(":/", host[strlen(S_DEFAULT_METADATA_HOST)]) != NULL :
+	       strncmp(host, "169.254.169.254", 15) == 0 ? strchr(":/", host[15]) != NULL : 0;
+}
+
 /* The metadata token URL: the endpoint given, else http://$GCE_METADATA_HOST (host[:port],
  * google-cloud-go's convention), else http://metadata.google.internal. */
 static int s_metadata_url(const char *endpoint, char **out)
@@ -808,6 +826,12 @@ int rr_gcs_auth_new(const struct rr_gcs_auth_opts *o, struct rr_gcs_auth **out, 
 			       rc == RR_ENOMEM ? rr_strerror(rc) : kwhy);
 			goto out;
 		}
+		if (!s_url_may_carry_secret(a->key.token_uri, 0)) {
+			rc = rr_fail(why, cap, RR_EINVAL, "GOOGLE_APPLICATION_CREDENTIALS %s: refusing "
+				     "to send a signed assertion over plain http to %s (token_uri): "
+				     "only https, or http to 127.0.0.1", q, a->key.token_uri);
+			goto out;
+		}
 		a->have_key = 1;
 		snprintf(a->source, sizeof(a->source), "service account %s", a->key.email);
 	} else {
@@ -816,6 +840,12 @@ int rr_gcs_auth_new(const struct rr_gcs_auth_opts *o, struct rr_gcs_auth **out, 
 			rr_fail(why, cap, rc, "the GCP metadata endpoint (the option, else "
 			       "GCE_METADATA_HOST) is empty, too long or holds a space or control "
 			       "character");
+		if (!rc && !s_url_may_carry_secret(a->metadata_url, 1)) {
+			rc = rr_fail(why, cap, RR_EINVAL, "refusing to fetch an OAuth token over "
+				     "plain http from %s (the metadata endpoint, else "
+				     "GCE_METADATA_HOST): only https, 127.0.0.1, or the metadata "
+				     "server itself", a->metadata_url);
+		}
 		if (rc)
 			goto out;
 		snprintf(a->source, sizeof(a->source), "metadata server");

@@ -1,10 +1,12 @@
 /* HTTP over libcurl: a pool of easy handles (each keeps its connections open for the next
  * request that borrows it), a share object for DNS and TLS sessions, and batches on curl
  * multi. See include/rr/http.h. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include <curl/curl.h>
 
@@ -289,7 +291,7 @@ static int s_on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_of
 	(void)dlnow;
 	(void)ultotal;
 	(void)ulnow;
-	if (t->req->cancel && *t->req->cancel) {
+	if ((t->req->cancel && *t->req->cancel) || (t->req->stop && *t->req->stop)) {
 		t->error = RR_ECANCELED;
 		return 1;
 	}
@@ -309,6 +311,38 @@ static int s_on_seek(void *ud, curl_off_t offset, int origin)
 	return CURL_SEEKFUNC_OK;
 }
 
+/* Every socket close-on-exec from its creation (SOCK_CLOEXEC, not a later fcntl: another
+ * thread may fork the trainer at any moment), so neither the trainer nor a restarted
+ * attempt inherits a keep-alive connection to the store or the metadata server. */
+static curl_socket_t s_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	(void)ud;
+	(void)purpose;
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+/* For any socket curl obtained without the callback above: close-on-exec all the same. */
+static int s_sockopt(void *ud, curl_socket_t fd, curlsocktype purpose)
+{
+	int flags = fcntl(fd, F_GETFD);
+
+	(void)ud;
+	(void)purpose;
+	if (flags >= 0 && !(flags & FD_CLOEXEC))
+		(void)fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+	return CURL_SOCKOPT_OK;
+}
+
+/* Frees a request's header lines, zeroed first: they hold Authorization values and session
+ * tokens. */
+static void s_headers_wipe_free(struct curl_slist *l)
+{
+	for (struct curl_slist *p = l; p; p = p->next)
+		if (p->data)
+			explicit_bzero(p->data, strlen(p->data));
+	curl_slist_free_all(l);
+}
+
 static int s_has_body(const struct rr_http_request *r)
 {
 	return r->read_cb != NULL || r->body != NULL;
@@ -324,7 +358,7 @@ static int s_setup(struct s_transfer *t)
 	struct rr_buf line;
 	long long deadline;
 	long timeout_ms;
-	size_t i;
+	size_t i, need;
 	int rc = 0;
 
 	if (!r->method || !r->url)
@@ -332,6 +366,17 @@ static int s_setup(struct s_transfer *t)
 	t->response_max = r->response_max ? r->response_max : S_DEFAULT_RESPONSE_MAX;
 	rr_buf_init(&t->header_raw, S_HEADERS_MAX);
 	rr_buf_init(&line, 16384);
+	/* Room for the longest line at once: a buffer grown by realloc would leave copies of
+	 * the lines before (an Authorization value) in freed memory, unwiped. */
+	for (i = 0, need = 0; i < r->nheaders; i++) {
+		size_t n = strlen(r->headers[i].name) + strlen(r->headers[i].value) + 4;
+		need = n > need ? n : need;
+	}
+	rc = rr_buf_reserve(&line, need);
+	if (rc) {
+		rr_buf_free(&line);
+		return rc;
+	}
 	/* No "Expect: 100-continue" round trip before a body. */
 	t->headers = curl_slist_append(NULL, "Expect:");
 	for (i = 0; t->headers && i < r->nheaders; i++) {
@@ -350,7 +395,7 @@ static int s_setup(struct s_transfer *t)
 		}
 		t->headers = l;
 	}
-	rr_buf_free(&line);
+	rr_buf_wipe_free(&line);
 	if (rc)
 		return rc;
 	if (!t->headers)
@@ -363,6 +408,8 @@ static int s_setup(struct s_transfer *t)
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
 	curl_easy_setopt(e, CURLOPT_SHARE, h->share);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, s_open_socket);
+	curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, s_sockopt);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, h->user_agent);
@@ -371,7 +418,7 @@ static int s_setup(struct s_transfer *t)
 		curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
 		curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (h->opts.stall_timeout_ms + 999) / 1000);
 	}
-	if (r->cancel) {
+	if (r->cancel || r->stop) {
 		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
 		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, s_on_progress);
 		curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
@@ -479,7 +526,7 @@ static int s_finish(struct s_transfer *t, CURLcode c)
 	}
 	resp->nheaders = n;
 	rr_buf_free(&t->header_raw);
-	curl_slist_free_all(t->headers);
+	s_headers_wipe_free(t->headers);
 	t->headers = NULL;
 	return resp->error;
 }
@@ -509,7 +556,7 @@ static int s_start(struct rr_http *h, struct s_transfer *t)
 	}
 	rc = s_setup(t);
 	if (rc) {
-		curl_slist_free_all(t->headers);
+		s_headers_wipe_free(t->headers);
 		t->headers = NULL;
 		rr_buf_free(&t->header_raw);
 		s_give_back(h, t->easy);
@@ -702,7 +749,7 @@ void rr_http_batch_destroy(struct rr_http_batch *b)
 	while ((t = b->active) != NULL) {
 		b->active = t->next;
 		curl_multi_remove_handle(b->multi, t->easy);
-		curl_slist_free_all(t->headers);
+		s_headers_wipe_free(t->headers);
 		rr_buf_free(&t->header_raw);
 		/* A transfer cut off halfway leaves its connection in an unknown state. */
 		curl_easy_cleanup(t->easy);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "rr/clock.h"
 #include "rr/error.h"
 #include "rr/store.h"
 #include "rr/store_s3.h"
@@ -97,6 +98,14 @@ void rr_store_destroy(struct rr_store *s)
 		s->vt->destroy(s);
 }
 
+void rr_store_cancel(struct rr_store *s)
+{
+	s->stopped = 1;
+	s->cancel = &s->stopped;
+	/* No retry fits before "now", so none is started. */
+	s->deadline_mono_ms = rr_mono_ms();
+}
+
 void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms)
 {
 	s->deadline_mono_ms = deadline_mono_ms;
@@ -104,7 +113,8 @@ void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms)
 
 void rr_store_set_cancel(struct rr_store *s, const atomic_int *flag)
 {
-	s->cancel = flag;
+	if (!s->stopped) /* a store stopped for good stays stopped */
+		s->cancel = flag;
 }
 
 int rr_store_del_many(struct rr_store *s, const char *const *keys, size_t n)

@@ -17,6 +17,7 @@
 #include "rr/aws_profile.h"
 #include "rr/clock.h"
 #include "rr/gcs_auth.h"
+#include "rr/loopback.h"
 #include "rr/error.h"
 #include "rr/hash.h"
 #include "rr/http.h"
@@ -122,6 +123,7 @@ static void s_finish_request(struct s_s3 *s3, const struct s_req *q, struct s_si
 		p->http.body = ""; /* an empty body, sent with Content-Length: 0 */
 	/* The HTTP client bounds every request by the notice's deadline (rr_http_opts). */
 	p->http.cancel = q->cleanup ? NULL : s3->base.cancel;
+	p->http.stop = &s3->base.stopped;
 	if (q->cleanup)
 		p->http.timeout_ms = S_CLEANUP_MS;
 }
@@ -1348,6 +1350,16 @@ int rr_store_gcs_new(const char *rest, const struct rr_store_opts *opts, struct 
 				 &s3->http);
 	if (rc)
 		goto fail;
+	/* A bearer token is the credential itself, readable by anyone on the path: over plain
+	 * http only to this machine (an emulator), never across a network. (HMAC requests
+	 * carry a signature, not the secret.) */
+	if (!opts->gcs_hmac && strcmp(s3->scheme, "http") == 0 &&
+	    !rr_url_host_is_loopback(s3->host)) {
+		rc = rr_store_fail(RR_EINVAL, "refusing to send a Google OAuth token over plain http "
+				   "to %s (STORAGE_EMULATOR_HOST): use https://, an emulator on "
+				   "127.0.0.1, or --gcs-hmac", s3->host);
+		goto fail;
+	}
 	if (opts->gcs_hmac) {
 		co = (struct rr_aws_creds_opts){ .http = s3->http, .region = s3->region };
 		rc = rr_aws_creds_new(&co, &s3->creds);

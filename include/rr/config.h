@@ -33,6 +33,7 @@ struct rr_config {
 	int64_t every_ms;         /* 0: off */
 	unsigned keep;
 	unsigned max_restarts;
+	int strip_trainer_env;    /* --trainer-env strip: the agent's credentials stay out */
 	int log_json;
 	int verbose;
 	unsigned threads;

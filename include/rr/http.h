@@ -58,6 +58,7 @@ struct rr_http_request {
 	/* Nonzero while the transfer runs: it stops within ~100 ms with RR_ECANCELED (a
 	 * hanging GET cut short at shutdown). May be NULL. */
 	const atomic_int *cancel;
+	const atomic_int *stop; /* the same, a second flag (a store stopped for good) */
 	/* Nonzero: no stall timeout (a hanging GET that legitimately sends nothing for a
 	 * minute); timeout_ms then bounds the transfer. */
 	int may_idle;

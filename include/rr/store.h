@@ -64,6 +64,10 @@ struct rr_store {
 	 * and send no more, failing with RR_ECANCELED: a routine persist on a slow link steps
 	 * aside at once for a notice's checkpoint. NULL: never. */
 	const atomic_int *_Atomic cancel;
+	/* Set by rr_store_cancel: the store's work stops for good (the agent is leaving during
+	 * its start-up restore); cancel then points at it. Callers that loop over many calls
+	 * (restore) check it between them. */
+	atomic_int stopped;
 };
 
 /* Options for remote backends (all may be NULL/0 for the defaults). */
@@ -82,6 +86,10 @@ struct rr_store_opts {
  * build lacks, or the backend's error; rr_store_strerror(rc) then says why. */
 int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_store **out);
 void rr_store_destroy(struct rr_store *s);
+
+/* Stops the store's work for good: the agent is leaving (a signal during its start-up
+ * restore). Safe to call from any thread while others use the store. */
+void rr_store_cancel(struct rr_store *s);
 
 /* Sets (or with 0 clears) the deadline remote backends bound their requests and retries
  * by: no request outlives it, and none is sent once it has passed. */

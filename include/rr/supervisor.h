@@ -13,7 +13,10 @@ int rr_supervisor_resolve(const char *cmd, char **path_out);
 
 /* Forks and execs path with argv/envp. The child gets an empty signal mask, default
  * dispositions for every signal, and its own process group (pgid == pid); its
- * stdin/stdout/stderr are the agent's own. Returns 0 with *pid_out set, or, when exec
+ * stdin/stdout/stderr are the agent's own and every other fd is closed. It gets SIGTERM
+ * when the agent dies (PR_SET_PDEATHSIG; not when the agent is PID 1) and the core-file
+ * limit the agent started with. Call from the main thread: the death signal comes when
+ * the thread that forked ends. Returns 0 with *pid_out set, or, when exec
  * failed in the child (the child is reaped here), RR_ENOENT / RR_EACCES / RR_EIO with the
  * child's errno in *exec_errno. */
 int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[],
@@ -26,6 +29,17 @@ int rr_proc_handles_signal(pid_t pid, int sig);
 /* Sends sig to every process of process group pgid that handles it (SigCgt), and to no
  * other. Returns how many processes were signalled (0 when none has a handler yet). */
 int rr_supervisor_signal_handlers(pid_t pgid, int sig);
+
+/* Makes the agent's memory (credentials, tokens) unreachable: not dumpable (no core file,
+ * no ptrace or /proc/PID/mem by the same user) and a core-file soft limit of 0. The
+ * trainer spawned afterwards gets the original limit back. 0 or the first error. */
+int rr_supervisor_protect_secrets(void);
+
+/* Sends sig to every living descendant of the calling process (as a subreaper, the
+ * trainer's orphans are among them, whatever group or session they moved to), and first
+ * to process group pgid as a whole when one of them is in it (pgid <= 0: none). sig 0
+ * only counts. Returns how many living descendants there were, or an RR_E... error. */
+int rr_supervisor_signal_descendants(pid_t pgid, int sig);
 
 /* Reaps every exited child without blocking (a PID 1 must reap orphans too). When child
  * is among them, sets *exited = 1 and its wait status in *status. Returns how many

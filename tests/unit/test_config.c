@@ -658,6 +658,39 @@ static void test_parse_can_be_called_again_after_stopping_inside_an_option_clust
 	CU_ASSERT(p.rc == 0 && p.cfg.command == RR_CMD_RESTORE);
 }
 
+static void test_parse_trainer_env_takes_pass_or_strip_from_flag_or_environment(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	unsetenv("RESUME_RUN_TRAINER_ENV");
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.strip_trainer_env, 0); /* pass by default */
+	p = s_parse(ARGV("resume-run", "--trainer-env", "strip", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.strip_trainer_env, 1);
+	setenv("RESUME_RUN_TRAINER_ENV", "strip", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.strip_trainer_env, 1);
+	/* The flag wins over the variable. */
+	p = s_parse(ARGV("resume-run", "--trainer-env=pass", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.strip_trainer_env, 0);
+	setenv("RESUME_RUN_TRAINER_ENV", "hide", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "RESUME_RUN_TRAINER_ENV"));
+	unsetenv("RESUME_RUN_TRAINER_ENV");
+	p = s_parse(ARGV("resume-run", "--trainer-env", "none", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "'none'"));
+	/* Only the run command starts a trainer. */
+	p = s_parse(ARGV("resume-run", "ls", "--trainer-env", "strip"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+}
+
 static CU_TestInfo s_tests[] = {
 	{ "test_duration_accepts_each_unit", test_duration_accepts_each_unit },
 	{ "test_duration_of_exactly_30_days_is_accepted_in_every_unit",
@@ -709,6 +742,8 @@ static CU_TestInfo s_tests[] = {
 	  test_parse_version_sets_the_version_command },
 	{ "test_parse_can_be_called_again_after_stopping_inside_an_option_cluster",
 	  test_parse_can_be_called_again_after_stopping_inside_an_option_cluster },
+	{ "test_parse_trainer_env_takes_pass_or_strip_from_flag_or_environment",
+	  test_parse_trainer_env_takes_pass_or_strip_from_flag_or_environment },
 	CU_TEST_INFO_NULL,
 };
 

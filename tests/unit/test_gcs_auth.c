@@ -538,6 +538,43 @@ static void test_key_file_with_bad_pem_is_einval_without_the_key_text(void)
 	free(pem);
 }
 
+static void test_plain_http_token_uri_off_loopback_is_refused(void)
+{
+	char *json;
+
+	s_make_key();
+	json = s_key_json("service_account", s_pem, S_KID, "http://10.0.0.1/token");
+	s_assert_bad_key_file(json, "plain http");
+	free(json);
+	json = s_key_json("service_account", s_pem, S_KID, "http://127.0.0.1.evil.example/token");
+	s_assert_bad_key_file(json, "plain http");
+	free(json);
+}
+
+static void test_plain_http_metadata_host_off_loopback_is_refused(void)
+{
+	struct s_env e;
+
+	s_setup(&e);
+	e.opts.metadata_endpoint = NULL;
+	setenv("GCE_METADATA_HOST", "10.0.0.1:80", 1);
+	CU_ASSERT_EQUAL(rr_gcs_auth_new(&e.opts, &e.auth, e.why, sizeof(e.why)), RR_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.why, "plain http"));
+	/* The metadata server itself is plain http by design. */
+	setenv("GCE_METADATA_HOST", "metadata.google.internal", 1);
+	CU_ASSERT_EQUAL(rr_gcs_auth_new(&e.opts, &e.auth, e.why, sizeof(e.why)), 0);
+	rr_gcs_auth_destroy(e.auth);
+	e.auth = NULL;
+	setenv("GCE_METADATA_HOST", "169.254.169.254", 1);
+	CU_ASSERT_EQUAL(rr_gcs_auth_new(&e.opts, &e.auth, e.why, sizeof(e.why)), 0);
+	rr_gcs_auth_destroy(e.auth);
+	e.auth = NULL;
+	setenv("GCE_METADATA_HOST", "169.254.169.2540", 1);
+	CU_ASSERT_EQUAL(rr_gcs_auth_new(&e.opts, &e.auth, e.why, sizeof(e.why)), RR_EINVAL);
+	CU_ASSERT_EQUAL(fx_server_nrequests(&e.srv), 0);
+	s_teardown(&e);
+}
+
 static void test_unreadable_key_file_is_eio(void)
 {
 	struct s_env e;
@@ -834,6 +871,10 @@ static CU_TestInfo s_tests[] = {
 	  test_key_file_without_private_key_is_einval_naming_it },
 	{ "key_file_with_bad_pem_is_einval_without_the_key_text",
 	  test_key_file_with_bad_pem_is_einval_without_the_key_text },
+	{ "plain_http_token_uri_off_loopback_is_refused",
+	  test_plain_http_token_uri_off_loopback_is_refused },
+	{ "plain_http_metadata_host_off_loopback_is_refused",
+	  test_plain_http_metadata_host_off_loopback_is_refused },
 	{ "unreadable_key_file_is_eio", test_unreadable_key_file_is_eio },
 	{ "token_exchange_posts_a_jwt_bearer_form", test_token_exchange_posts_a_jwt_bearer_form },
 	{ "token_is_cached_across_calls", test_token_is_cached_across_calls },

@@ -4,6 +4,8 @@
  * which of them are retryable), batches with a bound on transfers in flight, and one client
  * shared by several threads. */
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -481,6 +483,48 @@ static void test_body_over_response_max_is_etoobig_and_not_retryable(void)
 	free(big);
 }
 
+/* Sockets of this process connected to port (the client side of connections to the test
+ * server) that would survive an execve; *seen counts all of them. */
+static int s_inheritable_client_sockets(int port, int *seen)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int bad = 0;
+
+	*seen = 0;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	while ((de = readdir(d)) != NULL) {
+		struct sockaddr_in peer;
+		socklen_t len = sizeof(peer);
+		int fd = atoi(de->d_name);
+
+		if (de->d_name[0] == '.' || fd == dirfd(d))
+			continue;
+		if (getpeername(fd, (struct sockaddr *)&peer, &len) != 0 ||
+		    peer.sin_family != AF_INET || ntohs(peer.sin_port) != port)
+			continue;
+		(*seen)++;
+		if (!(fcntl(fd, F_GETFD) & FD_CLOEXEC))
+			bad++;
+	}
+	closedir(d);
+	return bad;
+}
+
+static void test_kept_alive_connection_is_close_on_exec(void)
+{
+	struct s_env e;
+	int seen = 0;
+
+	s_setup(&e);
+	CU_ASSERT_EQUAL(s_perform(&e, "GET", NULL, 0), 0);
+	/* The connection stays open in the handle pool for the next request: a trainer
+	 * forked now must not get it. */
+	CU_ASSERT_EQUAL(s_inheritable_client_sockets(e.srv.port, &seen), 0);
+	CU_ASSERT(seen >= 1);
+	s_teardown(&e);
+}
+
 static void test_sequential_requests_reuse_one_connection(void)
 {
 	struct s_env e;
@@ -889,6 +933,7 @@ static CU_TestInfo s_tests[] = {
 	  test_interim_response_headers_do_not_leak_into_the_final_ones },
 	{ "body_over_response_max_is_etoobig_and_not_retryable",
 	  test_body_over_response_max_is_etoobig_and_not_retryable },
+	{ "kept_alive_connection_is_close_on_exec", test_kept_alive_connection_is_close_on_exec },
 	{ "sequential_requests_reuse_one_connection",
 	  test_sequential_requests_reuse_one_connection },
 	{ "stalled_server_times_out_retryable", test_stalled_server_times_out_retryable },

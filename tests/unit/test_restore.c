@@ -584,6 +584,111 @@ static void test_restore_newest_of_empty_run_is_enoent(void)
 	fx_done(&f);
 }
 
+/* A store in front of the fixture's file store that cancels itself at its Nth get, the way
+ * the agent's signal thread cancels a restore in flight. */
+struct s_cancel_store {
+	struct rr_store base;
+	struct rr_store *inner;
+	int gets, cancel_at;
+};
+
+static int s_cs_put(struct rr_store *s, const char *key, const void *data, size_t len,
+		    const struct rr_put_opts *opts, char *etag_out)
+{
+	struct s_cancel_store *c = (struct s_cancel_store *)s;
+	return c->inner->vt->put(c->inner, key, data, len, opts, etag_out);
+}
+
+static int s_cs_get(struct rr_store *s, const char *key, struct rr_buf *out, char *etag_out)
+{
+	struct s_cancel_store *c = (struct s_cancel_store *)s;
+	int rc = c->inner->vt->get(c->inner, key, out, etag_out);
+	if (__atomic_add_fetch(&c->gets, 1, __ATOMIC_SEQ_CST) == c->cancel_at)
+		rr_store_cancel(s);
+	return rc;
+}
+
+static int s_cs_head(struct rr_store *s, const char *key, uint64_t *size_out)
+{
+	struct s_cancel_store *c = (struct s_cancel_store *)s;
+	return c->inner->vt->head(c->inner, key, size_out);
+}
+
+static int s_cs_list(struct rr_store *s, const char *prefix, rr_store_list_cb cb, void *ud)
+{
+	struct s_cancel_store *c = (struct s_cancel_store *)s;
+	return c->inner->vt->list(c->inner, prefix, cb, ud);
+}
+
+static int s_cs_del(struct rr_store *s, const char *key)
+{
+	struct s_cancel_store *c = (struct s_cancel_store *)s;
+	return c->inner->vt->del(c->inner, key);
+}
+
+static void s_cs_destroy(struct rr_store *s)
+{
+	(void)s;
+}
+
+static const struct rr_store_vtable s_cancel_vt = {
+	.scheme = "test", .put = s_cs_put, .get = s_cs_get, .head = s_cs_head,
+	.list = s_cs_list, .del = s_cs_del, .destroy = s_cs_destroy,
+};
+
+static void test_restore_cancelled_midway_is_ecanceled_and_leaves_nothing(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct s_cancel_store cs = { .base = { .vt = &s_cancel_vt }, .cancel_at = 2 };
+	struct rr_manifest *m;
+	size_t chunks = 0;
+	char why[512];
+
+	fx_init(&f);
+	cs.inner = f.s;
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	for (size_t i = 0; i < m->nfiles; i++)
+		for (size_t g = 0; g < m->files[i].nsegs; g++)
+			chunks += m->files[i].segs[g].nchunks;
+	CU_ASSERT_FATAL(chunks > 4);
+	fx_write_str(f.restore_dir, "other.txt", "was here before\n", 0644);
+	/* One worker, so the count of chunks fetched after the cancel is exact. */
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(&cs.base, FX_RUN, m, f.restore_dir, 1, &st, why,
+					      sizeof(why)),
+			RR_ECANCELED);
+	CU_ASSERT_EQUAL(cs.gets, 2);
+	s_assert_names(f.restore_dir, "other.txt");
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+static void test_restore_newest_cancelled_does_not_fall_back(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct s_cancel_store cs = { .base = { .vt = &s_cancel_vt }, .cancel_at = 1 };
+	struct rr_manifest *m1, *m2;
+	struct rr_catalog *c = NULL;
+	char name[256] = "";
+
+	fx_init(&f);
+	cs.inner = f.s;
+	m1 = s_make_and_persist(&f, "step-1", 1, 1000);
+	m2 = s_make_and_persist(&f, "step-2", 2, 2000);
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(rr_restore_newest(&cs.base, FX_RUN, c, f.restore_dir, 1, name,
+					  sizeof(name), &st),
+			RR_ECANCELED);
+	CU_ASSERT_STRING_EQUAL(name, "");
+	CU_ASSERT_EQUAL(cs.gets, 1);
+	s_assert_names(f.restore_dir, "");
+	rr_catalog_destroy(c);
+	rr_manifest_destroy(m1);
+	rr_manifest_destroy(m2);
+	fx_done(&f);
+}
+
 static CU_TestInfo s_tests[] = {
 	{ "restore_round_trip_is_byte_identical_with_modes",
 	  test_restore_round_trip_is_byte_identical_with_modes },
@@ -613,6 +718,10 @@ static CU_TestInfo s_tests[] = {
 	{ "restore_newest_with_every_checkpoint_damaged_fails",
 	  test_restore_newest_with_every_checkpoint_damaged_fails },
 	{ "restore_newest_of_empty_run_is_enoent", test_restore_newest_of_empty_run_is_enoent },
+	{ "restore_cancelled_midway_is_ecanceled_and_leaves_nothing",
+	  test_restore_cancelled_midway_is_ecanceled_and_leaves_nothing },
+	{ "restore_newest_cancelled_does_not_fall_back",
+	  test_restore_newest_cancelled_does_not_fall_back },
 	CU_TEST_INFO_NULL,
 };
 

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -812,6 +814,169 @@ out:
 	s_rm_rf(dir);
 }
 
+/* ---- isolation of the trainer ----------------------------------------------------- */
+
+static void test_spawn_child_inherits_no_fd_but_stdio(void)
+{
+	int sv[2] = { -1, -1 }, nul, high;
+	char script[256];
+
+	/* Neither opened with O_CLOEXEC: what a library (curl's socketpair) may leave. */
+	CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	nul = open("/dev/null", O_RDONLY);
+	CU_ASSERT_FATAL(nul >= 0);
+	high = dup2(nul, 900);
+	CU_ASSERT_EQUAL_FATAL(high, 900);
+	snprintf(script, sizeof(script),
+		 "test -e /proc/self/fd/0 && test -e /proc/self/fd/2 && "
+		 "! test -e /proc/self/fd/%d && ! test -e /proc/self/fd/%d && "
+		 "! test -e /proc/self/fd/%d && ! test -e /proc/self/fd/%d",
+		 sv[0], sv[1], nul, high);
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(s_run_sh(script)), 0);
+	close(sv[0]);
+	close(sv[1]);
+	close(nul);
+	close(high);
+}
+
+static void test_spawn_child_has_sigterm_as_parent_death_signal(void)
+{
+	/* PR_GET_PDEATHSIG (2) stores the signal; the exit code reports it. */
+	char *argv[] = { S_PYTHON, "-c",
+			 "import ctypes, sys\n"
+			 "v = ctypes.c_int(-1)\n"
+			 "ctypes.CDLL(None).prctl(2, ctypes.byref(v), 0, 0, 0)\n"
+			 "sys.exit(v.value)\n",
+			 NULL };
+	pid_t pid = -1;
+	int exec_errno = -1;
+
+	CU_ASSERT_EQUAL_FATAL(rr_supervisor_spawn(S_PYTHON, argv, environ, &pid, &exec_errno), 0);
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(s_waitpid(pid)), SIGTERM);
+}
+
+static void test_spawn_child_dies_with_its_parent(void)
+{
+	int fds[2], st = -1, reaped = 0;
+	pid_t mid, child = -1;
+
+	CU_ASSERT_EQUAL_FATAL(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(pipe(fds), 0);
+	mid = fork();
+	CU_ASSERT_FATAL(mid >= 0);
+	if (mid == 0) {
+		/* A stand-in agent: spawns a long sleep, reports its pid, dies at once. */
+		char *argv[] = { "/bin/sleep", "1000", NULL };
+		pid_t c = -1;
+		int e;
+		close(fds[0]);
+		if (rr_supervisor_spawn("/bin/sleep", argv, environ, &c, &e) != 0)
+			_exit(1);
+		if (write(fds[1], &c, sizeof(c)) != (ssize_t)sizeof(c))
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	CU_ASSERT_EQUAL(read(fds[0], &child, sizeof(child)), (ssize_t)sizeof(child));
+	close(fds[0]);
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(s_waitpid(mid)), 0);
+	CU_ASSERT(child > 0);
+	if (child > 0) {
+		/* Orphaned to us (the subreaper): it must end by the death signal. */
+		CU_ASSERT(s_reap_until(child, &st, &reaped));
+		CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+		if (!WIFSIGNALED(st))
+			s_kill_and_wait(child);
+	}
+	prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+}
+
+static void test_protect_secrets_drops_dumpable_and_core_but_child_gets_them_back(void)
+{
+	struct rlimit orig, now, want;
+	char script[128];
+
+	CU_ASSERT_EQUAL_FATAL(getrlimit(RLIMIT_CORE, &orig), 0);
+	want = orig;
+	want.rlim_cur = orig.rlim_max == RLIM_INFINITY || orig.rlim_max >= (1 << 20) ?
+				(1 << 20) : orig.rlim_max;
+	CU_ASSERT_EQUAL_FATAL(setrlimit(RLIMIT_CORE, &want), 0);
+
+	CU_ASSERT_EQUAL(rr_supervisor_protect_secrets(), 0);
+	CU_ASSERT_EQUAL(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 0);
+	CU_ASSERT_EQUAL(getrlimit(RLIMIT_CORE, &now), 0);
+	CU_ASSERT_EQUAL(now.rlim_cur, 0);
+	CU_ASSERT_EQUAL(now.rlim_max, orig.rlim_max);
+
+	snprintf(script, sizeof(script), "grep -q '^Max core file size  *%llu ' /proc/self/limits",
+		 (unsigned long long)want.rlim_cur);
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(s_run_sh(script)), 0);
+	/* execve made the (not setuid) child dumpable again: its own core dumps work. */
+	{
+		char *argv[] = { S_PYTHON, "-c",
+				 "import ctypes, sys\n"
+				 "sys.exit(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))\n",
+				 NULL };
+		pid_t pid = -1;
+		int e;
+		CU_ASSERT_EQUAL_FATAL(rr_supervisor_spawn(S_PYTHON, argv, environ, &pid, &e), 0);
+		CU_ASSERT_EQUAL(rr_exit_code_from_status(s_waitpid(pid)), 1);
+	}
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	setrlimit(RLIMIT_CORE, &orig);
+}
+
+/* Reads a pid written by a script; -1 when it never came. */
+static pid_t s_read_pid(const char *path)
+{
+	char buf[32];
+
+	if (!s_wait_for_file(path))
+		return -1;
+	for (int i = 0; i < S_POLL_TRIES; i++) {
+		if (s_read_small(path, buf, sizeof(buf)) > 0 && strchr(buf, '\n'))
+			return (pid_t)strtol(buf, NULL, 10);
+		s_nap();
+	}
+	return -1;
+}
+
+static void test_signal_descendants_reaches_those_that_left_the_group(void)
+{
+	char dir[64], f1[128], f2[128], script[512];
+	pid_t sh = -1, in_group, in_session;
+	int st = -1, reaped = 0;
+
+	s_mkdtemp(dir, sizeof(dir));
+	snprintf(f1, sizeof(f1), "%s/group.pid", dir);
+	snprintf(f2, sizeof(f2), "%s/session.pid", dir);
+	snprintf(script, sizeof(script),
+		 "sleep 1000 & echo $! > '%s'; setsid sleep 1001 & echo $! > '%s'; wait", f1, f2);
+	char *argv[] = { "sh", "-c", script, NULL };
+
+	CU_ASSERT_EQUAL_FATAL(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(s_spawn_argv(argv, &sh), 0);
+	in_group = s_read_pid(f1);
+	in_session = s_read_pid(f2);
+	CU_ASSERT(in_group > 0 && in_session > 0);
+	/* The session leader is in another group: only the walk of the tree finds it. */
+	CU_ASSERT_NOT_EQUAL(getpgid(in_session), sh);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_descendants(sh, 0), 3);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_descendants(sh, SIGKILL), 3);
+	CU_ASSERT(s_reap_until(sh, &st, &reaped));
+	for (int i = 0; i < S_POLL_TRIES && rr_supervisor_signal_descendants(sh, 0) > 0; i++) {
+		rr_supervisor_reap(0, NULL, NULL);
+		s_nap();
+	}
+	rr_supervisor_reap(0, NULL, NULL);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_descendants(sh, 0), 0);
+	CU_ASSERT_EQUAL(s_proc_state(in_group), 0);
+	CU_ASSERT_EQUAL(s_proc_state(in_session), 0);
+	s_assert_no_children();
+	prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+	s_rm_rf(dir);
+}
+
 /* ---- exit status and signal names ------------------------------------------------- */
 
 static void test_exit_code_from_status_maps_exit_and_signal(void)
@@ -915,6 +1080,11 @@ static CU_TestInfo s_tests[] = {
 	S_TEST(test_reap_returns_child_status),
 	S_TEST(test_reap_with_no_children_returns_zero),
 	S_TEST(test_reap_collects_orphaned_grandchild_as_subreaper),
+	S_TEST(test_spawn_child_inherits_no_fd_but_stdio),
+	S_TEST(test_spawn_child_has_sigterm_as_parent_death_signal),
+	S_TEST(test_spawn_child_dies_with_its_parent),
+	S_TEST(test_protect_secrets_drops_dumpable_and_core_but_child_gets_them_back),
+	S_TEST(test_signal_descendants_reaches_those_that_left_the_group),
 	S_TEST(test_exit_code_from_status_maps_exit_and_signal),
 	S_TEST(test_signal_from_name_accepts_bare_prefixed_lowercase_and_numeric),
 	S_TEST(test_signal_from_name_rejects_unknown_and_out_of_range),
