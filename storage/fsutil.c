@@ -158,17 +158,13 @@ out:
 	return rc;
 }
 
-int rr_read_file(const char *path, struct rr_buf *out)
+/* Reads the file open as fd (which it closes) into out, as rr_read_file. */
+static int s_read_fd(int fd, struct rr_buf *out)
 {
 	size_t start = out->len;
 	struct stat st;
-	int fd, rc = 0;
+	int rc = 0;
 
-	if (out->len > out->max)
-		return RR_ETOOBIG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return rr_error_from_errno(errno);
 	if (fstat(fd, &st) < 0) {
 		rc = rr_error_from_errno(errno);
 		goto out;
@@ -232,6 +228,43 @@ out:
 	if (out->data)
 		out->data[out->len] = '\0';
 	return rc;
+}
+
+int rr_read_file(const char *path, struct rr_buf *out)
+{
+	int fd;
+
+	if (out->len > out->max)
+		return RR_ETOOBIG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rr_error_from_errno(errno);
+	return s_read_fd(fd, out);
+}
+
+int rr_read_regular_file(const char *path, struct rr_buf *out)
+{
+	struct stat st;
+	int fd, fl;
+
+	if (out->len > out->max)
+		return RR_ETOOBIG;
+	/* O_NONBLOCK: a FIFO would block the open until a writer came; this way it opens at
+	 * once and is refused below. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return rr_error_from_errno(errno);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return RR_EPATH;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		int rc = rr_error_from_errno(errno);
+		close(fd);
+		return rc;
+	}
+	return s_read_fd(fd, out);
 }
 
 int rr_fsync_dir(const char *dir)
