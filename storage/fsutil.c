@@ -283,14 +283,14 @@ int rr_fsync_dir(const char *dir)
 
 /* Creates one directory; a new one's entry is made durable by syncing its parent, so a
  * file later written durably inside it cannot vanish with it after a crash. */
-static int s_mkdir_one(const char *path)
+static int s_mkdir_one(const char *path, mode_t mode)
 {
 	struct stat st;
 	char *parent = NULL;
 	const char *base;
 	int rc;
 
-	if (mkdir(path, 0755) < 0) {
+	if (mkdir(path, mode) < 0) {
 		if (errno != EEXIST)
 			return rr_error_from_errno(errno);
 		if (stat(path, &st) < 0)
@@ -306,6 +306,11 @@ static int s_mkdir_one(const char *path)
 }
 
 int rr_mkdir_p(const char *path)
+{
+	return rr_mkdir_p_mode(path, 0755);
+}
+
+int rr_mkdir_p_mode(const char *path, mode_t mode)
 {
 	struct stat st;
 	size_t n;
@@ -328,7 +333,7 @@ int rr_mkdir_p(const char *path)
 			continue;
 		if (c[-1] != '/') { /* "a//b": the empty component was handled already */
 			*c = '\0';
-			rc = s_mkdir_one(p);
+			rc = s_mkdir_one(p, mode);
 			*c = save;
 			if (rc)
 				break;

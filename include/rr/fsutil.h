@@ -35,6 +35,9 @@ int rr_fsync_dir(const char *dir);
 /* mkdir -p with mode 0755; existing directories are fine. */
 int rr_mkdir_p(const char *path);
 
+/* The same with mode (before the umask) for the directories it creates. */
+int rr_mkdir_p_mode(const char *path, mode_t mode);
+
 /* rm -rf; a missing path is fine. Does not follow symlinks. */
 int rr_remove_tree(const char *path);
 
