@@ -18,7 +18,9 @@
 #include "rr/log.h"
 #include "rr/pool.h"
 #include "rr/progress.h"
+#include "rr/quote.h"
 #include "rr/restore.h"
+#include "rr/restored.h"
 
 /* One chunk: the unit of work. */
 struct s_task {
@@ -39,6 +41,8 @@ struct s_job {
 	const struct rr_manifest *m;
 	const char *root;      /* where files are written; NULL to only verify */
 	unsigned char *kept;   /* per file: 1 when linked from the existing local copy */
+	const struct rr_restored *rec; /* what earlier restores wrote for lossy chunks */
+	char (*decoded)[RR_XXH128_HEX_LEN + 1]; /* per task: xxh128 of lossy chunks' bytes */
 	struct s_task *tasks;
 	size_t ntasks;
 	struct s_worker *workers;
@@ -121,6 +125,9 @@ static int s_do_task(size_t t, unsigned worker, void *ud)
 	rc = s_fetch_chunk(j, w, fe, seg, ref);
 	if (rc || !j->root)
 		goto done;
+	/* Rounded values no manifest hash describes: remembered for the next start. */
+	if (j->decoded && !s_lossless(seg->encoding))
+		rr_xxh128_hex(w->raw, ref->size, j->decoded[t]);
 	snprintf(path, sizeof(path), "%s/%s", j->root, fe->path);
 	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
@@ -138,10 +145,11 @@ done:
 	return rc;
 }
 
-/* 1 when the local file at path holds exactly the original bytes of fe (size, permission
- * bits, every chunk's original-bytes hash). A file restored from lossy chunks holds the
- * rounded values instead, so it does not match and is restored again. */
-static int s_local_identical(const char *path, const struct rr_file_entry *fe)
+/* 1 when the local file at path holds exactly the bytes a restore of fe gives (size,
+ * permission bits, every chunk's hash): the original bytes' hash, or for a lossy chunk the
+ * hash of the rounded values an earlier restore wrote, as its record (rec) remembers. */
+static int s_local_identical(const char *path, const struct rr_file_entry *fe,
+			     const struct rr_restored *rec)
 {
 	struct stat st;
 	unsigned char *buf = NULL;
@@ -166,6 +174,11 @@ static int s_local_identical(const char *path, const struct rr_file_entry *fe)
 				got = 0;
 			rr_xxh128_hex(buf, got, xxh);
 			same = got == ref->size && strcmp(xxh, ref->raw_xxh128) == 0;
+			if (!same && got == ref->size && !s_lossless(seg->encoding)) {
+				const char *was = rr_restored_find(rec, ref->sha256, seg->encoding,
+								   seg->scale_exp);
+				same = was && strcmp(xxh, was) == 0;
+			}
 			at += ref->size;
 		}
 	}
@@ -274,6 +287,7 @@ static void s_job_free(struct s_job *j, unsigned threads)
 	free(j->workers);
 	free(j->tasks);
 	free(j->kept);
+	free(j->decoded);
 }
 
 int rr_verify_checkpoint(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
@@ -297,7 +311,8 @@ int rr_verify_checkpoint(struct rr_store *s, const char *run_id, const struct rr
 }
 
 /* 1 when dir holds exactly the files of m, each identical. */
-static int s_dir_identical(const char *dir, const struct rr_manifest *m)
+static int s_dir_identical(const char *dir, const struct rr_manifest *m,
+			   const struct rr_restored *rec)
 {
 	struct rr_dir_listing l;
 	int same;
@@ -307,11 +322,42 @@ static int s_dir_identical(const char *dir, const struct rr_manifest *m)
 	same = l.n == m->nfiles && l.skipped == 0;
 	for (size_t f = 0; same && f < m->nfiles; f++) {
 		char *p = rr_path_join(dir, m->files[f].path);
-		same = p && s_local_identical(p, &m->files[f]);
+		same = p && s_local_identical(p, &m->files[f], rec);
 		free(p);
 	}
 	rr_dir_listing_free(&l);
 	return same;
+}
+
+/* Remembers the bytes this restore left for each lossy chunk: decoded now, or kept from
+ * the local copy (whose bytes the old record vouched for). Only saves a download at the
+ * next start, so a failure is a warning. */
+static void s_save_record(const struct s_job *j, const char *parent)
+{
+	struct rr_restored *now = rr_restored_new();
+	size_t lossy = 0;
+	int rc = now ? 0 : RR_ENOMEM;
+
+	for (size_t t = 0; !rc && t < j->ntasks; t++) {
+		const struct s_task *task = &j->tasks[t];
+		const struct rr_segment *seg = &j->m->files[task->file].segs[task->seg];
+		const struct rr_chunk_ref *ref = &seg->chunks[task->chunk];
+		const char *xxh = j->decoded[t];
+		if (s_lossless(seg->encoding))
+			continue;
+		lossy++;
+		if (!xxh[0])
+			xxh = rr_restored_find(j->rec, ref->sha256, seg->encoding, seg->scale_exp);
+		if (xxh)
+			rc = rr_restored_add(now, ref->sha256, seg->encoding, seg->scale_exp, xxh);
+	}
+	if (!rc && (lossy || rr_restored_count(j->rec)))
+		rc = rr_restored_save(now, parent);
+	if (rc)
+		rr_warn("could not record what the restore wrote in %s/%s (%s); the next start "
+			"downloads the lossy tensors again", parent, RR_RESTORED_FILE,
+			rr_strerror(rc));
+	rr_restored_destroy(now);
 }
 
 int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
@@ -321,8 +367,9 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	struct s_job j = { .store = s, .run_id = run_id, .m = m,
 			   .why = RR_REASON_INIT };
 	struct rr_dir_listing local = { 0 };
-	char tmp_name[300], what[300];
-	char *final = NULL, *tmp = NULL;
+	struct rr_restored *rec = NULL;
+	char tmp_name[300], what[300], q[RR_QUOTE_CAP];
+	char *final = NULL, *tmp = NULL, *aside = NULL;
 	struct stat st;
 	int64_t t0 = rr_mono_ms();
 	int exists, rc;
@@ -340,8 +387,14 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	rc = rr_mkdir_p(parent);
 	if (rc)
 		goto out;
+	rec = rr_restored_load(parent);
+	if (!rec) {
+		rc = RR_ENOMEM;
+		goto out;
+	}
+	j.rec = rec;
 	exists = lstat(final, &st) == 0;
-	if (exists && S_ISDIR(st.st_mode) && s_dir_identical(final, m)) {
+	if (exists && S_ISDIR(st.st_mode) && s_dir_identical(final, m, rec)) {
 		stats->already_present = 1;
 		stats->kept_files = m->nfiles;
 		goto out;
@@ -353,6 +406,8 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	if (!rc)
 		rc = s_job_init(&j, &threads);
 	if (!rc && !(j.kept = calloc(m->nfiles ? m->nfiles : 1, 1)))
+		rc = RR_ENOMEM;
+	if (!rc && !(j.decoded = calloc(j.ntasks ? j.ntasks : 1, sizeof(*j.decoded))))
 		rc = RR_ENOMEM;
 	/* Files to keep are taken only from a real directory, and only those its listing
 	 * (which follows no symlink) shows: a link to a file reached through a symlink would
@@ -367,7 +422,7 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 		char to[8192];
 		/* Same bytes already on disk: a link instead of a download (if linking fails,
 		 * e.g. across filesystems, the download it is). */
-		if (have && s_local_identical(have, fe) &&
+		if (have && s_local_identical(have, fe, j.rec) &&
 		    s_make_parent(tmp, fe->path, to, sizeof(to)) == 0 && link(have, to) == 0) {
 			j.kept[f] = 1;
 			stats->kept_files++;
@@ -397,7 +452,7 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	if (exists) {
 		/* Only the name in a fixed buffer (it fits: names are at most 255 bytes); a
 		 * fixed buffer for the whole path truncated long parents to some other path. */
-		char aside_name[300], *aside;
+		char aside_name[300];
 		snprintf(aside_name, sizeof(aside_name), ".%s.local-%lld", m->checkpoint,
 			 (long long)rr_wall_ms());
 		aside = rr_path_join(parent, aside_name);
@@ -407,17 +462,31 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 		}
 		if (rename(final, aside) != 0) {
 			rc = rr_error_from_errno(errno);
-			free(aside);
 			goto out;
 		}
-		rr_warn("%s existed locally with other contents; moved aside to %s", final, aside);
-		free(aside);
 	}
 	if (rename(tmp, final) != 0) {
 		rc = rr_error_from_errno(errno);
+		if (aside && rename(aside, final) != 0)
+			rr_warn("%s existed locally with other contents and is now at %s", final,
+				aside);
 		goto out;
 	}
 	rc = rr_fsync_dir(parent);
+	if (aside) {
+		/* The store's copy is in place: the old one was set aside only so that a crash
+		 * before that left one of them under the name. (Its files that matched were
+		 * linked into the new copy, which keeps them.) */
+		int drc = rr_remove_tree(aside);
+		if (drc)
+			rr_warn("%s existed locally with other contents; the old copy is left at %s "
+				"(%s)", final, aside, rr_strerror(drc));
+		else
+			rr_info("checkpoint %s existed locally with other contents; replaced by the "
+				"store's copy", rr_quote_str(q, m->checkpoint));
+	}
+	if (!rc)
+		s_save_record(&j, parent);
 out:
 	if (rc && tmp)
 		rr_remove_tree(tmp);
@@ -427,8 +496,10 @@ out:
 		snprintf(why, why_len, "%s", j.why.text[0] ? j.why.text : rr_strerror(rc));
 	s_job_free(&j, threads);
 	rr_dir_listing_free(&local);
+	rr_restored_destroy(rec);
 	free(final);
 	free(tmp);
+	free(aside);
 	return rc;
 }
 
