@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rr/beneath.h"
 #include "rr/clock.h"
 #include "rr/codec.h"
 #include "rr/dirwalk.h"
@@ -145,19 +146,16 @@ done:
 	return rc;
 }
 
-/* 1 when the local file at path holds exactly the bytes a restore of fe gives (size,
+/* 1 when the local file open as fd holds exactly the bytes a restore of fe gives (size,
  * permission bits, every chunk's hash): the original bytes' hash, or for a lossy chunk the
  * hash of the rounded values an earlier restore wrote, as its record (rec) remembers. */
-static int s_local_identical(const char *path, const struct rr_file_entry *fe,
+static int s_local_identical(int fd, const struct rr_file_entry *fe,
 			     const struct rr_restored *rec)
 {
 	struct stat st;
 	unsigned char *buf = NULL;
-	int fd, same = 0;
+	int same = 0;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != fe->size ||
 	    (st.st_mode & 0777) != (fe->mode & 0777))
 		goto out;
@@ -184,7 +182,6 @@ static int s_local_identical(const char *path, const struct rr_file_entry *fe,
 	}
 out:
 	free(buf);
-	close(fd);
 	return same;
 }
 
@@ -310,22 +307,70 @@ int rr_verify_checkpoint(struct rr_store *s, const char *run_id, const struct rr
 	return rc;
 }
 
-/* 1 when dir holds exactly the files of m, each identical. */
-static int s_dir_identical(const char *dir, const struct rr_manifest *m,
-			   const struct rr_restored *rec)
+/* Opens the local copy <parent>/<name> without following a symlink to it or in it, and
+ * lists it. Returns 0 with *fd_out and *l the caller's, or an rr_error (no local copy to
+ * compare with: a symlink, a file, nothing). */
+static int s_open_local(const char *parent, const char *name, int *fd_out,
+			struct rr_dir_listing *l)
 {
-	struct rr_dir_listing l;
-	int same;
+	int pfd, rc;
 
-	if (rr_dir_list(dir, &l) != 0)
-		return 0;
-	same = l.n == m->nfiles && l.skipped == 0;
-	for (size_t f = 0; same && f < m->nfiles; f++) {
-		char *p = rr_path_join(dir, m->files[f].path);
-		same = p && s_local_identical(p, &m->files[f], rec);
-		free(p);
+	memset(l, 0, sizeof(*l));
+	pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return rr_error_from_errno(errno);
+	rc = rr_opendir_beneath(pfd, name, fd_out);
+	close(pfd);
+	if (!rc && (rc = rr_dir_list_fd(*fd_out, l)) != 0) {
+		close(*fd_out);
+		*fd_out = -1;
 	}
-	rr_dir_listing_free(&l);
+	return rc;
+}
+
+/* The local file rel, opened below dirfd only if its listing shows it and it is still
+ * that regular file (no symlink on the way, no FIFO); -1 otherwise. */
+static int s_local_fd(int dirfd, const struct rr_dir_listing *l, const char *rel)
+{
+	const struct rr_dir_file *e;
+	int fd;
+
+	if (dirfd < 0 || !l->n)
+		return -1;
+	e = bsearch(rel, l->files, l->n, sizeof(*l->files), s_cmp_listed);
+	if (!e || rr_open_beneath(dirfd, rel, &e->st, &fd, NULL) != 0)
+		return -1;
+	return fd;
+}
+
+/* Hard-links the very inode open as fd to path: never a name that may have changed since
+ * the file was checked. Through /proc (any user), else AT_EMPTY_PATH (needs
+ * CAP_DAC_READ_SEARCH). */
+static int s_link_fd(int fd, const char *path)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0)
+		return 0;
+	return rr_error_from_errno(errno);
+}
+
+/* 1 when the directory open as dirfd (listed as l) holds exactly the files of m, each
+ * identical. */
+static int s_dir_identical(int dirfd, const struct rr_dir_listing *l,
+			   const struct rr_manifest *m, const struct rr_restored *rec)
+{
+	int same = dirfd >= 0 && l->n == m->nfiles && l->skipped == 0;
+
+	for (size_t f = 0; same && f < m->nfiles; f++) {
+		int fd = s_local_fd(dirfd, l, m->files[f].path);
+		same = fd >= 0 && s_local_identical(fd, &m->files[f], rec);
+		if (fd >= 0)
+			close(fd);
+	}
 	return same;
 }
 
@@ -372,7 +417,7 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	char *final = NULL, *tmp = NULL, *aside = NULL;
 	struct stat st;
 	int64_t t0 = rr_mono_ms();
-	int exists, rc;
+	int exists, rc, local_fd = -1;
 
 	memset(stats, 0, sizeof(*stats));
 	stats->files = m->nfiles;
@@ -394,7 +439,14 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	}
 	j.rec = rec;
 	exists = lstat(final, &st) == 0;
-	if (exists && S_ISDIR(st.st_mode) && s_dir_identical(final, m, rec)) {
+	/* Files to keep are taken only from a real directory, and only those its listing
+	 * (which follows no symlink) shows, opened below it as the inode listed: a link to a
+	 * file reached through a symlink would put an inode from outside the target into the
+	 * checkpoint. */
+	if (exists && S_ISDIR(st.st_mode) &&
+	    s_open_local(parent, m->checkpoint, &local_fd, &local) != 0)
+		local_fd = -1;
+	if (s_dir_identical(local_fd, &local, m, rec)) {
 		stats->already_present = 1;
 		stats->kept_files = m->nfiles;
 		goto out;
@@ -409,30 +461,24 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 		rc = RR_ENOMEM;
 	if (!rc && !(j.decoded = calloc(j.ntasks ? j.ntasks : 1, sizeof(*j.decoded))))
 		rc = RR_ENOMEM;
-	/* Files to keep are taken only from a real directory, and only those its listing
-	 * (which follows no symlink) shows: a link to a file reached through a symlink would
-	 * put an inode from outside the target into the checkpoint. */
-	if (!rc && exists && S_ISDIR(st.st_mode) && rr_dir_list(final, &local) != 0)
-		memset(&local, 0, sizeof(local));
 	for (size_t f = 0; !rc && f < m->nfiles; f++) {
 		const struct rr_file_entry *fe = &m->files[f];
-		int listed = local.n && bsearch(fe->path, local.files, local.n,
-						sizeof(*local.files), s_cmp_listed);
-		char *have = listed ? rr_path_join(final, fe->path) : NULL;
+		int have = s_local_fd(local_fd, &local, fe->path);
 		char to[8192];
 		/* Same bytes already on disk: a link instead of a download (if linking fails,
 		 * e.g. across filesystems, the download it is). */
-		if (have && s_local_identical(have, fe, j.rec) &&
-		    s_make_parent(tmp, fe->path, to, sizeof(to)) == 0 && link(have, to) == 0) {
+		if (have >= 0 && s_local_identical(have, fe, j.rec) &&
+		    s_make_parent(tmp, fe->path, to, sizeof(to)) == 0 && s_link_fd(have, to) == 0) {
 			j.kept[f] = 1;
 			stats->kept_files++;
 		} else {
 			rc = s_create_file(tmp, fe->path, fe->size);
 		}
 		if (rc)
-			rr_reason_set(&j.why, "cannot create %s in %s: %s", fe->path, tmp,
-				 rr_strerror(rc));
-		free(have);
+			rr_reason_set(&j.why, "cannot create %s in %s: %s",
+				      rr_quote_str(q, fe->path), tmp, rr_strerror(rc));
+		if (have >= 0)
+			close(have);
 	}
 	if (rc)
 		goto out;
@@ -496,6 +542,8 @@ out:
 		snprintf(why, why_len, "%s", j.why.text[0] ? j.why.text : rr_strerror(rc));
 	s_job_free(&j, threads);
 	rr_dir_listing_free(&local);
+	if (local_fd >= 0)
+		close(local_fd);
 	rr_restored_destroy(rec);
 	free(final);
 	free(tmp);
