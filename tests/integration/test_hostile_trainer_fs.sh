@@ -78,7 +78,9 @@ elif mode == "fifoswap":
     os.unlink(z)
     os.mkfifo(z)
 elif mode == "names":
+    # One at a time: a newer commit would replace step-1 in the persist queue.
     commit("step-1", {"ok.txt": b"fine\n", "tok\\en.json": b"{}\n"})
+    wait_log("is not persisted")
     commit("step-2\nresume-run: error: forged", {"ok.txt": b"fine\n"})
     commit("step-3", {"ok.txt": b"fine\n"})
 elif mode == "plain":
@@ -169,8 +171,14 @@ new_ckpt "$W/c3"
 agent fifoswap.log "$W/c3" -- fifoswap
 [ "$RC" != 124 ] && [ "$RC" != 137 ] || fail "the agent blocked on a FIFO swapped into the checkpoint"
 expect_eq "$RC" 0 "fifoswap: agent status"
-[ -f "$(manifest step-1)" ] && grep -q z.bin "$(manifest step-1)" || \
-	expect_grep 'persist of "step-1" failed' fifoswap.log "step-1 persisted whole or refused"
+# Depending on when the swap lands: z.bin held open before it (stored as it was), the FIFO
+# seen by the listing (skipped, with a warning), or the persist refused with its reason.
+if [ -f "$(manifest step-1)" ]; then
+	grep -q z.bin "$(manifest step-1)" || \
+		expect_grep 'entries that are not regular files' fifoswap.log "the FIFO skipped"
+else
+	expect_grep 'persist of "step-1" failed' fifoswap.log "step-1 refused with a reason"
+fi
 ok "a FIFO swapped into a checkpoint does not block the persister or the agent's exit"
 
 # 4. Names the reader refuses are refused at commit, with one warning each, never
