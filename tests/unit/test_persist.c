@@ -660,7 +660,31 @@ static void test_persist_fails_when_a_file_grows_after_the_commit(void)
 	fx_done(&f);
 }
 
+/* More files than a persist holds open (512): the rest are opened again for each read,
+ * below the held checkpoint directory and checked against the listing; all are stored. */
+static void test_persist_of_more_files_than_it_holds_open(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	char *d, rel[32];
+
+	fx_init(&f);
+	d = fx_ckpt(&f, "step-1");
+	for (int i = 0; i < 600; i++) {
+		snprintf(rel, sizeof(rel), "shard/%03d.bin", i);
+		fx_write_random(d, rel, 100, (uint64_t)i + 1, 0644);
+	}
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1, NULL, &m, &st), 0);
+	CU_ASSERT_EQUAL(m->nfiles, 600);
+	CU_ASSERT_EQUAL(st.bytes, 60000);
+	rr_manifest_destroy(m);
+	free(d);
+	fx_done(&f);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "persist_of_more_files_than_it_holds_open", test_persist_of_more_files_than_it_holds_open },
 	{ "persist_writes_manifest_every_chunk_and_stats",
 	  test_persist_writes_manifest_every_chunk_and_stats },
 	{ "persist_same_name_again_is_eexist_and_changes_nothing",
