@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,10 +26,12 @@
 #include "rr/quote.h"
 #include "rr/safetensors.h"
 
-/* Files of one checkpoint held open for the whole persist, so that the trainer deleting it
- * meanwhile cannot pull them away; past this many, a file is opened again for each read
- * (below the same held directory, checked to be the same inode). */
-#define S_HELD_MAX 512
+/* Files of one checkpoint are held open for the whole persist, so that the trainer deleting
+ * it meanwhile cannot pull them away: up to half the process's descriptor limit, within
+ * these bounds. Past that, a file is opened again for each read (below the same held
+ * directory, checked to be the same inode). */
+#define S_HELD_MIN 64
+#define S_HELD_MAX 65536
 
 /* How a segment is to be stored, before its data is seen. */
 enum s_policy { S_PLAIN, S_EXACT, S_AUTO, S_FP16, S_BF16 };
@@ -236,12 +239,19 @@ static int s_unchanged(struct s_job *j, size_t f, int fd)
  * beyond S_HELD_MAX, or once the process runs short of them, are not held. */
 static int s_hold_files(struct s_job *j)
 {
+	struct rlimit rl;
+	size_t cap = S_HELD_MIN;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rlim_t half = rl.rlim_cur == RLIM_INFINITY ? S_HELD_MAX : rl.rlim_cur / 2;
+		cap = half < S_HELD_MIN ? S_HELD_MIN : half > S_HELD_MAX ? S_HELD_MAX : (size_t)half;
+	}
 	j->held = malloc((j->l->n ? j->l->n : 1) * sizeof(*j->held));
 	if (!j->held)
 		return RR_ENOMEM;
 	for (size_t f = 0; f < j->l->n; f++)
 		j->held[f] = -1;
-	for (size_t f = 0; f < j->l->n && f < S_HELD_MAX; f++) {
+	for (size_t f = 0; f < j->l->n && f < cap; f++) {
 		int rc = rr_open_beneath(j->root_fd, j->l->files[f].path, &j->l->files[f].st,
 					 &j->held[f], NULL);
 		if (rc == RR_EIO && (errno == EMFILE || errno == ENFILE))

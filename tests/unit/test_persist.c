@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -660,15 +661,21 @@ static void test_persist_fails_when_a_file_grows_after_the_commit(void)
 	fx_done(&f);
 }
 
-/* More files than a persist holds open (512): the rest are opened again for each read,
- * below the held checkpoint directory and checked against the listing; all are stored. */
+/* More files than a persist holds open (half the descriptor limit, here 256 of 512): the
+ * rest are opened again for each read, below the held checkpoint directory and checked
+ * against the listing; all are stored. */
 static void test_persist_of_more_files_than_it_holds_open(void)
 {
 	struct fx f;
 	struct rr_persist_stats st;
 	struct rr_manifest *m = NULL;
+	struct rlimit was, low;
 	char *d, rel[32];
 
+	CU_ASSERT_EQUAL_FATAL(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = 512;
+	CU_ASSERT_EQUAL_FATAL(setrlimit(RLIMIT_NOFILE, &low), 0);
 	fx_init(&f);
 	d = fx_ckpt(&f, "step-1");
 	for (int i = 0; i < 600; i++) {
@@ -681,6 +688,7 @@ static void test_persist_of_more_files_than_it_holds_open(void)
 	rr_manifest_destroy(m);
 	free(d);
 	fx_done(&f);
+	CU_ASSERT_EQUAL(setrlimit(RLIMIT_NOFILE, &was), 0);
 }
 
 static CU_TestInfo s_tests[] = {
