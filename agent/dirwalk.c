@@ -31,7 +31,8 @@ static int s_add(struct s_walk *w, const char *path, const struct stat *st)
 	if (!copy)
 		return RR_ENOMEM;
 	w->out->files[w->out->n++] = (struct rr_dir_file){
-		.path = copy, .mode = st->st_mode & 07777, .size = (uint64_t)st->st_size
+		.path = copy, .mode = st->st_mode & 07777, .size = (uint64_t)st->st_size,
+		.st = *st,
 	};
 	return 0;
 }
@@ -96,15 +97,12 @@ static int s_cmp_path(const void *a, const void *b)
 	return strcmp(((const struct rr_dir_file *)a)->path, ((const struct rr_dir_file *)b)->path);
 }
 
-int rr_dir_list(const char *root, struct rr_dir_listing *out)
+/* Lists the directory open as fd, which it consumes. */
+static int s_list(int fd, struct rr_dir_listing *out)
 {
 	struct s_walk w = { .out = out };
-	int fd, rc;
+	int rc;
 
-	memset(out, 0, sizeof(*out));
-	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return rr_error_from_errno(errno);
 	rc = s_walk_dir(&w, fd, "", 0);
 	if (rc) {
 		rr_dir_listing_free(out);
@@ -113,6 +111,30 @@ int rr_dir_list(const char *root, struct rr_dir_listing *out)
 	if (out->n)
 		qsort(out->files, out->n, sizeof(*out->files), s_cmp_path);
 	return 0;
+}
+
+int rr_dir_list(const char *root, struct rr_dir_listing *out)
+{
+	int fd;
+
+	memset(out, 0, sizeof(*out));
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return rr_error_from_errno(errno);
+	return s_list(fd, out);
+}
+
+int rr_dir_list_fd(int fd, struct rr_dir_listing *out)
+{
+	int own;
+
+	memset(out, 0, sizeof(*out));
+	/* fdopendir takes over its descriptor and shares the read position: list through a
+	 * fresh open of the same directory, so the caller's fd stays usable for openat. */
+	own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (own < 0)
+		return rr_error_from_errno(errno);
+	return s_list(own, out);
 }
 
 void rr_dir_listing_free(struct rr_dir_listing *l)

@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rr/beneath.h"
 #include "rr/clock.h"
 #include "rr/codec.h"
 #include "rr/dirwalk.h"
@@ -21,7 +23,15 @@
 #include "rr/persist.h"
 #include "rr/pool.h"
 #include "rr/progress.h"
+#include "rr/quote.h"
 #include "rr/safetensors.h"
+
+/* Files of one checkpoint are held open for the whole persist, so that the trainer deleting
+ * it meanwhile cannot pull them away: up to half the process's descriptor limit, within
+ * these bounds. Past that, a file is opened again for each read (below the same held
+ * directory, checked to be the same inode). */
+#define S_HELD_MIN 64
+#define S_HELD_MAX 65536
 
 /* How a segment is to be stored, before its data is seen. */
 enum s_policy { S_PLAIN, S_EXACT, S_AUTO, S_FP16, S_BF16 };
@@ -92,7 +102,9 @@ struct s_known {
 struct s_job {
 	struct rr_store *store;
 	const struct rr_persist_opts *opts;
-	const char *root; /* directory the files are read from */
+	int root_fd;                 /* the checkpoint directory, opened without following links */
+	const struct rr_dir_listing *l; /* what was listed: paths, inodes, sizes, mtimes */
+	int *held;                   /* per file: its descriptor, or -1 to open it per read */
 	struct rr_manifest *m;
 	struct s_seg_plan **plans;   /* per file, per segment */
 	size_t nplans;
@@ -212,6 +224,89 @@ static int s_claim(struct s_known *k, const char *sha)
 	return mine;
 }
 
+/* ---- reading the checkpoint: held descriptors, checked against the listing ---- */
+
+/* Why an open below the checkpoint failed, for the persist's one error line. */
+static int s_open_failed(struct s_job *j, size_t f, int rc)
+{
+	char q[RR_QUOTE_CAP];
+
+	rr_quote_str(q, j->l->files[f].path);
+	if (rc == RR_EPATH)
+		rr_reason_set(&j->why, "%s is no longer the regular file that was listed (a "
+			      "symlink, FIFO, device or other file took its place)", q);
+	else if (rc == RR_ENOENT)
+		rr_reason_set(&j->why, "%s disappeared while being persisted", q);
+	else
+		rr_reason_set(&j->why, "cannot open %s: %s", q, rr_strerror(rc));
+	return rc;
+}
+
+/* The descriptor to read file f from: the held one, or (*owned = 1) a fresh one. */
+static int s_file_fd(struct s_job *j, size_t f, int *fd, int *owned)
+{
+	int rc;
+
+	*owned = 0;
+	*fd = j->held[f];
+	if (*fd >= 0)
+		return 0;
+	rc = rr_open_beneath(j->root_fd, j->l->files[f].path, &j->l->files[f].st, fd, NULL);
+	if (rc)
+		return s_open_failed(j, f, rc);
+	*owned = 1;
+	return 0;
+}
+
+/* A file rewritten after it was listed would be stored as a mix of old and new bytes (or
+ * with hashes of bytes other than those encoded), so a change of size or modification
+ * time fails the persist instead. */
+static int s_unchanged(struct s_job *j, size_t f, int fd)
+{
+	const struct stat *was = &j->l->files[f].st;
+	char q[RR_QUOTE_CAP];
+	struct stat st;
+
+	if (fstat(fd, &st) != 0) {
+		rr_reason_set(&j->why, "cannot stat %s: %s", rr_quote_str(q, j->l->files[f].path),
+			      strerror(errno));
+		return rr_error_from_errno(errno);
+	}
+	if (st.st_size == was->st_size && st.st_mtim.tv_sec == was->st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == was->st_mtim.tv_nsec)
+		return 0;
+	rr_reason_set(&j->why, "%s changed while being persisted (its size or modification time "
+		      "is not what it was at the commit)", rr_quote_str(q, j->l->files[f].path));
+	return RR_EIO;
+}
+
+/* Opens every listed file once: each must still be the regular file listed. Descriptors
+ * beyond S_HELD_MAX, or once the process runs short of them, are not held. */
+static int s_hold_files(struct s_job *j)
+{
+	struct rlimit rl;
+	size_t cap = S_HELD_MIN;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rlim_t half = rl.rlim_cur == RLIM_INFINITY ? S_HELD_MAX : rl.rlim_cur / 2;
+		cap = half < S_HELD_MIN ? S_HELD_MIN : half > S_HELD_MAX ? S_HELD_MAX : (size_t)half;
+	}
+	j->held = malloc((j->l->n ? j->l->n : 1) * sizeof(*j->held));
+	if (!j->held)
+		return RR_ENOMEM;
+	for (size_t f = 0; f < j->l->n; f++)
+		j->held[f] = -1;
+	for (size_t f = 0; f < j->l->n && f < cap; f++) {
+		int rc = rr_open_beneath(j->root_fd, j->l->files[f].path, &j->l->files[f].st,
+					 &j->held[f], NULL);
+		if (rc == RR_EIO && (errno == EMFILE || errno == ENFILE))
+			break; /* read these by opening them again */
+		if (rc)
+			return s_open_failed(j, f, rc);
+	}
+	return 0;
+}
+
 /* ---- planning: which segments and chunks, stored how ---- */
 
 /* A *.safetensors file that the strict reader refuses is stored byte-exact; say so once
@@ -229,26 +324,23 @@ static void s_warn_refused_once(const char *path, const char *why)
 	if (!seen && n < 64)
 		warned[n++] = strdup(path);
 	pthread_mutex_unlock(&lock);
-	if (!seen)
-		rr_warn("%s is not a valid safetensors file (%s); it is stored byte-exact", path,
-			why);
+	if (!seen) {
+		char q[RR_QUOTE_CAP];
+		rr_warn("%s is not a valid safetensors file (%s); it is stored byte-exact",
+			rr_quote_str(q, path), why);
+	}
 }
 
 /* Reads and checks the header of a *.safetensors file. 0 on success. */
-static int s_read_header(const char *path, uint64_t size, struct rr_st_header *h, char *why,
+static int s_read_header(int fd, uint64_t size, struct rr_st_header *h, char *why,
 			 size_t why_len)
 {
 	uint8_t first8[8];
 	uint8_t *buf = NULL;
 	uint64_t n;
 	size_t got;
-	int fd, rc;
+	int rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		snprintf(why, why_len, "cannot open it: %s", strerror(errno));
-		return RR_EIO;
-	}
 	rc = rr_pread_full(fd, first8, 8, 0, &got);
 	if (!rc && got < 8)
 		rc = RR_ECORRUPT;
@@ -270,7 +362,6 @@ static int s_read_header(const char *path, uint64_t size, struct rr_st_header *h
 		rc = rr_st_parse(buf, got, size, h, why, why_len);
 out:
 	free(buf);
-	close(fd);
 	return rc;
 }
 
@@ -334,16 +425,22 @@ static int s_plan_file(struct s_job *j, size_t f)
 {
 	struct rr_file_entry *fe = &j->m->files[f];
 	struct rr_st_header h = { 0 };
-	char why[256] = "", *path;
+	char why[256] = "";
 	size_t cap, n = strlen(fe->path);
 	int tensors = 0, rc = 0;
 
 	if (n > 12 && strcmp(fe->path + n - 12, ".safetensors") == 0 && fe->size >= 8) {
-		path = rr_path_join(j->root, fe->path);
-		if (!path)
-			return RR_ENOMEM;
-		tensors = s_read_header(path, fe->size, &h, why, sizeof(why)) == 0;
-		free(path);
+		int fd, owned;
+		rc = s_file_fd(j, f, &fd, &owned);
+		if (rc)
+			return rc;
+		tensors = s_read_header(fd, fe->size, &h, why, sizeof(why)) == 0;
+		/* The plan rests on this header: it must be the one of the listed file. */
+		rc = s_unchanged(j, f, fd);
+		if (owned)
+			close(fd);
+		if (rc)
+			return rc;
 		if (!tensors)
 			s_warn_refused_once(fe->path, why);
 	}
@@ -457,25 +554,27 @@ static int s_build_manifest(struct s_job *j, const char *name, int64_t committed
 static int s_read_chunk(struct s_job *j, const struct s_task *t, unsigned char *raw)
 {
 	const struct rr_file_entry *fe = &j->m->files[t->file];
-	char path[4096 + 256];
+	char q[RR_QUOTE_CAP];
 	size_t got = 0;
-	int fd, rc;
+	int fd, owned, rc;
 
-	snprintf(path, sizeof(path), "%s/%s", j->root, fe->path);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		rc = rr_error_from_errno(errno);
-		rr_reason_set(&j->why, "cannot open %s: %s", fe->path, strerror(errno));
+	rc = s_file_fd(j, t->file, &fd, &owned);
+	if (rc)
 		return rc;
-	}
 	rc = rr_pread_full(fd, raw, t->length, (int64_t)t->offset, &got);
 	if (rc)
-		rr_reason_set(&j->why, "cannot read %s: %s", fe->path, rr_strerror(rc));
+		rr_reason_set(&j->why, "cannot read %s: %s", rr_quote_str(q, fe->path),
+			      rr_strerror(rc));
 	else if (got < t->length)
-		rr_reason_set(&j->why, "cannot read %s: file shrank while being read", fe->path);
+		rr_reason_set(&j->why, "cannot read %s: file shrank while being read",
+			      rr_quote_str(q, fe->path));
 	if (!rc && got < t->length)
 		rc = RR_EIO;
-	close(fd);
+	/* After the read: what was read is what was there when the file was listed. */
+	if (!rc)
+		rc = s_unchanged(j, t->file, fd);
+	if (owned)
+		close(fd);
 	return rc;
 }
 
@@ -519,7 +618,8 @@ static void s_choose_encoding(struct s_job *j, size_t f, size_t g)
 		rr_f32_stats_merge(&st, &j->stats[plan->first_task + c]);
 	if (st.odd_nans) {
 		/* FP16/BF16 cannot give these NaNs back bit for bit: keep the tensor exact. */
-		rr_debug("%s: %llu NaNs with payloads; stored exact", seg->tensor,
+		char q[RR_QUOTE_CAP];
+		rr_debug("%s: %llu NaNs with payloads; stored exact", rr_quote_str(q, seg->tensor),
 			 (unsigned long long)st.odd_nans);
 		return;
 	}
@@ -667,10 +767,22 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 		if (s_settle(j, t->file, t->seg))
 			return 0;
 		form = rr_chunk_form_of(seg);
+	} else {
+		/* Hashed in phase 1, read again now: the bytes encoded must be the bytes hashed,
+		 * or restore and verify would call the checkpoint damaged. */
+		char xxh[RR_XXH128_HEX_LEN + 1], q[RR_QUOTE_CAP];
+		rr_xxh128_hex(w->raw, t->length, xxh);
+		if (strcmp(xxh, ref->raw_xxh128) != 0) {
+			rr_reason_set(&j->why, "%s changed while being persisted (its bytes differ "
+				      "between two reads)", rr_quote_str(q, fe->path));
+			return RR_EIO;
+		}
 	}
 	rc = rr_codec_encode(w->codec, &form, w->raw, t->length, &w->stored);
 	if (rc) {
-		rr_reason_set(&j->why, "cannot encode %s: %s", fe->path, rr_strerror(rc));
+		char q[RR_QUOTE_CAP];
+		rr_reason_set(&j->why, "cannot encode %s: %s", rr_quote_str(q, fe->path),
+			      rr_strerror(rc));
 		return rc;
 	}
 	rr_sha256_hex(w->stored.data, w->stored.len, ref->sha256);
@@ -683,8 +795,9 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 		struct rr_put_opts po = { .sha256_hex = ref->sha256 };
 		rc = rr_store_put(j->store, key, w->stored.data, w->stored.len, &po, NULL);
 		if (rc) {
-			rr_reason_set(&j->why, "cannot store a chunk of %s: %s", fe->path,
-				      rr_store_strerror(rc));
+			char q[RR_QUOTE_CAP];
+			rr_reason_set(&j->why, "cannot store a chunk of %s: %s",
+				      rr_quote_str(q, fe->path), rr_store_strerror(rc));
 			return rc;
 		}
 		atomic_fetch_add(&j->new_bytes, w->stored.len);
@@ -782,32 +895,6 @@ static int s_compare_existing(const struct rr_manifest *ours, const struct rr_ma
 	return RR_EPRECOND;
 }
 
-/* Hard-links every file of src into staging so the trainer may delete src meanwhile. */
-static int s_snapshot(const char *src, const char *staging, const struct rr_dir_listing *l)
-{
-	int rc = rr_remove_tree(staging);
-	if (rc)
-		return rc;
-	rc = rr_mkdir_p(staging);
-	for (size_t i = 0; !rc && i < l->n; i++) {
-		char *from = rr_path_join(src, l->files[i].path);
-		char *to = rr_path_join(staging, l->files[i].path);
-		char *slash = to ? strrchr(to, '/') : NULL;
-		if (!from || !to) {
-			rc = RR_ENOMEM;
-		} else {
-			*slash = '\0';
-			rc = rr_mkdir_p(to);
-			*slash = '/';
-			if (!rc && link(from, to) != 0)
-				rc = rr_error_from_errno(errno);
-		}
-		free(from);
-		free(to);
-	}
-	return rc;
-}
-
 static int s_workers_new(struct s_job *j, unsigned threads)
 {
 	j->workers = calloc(threads, sizeof(*j->workers));
@@ -831,6 +918,12 @@ static void s_job_free(struct s_job *j, unsigned threads)
 		rr_buf_free(&j->workers[i].stored);
 	}
 	free(j->workers);
+	for (size_t f = 0; j->held && j->l && f < j->l->n; f++)
+		if (j->held[f] >= 0)
+			close(j->held[f]);
+	free(j->held);
+	if (j->root_fd >= 0)
+		close(j->root_fd);
 	free(j->known.sha);
 	if (j->known.claimed) {
 		free(j->known.claimed);
@@ -847,14 +940,73 @@ static void s_job_free(struct s_job *j, unsigned threads)
 	rr_manifest_destroy(j->m);
 }
 
+/* Refuses, with one warning, a checkpoint that restore would refuse: a name or a file path
+ * outside the manifest's rules (rr_checkpoint_name_valid, rr_path_is_safe). Persisting it
+ * would declare durable what can never be restored. */
+static int s_names_ok(const char *name, const struct rr_dir_listing *l)
+{
+	char q1[RR_QUOTE_CAP], q2[RR_QUOTE_CAP];
+
+	if (!rr_checkpoint_name_valid(name)) {
+		rr_warn("checkpoint %s is not persisted: restore refuses such a name (a dot first, "
+			"a '/', or a control character)", rr_quote_str(q1, name));
+		return RR_EPATH;
+	}
+	for (size_t i = 0; i < l->n; i++)
+		if (!rr_path_is_safe(l->files[i].path)) {
+			rr_warn("checkpoint %s is not persisted: restore refuses the name of its file "
+				"%s (a backslash or a control character)", rr_quote_str(q1, name),
+				rr_quote_str(q2, l->files[i].path));
+			return RR_EPATH;
+		}
+	return 0;
+}
+
+/* Lists <ckpt_dir>/<name> through descriptors: the checkpoint itself must be a directory
+ * reached without a symlink, and nothing below it is reached through one. */
+static int s_open_checkpoint(const char *ckpt_dir, const char *name, int *root_fd,
+			     struct rr_dir_listing *l)
+{
+	char q[RR_QUOTE_CAP];
+	int parent, rc;
+
+	parent = open(ckpt_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (parent < 0)
+		return rr_error_from_errno(errno);
+	rc = rr_opendir_beneath(parent, name, root_fd);
+	close(parent);
+	if (rc == RR_EPATH)
+		rr_warn("checkpoint %s is not persisted: it is no longer a directory (a symlink "
+			"or a file took its place after the commit)", rr_quote_str(q, name));
+	if (!rc)
+		rc = rr_dir_list_fd(*root_fd, l);
+	return rc;
+}
+
+/* The reader's own check on what is about to be stored: a manifest the parser refuses
+ * would be a checkpoint that is "durable" and never restorable. */
+static int s_reader_accepts(const struct rr_buf *json, const char *name)
+{
+	struct rr_manifest *back = NULL;
+	char why[256], q[RR_QUOTE_CAP];
+	int rc = rr_manifest_parse((const char *)json->data, json->len, &back, why, sizeof(why));
+
+	rr_manifest_destroy(back);
+	if (rc) {
+		rr_warn("checkpoint %s is not persisted: its manifest would not be readable (%s)",
+			rr_quote_str(q, name), why);
+		return RR_EPATH;
+	}
+	return 0;
+}
+
 int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *name,
 			  int64_t committed_ms, const struct rr_persist_opts *opts,
 			  struct rr_manifest **manifest_out, struct rr_persist_stats *stats)
 {
-	struct s_job j = { .store = s, .opts = opts, .why = RR_REASON_INIT };
+	struct s_job j = { .store = s, .opts = opts, .why = RR_REASON_INIT, .root_fd = -1 };
 	struct rr_dir_listing l = { 0 };
-	char key[RR_KEY_MAX], what[300];
-	char *src = NULL, *staging_root = NULL, *staging = NULL;
+	char key[RR_KEY_MAX], what[300], q[RR_QUOTE_CAP];
 	unsigned threads = opts->threads ? opts->threads : 1;
 	struct rr_buf json;
 	struct rr_manifest *theirs = NULL;
@@ -866,6 +1018,9 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	if (manifest_out)
 		*manifest_out = NULL;
 
+	rc = s_names_ok(name, &l);
+	if (rc)
+		goto out;
 	rc = rr_key_manifest(key, opts->run_id, name);
 	if (rc)
 		goto out;
@@ -877,27 +1032,20 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	if (rc)
 		goto out;
 
-	src = rr_path_join(ckpt_dir, name);
-	staging_root = rr_path_join(ckpt_dir, RR_STAGING_DIR);
-	staging = staging_root ? rr_path_join(staging_root, name) : NULL;
-	if (!src || !staging) {
-		rc = RR_ENOMEM;
-		goto out;
-	}
-	rc = rr_dir_list(src, &l);
+	rc = s_open_checkpoint(ckpt_dir, name, &j.root_fd, &l);
 	if (rc)
 		goto out;
-	if (l.skipped)
+	j.l = &l;
+	if (l.skipped) {
+		char q2[RR_QUOTE_CAP];
 		rr_warn("%s: %zu entries that are not regular files (e.g. %s) are not persisted",
-			name, l.skipped, l.first_skipped);
-	j.root = staging;
-	if (s_snapshot(src, staging, &l) != 0) {
-		/* Another filesystem or no links allowed: read in place instead. */
-		rr_remove_tree(staging);
-		j.root = src;
+			rr_quote_str(q, name), l.skipped, rr_quote_str(q2, l.first_skipped));
 	}
-
-	rc = s_build_manifest(&j, name, committed_ms, &l);
+	rc = s_names_ok(name, &l);
+	if (!rc)
+		rc = s_hold_files(&j);
+	if (!rc)
+		rc = s_build_manifest(&j, name, committed_ms, &l);
 	if (!rc)
 		rc = s_reuse_init(&j.reuse, theirs ? theirs : opts->previous);
 	j.dry = theirs != NULL;
@@ -907,9 +1055,12 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		rc = s_claims_init(&j.known, j.ntasks);
 	if (!rc)
 		rc = s_workers_new(&j, threads);
-	if (rc)
+	if (rc) {
+		if (j.why.text[0])
+			rr_error("persist of %s failed: %s", rr_quote_str(q, name), j.why.text);
 		goto out;
-	snprintf(what, sizeof(what), "persist %s", name);
+	}
+	snprintf(what, sizeof(what), "persist %s", rr_quote_str(q, name));
 	j.progress = rr_progress_new(what, rr_manifest_total_size(j.m));
 	rc = rr_pool_run(threads, j.nfirst, s_analyse, &j, opts->cancel);
 	if (!rc) {
@@ -919,7 +1070,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	rr_progress_destroy(j.progress);
 	if (rc) {
 		if (j.why.text[0] && rc != RR_ECANCELED) /* set aside: the caller says so */
-			rr_error("persist of %s failed: %s", name, j.why.text);
+			rr_error("persist of %s failed: %s", rr_quote_str(q, name), j.why.text);
 		goto out;
 	}
 
@@ -933,6 +1084,8 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		goto out;
 	j.m->created_unix_ms = rr_wall_ms();
 	rc = rr_manifest_to_json(j.m, &json);
+	if (!rc)
+		rc = s_reader_accepts(&json, name);
 	if (!rc)
 		rc = rr_store_put(s, key, json.data, json.len,
 				  &(struct rr_put_opts){ .if_none_match = 1 }, NULL);
@@ -955,16 +1108,9 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	}
 out:
 	stats->elapsed_ms = rr_mono_ms() - t0;
-	if (staging) {
-		rr_remove_tree(staging);
-		rmdir(staging_root); /* only when empty */
-	}
 	s_job_free(&j, threads);
 	rr_manifest_destroy(theirs);
 	rr_dir_listing_free(&l);
 	rr_buf_free(&json);
-	free(src);
-	free(staging);
-	free(staging_root);
 	return rc;
 }

@@ -238,6 +238,8 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 		rr_info("persist of %s set aside for a newer checkpoint", name);
 	else if (r.rc == RR_ENOENT)
 		rr_warn("%s disappeared before it could be persisted", name);
+	else if (r.rc == RR_EPATH)
+		; /* refused, with its one warning, by the persist itself */
 	else
 		rr_error("persist of %s failed (%s); the store's previous checkpoint stays the "
 			 "newest", name, rr_strerror(r.rc));

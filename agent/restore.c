@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rr/beneath.h"
 #include "rr/clock.h"
 #include "rr/codec.h"
 #include "rr/dirwalk.h"
@@ -18,7 +19,9 @@
 #include "rr/log.h"
 #include "rr/pool.h"
 #include "rr/progress.h"
+#include "rr/quote.h"
 #include "rr/restore.h"
+#include "rr/restored.h"
 
 /* One chunk: the unit of work. */
 struct s_task {
@@ -39,6 +42,8 @@ struct s_job {
 	const struct rr_manifest *m;
 	const char *root;      /* where files are written; NULL to only verify */
 	unsigned char *kept;   /* per file: 1 when linked from the existing local copy */
+	const struct rr_restored *rec; /* what earlier restores wrote for lossy chunks */
+	char (*decoded)[RR_XXH128_HEX_LEN + 1]; /* per task: xxh128 of lossy chunks' bytes */
 	struct s_task *tasks;
 	size_t ntasks;
 	struct s_worker *workers;
@@ -121,6 +126,9 @@ static int s_do_task(size_t t, unsigned worker, void *ud)
 	rc = s_fetch_chunk(j, w, fe, seg, ref);
 	if (rc || !j->root)
 		goto done;
+	/* Rounded values no manifest hash describes: remembered for the next start. */
+	if (j->decoded && !s_lossless(seg->encoding))
+		rr_xxh128_hex(w->raw, ref->size, j->decoded[t]);
 	snprintf(path, sizeof(path), "%s/%s", j->root, fe->path);
 	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
@@ -138,18 +146,16 @@ done:
 	return rc;
 }
 
-/* 1 when the local file at path holds exactly the original bytes of fe (size, permission
- * bits, every chunk's original-bytes hash). A file restored from lossy chunks holds the
- * rounded values instead, so it does not match and is restored again. */
-static int s_local_identical(const char *path, const struct rr_file_entry *fe)
+/* 1 when the local file open as fd holds exactly the bytes a restore of fe gives (size,
+ * permission bits, every chunk's hash): the original bytes' hash, or for a lossy chunk the
+ * hash of the rounded values an earlier restore wrote, as its record (rec) remembers. */
+static int s_local_identical(int fd, const struct rr_file_entry *fe,
+			     const struct rr_restored *rec)
 {
 	struct stat st;
 	unsigned char *buf = NULL;
-	int fd, same = 0;
+	int same = 0;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != fe->size ||
 	    (st.st_mode & 0777) != (fe->mode & 0777))
 		goto out;
@@ -166,12 +172,16 @@ static int s_local_identical(const char *path, const struct rr_file_entry *fe)
 				got = 0;
 			rr_xxh128_hex(buf, got, xxh);
 			same = got == ref->size && strcmp(xxh, ref->raw_xxh128) == 0;
+			if (!same && got == ref->size && !s_lossless(seg->encoding)) {
+				const char *was = rr_restored_find(rec, ref->sha256, seg->encoding,
+								   seg->scale_exp);
+				same = was && strcmp(xxh, was) == 0;
+			}
 			at += ref->size;
 		}
 	}
 out:
 	free(buf);
-	close(fd);
 	return same;
 }
 
@@ -274,6 +284,7 @@ static void s_job_free(struct s_job *j, unsigned threads)
 	free(j->workers);
 	free(j->tasks);
 	free(j->kept);
+	free(j->decoded);
 }
 
 int rr_verify_checkpoint(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
@@ -296,22 +307,102 @@ int rr_verify_checkpoint(struct rr_store *s, const char *run_id, const struct rr
 	return rc;
 }
 
-/* 1 when dir holds exactly the files of m, each identical. */
-static int s_dir_identical(const char *dir, const struct rr_manifest *m)
+/* Opens the local copy <parent>/<name> without following a symlink to it or in it, and
+ * lists it. Returns 0 with *fd_out and *l the caller's, or an rr_error (no local copy to
+ * compare with: a symlink, a file, nothing). */
+static int s_open_local(const char *parent, const char *name, int *fd_out,
+			struct rr_dir_listing *l)
 {
-	struct rr_dir_listing l;
-	int same;
+	int pfd, rc;
 
-	if (rr_dir_list(dir, &l) != 0)
-		return 0;
-	same = l.n == m->nfiles && l.skipped == 0;
-	for (size_t f = 0; same && f < m->nfiles; f++) {
-		char *p = rr_path_join(dir, m->files[f].path);
-		same = p && s_local_identical(p, &m->files[f]);
-		free(p);
+	memset(l, 0, sizeof(*l));
+	pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return rr_error_from_errno(errno);
+	rc = rr_opendir_beneath(pfd, name, fd_out);
+	close(pfd);
+	if (!rc && (rc = rr_dir_list_fd(*fd_out, l)) != 0) {
+		close(*fd_out);
+		*fd_out = -1;
 	}
-	rr_dir_listing_free(&l);
+	return rc;
+}
+
+/* The local file rel, opened below dirfd only if its listing shows it and it is still
+ * that regular file (no symlink on the way, no FIFO); -1 otherwise. */
+static int s_local_fd(int dirfd, const struct rr_dir_listing *l, const char *rel)
+{
+	const struct rr_dir_file *e;
+	int fd;
+
+	if (dirfd < 0 || !l->n)
+		return -1;
+	e = bsearch(rel, l->files, l->n, sizeof(*l->files), s_cmp_listed);
+	if (!e || rr_open_beneath(dirfd, rel, &e->st, &fd, NULL) != 0)
+		return -1;
+	return fd;
+}
+
+/* Hard-links the very inode open as fd to path: never a name that may have changed since
+ * the file was checked. Through /proc (any user), else AT_EMPTY_PATH (needs
+ * CAP_DAC_READ_SEARCH). */
+static int s_link_fd(int fd, const char *path)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0)
+		return 0;
+	return rr_error_from_errno(errno);
+}
+
+/* 1 when the directory open as dirfd (listed as l) holds exactly the files of m, each
+ * identical. */
+static int s_dir_identical(int dirfd, const struct rr_dir_listing *l,
+			   const struct rr_manifest *m, const struct rr_restored *rec)
+{
+	int same = dirfd >= 0 && l->n == m->nfiles && l->skipped == 0;
+
+	for (size_t f = 0; same && f < m->nfiles; f++) {
+		int fd = s_local_fd(dirfd, l, m->files[f].path);
+		same = fd >= 0 && s_local_identical(fd, &m->files[f], rec);
+		if (fd >= 0)
+			close(fd);
+	}
 	return same;
+}
+
+/* Remembers the bytes this restore left for each lossy chunk: decoded now, or kept from
+ * the local copy (whose bytes the old record vouched for). Only saves a download at the
+ * next start, so a failure is a warning. */
+static void s_save_record(const struct s_job *j, const char *parent)
+{
+	struct rr_restored *now = rr_restored_new();
+	size_t lossy = 0;
+	int rc = now ? 0 : RR_ENOMEM;
+
+	for (size_t t = 0; !rc && t < j->ntasks; t++) {
+		const struct s_task *task = &j->tasks[t];
+		const struct rr_segment *seg = &j->m->files[task->file].segs[task->seg];
+		const struct rr_chunk_ref *ref = &seg->chunks[task->chunk];
+		const char *xxh = j->decoded[t];
+		if (s_lossless(seg->encoding))
+			continue;
+		lossy++;
+		if (!xxh[0])
+			xxh = rr_restored_find(j->rec, ref->sha256, seg->encoding, seg->scale_exp);
+		if (xxh)
+			rc = rr_restored_add(now, ref->sha256, seg->encoding, seg->scale_exp, xxh);
+	}
+	if (!rc && (lossy || rr_restored_count(j->rec)))
+		rc = rr_restored_save(now, parent);
+	if (rc)
+		rr_warn("could not record what the restore wrote in %s/%s (%s); the next start "
+			"downloads the lossy tensors again", parent, RR_RESTORED_FILE,
+			rr_strerror(rc));
+	rr_restored_destroy(now);
 }
 
 int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
@@ -321,11 +412,12 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	struct s_job j = { .store = s, .run_id = run_id, .m = m,
 			   .why = RR_REASON_INIT };
 	struct rr_dir_listing local = { 0 };
-	char tmp_name[300], what[300];
-	char *final = NULL, *tmp = NULL;
+	struct rr_restored *rec = NULL;
+	char tmp_name[300], what[300], q[RR_QUOTE_CAP];
+	char *final = NULL, *tmp = NULL, *aside = NULL;
 	struct stat st;
 	int64_t t0 = rr_mono_ms();
-	int exists, rc;
+	int exists, rc, local_fd = -1;
 
 	memset(stats, 0, sizeof(*stats));
 	stats->files = m->nfiles;
@@ -340,8 +432,21 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	rc = rr_mkdir_p(parent);
 	if (rc)
 		goto out;
+	rec = rr_restored_load(parent);
+	if (!rec) {
+		rc = RR_ENOMEM;
+		goto out;
+	}
+	j.rec = rec;
 	exists = lstat(final, &st) == 0;
-	if (exists && S_ISDIR(st.st_mode) && s_dir_identical(final, m)) {
+	/* Files to keep are taken only from a real directory, and only those its listing
+	 * (which follows no symlink) shows, opened below it as the inode listed: a link to a
+	 * file reached through a symlink would put an inode from outside the target into the
+	 * checkpoint. */
+	if (exists && S_ISDIR(st.st_mode) &&
+	    s_open_local(parent, m->checkpoint, &local_fd, &local) != 0)
+		local_fd = -1;
+	if (s_dir_identical(local_fd, &local, m, rec)) {
 		stats->already_present = 1;
 		stats->kept_files = m->nfiles;
 		goto out;
@@ -354,34 +459,30 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 		rc = s_job_init(&j, &threads);
 	if (!rc && !(j.kept = calloc(m->nfiles ? m->nfiles : 1, 1)))
 		rc = RR_ENOMEM;
-	/* Files to keep are taken only from a real directory, and only those its listing
-	 * (which follows no symlink) shows: a link to a file reached through a symlink would
-	 * put an inode from outside the target into the checkpoint. */
-	if (!rc && exists && S_ISDIR(st.st_mode) && rr_dir_list(final, &local) != 0)
-		memset(&local, 0, sizeof(local));
+	if (!rc && !(j.decoded = calloc(j.ntasks ? j.ntasks : 1, sizeof(*j.decoded))))
+		rc = RR_ENOMEM;
 	for (size_t f = 0; !rc && f < m->nfiles; f++) {
 		const struct rr_file_entry *fe = &m->files[f];
 		if (s->stopped) {
 			rc = RR_ECANCELED;
 			break;
 		}
-		int listed = local.n && bsearch(fe->path, local.files, local.n,
-						sizeof(*local.files), s_cmp_listed);
-		char *have = listed ? rr_path_join(final, fe->path) : NULL;
+		int have = s_local_fd(local_fd, &local, fe->path);
 		char to[8192];
 		/* Same bytes already on disk: a link instead of a download (if linking fails,
 		 * e.g. across filesystems, the download it is). */
-		if (have && s_local_identical(have, fe) &&
-		    s_make_parent(tmp, fe->path, to, sizeof(to)) == 0 && link(have, to) == 0) {
+		if (have >= 0 && s_local_identical(have, fe, j.rec) &&
+		    s_make_parent(tmp, fe->path, to, sizeof(to)) == 0 && s_link_fd(have, to) == 0) {
 			j.kept[f] = 1;
 			stats->kept_files++;
 		} else {
 			rc = s_create_file(tmp, fe->path, fe->size);
 		}
 		if (rc)
-			rr_reason_set(&j.why, "cannot create %s in %s: %s", fe->path, tmp,
-				 rr_strerror(rc));
-		free(have);
+			rr_reason_set(&j.why, "cannot create %s in %s: %s",
+				      rr_quote_str(q, fe->path), tmp, rr_strerror(rc));
+		if (have >= 0)
+			close(have);
 	}
 	if (rc)
 		goto out;
@@ -405,7 +506,7 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	if (exists) {
 		/* Only the name in a fixed buffer (it fits: names are at most 255 bytes); a
 		 * fixed buffer for the whole path truncated long parents to some other path. */
-		char aside_name[300], *aside;
+		char aside_name[300];
 		snprintf(aside_name, sizeof(aside_name), ".%s.local-%lld", m->checkpoint,
 			 (long long)rr_wall_ms());
 		aside = rr_path_join(parent, aside_name);
@@ -415,17 +516,31 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 		}
 		if (rename(final, aside) != 0) {
 			rc = rr_error_from_errno(errno);
-			free(aside);
 			goto out;
 		}
-		rr_warn("%s existed locally with other contents; moved aside to %s", final, aside);
-		free(aside);
 	}
 	if (rename(tmp, final) != 0) {
 		rc = rr_error_from_errno(errno);
+		if (aside && rename(aside, final) != 0)
+			rr_warn("%s existed locally with other contents and is now at %s", final,
+				aside);
 		goto out;
 	}
 	rc = rr_fsync_dir(parent);
+	if (aside) {
+		/* The store's copy is in place: the old one was set aside only so that a crash
+		 * before that left one of them under the name. (Its files that matched were
+		 * linked into the new copy, which keeps them.) */
+		int drc = rr_remove_tree(aside);
+		if (drc)
+			rr_warn("%s existed locally with other contents; the old copy is left at %s "
+				"(%s)", final, aside, rr_strerror(drc));
+		else
+			rr_info("checkpoint %s existed locally with other contents; replaced by the "
+				"store's copy", rr_quote_str(q, m->checkpoint));
+	}
+	if (!rc)
+		s_save_record(&j, parent);
 out:
 	if (rc && tmp)
 		rr_remove_tree(tmp);
@@ -435,8 +550,12 @@ out:
 		snprintf(why, why_len, "%s", j.why.text[0] ? j.why.text : rr_strerror(rc));
 	s_job_free(&j, threads);
 	rr_dir_listing_free(&local);
+	if (local_fd >= 0)
+		close(local_fd);
+	rr_restored_destroy(rec);
 	free(final);
 	free(tmp);
+	free(aside);
 	return rc;
 }
 

@@ -399,8 +399,19 @@ static void s_check_notice_file(struct s_run *r)
 		struct rr_notice n = { .source = RR_SOURCE_FILE, .received_unix = rr_wall_ms() / 1000 };
 		struct rr_buf b;
 		char why[160] = "";
+		int rc = S_ISREG(st.st_mode) ? 0 : RR_EPATH;
 		rr_buf_init(&b, RR_NOTICE_FILE_MAX);
-		int rc = rr_read_file(r->cfg->notice_file, &b);
+		if (!rc)
+			rc = rr_read_regular_file(r->cfg->notice_file, &b);
+		if (rc == RR_EPATH) {
+			/* A FIFO would block the event loop in open(); a device is no drill. Once,
+			 * until it is gone. */
+			rr_buf_free(&b);
+			r->notice_file_seen = 1;
+			rr_warn("notice file %s is not a regular file; ignored until it is removed",
+				r->cfg->notice_file);
+			return;
+		}
 		if (rc == 0)
 			rc = rr_notice_parse_file((const char *)(b.data ? b.data : (unsigned char *)""),
 						  b.len, n.received_unix, &n, why, sizeof(why));

@@ -12,6 +12,8 @@
 
 #include "rr/error.h"
 #include "rr/log.h"
+#include "rr/manifest.h"
+#include "rr/quote.h"
 #include "rr/watcher.h"
 
 /* IN_CREATE is watched only to warn about directories made directly under a final name. */
@@ -27,7 +29,30 @@ struct rr_watcher {
 	int lost;  /* the directory was deleted or moved away and is not watched yet */
 	char *warned[S_WARN_MAX]; /* names already warned about as created directly */
 	size_t n_warned;
+	char *refused[S_WARN_MAX]; /* committed names already refused as unrestorable */
+	size_t n_refused;
 };
+
+/* 1 when a committed name is one restore would refuse (rr_checkpoint_name_valid: control
+ * characters such as a newline, over 255 bytes): it is never reported, so it is never
+ * persisted nor declared durable. Warned once per name, for S_WARN_MAX names. */
+static int s_refused(struct rr_watcher *w, const char *name)
+{
+	char q[RR_QUOTE_CAP];
+
+	if (rr_checkpoint_name_valid(name))
+		return 0;
+	for (size_t i = 0; i < w->n_refused; i++)
+		if (w->refused[i] && strcmp(w->refused[i], name) == 0)
+			return 1;
+	if (w->n_refused >= S_WARN_MAX)
+		return 1;
+	w->refused[w->n_refused++] = strdup(name);
+	rr_warn("checkpoint %s is not persisted: restore refuses such a name (control "
+		"characters, or longer than 255 bytes); rename it%s", rr_quote_str(q, name),
+		w->n_refused == S_WARN_MAX ? "; further such names are not logged" : "");
+	return 1;
+}
 
 /* mkdir -p with mode 0755. Kept local: it needs nothing more than this. */
 static int s_mkdir_p(const char *path)
@@ -164,7 +189,7 @@ int rr_watcher_scan(struct rr_watcher *w, rr_watcher_cb cb, void *ud)
 			rc = rr_error_from_errno(errno);
 			break;
 		}
-		if (S_ISDIR(st.st_mode))
+		if (S_ISDIR(st.st_mode) && !s_refused(w, de->d_name))
 			cb(de->d_name, s_ctime_ms(&st), ud);
 	}
 	closedir(d);
@@ -180,11 +205,12 @@ static void s_warn_direct_create(struct rr_watcher *w, const char *name)
 		if (w->warned[i] && strcmp(w->warned[i], name) == 0)
 			return;
 	/* Counted even if strdup fails: the limit still holds, only the dedup is lost. */
+	char q[RR_QUOTE_CAP];
 	w->warned[w->n_warned++] = strdup(name);
-	rr_warn("%s/%s was created directly instead of renamed from a dot-name, so it will not "
+	rr_warn("%s in %s was created directly instead of renamed from a dot-name, so it will not "
 		"be persisted: write a checkpoint under a name starting with '.' and rename it "
 		"when complete (see the trainer contract)%s",
-		w->dir, name,
+		rr_quote_str(q, name), w->dir,
 		w->n_warned == S_WARN_MAX ? "; further such directories are not logged" : "");
 }
 
@@ -202,7 +228,7 @@ static int s_report_commit(struct rr_watcher *w, int *dirfd, const char *name,
 	}
 	if (fstatat(*dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		return errno == ENOENT ? 0 : rr_error_from_errno(errno); /* gone already */
-	if (S_ISDIR(st.st_mode))
+	if (S_ISDIR(st.st_mode) && !s_refused(w, name))
 		cb(name, s_ctime_ms(&st), ud);
 	return 0;
 }
@@ -315,6 +341,8 @@ void rr_watcher_destroy(struct rr_watcher *w)
 		close(w->ifd); /* drops the watch too */
 	for (size_t i = 0; i < w->n_warned; i++)
 		free(w->warned[i]);
+	for (size_t i = 0; i < w->n_refused; i++)
+		free(w->refused[i]);
 	free(w->dir);
 	free(w);
 }

@@ -158,17 +158,13 @@ out:
 	return rc;
 }
 
-int rr_read_file(const char *path, struct rr_buf *out)
+/* Reads the file open as fd (which it closes) into out, as rr_read_file. */
+static int s_read_fd(int fd, struct rr_buf *out)
 {
 	size_t start = out->len;
 	struct stat st;
-	int fd, rc = 0;
+	int rc = 0;
 
-	if (out->len > out->max)
-		return RR_ETOOBIG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return rr_error_from_errno(errno);
 	if (fstat(fd, &st) < 0) {
 		rc = rr_error_from_errno(errno);
 		goto out;
@@ -234,6 +230,43 @@ out:
 	return rc;
 }
 
+int rr_read_file(const char *path, struct rr_buf *out)
+{
+	int fd;
+
+	if (out->len > out->max)
+		return RR_ETOOBIG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rr_error_from_errno(errno);
+	return s_read_fd(fd, out);
+}
+
+int rr_read_regular_file(const char *path, struct rr_buf *out)
+{
+	struct stat st;
+	int fd, fl;
+
+	if (out->len > out->max)
+		return RR_ETOOBIG;
+	/* O_NONBLOCK: a FIFO would block the open until a writer came; this way it opens at
+	 * once and is refused below. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return rr_error_from_errno(errno);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return RR_EPATH;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		int rc = rr_error_from_errno(errno);
+		close(fd);
+		return rc;
+	}
+	return s_read_fd(fd, out);
+}
+
 int rr_fsync_dir(const char *dir)
 {
 	int fd, rc = 0;
@@ -250,14 +283,14 @@ int rr_fsync_dir(const char *dir)
 
 /* Creates one directory; a new one's entry is made durable by syncing its parent, so a
  * file later written durably inside it cannot vanish with it after a crash. */
-static int s_mkdir_one(const char *path)
+static int s_mkdir_one(const char *path, mode_t mode)
 {
 	struct stat st;
 	char *parent = NULL;
 	const char *base;
 	int rc;
 
-	if (mkdir(path, 0755) < 0) {
+	if (mkdir(path, mode) < 0) {
 		if (errno != EEXIST)
 			return rr_error_from_errno(errno);
 		if (stat(path, &st) < 0)
@@ -273,6 +306,11 @@ static int s_mkdir_one(const char *path)
 }
 
 int rr_mkdir_p(const char *path)
+{
+	return rr_mkdir_p_mode(path, 0755);
+}
+
+int rr_mkdir_p_mode(const char *path, mode_t mode)
 {
 	struct stat st;
 	size_t n;
@@ -295,7 +333,7 @@ int rr_mkdir_p(const char *path)
 			continue;
 		if (c[-1] != '/') { /* "a//b": the empty component was handled already */
 			*c = '\0';
-			rc = s_mkdir_one(p);
+			rc = s_mkdir_one(p, mode);
 			*c = save;
 			if (rc)
 				break;

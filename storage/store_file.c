@@ -24,6 +24,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "rr/error.h"
@@ -41,7 +42,24 @@ struct s_file_store {
 	struct rr_store base;
 	char *root;     /* absolute, no trailing '/' */
 	char *lock_dir; /* <root>/.locks */
+	mode_t file_mode, dir_mode; /* for what the store creates (s_modes) */
 };
+
+/* Objects are 0600 in 0700 directories, so a store beside an unprivileged trainer does not
+ * hand it what the agent stored (a file the trainer could not read, uploaded through a
+ * symlink, say). Unless the root says otherwise: its group and other bits are kept (a
+ * 0750 or 0755 root shares with them on purpose; setgid passes its group down by itself),
+ * and a root with a default ACL gets the old 0644/0755, for the ACL to decide. */
+static void s_modes(struct s_file_store *fs, const struct stat *root)
+{
+	if (getxattr(fs->root, "system.posix_acl_default", NULL, 0) > 0) {
+		fs->file_mode = 0644;
+		fs->dir_mode = 0755;
+		return;
+	}
+	fs->dir_mode = 0700 | (root->st_mode & 0077);
+	fs->file_mode = 0600 | (root->st_mode & 0066);
+}
 
 /* Temp names ".<base>.put.<pid>.<n>": the pid separates processes, the counter threads. The
  * "put" infix keeps them apart from rr_write_file_durable's ".tmp." names. */
@@ -122,13 +140,13 @@ static int s_lock(struct s_file_store *fs, const char *key, int *fd_out)
 	path = rr_path_join(fs->lock_dir, hex);
 	if (!path)
 		return RR_ENOMEM;
-	fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+	fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, fs->file_mode);
 	if (fd < 0 && errno == ENOENT) {
 		/* someone removed .locks; it holds nothing that must survive */
-		rc = rr_mkdir_p(fs->lock_dir);
+		rc = rr_mkdir_p_mode(fs->lock_dir, fs->dir_mode);
 		if (rc)
 			goto out;
-		fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+		fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, fs->file_mode);
 	}
 	if (fd < 0) {
 		rc = rr_error_from_errno(errno);
@@ -173,7 +191,8 @@ static int s_sync_parent(const char *path)
 /* Writes data to a new temp file beside path (creating path's directories as needed) and
  * fsyncs and closes it. On success *tmp_out is the malloc'd temp path; on failure nothing
  * is left behind. */
-static int s_write_temp(const char *path, const void *data, size_t len, char **tmp_out)
+static int s_write_temp(const struct s_file_store *fs, const char *path, const void *data,
+			size_t len, char **tmp_out)
 {
 	const char *slash = strrchr(path, '/');
 	char *dir = NULL, *tmp = NULL;
@@ -191,7 +210,7 @@ static int s_write_temp(const char *path, const void *data, size_t len, char **t
 		 (unsigned long long)atomic_fetch_add(&s_tmp_counter, 1));
 
 	for (attempt = 0;; attempt++) {
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, fs->file_mode);
 		if (fd >= 0)
 			break;
 		if (errno == ENOTDIR) {
@@ -202,7 +221,7 @@ static int s_write_temp(const char *path, const void *data, size_t len, char **t
 			rc = rr_error_from_errno(errno);
 			goto out;
 		}
-		rc = rr_mkdir_p(dir);
+		rc = rr_mkdir_p_mode(dir, fs->dir_mode);
 		if (rc == RR_EEXIST)
 			rc = RR_EINVAL; /* as above, found while creating directories */
 		if (rc && rc != RR_ENOENT) /* ENOENT: pruned meanwhile, go round */
@@ -261,7 +280,7 @@ static int s_file_put(struct rr_store *s, const char *key, const void *data, siz
 	path = rr_path_join(fs->root, key);
 	if (!path)
 		return RR_ENOMEM;
-	rc = s_write_temp(path, data, len, &tmp);
+	rc = s_write_temp(fs, path, data, len, &tmp);
 	if (rc)
 		goto out;
 
@@ -579,8 +598,9 @@ static const struct rr_store_vtable s_file_vtable = {
 int rr_store_file_new(const char *dir, struct rr_store **out)
 {
 	struct s_file_store *fs;
+	struct stat st;
 	size_t url_size;
-	int rc;
+	int rc, existed;
 
 	if (!dir || !*dir || !out)
 		return RR_EINVAL;
@@ -588,6 +608,7 @@ int rr_store_file_new(const char *dir, struct rr_store **out)
 	if (!fs)
 		return RR_ENOMEM;
 	fs->base.vt = &s_file_vtable;
+	existed = stat(dir, &st) == 0;
 	rc = rr_mkdir_p(dir);
 	if (rc)
 		goto out;
@@ -597,6 +618,17 @@ int rr_store_file_new(const char *dir, struct rr_store **out)
 		rc = rr_error_from_errno(errno);
 		goto out;
 	}
+	/* A root made here is private (its parents stay 0755: the checkpoint dir may be
+	 * beside it); one that existed says itself whom it shares with. */
+	if (!existed && chmod(fs->root, 0700) != 0) {
+		rc = rr_error_from_errno(errno);
+		goto out;
+	}
+	if (stat(fs->root, &st) != 0) {
+		rc = rr_error_from_errno(errno);
+		goto out;
+	}
+	s_modes(fs, &st);
 	fs->lock_dir = rr_path_join(fs->root, S_LOCK_DIR);
 	url_size = strlen(fs->root) + sizeof("file://");
 	fs->base.url = malloc(url_size);
@@ -605,7 +637,7 @@ int rr_store_file_new(const char *dir, struct rr_store **out)
 		goto out;
 	}
 	snprintf(fs->base.url, url_size, "file://%s", fs->root);
-	rc = rr_mkdir_p(fs->lock_dir);
+	rc = rr_mkdir_p_mode(fs->lock_dir, fs->dir_mode);
 	if (rc)
 		goto out;
 	*out = &fs->base;

@@ -25,11 +25,18 @@ int rr_pread_full(int fd, void *buf, size_t len, int64_t off, size_t *got);
 /* Reads a whole file into out (appending, bounded by out->max). */
 int rr_read_file(const char *path, struct rr_buf *out);
 
+/* The same for a path someone else may have put there: it must be a regular file
+ * (RR_EPATH for a FIFO, device, socket or directory), and the open never blocks. */
+int rr_read_regular_file(const char *path, struct rr_buf *out);
+
 /* fsyncs the directory itself (after a rename or create inside it). */
 int rr_fsync_dir(const char *dir);
 
 /* mkdir -p with mode 0755; existing directories are fine. */
 int rr_mkdir_p(const char *path);
+
+/* The same with mode (before the umask) for the directories it creates. */
+int rr_mkdir_p_mode(const char *path, mode_t mode);
 
 /* rm -rf; a missing path is fine. Does not follow symlinks. */
 int rr_remove_tree(const char *path);

@@ -40,9 +40,13 @@ struct rr_persist_stats {
 	int64_t elapsed_ms;
 };
 
-/* Persists <ckpt_dir>/<name>. It first hard-links the files into a private staging
- * directory (<ckpt_dir>/.resume-run-staging/<name>) so that a trainer deleting old
- * checkpoints cannot pull files away mid-read. On success *manifest_out (may be NULL) gets
+/* Persists <ckpt_dir>/<name>. The checkpoint is opened without following symlinks and its
+ * files are held open from the listing on (each checked to be the regular file listed), so
+ * a trainer deleting old checkpoints cannot pull files away mid-read, and one that plants a
+ * symlink, FIFO or device cannot redirect or stall the read. A file whose size or mtime
+ * changes, or whose bytes differ between the hashing and the encoding read, fails the
+ * persist (RR_EIO, reason logged). A name or path restore would refuse fails it with one
+ * warning (RR_EPATH), as does a checkpoint that is no longer a directory. On success *manifest_out (may be NULL) gets
  * the manifest written (caller destroys). Returns 0; RR_EEXIST when the store already holds
  * a manifest of that name with the same content (its chunks may have been written again to
  * renew their age); RR_EPRECOND when it holds one with other content, another writer's
@@ -53,6 +57,8 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 			  int64_t committed_unix_ms, const struct rr_persist_opts *opts,
 			  struct rr_manifest **manifest_out, struct rr_persist_stats *stats);
 
+/* Where older versions staged hard links inside the checkpoint dir; no longer written (a
+ * trainer could plant a symlink there), named so leftovers can be recognised. */
 #define RR_STAGING_DIR ".resume-run-staging"
 
 #endif

@@ -89,7 +89,7 @@ ok "incremental: only the two changed tensors were encoded and written"
 # 6. A file the strict reader refuses is stored byte-exact, with one warning.
 run_rr inv.log --store "file://$W/s6" --checkpoint-dir "$W/c6" -- "$PY" "$T/tensor_files.py" invalid
 expect_eq "$RC" 0 "invalid"
-expect_grep 'bad.safetensors is not a valid safetensors file \(.*\); it is stored byte-exact' inv.log "warned"
+expect_grep '"bad.safetensors" is not a valid safetensors file \(.*\); it is stored byte-exact' inv.log "warned"
 "$RR_BIN" restore --store "file://$W/s6" --to r6 > /dev/null 2>&1
 cmp c6/step-1/bad.safetensors r6/step-1/bad.safetensors || fail "refused file not byte-exact"
 ok "refused safetensors file stored byte-exact and said so"

@@ -1,6 +1,7 @@
 /* CUnit suite "dirwalk": the regular files of a checkpoint directory, as paths relative to
  * its root, sorted, with modes and sizes; anything else (symlinks, fifos, sockets) skipped
  * and counted, never followed. Each test works in its own mkdtemp directory under /tmp. */
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -337,7 +338,40 @@ static void test_listing_free_leaves_an_empty_listing(void)
 	s_rm_rf(root);
 }
 
+/* Listing a directory held open: the caller's descriptor stays usable, and each file
+ * carries the inode and mtime it had, for reads to be checked against. */
+static void test_list_fd_records_inodes_and_keeps_the_descriptor(void)
+{
+	char root[64], p[PATH_MAX];
+	struct rr_dir_listing l;
+	struct stat st;
+	int fd;
+
+	s_tmpdir(root, sizeof(root));
+	s_mkdir(root, "a");
+	s_file(root, "a/x", 3, 0644);
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL_FATAL(rr_dir_list_fd(fd, &l), 0);
+	CU_ASSERT_EQUAL_FATAL(l.n, 1);
+	s_join(p, sizeof(p), root, "a/x");
+	CU_ASSERT_EQUAL(lstat(p, &st), 0);
+	CU_ASSERT_EQUAL(l.files[0].st.st_ino, st.st_ino);
+	CU_ASSERT_EQUAL(l.files[0].st.st_dev, st.st_dev);
+	CU_ASSERT_EQUAL(l.files[0].st.st_mtim.tv_nsec, st.st_mtim.tv_nsec);
+	rr_dir_listing_free(&l);
+	/* Listed twice through the same descriptor: the first listing did not consume it. */
+	CU_ASSERT_EQUAL(rr_dir_list_fd(fd, &l), 0);
+	CU_ASSERT_EQUAL(l.n, 1);
+	CU_ASSERT_EQUAL(fstatat(fd, "a/x", &st, AT_SYMLINK_NOFOLLOW), 0);
+	rr_dir_listing_free(&l);
+	close(fd);
+	s_rm_rf(root);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_list_fd_records_inodes_and_keeps_the_descriptor",
+	  test_list_fd_records_inodes_and_keeps_the_descriptor },
 	{ "test_nested_files_are_listed_with_relative_sorted_paths",
 	  test_nested_files_are_listed_with_relative_sorted_paths },
 	{ "test_modes_and_sizes_are_those_of_each_file", test_modes_and_sizes_are_those_of_each_file },

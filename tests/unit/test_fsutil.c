@@ -340,6 +340,31 @@ static void test_read_file_unsized_input_is_bounded(void)
 	rr_buf_free(&b);
 }
 
+/* A path someone else may have put there (a --notice-file in /tmp): a FIFO is refused at
+ * once, without waiting for a writer (if the open blocked, CTest's timeout would fail this
+ * test); a directory and a device are refused; a regular file reads as rr_read_file. */
+static void test_read_regular_file_refuses_fifo_dir_and_device_without_blocking(void)
+{
+	char *dir = s_mkdtemp();
+	char *fifo = rr_path_join(dir, "fifo"), *file = rr_path_join(dir, "f");
+	struct rr_buf b;
+
+	CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+	CU_ASSERT_EQUAL(rr_write_file_durable(file, "{}", 2, 0644), 0);
+	rr_buf_init(&b, 100);
+	CU_ASSERT_EQUAL(rr_read_regular_file(fifo, &b), RR_EPATH);
+	CU_ASSERT_EQUAL(rr_read_regular_file(dir, &b), RR_EPATH);
+	CU_ASSERT_EQUAL(rr_read_regular_file("/dev/zero", &b), RR_EPATH);
+	CU_ASSERT_EQUAL(b.len, 0);
+	CU_ASSERT_EQUAL(rr_read_regular_file(file, &b), 0);
+	CU_ASSERT_EQUAL(b.len, 2);
+	rr_buf_free(&b);
+	CU_ASSERT_EQUAL(rr_remove_tree(dir), 0);
+	free(fifo);
+	free(file);
+	free(dir);
+}
+
 static void test_read_file_missing_is_enoent(void)
 {
 	struct rr_buf b;
@@ -483,6 +508,8 @@ static CU_TestInfo s_tests[] = {
 	{ "test_read_file_appends_and_terminates", test_read_file_appends_and_terminates },
 	{ "test_read_file_bounded_by_ceiling", test_read_file_bounded_by_ceiling },
 	{ "test_read_file_unsized_input_is_bounded", test_read_file_unsized_input_is_bounded },
+	{ "test_read_regular_file_refuses_fifo_dir_and_device_without_blocking",
+	  test_read_regular_file_refuses_fifo_dir_and_device_without_blocking },
 	{ "test_read_file_missing_is_enoent", test_read_file_missing_is_enoent },
 	{ "test_fsync_dir_missing_is_enoent", test_fsync_dir_missing_is_enoent },
 	{ "test_mkdir_p_creates_nested_and_accepts_existing",

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -320,25 +321,96 @@ static void test_persist_removes_staging_dir_and_leaves_source_alone(void)
 	fx_done(&f);
 }
 
-static void test_persist_ignores_leftover_staging_of_a_crashed_persist(void)
+/* Older versions staged hard links in <ckpt>/.resume-run-staging/<name>, removing and
+ * creating it by path: a trainer that planted a symlink there had the agent delete (and link
+ * into) a directory outside the checkpoint dir. Nothing is done there any more. */
+static void test_persist_never_follows_a_planted_staging_symlink(void)
 {
 	struct fx f;
 	struct rr_persist_stats st;
 	struct rr_manifest *m = NULL;
-	char *staging, names[256];
+	char *outside, *link_path, names[256];
 
 	fx_init(&f);
 	s_make_mixed(&f, "step-1");
-	/* A crash mid-persist left its staging copy with a stray file behind. */
-	staging = fx_join(f.ckpt_dir, RR_STAGING_DIR "/step-1");
-	fx_write_str(staging, "stray.bin", "from a crashed run\n", 0644);
+	outside = fx_join(f.root, "outside");
+	fx_write_str(outside, "step-1/keep.txt", "not the trainer's\n", 0644);
+	link_path = fx_join(f.ckpt_dir, RR_STAGING_DIR);
+	CU_ASSERT_EQUAL_FATAL(symlink(outside, link_path), 0);
+
 	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1, NULL, &m, &st), 0);
 	CU_ASSERT_EQUAL(m->nfiles, 4);
-	CU_ASSERT_PTR_NULL(fx_file(m, "stray.bin"));
-	CU_ASSERT_EQUAL(fx_dir_names(f.ckpt_dir, names, sizeof(names)), 1);
-	CU_ASSERT_STRING_EQUAL(names, "step-1");
+	/* The directory behind the link is as it was: nothing deleted, nothing linked in. */
+	CU_ASSERT_TRUE(fx_exists_in(outside, "step-1/keep.txt"));
+	CU_ASSERT_EQUAL(fx_dir_names(outside, names, sizeof(names)), 1);
+	{
+		char *in = fx_join(outside, "step-1");
+		CU_ASSERT_EQUAL(fx_dir_names(in, names, sizeof(names)), 1);
+		CU_ASSERT_STRING_EQUAL(names, "keep.txt");
+		free(in);
+	}
 	rr_manifest_destroy(m);
-	free(staging);
+	free(link_path);
+	free(outside);
+	fx_done(&f);
+}
+
+/* A committed checkpoint replaced by a symlink (to a directory the trainer could not read)
+ * is not persisted: what is behind the link never reaches the store. */
+static void test_persist_refuses_a_checkpoint_that_became_a_symlink(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	char *secret, *link_path;
+
+	fx_init(&f);
+	secret = fx_join(f.root, "secret");
+	fx_write_str(secret, "key.pem", "-----BEGIN PRIVATE KEY-----\n", 0600);
+	link_path = fx_join(f.ckpt_dir, "step-1");
+	CU_ASSERT_EQUAL_FATAL(symlink(secret, link_path), 0);
+
+	CU_ASSERT_EQUAL(fx_persist(&f, "step-1", 1, NULL, &m, &st), RR_EPATH);
+	CU_ASSERT_PTR_NULL(m);
+	CU_ASSERT_FALSE(fx_has_manifest(&f, "step-1"));
+	CU_ASSERT_EQUAL(fx_count_chunks(&f), 0);
+	free(link_path);
+	free(secret);
+	fx_done(&f);
+}
+
+/* Names the reader refuses are refused by the writer: such a checkpoint could never be
+ * restored, and would stop gc for good. */
+static void test_persist_refuses_names_restore_would_refuse(void)
+{
+	static const char *const bad_files[] = { "tok\\en.json", "new\nline.txt", "tab\there",
+						 "del\x7f.bin" };
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+
+	fx_init(&f);
+	for (size_t i = 0; i < sizeof(bad_files) / sizeof(bad_files[0]); i++) {
+		char name[32], *d;
+		snprintf(name, sizeof(name), "step-%zu", i + 1);
+		d = fx_ckpt(&f, name);
+		fx_write_str(d, "ok.txt", "fine\n", 0644);
+		fx_write_str(d, bad_files[i], "refused\n", 0644);
+		free(d);
+		CU_ASSERT_EQUAL(fx_persist(&f, name, 1, NULL, &m, &st), RR_EPATH);
+		CU_ASSERT_PTR_NULL(m);
+		CU_ASSERT_FALSE(fx_has_manifest(&f, name));
+	}
+	/* A checkpoint name with a newline (it would forge a log line, too). */
+	{
+		char *d = fx_ckpt(&f, "step-9\nresume-run: error: forged");
+		fx_write_str(d, "ok.txt", "fine\n", 0644);
+		free(d);
+		CU_ASSERT_EQUAL(fx_persist(&f, "step-9\nresume-run: error: forged", 1, NULL, &m,
+					   &st), RR_EPATH);
+		CU_ASSERT_PTR_NULL(m);
+	}
+	CU_ASSERT_EQUAL(fx_count_chunks(&f), 0);
 	fx_done(&f);
 }
 
@@ -565,7 +637,165 @@ static void test_persist_manifest_landing_meanwhile_is_success_only_with_same_co
 	fx_done(&f);
 }
 
+/* A store that, at the first chunk put (phase 2 has begun: every multi-chunk segment is
+ * hashed), rewrites part of a checkpoint file, as a trainer rewriting a file in place
+ * after its commit would. keep_mtime puts the modification time back, so only the bytes
+ * tell. */
+struct s_rewriting {
+	struct s_failing pass; /* match "" never: rc unused */
+	const char *path;
+	uint64_t offset;
+	int keep_mtime, done;
+};
+
+static int s_rewriting_put(struct rr_store *s, const char *key, const void *data, size_t len,
+			   const struct rr_put_opts *opts, char *etag_out)
+{
+	struct s_rewriting *rw = (struct s_rewriting *)s;
+
+	if (!rw->done && strstr(key, "/chunks/")) {
+		unsigned char junk[4096];
+		struct stat sb;
+		int fd = open(rw->path, O_WRONLY | O_CLOEXEC);
+		rw->done = 1;
+		memset(junk, 0x5a, sizeof(junk));
+		if (fd >= 0 && fstat(fd, &sb) == 0 &&
+		    pwrite(fd, junk, sizeof(junk), (off_t)rw->offset) == (ssize_t)sizeof(junk) &&
+		    rw->keep_mtime) {
+			struct timespec ts[2] = { sb.st_atim, sb.st_mtim };
+			CU_ASSERT_EQUAL(futimens(fd, ts), 0);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return rr_store_put(rw->pass.inner, key, data, len, opts, etag_out);
+}
+
+static const struct rr_store_vtable s_rewriting_vt = {
+	.scheme = "rewriting", .put = s_rewriting_put, .get = s_failing_get,
+	.head = s_failing_head, .list = s_failing_list, .del = s_failing_del,
+	.destroy = s_failing_destroy,
+};
+
+/* Writes a safetensors file holding one U8 tensor "w" of n bytes (stored lossless, in
+ * several chunks when n is above one segment). Returns the data's offset in the file. */
+static uint64_t s_write_u8_tensor(const char *dir, const char *rel, size_t n)
+{
+	char hdr[256];
+	int len = snprintf(hdr + 8, sizeof(hdr) - 8,
+			   "{\"w\":{\"dtype\":\"U8\",\"shape\":[%zu],\"data_offsets\":[0,%zu]}}",
+			   n, n);
+	size_t hlen = (size_t)len, total;
+	unsigned char *buf;
+
+	while (hlen % 8)
+		hdr[8 + hlen++] = ' ';
+	for (int i = 0; i < 8; i++)
+		hdr[i] = (char)((uint64_t)hlen >> (8 * i));
+	total = 8 + hlen + n;
+	buf = malloc(total);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	memcpy(buf, hdr, 8 + hlen);
+	for (size_t i = 0; i < n; i++)
+		buf[8 + hlen + i] = (unsigned char)(i * 2654435761u >> 13);
+	fx_write(dir, rel, buf, total, 0644);
+	free(buf);
+	return 8 + hlen;
+}
+
+/* A multi-chunk tensor is hashed in one read and encoded in a second: bytes rewritten in
+ * between (mtime kept) would be stored under hashes of other bytes, a checkpoint verify
+ * calls DAMAGED. The persist fails instead; the previous checkpoint stays the newest. */
+static void test_persist_fails_when_a_file_changes_between_hash_and_encode(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	struct rr_persist_opts o = fx_opts();
+	struct s_rewriting rw = { .pass = { .base = { .vt = &s_rewriting_vt,
+						       .url = (char *)"rewriting://" } },
+				  .keep_mtime = 1 };
+	char *d;
+	uint64_t at;
+
+	fx_init(&f);
+	rw.pass.inner = f.s;
+	o.threads = 1; /* the header's chunk is stored before the tensor is read again */
+	d = fx_ckpt(&f, "step-1");
+	at = s_write_u8_tensor(d, "model.safetensors", 2 * RR_SEGMENT_BYTES + 4096);
+	rw.path = fx_join(d, "model.safetensors");
+	rw.offset = at + 100;
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(&rw.pass.base, f.ckpt_dir, "step-1", 1, &o, &m, &st),
+			RR_EIO);
+	CU_ASSERT_TRUE(rw.done);
+	CU_ASSERT_PTR_NULL(m);
+	CU_ASSERT_FALSE(fx_has_manifest(&f, "step-1"));
+	free((char *)rw.path);
+	free(d);
+	fx_done(&f);
+}
+
+/* A file written to after its commit (its size or mtime changes) fails the persist. */
+static void test_persist_fails_when_a_file_grows_after_the_commit(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	struct rr_persist_opts o = fx_opts();
+	struct s_rewriting rw = { .pass = { .base = { .vt = &s_rewriting_vt,
+						       .url = (char *)"rewriting://" } } };
+	char *d;
+
+	fx_init(&f);
+	rw.pass.inner = f.s;
+	o.threads = 1; /* a.bin is stored before b.bin is read */
+	d = fx_ckpt(&f, "step-1");
+	fx_write_random(d, "a.bin", 1000, 1, 0644);
+	fx_write_random(d, "b.bin", 1000, 2, 0644);
+	rw.path = fx_join(d, "b.bin");
+	rw.offset = 1000; /* appends */
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(&rw.pass.base, f.ckpt_dir, "step-1", 1, &o, &m, &st),
+			RR_EIO);
+	CU_ASSERT_TRUE(rw.done);
+	CU_ASSERT_PTR_NULL(m);
+	CU_ASSERT_FALSE(fx_has_manifest(&f, "step-1"));
+	free((char *)rw.path);
+	free(d);
+	fx_done(&f);
+}
+
+/* More files than a persist holds open (half the descriptor limit, here 256 of 512): the
+ * rest are opened again for each read, below the held checkpoint directory and checked
+ * against the listing; all are stored. */
+static void test_persist_of_more_files_than_it_holds_open(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	struct rlimit was, low;
+	char *d, rel[32];
+
+	CU_ASSERT_EQUAL_FATAL(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = 512;
+	CU_ASSERT_EQUAL_FATAL(setrlimit(RLIMIT_NOFILE, &low), 0);
+	fx_init(&f);
+	d = fx_ckpt(&f, "step-1");
+	for (int i = 0; i < 600; i++) {
+		snprintf(rel, sizeof(rel), "shard/%03d.bin", i);
+		fx_write_random(d, rel, 100, (uint64_t)i + 1, 0644);
+	}
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1, NULL, &m, &st), 0);
+	CU_ASSERT_EQUAL(m->nfiles, 600);
+	CU_ASSERT_EQUAL(st.bytes, 60000);
+	rr_manifest_destroy(m);
+	free(d);
+	fx_done(&f);
+	CU_ASSERT_EQUAL(setrlimit(RLIMIT_NOFILE, &was), 0);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "persist_of_more_files_than_it_holds_open", test_persist_of_more_files_than_it_holds_open },
 	{ "persist_manifest_landing_meanwhile_is_success_only_with_same_content",
 	  test_persist_manifest_landing_meanwhile_is_success_only_with_same_content },
 	{ "persist_writes_manifest_every_chunk_and_stats",
@@ -581,8 +811,16 @@ static CU_TestInfo s_tests[] = {
 	  test_persist_canceled_before_start_writes_no_manifest },
 	{ "persist_removes_staging_dir_and_leaves_source_alone",
 	  test_persist_removes_staging_dir_and_leaves_source_alone },
-	{ "persist_ignores_leftover_staging_of_a_crashed_persist",
-	  test_persist_ignores_leftover_staging_of_a_crashed_persist },
+	{ "persist_never_follows_a_planted_staging_symlink",
+	  test_persist_never_follows_a_planted_staging_symlink },
+	{ "persist_refuses_a_checkpoint_that_became_a_symlink",
+	  test_persist_refuses_a_checkpoint_that_became_a_symlink },
+	{ "persist_refuses_names_restore_would_refuse",
+	  test_persist_refuses_names_restore_would_refuse },
+	{ "persist_fails_when_a_file_changes_between_hash_and_encode",
+	  test_persist_fails_when_a_file_changes_between_hash_and_encode },
+	{ "persist_fails_when_a_file_grows_after_the_commit",
+	  test_persist_fails_when_a_file_grows_after_the_commit },
 	{ "persist_empty_checkpoint_dir_writes_empty_manifest",
 	  test_persist_empty_checkpoint_dir_writes_empty_manifest },
 	{ "persist_chunk_store_failure_leaves_previous_checkpoint_newest",

@@ -176,13 +176,13 @@ static char *s_find_one(const char *dir, const char *prefix)
 	return hit;
 }
 
-static void test_restore_over_changed_dir_keeps_identical_files_and_moves_old_aside(void)
+static void test_restore_over_changed_dir_keeps_identical_files_and_removes_old_copy(void)
 {
 	struct fx f;
 	struct rr_restore_stats st;
 	struct rr_manifest *m;
 	ino_t before[8], after[8];
-	char why[512], *src, *dst, *aside_name, *aside;
+	char why[512], *src, *dst;
 	size_t changed = 0;
 
 	fx_init(&f);
@@ -214,24 +214,10 @@ static void test_restore_over_changed_dir_keeps_identical_files_and_moves_old_as
 			CU_ASSERT_EQUAL(after[i], before[i]); /* linked, not rewritten */
 		}
 	}
-	/* The old directory is kept aside, edit and all; nothing else is left over. */
-	aside_name = s_find_one(f.restore_dir, ".step-1.local-");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(aside_name);
-	aside = fx_join(f.restore_dir, aside_name);
-	{
-		char *p = fx_join(aside, "model/sub/config.json");
-		size_t n = 0;
-		unsigned char *b = fx_slurp(p, &n);
-		CU_ASSERT_PTR_NOT_NULL(b);
-		CU_ASSERT(b && n == strlen("{\"layers\": 13}\n") &&
-			  memcmp(b, "{\"layers\": 13}\n", n) == 0);
-		free(b);
-		free(p);
-	}
-	CU_ASSERT_EQUAL(fx_count_files(aside), m->nfiles);
-	CU_ASSERT_EQUAL(fx_dir_names(f.restore_dir, why, sizeof(why)), 2);
-	free(aside);
-	free(aside_name);
+	/* The old directory went aside only until the new one was in place: no
+	 * ".step-1.local-<ms>" copy is left to pile up at every start. */
+	CU_ASSERT_EQUAL(fx_dir_names(f.restore_dir, why, sizeof(why)), 1);
+	CU_ASSERT_STRING_EQUAL(why, "step-1");
 	free(src);
 	free(dst);
 	rr_manifest_destroy(m);
@@ -239,13 +225,14 @@ static void test_restore_over_changed_dir_keeps_identical_files_and_moves_old_as
 }
 
 /* A deep restore parent (paths may be up to PATH_MAX): the old directory still goes aside
- * into the parent under its ".NAME.local-<ms>" name, not to a truncated path elsewhere. */
+ * into the parent under its ".NAME.local-<ms>" name, not to a truncated path elsewhere,
+ * and is removed from there once the new copy is in place. */
 static void test_restore_moves_old_dir_aside_within_a_long_parent_path(void)
 {
 	struct fx f;
 	struct rr_restore_stats st;
 	struct rr_manifest *m;
-	char comp1[201], comp2[121], why[512], *mid, *parent, *dst, *aside_name;
+	char comp1[201], comp2[121], why[512], *mid, *parent, *dst;
 
 	fx_init(&f);
 	memset(comp1, 'p', sizeof(comp1) - 1);
@@ -264,12 +251,10 @@ static void test_restore_moves_old_dir_aside_within_a_long_parent_path(void)
 	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m, parent, S_THREADS, &st, why,
 					      sizeof(why)),
 			0);
-	aside_name = s_find_one(parent, ".step-1.local-");
-	CU_ASSERT_PTR_NOT_NULL(aside_name);
-	CU_ASSERT_EQUAL(fx_dir_names(parent, why, sizeof(why)), 2);
+	CU_ASSERT_EQUAL(fx_dir_names(parent, why, sizeof(why)), 1);
+	CU_ASSERT_STRING_EQUAL(why, "step-1");
 	/* Nothing was moved out of the parent. */
 	CU_ASSERT_EQUAL(fx_dir_names(mid, why, sizeof(why)), 1);
-	free(aside_name);
 	free(dst);
 	free(parent);
 	free(mid);
@@ -300,7 +285,7 @@ static void test_restore_over_symlink_to_identical_dir_writes_real_files(void)
 	struct fx f;
 	struct rr_restore_stats st;
 	struct rr_manifest *m;
-	char why[512], *outside, *dst, *src, *aside_name, *aside;
+	char why[512], *outside, *dst, *src;
 	struct stat sb;
 
 	fx_init(&f);
@@ -321,15 +306,9 @@ static void test_restore_over_symlink_to_identical_dir_writes_real_files(void)
 	for (size_t i = 0; i < m->nfiles; i++)
 		CU_ASSERT_NOT_EQUAL(fx_ino(dst, m->files[i].path), fx_ino(outside, m->files[i].path));
 	CU_ASSERT_EQUAL(st.kept_files, 0);
+	/* The symlink itself went aside and was removed; what it pointed to is untouched. */
 	FX_ASSERT_SAME_TREE(src, outside);
-	/* The symlink itself went aside. */
-	aside_name = s_find_one(f.restore_dir, ".step-1.local-");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(aside_name);
-	aside = fx_join(f.restore_dir, aside_name);
-	CU_ASSERT_EQUAL(lstat(aside, &sb), 0);
-	CU_ASSERT_TRUE(S_ISLNK(sb.st_mode));
-	free(aside);
-	free(aside_name);
+	CU_ASSERT_PTR_NULL(s_find_one(f.restore_dir, ".step-1.local-"));
 	free(src);
 	free(dst);
 	free(outside);
@@ -663,6 +642,88 @@ static void test_restore_cancelled_midway_is_ecanceled_and_leaves_nothing(void)
 	fx_done(&f);
 }
 
+/* Writes a safetensors file holding one F32 tensor "w" of n values that FP16 rounds. */
+static void s_write_f32_tensor(const char *dir, const char *rel, size_t n)
+{
+	char hdr[256];
+	int len = snprintf(hdr + 8, sizeof(hdr) - 8,
+			   "{\"w\":{\"dtype\":\"F32\",\"shape\":[%zu],\"data_offsets\":[0,%zu]}}",
+			   n, 4 * n);
+	size_t hlen = (size_t)len;
+	unsigned char *buf;
+
+	while (hlen % 8)
+		hdr[8 + hlen++] = ' ';
+	for (int i = 0; i < 8; i++)
+		hdr[i] = (char)((uint64_t)hlen >> (8 * i));
+	buf = malloc(8 + hlen + 4 * n);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	memcpy(buf, hdr, 8 + hlen);
+	for (size_t i = 0; i < n; i++) {
+		float v = 0.001f * (float)i + 0.123456789f;
+		memcpy(buf + 8 + hlen + 4 * i, &v, 4);
+	}
+	fx_write(dir, rel, buf, 8 + hlen + 4 * n, 0644);
+	free(buf);
+}
+
+/* A checkpoint restored from lossy (FP16) chunks holds rounded values no manifest hash
+ * describes. The restore remembers what it wrote, so a second start on the same directory
+ * finds it identical: nothing downloaded, nothing set aside. */
+static void test_restore_of_lossy_checkpoint_again_copies_nothing(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_persist_stats ps;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_manifest *m = NULL;
+	char why[512], names[256], *d;
+
+	fx_init(&f);
+	d = fx_ckpt(&f, "step-1");
+	s_write_f32_tensor(d, "model.safetensors", 300000);
+	fx_write_str(d, "meta.json", "{\"step\": 1}\n", 0644);
+	free(d);
+	o.precision = RR_PRECISION_FP16;
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(f.s, f.ckpt_dir, "step-1", 1000, &o, &m, &ps),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(ps.tensors[RR_ENC_FP16], 1);
+
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(st.already_present, 0);
+	CU_ASSERT(st.downloaded_bytes > 0);
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(st.already_present, 1);
+	CU_ASSERT_EQUAL(st.downloaded_bytes, 0);
+	CU_ASSERT_EQUAL(fx_dir_names(f.restore_dir, names, sizeof(names)), 2);
+	CU_ASSERT_STRING_EQUAL(names, ".resume-run-restored,step-1");
+
+	/* The rounded bytes changed locally: restored again, and still no copy left aside. */
+	d = fx_join(f.restore_dir, "step-1");
+	{
+		char *p = fx_join(d, "model.safetensors");
+		int fd = open(p, O_WRONLY | O_CLOEXEC);
+		CU_ASSERT_FATAL(fd >= 0);
+		CU_ASSERT_EQUAL(pwrite(fd, "\xff\xff\xff\xff", 4, 200), 4);
+		close(fd);
+		free(p);
+	}
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(st.already_present, 0);
+	CU_ASSERT_EQUAL(st.kept_files, 1); /* meta.json */
+	CU_ASSERT_EQUAL(fx_dir_names(f.restore_dir, names, sizeof(names)), 2);
+	CU_ASSERT_STRING_EQUAL(names, ".resume-run-restored,step-1");
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(st.already_present, 1);
+	free(d);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
 static void test_restore_newest_cancelled_does_not_fall_back(void)
 {
 	struct fx f;
@@ -690,14 +751,16 @@ static void test_restore_newest_cancelled_does_not_fall_back(void)
 }
 
 static CU_TestInfo s_tests[] = {
+	{ "restore_of_lossy_checkpoint_again_copies_nothing",
+	  test_restore_of_lossy_checkpoint_again_copies_nothing },
 	{ "restore_round_trip_is_byte_identical_with_modes",
 	  test_restore_round_trip_is_byte_identical_with_modes },
 	{ "restore_drops_setuid_setgid_and_sticky_bits",
 	  test_restore_drops_setuid_setgid_and_sticky_bits },
 	{ "restore_into_identical_dir_rewrites_nothing",
 	  test_restore_into_identical_dir_rewrites_nothing },
-	{ "restore_over_changed_dir_keeps_identical_files_and_moves_old_aside",
-	  test_restore_over_changed_dir_keeps_identical_files_and_moves_old_aside },
+	{ "restore_over_changed_dir_keeps_identical_files_and_removes_old_copy",
+	  test_restore_over_changed_dir_keeps_identical_files_and_removes_old_copy },
 	{ "restore_moves_old_dir_aside_within_a_long_parent_path",
 	  test_restore_moves_old_dir_aside_within_a_long_parent_path },
 	{ "restore_over_symlink_to_identical_dir_writes_real_files",

@@ -922,7 +922,64 @@ static void test_put_enospc_keeps_old_content_and_leaves_no_temp(void)
 	free(dir);
 }
 
+static mode_t s_mode_of(const char *root, const char *rel)
+{
+	char *p = rr_path_join(root, rel);
+	struct stat st;
+	mode_t m = (mode_t)-1;
+
+	if (p && stat(p, &st) == 0)
+		m = st.st_mode & 07777;
+	free(p);
+	return m;
+}
+
+/* A store root made by the store is private: objects 0600 in 0700 directories, whatever
+ * the umask lets through, so an unprivileged trainer beside the agent reads nothing. */
+static void test_new_root_keeps_objects_private(void)
+{
+	char *parent = s_mkdtemp(), *root = rr_path_join(parent, "store");
+	struct rr_store *s = NULL;
+	mode_t old = umask(022);
+
+	CU_ASSERT_EQUAL_FATAL(rr_store_file_new(root, &s), 0);
+	CU_ASSERT_EQUAL(s_put_str(s, "run/chunks/ab/abcd", "secret"), 0);
+	CU_ASSERT_EQUAL(s_mode_of(root, ""), 0700);
+	CU_ASSERT_EQUAL(s_mode_of(root, "run"), 0700);
+	CU_ASSERT_EQUAL(s_mode_of(root, "run/chunks/ab"), 0700);
+	CU_ASSERT_EQUAL(s_mode_of(root, "run/chunks/ab/abcd"), 0600);
+	umask(old);
+	rr_store_destroy(s);
+	CU_ASSERT_EQUAL(rr_remove_tree(parent), 0);
+	free(root);
+	free(parent);
+}
+
+/* A root that existed says whom the store is shared with: a 0750 root gives its group
+ * read access to what is stored below it, and nothing to others. */
+static void test_existing_root_group_bits_are_followed(void)
+{
+	char *parent = s_mkdtemp(), *root = rr_path_join(parent, "store");
+	struct rr_store *s = NULL;
+	mode_t old = umask(022);
+
+	CU_ASSERT_EQUAL_FATAL(mkdir(root, 0750), 0);
+	CU_ASSERT_EQUAL_FATAL(chmod(root, 0750), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_store_file_new(root, &s), 0);
+	CU_ASSERT_EQUAL(s_put_str(s, "run/x.json", "{}"), 0);
+	CU_ASSERT_EQUAL(s_mode_of(root, ""), 0750);
+	CU_ASSERT_EQUAL(s_mode_of(root, "run"), 0750);
+	CU_ASSERT_EQUAL(s_mode_of(root, "run/x.json"), 0640);
+	umask(old);
+	rr_store_destroy(s);
+	CU_ASSERT_EQUAL(rr_remove_tree(parent), 0);
+	free(root);
+	free(parent);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_new_root_keeps_objects_private", test_new_root_keeps_objects_private },
+	{ "test_existing_root_group_bits_are_followed", test_existing_root_group_bits_are_followed },
 	{ "test_put_get_round_trip", test_put_get_round_trip },
 	{ "test_put_get_zero_length_object", test_put_get_zero_length_object },
 	{ "test_etag_is_first_32_hex_of_sha256", test_etag_is_first_32_hex_of_sha256 },
