@@ -1313,6 +1313,117 @@ static void test_deadline_ends_retries_early(void)
 	s_teardown(&e);
 }
 
+/* ---- error answers of any length are errors, never object bytes ---- */
+
+static size_t s_err_len;       /* body length of the injected error answers */
+static int s_err_status;       /* 503 or 500 */
+
+/* An S3 <Error> document of exactly len bytes (the Message padded), or for a len too
+ * short for one, its first len bytes: what a cut or a proxy's error answer looks like. */
+static void s_error_of_length(struct fx_response *resp, int status, size_t len)
+{
+	const char *code = status == 503 ? "SlowDown" : "InternalError";
+	char head[256], tail[] = "</Message><RequestId>REQ9</RequestId></Error>";
+	unsigned char *body = malloc(len + 1);
+	size_t hl;
+
+	snprintf(head, sizeof(head), "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
+		 "%s</Code><Message>", code);
+	hl = strlen(head);
+	memset(body, 'x', len + 1);
+	if (len >= hl + strlen(tail)) {
+		memcpy(body, head, hl);
+		memcpy(body + len - strlen(tail), tail, strlen(tail));
+	} else {
+		memcpy(body, head, len < hl ? len : hl);
+	}
+	fx_resp_header(resp, "Content-Type", "application/xml");
+	fx_resp_body(resp, body, len);
+	resp->status = status;
+	free(body);
+}
+
+/* Answers the first hook_n GETs of an object with an error of s_err_len bytes. */
+static int s_hook_fail_gets(struct s_fake *m, const struct s_target *t,
+			    const struct fx_request *req, struct fx_response *resp)
+{
+	if (strcmp(req->method, "GET") != 0 || t->bucket_only || m->hook_n <= 0)
+		return 0;
+	m->hook_n--;
+	s_error_of_length(resp, s_err_status, s_err_len);
+	return 1;
+}
+
+/* A small object read with a buffer of exactly its size (as restore reads a chunk whose
+ * manifest gives its size): every error answer is retried, whatever its length, and the
+ * object comes back whole. */
+static void test_get_error_answers_of_every_length_are_retried_not_taken_for_the_object(void)
+{
+	enum { OBJ = 109 };
+	const size_t lens[] = { 0, 1, OBJ - 1, OBJ, OBJ + 1, 4096, 200000 };
+	unsigned char *data = s_pattern(OBJ, 21);
+	struct s_env e;
+	struct rr_buf out;
+	size_t i;
+
+	s_setup(&e);
+	s_store(&e.m, "pre/fix/chunk", data, OBJ);
+	e.m.hook = s_hook_fail_gets;
+	for (i = 0; i < 2 * sizeof(lens) / sizeof(lens[0]); i++) {
+		s_err_len = lens[i / 2];
+		s_err_status = i % 2 ? 500 : 503;
+		e.m.hook_n = 1;
+		fx_server_reset(&e.srv);
+		rr_buf_init(&out, OBJ);
+		CU_ASSERT_EQUAL(rr_store_get(e.s, "chunk", &out, NULL), 0);
+		CU_ASSERT_EQUAL(out.len, OBJ);
+		CU_ASSERT(out.len == OBJ && memcmp(out.data, data, OBJ) == 0);
+		CU_ASSERT_EQUAL(fx_server_count(&e.srv, "GET", NULL), 2);
+		CU_ASSERT_EQUAL(e.m.hook_n, 0);
+		rr_buf_free(&out);
+	}
+	s_teardown(&e);
+	free(data);
+}
+
+/* The answers run out: the failure says what S3 answered (an error the caller may retry
+ * later), not that the object is too big. */
+static void test_get_that_only_gets_long_503s_fails_with_the_503_not_etoobig(void)
+{
+	struct s_env e;
+	struct rr_buf out;
+
+	s_setup(&e);
+	s_store(&e.m, "pre/fix/chunk", "0123456789", 10);
+	e.m.hook = s_hook_fail_gets;
+	e.m.hook_n = 1000;
+	s_err_len = 5000;
+	s_err_status = 503;
+	rr_store_set_deadline(e.s, rr_mono_ms() + 1500);
+	rr_buf_init(&out, 10);
+	CU_ASSERT_EQUAL(rr_store_get(e.s, "chunk", &out, NULL), RR_EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rr_store_strerror(RR_EIO), "503"));
+	CU_ASSERT_EQUAL(out.len, 0);
+	rr_buf_free(&out);
+	rr_store_set_deadline(e.s, 0);
+	s_teardown(&e);
+}
+
+/* A 2xx answer longer than the ceiling is the object's own bytes: too big, at once. */
+static void test_get_of_an_object_bigger_than_the_buffer_is_etoobig_at_once(void)
+{
+	struct s_env e;
+	struct rr_buf out;
+
+	s_setup(&e);
+	s_store(&e.m, "pre/fix/chunk", "0123456789", 10);
+	rr_buf_init(&out, 9);
+	CU_ASSERT_EQUAL(rr_store_get(e.s, "chunk", &out, NULL), RR_ETOOBIG);
+	CU_ASSERT_EQUAL(fx_server_count(&e.srv, "GET", NULL), 1);
+	rr_buf_free(&out);
+	s_teardown(&e);
+}
+
 /* ---- list and delete many ---- */
 
 struct s_listed {
@@ -1934,6 +2045,12 @@ static CU_TestInfo s_tests[] = {
 	{ "expired_token_is_retried_once_with_fresh_credentials",
 	  test_expired_token_is_retried_once_with_fresh_credentials },
 	{ "deadline_ends_retries_early", test_deadline_ends_retries_early },
+	{ "get_error_answers_of_every_length_are_retried_not_taken_for_the_object",
+	  test_get_error_answers_of_every_length_are_retried_not_taken_for_the_object },
+	{ "get_that_only_gets_long_503s_fails_with_the_503_not_etoobig",
+	  test_get_that_only_gets_long_503s_fails_with_the_503_not_etoobig },
+	{ "get_of_an_object_bigger_than_the_buffer_is_etoobig_at_once",
+	  test_get_of_an_object_bigger_than_the_buffer_is_etoobig_at_once },
 	{ "list_follows_continuation_tokens_and_strips_the_prefix",
 	  test_list_follows_continuation_tokens_and_strips_the_prefix },
 	{ "list_stops_with_the_callbacks_value", test_list_stops_with_the_callbacks_value },
