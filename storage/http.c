@@ -42,6 +42,7 @@ struct s_transfer {
 	size_t response_max;
 	long status;              /* of the current response, from its status line */
 	int error;                /* set by a callback that stopped the transfer */
+	int resent;               /* curl rewound a body it had begun to send */
 	int headers_done;
 	struct rr_buf header_raw; /* "name\0value\0" pairs of the current response */
 	char errbuf[CURL_ERROR_SIZE];
@@ -336,6 +337,8 @@ static int s_on_seek(void *ud, curl_off_t offset, int origin)
 	if (t->req->read_cb || origin != SEEK_SET || offset < 0 ||
 	    (size_t)offset > t->req->body_len)
 		return CURL_SEEKFUNC_CANTSEEK;
+	if (t->body_off > 0)
+		t->resent = 1;
 	t->body_off = (size_t)offset;
 	return CURL_SEEKFUNC_OK;
 }
@@ -473,6 +476,7 @@ static int s_finish(struct s_transfer *t, CURLcode c)
 	curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(t->easy, CURLINFO_TOTAL_TIME, &secs);
 	resp->seconds = secs;
+	resp->resent = t->resent;
 	if (c == CURLE_OK) {
 		resp->status = status;
 		resp->error = 0;
@@ -522,6 +526,8 @@ static int s_start(struct rr_http *h, struct s_transfer *t)
 
 	t->h = h;
 	t->status = 0;
+	t->resent = 0;
+	t->body_off = 0;
 	s_reset_response(t);
 	t->easy = s_borrow(h);
 	if (!t->easy) {
