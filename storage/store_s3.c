@@ -68,6 +68,10 @@ struct s_req {
 	 * is unknown (the connection broke, or a 5xx answer; also curl's own resend on a fresh
 	 * connection), so the server may have applied it already. */
 	int *maybe_applied;
+	/* With maybe_applied: the first failure after a sending of unknown outcome ends the
+	 * retries, whatever it is, so the caller can look whether the write is there (a
+	 * retried completion is refused in ways that vary between servers). */
+	int stop_after_unknown;
 };
 
 /* A request signed and ready for the HTTP layer, with the storage behind it. */
@@ -346,6 +350,8 @@ static int s_send_policy(struct s_s3 *s3, const struct s_req *q, struct rr_http_
 	int64_t delay;
 
 	for (;;) {
+		int unknown_before = q->maybe_applied && *q->maybe_applied;
+
 		rc = s_sign(s3, q, refresh, &p);
 		if (rc) {
 			s_signed_free(&p);
@@ -356,7 +362,7 @@ static int s_send_policy(struct s_s3 *s3, const struct s_req *q, struct rr_http_
 			*q->maybe_applied = 1;
 		rc = s_judge(s3, q, &p, resp, &retry, &refresh);
 		s_signed_free(&p);
-		if (rc == 0 || !retry)
+		if (rc == 0 || !retry || (q->stop_after_unknown && unknown_before))
 			return rc;
 		if (q->maybe_applied && (resp->status == 0 || resp->status >= 500))
 			*q->maybe_applied = 1;
@@ -533,8 +539,8 @@ static int s_get(struct rr_store *s, const char *key, struct rr_buf *out, char *
  * whose outcome is unknown, and the retry found its precondition failed: the first attempt
  * may have been applied and only its answer lost. That is success only if the object now
  * holds exactly our bytes; anything else stays a failed precondition, never a silent
- * success. Returns 0 (etag_out filled), RR_EPRECOND, or the error that kept it from
- * checking. */
+ * success. Returns 0 (etag_out filled), RR_EPRECOND (other bytes), RR_ENOENT (no object),
+ * or the error that kept it from checking. */
 static int s_check_ours(struct s_s3 *s3, const char *key, const void *data, size_t len,
 			char *etag_out)
 {
@@ -549,7 +555,7 @@ static int s_check_ours(struct s_s3 *s3, const char *key, const void *data, size
 			"it holds our bytes, so the write stands", key);
 		if (etag_out)
 			strcpy(etag_out, etag);
-	} else if (rc == 0 || rc == RR_ETOOBIG || rc == RR_ENOENT) {
+	} else if (rc == 0 || rc == RR_ETOOBIG) {
 		rc = rr_store_fail(RR_EPRECOND, "%s: precondition failed (it holds other bytes "
 				   "than this write's)", key);
 	}
@@ -608,7 +614,7 @@ static int s_complete(struct s_s3 *s3, const char *key, const char *upload_id,
 		      struct rr_http_response *resp, int *maybe_applied)
 {
 	struct s_req q = { .method = "POST", .key = key, .response_max = 1u << 20,
-			   .maybe_applied = maybe_applied };
+			   .maybe_applied = maybe_applied, .stop_after_unknown = 1 };
 	const char **etags = calloc(n, sizeof(*etags));
 	struct rr_s3_error e;
 	struct rr_retry r;
@@ -715,12 +721,18 @@ static int s_put_multipart(struct s_s3 *s3, const char *key, const unsigned char
 		rr_http_response_init(&resp);
 		rc = s_complete(s3, key, upload_id, parts, n, opts, &resp, &maybe_applied);
 		/* A completion applied whose answer was lost: the retry finds the object there
-		 * (412) or the upload gone (404 NoSuchUpload). */
-		if (rc && maybe_applied && (rc == RR_EPRECOND || resp.status == 404)) {
+		 * (412), the upload gone (S3: 404 NoSuchUpload; s3rver: 500), or the like. */
+		if (rc && maybe_applied) {
+			char why[512];
+			int failed = rc;
+
+			snprintf(why, sizeof(why), "%s", rr_store_strerror(rc));
 			rc = s_check_ours(s3, key, data, len, etag_out);
 			if (rc == 0) {
 				upload_id[0] = '\0'; /* complete: nothing to abort */
 				etag_out = NULL;     /* filled from the object read */
+			} else if (rc == RR_ENOENT) {
+				rc = rr_store_fail(failed, "%s", why);
 			}
 		}
 		rc = s_precondition_rc(rc, opts);
@@ -769,6 +781,8 @@ static int s_put(struct rr_store *s, const char *key, const void *data, size_t l
 	rc = s_send(s3, &q, &resp);
 	if (rc == RR_EPRECOND && maybe_applied) {
 		rc = s_check_ours(s3, key, data, len, etag_out);
+		if (rc == RR_ENOENT) /* gone again since the 412 */
+			rc = rr_store_fail(RR_EPRECOND, "%s: precondition failed", key);
 		checked = 1;
 	}
 	rc = s_precondition_rc(rc, opts);

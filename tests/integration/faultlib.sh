@@ -30,3 +30,36 @@ fired() { curl -fsS "$FAULT_CTL/rules" | "$PY" -c 'import json,sys; print(sum(r[
 s3d() { /usr/bin/aws --endpoint-url "$S3_DIRECT" "$@"; }
 
 trap 'f_rc=$?; stop_faults; stop_s3; (exit $f_rc); cleanup' EXIT
+
+. "$RR_SRC/tests/integration/faultlib_commit.sh"
+
+# trainer_script FILE DIR STEPS [BIG]: a trainer that commits step-1..STEPS into DIR, one
+# every 0.7 s, then lingers 1 s so the agent persists the last one while it runs.
+trainer_script() {
+	cat > "$1" <<SH
+#!/usr/bin/env bash
+. "$RR_SRC/tests/integration/faultlib_commit.sh"
+for n in \$(seq $3); do commit_step "$2" \$n ${4:-}; sleep 0.7; done
+sleep 1
+SH
+	chmod +x "$1"
+}
+
+# check_store NAME DIR: the fault-free reading of the store s3://ckpt/NAME: the newest step
+# the trainer committed in DIR is LATEST, verify calls every checkpoint ok (none DAMAGED),
+# and it restores onto an empty directory byte-identical to what the trainer wrote.
+check_store() {
+	local name=$1 dir=$2 newest
+	newest=$(ls "$dir" | grep -E '^step-[0-9]+$' | sort -t- -k2 -n | tail -n 1)
+	[ -n "$newest" ] || fail "$name: the trainer committed nothing"
+	"$RR_BIN" ls --store "s3://$S3_BUCKET/$name" > "$name-ls.out" 2>&1 || fail "$name: ls: $(cat "$name-ls.out")"
+	expect_grep "^\* $newest " "$name-ls.out" "$name: LATEST is the newest commit"
+	run_rr "$name-verify.log" verify --store "s3://$S3_BUCKET/$name"
+	expect_eq "$RC" 0 "$name: verify status"
+	expect_no_grep 'DAMAGED' "$name-verify.log" "$name: nothing reported damaged"
+	expect_grep "^$newest: ok" "$name-verify.log" "$name: the newest verifies"
+	rm -rf "$name-restored"
+	run_rr "$name-restore.log" restore --store "s3://$S3_BUCKET/$name" --to "$name-restored"
+	expect_eq "$RC" 0 "$name: restore status"
+	diff -r "$name-restored/$newest" "$dir/$newest" > /dev/null || fail "$name: the restored $newest differs from the trainer's"
+}
