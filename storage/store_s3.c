@@ -269,9 +269,14 @@ static int s_adopt_server_clock(struct s_s3 *s3, const struct rr_s3_error *e,
 	if (offset == atomic_load(&s3->clock_offset_s))
 		return RR_EINVAL;
 	atomic_store(&s3->clock_offset_s, offset);
-	rr_warn("%s says this machine's clock is off by %lld s (RequestTimeTooSkewed): requests "
-		"are signed with %s's time from now on; fix the clock (NTP)", s3->label, offset,
-		s3->label);
+	if (offset == 0)
+		rr_warn("%s refused a request as signed at the wrong time and its clock agrees "
+			"with this machine's: requests are signed with this machine's time again",
+			s3->label);
+	else
+		rr_warn("%s says this machine's clock is off by %lld s (RequestTimeTooSkewed): "
+			"requests are signed with %s's time from now on; fix the clock (NTP)",
+			s3->label, offset, s3->label);
 	return 0;
 }
 
