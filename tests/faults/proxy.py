@@ -36,6 +36,12 @@ Control API (plain HTTP on the control port):
   GET    /log      one entry per request: n, method, path, query, x-amz-date, action
   DELETE /log      forgets the log
 
+With --s3-preconditions ACCESS_KEY:SECRET:REGION the proxy also enforces the conditional
+writes that S3 honours and some stand-ins ignore (s3rver 5.0.0 does): a PUT or a
+CompleteMultipartUpload with "If-None-Match: *" on a key that exists, or with "If-Match" on
+a key whose ETag differs, gets 412 PreconditionFailed without being forwarded (the proxy
+asks the server with a HEAD it signs itself).
+
 The error documents follow S3's REST error format (an <Error> root with Code, Message,
 RequestId, HostId; RequestTimeTooSkewed adds RequestTime, ServerTime and
 MaxAllowedSkewMilliseconds; PermanentRedirect adds Bucket and Endpoint and the
@@ -44,6 +50,8 @@ x-amz-bucket-region header; AuthorizationHeaderMalformed adds Region).
 
 import argparse
 import datetime
+import hashlib
+import hmac
 import json
 import re
 import socket
@@ -72,6 +80,7 @@ MESSAGES = {
     "AuthorizationHeaderMalformed": "The authorization header is malformed; the region "
                                     "'us-east-1' is wrong; expecting '%s'",
     "ExpiredToken": "The provided token has expired.",
+    "PreconditionFailed": "At least one of the pre-conditions you specified did not hold",
 }
 REASONS = {200: "OK", 206: "Partial Content", 301: "Moved Permanently", 400: "Bad Request",
            403: "Forbidden", 404: "Not Found", 412: "Precondition Failed",
@@ -135,6 +144,51 @@ class State:
 
 STATE = State()
 UPSTREAM = ("127.0.0.1", 0)
+SIGNER = None  # (access key, secret, region) with --s3-preconditions
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def sigv4_head(raw_path):
+    """A HEAD request for raw_path (as on the wire), signed with SigV4 (protocols.md §4)."""
+    akid, secret, region = SIGNER
+    host = "%s:%d" % UPSTREAM
+    now = datetime.datetime.now(datetime.timezone.utc)
+    amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+    signed = "host;x-amz-content-sha256;x-amz-date"
+    creq = "HEAD\n%s\n\nhost:%s\nx-amz-content-sha256:%s\nx-amz-date:%s\n\n%s\n%s" % (
+        raw_path, host, EMPTY_SHA256, amz_date, signed, EMPTY_SHA256)
+    scope = "%s/%s/s3/aws4_request" % (day, region)
+    sts = "AWS4-HMAC-SHA256\n%s\n%s\n%s" % (amz_date, scope,
+                                             hashlib.sha256(creq.encode()).hexdigest())
+    key = ("AWS4" + secret).encode()
+    for part in (day, region, "s3", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    sig = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+    return ("HEAD %s HTTP/1.1\r\nHost: %s\r\nx-amz-content-sha256: %s\r\nx-amz-date: %s\r\n"
+            "Authorization: AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, "
+            "Signature=%s\r\n\r\n" % (raw_path, host, EMPTY_SHA256, amz_date, akid, scope,
+                                       signed, sig)).encode()
+
+
+def precondition_fails(method, target, query, headers):
+    """Whether a conditional write would fail on S3: asks the server for the key's ETag."""
+    inm, im = header(headers, "If-None-Match"), header(headers, "If-Match")
+    if not SIGNER or not (inm or im):
+        return False
+    if not (method == "PUT" and "partNumber=" not in query) and \
+            not (method == "POST" and "uploadId=" in query):
+        return False
+    up = Upstream()
+    try:
+        _, rheaders, rhead, _ = up.exchange(sigv4_head(target.split("?", 1)[0]), "HEAD")
+        status = int(rhead.split(b" ", 2)[1])
+    finally:
+        up.close()
+    if status == 404:
+        return bool(im)
+    if status != 200:
+        raise OSError("HEAD for a precondition answered %d" % status)
+    return inm == "*" or (im is not None and im != header(rheaders, "ETag"))
 
 
 def reset(sock):
@@ -377,6 +431,11 @@ class Handler(socketserver.BaseRequestHandler):
                     status, hs, doc = synthetic(rule, headers, path)
                     client.sendall(answer_bytes(status, hs, doc, method))
                     continue
+                if action != "reset_mid_answer" and \
+                        precondition_fails(method, target, url.query, headers):
+                    status, hs, doc = s3_error(412, "PreconditionFailed")
+                    client.sendall(answer_bytes(status, hs, doc, method))
+                    continue
                 if action == "stall":
                     time.sleep(float(rule.get("seconds", 30)))
                 try:
@@ -454,13 +513,17 @@ class Control(BaseHTTPRequestHandler):
 
 
 def main():
-    global UPSTREAM
+    global UPSTREAM, SIGNER
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--upstream", required=True, help="HOST:PORT of the server")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--control-port", type=int, default=0)
     ap.add_argument("--rule", action="append", default=[], help="a rule as JSON")
+    ap.add_argument("--s3-preconditions", metavar="AKID:SECRET:REGION",
+                    help="enforce If-None-Match/If-Match on writes (see above)")
     a = ap.parse_args()
+    if a.s3_preconditions:
+        SIGNER = tuple(a.s3_preconditions.split(":", 2))
     host, _, port = a.upstream.rpartition(":")
     UPSTREAM = (host or "127.0.0.1", int(port))
     for r in a.rule:

@@ -7,6 +7,7 @@ run: /usr/bin/python3 tests/faults/test_proxy.py [-v]     (about 10 s)
 """
 
 import datetime
+import hashlib
 import http.client
 import json
 import os
@@ -28,6 +29,7 @@ class Upstream(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     objects = {}
     arrived = []
+    auth = []
 
     def log_message(self, fmt, *args):
         pass
@@ -35,7 +37,7 @@ class Upstream(BaseHTTPRequestHandler):
     def _send(self, status, body=b""):
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("ETag", '"e%d"' % len(Upstream.arrived))
+        self.send_header("ETag", '"%s"' % hashlib.md5(body).hexdigest())
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -45,10 +47,12 @@ class Upstream(BaseHTTPRequestHandler):
         body = self.rfile.read(n)
         Upstream.arrived.append(("PUT", self.path))
         Upstream.objects[self.path] = body
+        Upstream.auth.append(self.headers.get("Authorization"))
         self._send(200)
 
     def do_GET(self):
-        Upstream.arrived.append(("GET", self.path))
+        Upstream.arrived.append((self.command, self.path))
+        Upstream.auth.append(self.headers.get("Authorization"))
         if self.path in Upstream.objects:
             self._send(200, Upstream.objects[self.path])
         else:
@@ -64,7 +68,8 @@ class ProxyTest(unittest.TestCase):
         cls.up.daemon_threads = True
         threading.Thread(target=cls.up.serve_forever, daemon=True).start()
         cls.proc = subprocess.Popen(
-            [sys.executable, PROXY, "--upstream", "127.0.0.1:%d" % cls.up.server_address[1]],
+            [sys.executable, PROXY, "--upstream", "127.0.0.1:%d" % cls.up.server_address[1],
+             "--s3-preconditions", "AKID:sec/ret:us-east-1"],
             stdout=subprocess.PIPE, text=True)
         ports = {}
         for line in cls.proc.stdout:
@@ -85,6 +90,7 @@ class ProxyTest(unittest.TestCase):
         self.control("DELETE", "/log")
         Upstream.objects.clear()
         del Upstream.arrived[:]
+        del Upstream.auth[:]
 
     def control(self, method, path, obj=None):
         c = http.client.HTTPConnection("127.0.0.1", self.ctl, timeout=5)
@@ -215,6 +221,26 @@ class ProxyTest(unittest.TestCase):
                          [("PUT", "/b/k", "partNumber=1", "error"),
                           ("PUT", "/b/k", "", "forward")])
         self.assertEqual(log[0]["x-amz-date"], "20261123T100000Z")
+
+    def test_conditional_writes_are_enforced_as_s3_does(self):
+        self.assertEqual(self.req("PUT", "/b/k", b"v1", headers={"If-None-Match": "*"})[0], 200)
+        st, _, data = self.req("PUT", "/b/k", b"v2", headers={"If-None-Match": "*"})
+        self.assertEqual(st, 412)
+        self.assertEqual(ET.fromstring(data).findtext("Code"), "PreconditionFailed")
+        self.assertEqual(Upstream.objects["/b/k"], b"v1")
+        # the proxy asked with a HEAD signed for the upstream
+        self.assertIn(("HEAD", "/b/k"), Upstream.arrived)
+        self.assertTrue(Upstream.auth[-1].startswith(
+            "AWS4-HMAC-SHA256 Credential=AKID/"), Upstream.auth[-1])
+        self.assertIn("/us-east-1/s3/aws4_request", Upstream.auth[-1])
+        etag = '"%s"' % hashlib.md5(b"v1").hexdigest()
+        self.assertEqual(self.req("PUT", "/b/k", b"v3", headers={"If-Match": '"other"'})[0], 412)
+        self.assertEqual(self.req("PUT", "/b/k", b"v3", headers={"If-Match": etag})[0], 200)
+        self.assertEqual(Upstream.objects["/b/k"], b"v3")
+        self.assertEqual(self.req("PUT", "/b/new", b"x", headers={"If-Match": etag})[0], 412)
+        # parts carry no preconditions
+        self.assertEqual(self.req("PUT", "/b/k?partNumber=1&uploadId=u", b"p",
+                                  headers={"If-None-Match": "*"})[0], 200)
 
     def test_a_bad_rule_is_refused(self):
         st, data = self.control("POST", "/rules", {"action": "explode"})

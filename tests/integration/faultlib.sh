@@ -2,10 +2,12 @@
 # server, sourced after lib.sh and s3lib.sh (and after start_s3 and s3_env).
 FAULT_PID=
 
-# start_faults: starts the proxy in front of $S3_PORT and points AWS_ENDPOINT_URL at it
+# start_faults: starts the proxy in front of $S3_PORT (after s3_env) and points AWS_ENDPOINT_URL at it
 # (s3cli keeps talking to the server directly through S3_DIRECT). Sets FAULT_CTL.
 start_faults() {
+	# s3rver ignores If-None-Match / If-Match: the proxy enforces them as S3 does.
 	"$PY" "$RR_SRC/tests/faults/proxy.py" --upstream "127.0.0.1:$S3_PORT" \
+		--s3-preconditions "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY:$AWS_REGION" \
 		> "$W/faults.out" 2> "$W/faults.log" &
 	FAULT_PID=$!
 	wait_for 20 grep -q '^ready' "$W/faults.out" || fail "the fault proxy did not start"
