@@ -31,7 +31,9 @@ fired() { curl -fsS "$FAULT_CTL/rules" | "$PY" -c 'import json,sys; print(sum(r[
 # s3d ARGS...: the AWS CLI at the server itself, past the proxy.
 s3d() { /usr/bin/aws --endpoint-url "$S3_DIRECT" "$@"; }
 
-trap 'f_rc=$?; stop_faults; stop_s3; (exit $f_rc); cleanup' EXIT
+# set +e: under set -e the "(exit $f_rc)" that hands the status to cleanup would end the
+# trap before cleanup reports the failure.
+trap 'f_rc=$?; set +e; stop_faults; stop_s3; (exit $f_rc); cleanup' EXIT
 
 . "$RR_SRC/tests/integration/faultlib_commit.sh"
 
