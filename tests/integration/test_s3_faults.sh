@@ -11,9 +11,10 @@
 #                               412); reset mid-GET
 #   test_s3_faults_more.sh      stall past the timeouts; RequestTimeTooSkewed; wrong region;
 #                               ExpiredToken mid-run; garbage/truncated LATEST and manifest; a
-#                               chunk deleted behind our back; disk full on restore; the
-#                               trainer killed mid-write; the agent SIGKILLed mid-persist and
-#                               restarted; a notice during a persist
+#                               chunk deleted behind our back; disk full on restore
+#   test_s3_faults_process.sh   the trainer killed mid-write; the agent SIGKILLed mid-persist
+#                               and restarted; a notice during a persist; a routine commit
+#                               landing as the trainer is asked for the notice checkpoint
 #   covered elsewhere, not repeated here:
 #     test_s3_store.sh          the S3 server killed mid-persist and restarted
 #     test_cloud_notices.sh     a metadata outage (one line, training goes on, later notice
