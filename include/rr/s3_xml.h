@@ -22,9 +22,9 @@ struct rr_s3_error {
 };
 
 /* Parses an S3 <Error> document (Code, Message, RequestId, ServerTime). Returns 0 when the
- * root element is Error (fields filled;
- * missing ones ""), RR_ENOENT when the document is well-formed but its root is something
- * else, RR_ECORRUPT when it is not well-formed XML (e.g. an HTML page from a proxy). */
+ * root element is Error (fields filled; missing ones ""), RR_ENOENT when the document is
+ * well-formed but its root is something else, RR_ECORRUPT when it is not well-formed XML
+ * (e.g. an HTML page from a proxy). */
 int rr_s3_xml_parse_error(const void *xml, size_t len, struct rr_s3_error *out);
 
 /* <InitiateMultipartUploadResult>: copies UploadId (at most cap-1 bytes). */
