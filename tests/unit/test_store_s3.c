@@ -1388,6 +1388,44 @@ static void test_get_error_answers_of_every_length_are_retried_not_taken_for_the
 	free(data);
 }
 
+/* Answers the first hook_n GETs of the last range of a big object with an error longer
+ * than that range. */
+static int s_hook_fail_last_range(struct s_fake *m, const struct s_target *t,
+				  const struct fx_request *req, struct fx_response *resp)
+{
+	const char *range = fx_header(req, "Range");
+
+	if (strcmp(req->method, "GET") != 0 || t->bucket_only || m->hook_n <= 0 || !range ||
+	    strcmp(range, "bytes=10485760-12582911") != 0)
+		return 0;
+	m->hook_n--;
+	s_error_of_length(resp, s_err_status, s_err_len);
+	return 1;
+}
+
+/* The same for the ranges of a big object fetched in parallel: an error longer than the
+ * range it answers is retried, and the object comes back whole. */
+static void test_ranged_get_error_answers_longer_than_the_range_are_retried(void)
+{
+	unsigned char *data = s_pattern(S_BIG, 23);
+	struct s_env e;
+	struct rr_buf out;
+
+	s_setup(&e);
+	s_store(&e.m, "pre/fix/big", data, S_BIG);
+	e.m.hook = s_hook_fail_last_range;
+	e.m.hook_n = 2;
+	s_err_status = 503;
+	s_err_len = (3u << 20); /* the last range is 2 MiB */
+	rr_buf_init(&out, S_BIG);
+	CU_ASSERT_EQUAL(rr_store_get(e.s, "big", &out, NULL), 0);
+	CU_ASSERT_EQUAL(e.m.hook_n, 0);
+	CU_ASSERT(out.len == S_BIG && memcmp(out.data, data, S_BIG) == 0);
+	rr_buf_free(&out);
+	s_teardown(&e);
+	free(data);
+}
+
 /* The answers run out: the failure says what S3 answered (an error the caller may retry
  * later), not that the object is too big. */
 static void test_get_that_only_gets_long_503s_fails_with_the_503_not_etoobig(void)
@@ -2251,6 +2289,8 @@ static CU_TestInfo s_tests[] = {
 	{ "deadline_ends_retries_early", test_deadline_ends_retries_early },
 	{ "get_error_answers_of_every_length_are_retried_not_taken_for_the_object",
 	  test_get_error_answers_of_every_length_are_retried_not_taken_for_the_object },
+	{ "ranged_get_error_answers_longer_than_the_range_are_retried",
+	  test_ranged_get_error_answers_longer_than_the_range_are_retried },
 	{ "get_that_only_gets_long_503s_fails_with_the_503_not_etoobig",
 	  test_get_that_only_gets_long_503s_fails_with_the_503_not_etoobig },
 	{ "get_of_an_object_bigger_than_the_buffer_is_etoobig_at_once",
