@@ -57,10 +57,10 @@ expect_grep 'persisted step-1:' agentkill2.log "agentkill: the restarted agent p
 check_store agentkill "$W/ckpt-agentkill"
 ok "agent SIGKILLed mid-persist: no manifest, nothing damaged; restarted on the same store it persisted step-1, restores identical"
 
-# --- a notice during a persist: every chunk PUT is held 1 s, so the routine persist of
+# --- a notice during a persist: every chunk PUT is held 2 s, so the routine persist of
 # step-20 is still running when the notice comes; the notice checkpoint is made durable
 # after it, and it is what a new machine restores ---
-fault '{"method": "PUT", "path": "/chunks/", "action": "stall", "seconds": 1}'
+fault '{"method": "PUT", "path": "/chunks/", "action": "stall", "seconds": 2}'
 (
 	wait_for 60 grep -q 'persisting step-20' notice.log && touch NOTICE
 ) &
@@ -99,7 +99,7 @@ trap answer USR1
 while :; do sleep 0.1; done
 SH
 chmod +x train-race.sh
-fault '{"method": "PUT", "path": "/chunks/", "action": "stall", "seconds": 1}'
+fault '{"method": "PUT", "path": "/chunks/", "action": "stall", "seconds": 3}'
 ( wait_for 60 grep -q 'persisting step-1' race.log && touch NOTICE-race ) &
 watcher=$!
 run_rr race.log -v --notice-file NOTICE-race --checkpoint-dir ckpt-race --store "s3://$S3_BUCKET/race" -- ./train-race.sh
