@@ -31,9 +31,19 @@ fired() { curl -fsS "$FAULT_CTL/rules" | "$PY" -c 'import json,sys; print(sum(r[
 # s3d ARGS...: the AWS CLI at the server itself, past the proxy.
 s3d() { /usr/bin/aws --endpoint-url "$S3_DIRECT" "$@"; }
 
+# Agents a test runs in the background, stopped if the test ends early (by their ids: the
+# agent forwards the SIGTERM to its trainer).
+BG_PIDS=
+stop_bg() {
+	local p
+	for p in $BG_PIDS; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in $BG_PIDS; do wait_for 10 sh -c "! kill -0 $p 2>/dev/null" || kill -KILL "$p" 2>/dev/null || true; done
+	BG_PIDS=
+}
+
 # set +e: under set -e the "(exit $f_rc)" that hands the status to cleanup would end the
 # trap before cleanup reports the failure.
-trap 'f_rc=$?; set +e; stop_faults; stop_s3; (exit $f_rc); cleanup' EXIT
+trap 'f_rc=$?; set +e; stop_bg; stop_faults; stop_s3; (exit $f_rc); cleanup' EXIT
 
 . "$RR_SRC/tests/integration/faultlib_commit.sh"
 

@@ -14,7 +14,8 @@
 #                               chunk deleted behind our back; disk full on restore
 #   test_s3_faults_process.sh   the trainer killed mid-write; the agent SIGKILLed mid-persist
 #                               and restarted; a notice during a persist; a routine commit
-#                               landing as the trainer is asked for the notice checkpoint
+#                               landing as the trainer is asked for the notice checkpoint; a
+#                               second notice while the notice checkpoint is persisted
 #   covered elsewhere, not repeated here:
 #     test_s3_store.sh          the S3 server killed mid-persist and restarted
 #     test_cloud_notices.sh     a metadata outage (one line, training goes on, later notice

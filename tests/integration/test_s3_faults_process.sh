@@ -3,8 +3,9 @@
 # test_s3_faults.sh): the processes fail rather than the store. The trainer killed
 # mid-write, the agent SIGKILLed mid-persist and started again on the same store, a notice
 # during a persist, a routine commit landing just as the trainer is asked for the notice
-# checkpoint. Every case ends with the store checked: the newest checkpoint that should be
-# there is LATEST, nothing is called damaged, and it restores byte-identical.
+# checkpoint, a second notice during the notice persist. Every case ends with the store
+# checked: the newest checkpoint that should be there is LATEST, nothing is called damaged,
+# and it restores byte-identical.
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 . "$RR_SRC/tests/integration/faultlib.sh"
@@ -40,11 +41,13 @@ sleep 30
 SH
 "$RR_BIN" -v --threads 1 --store "s3://$S3_BUCKET/agentkill" --checkpoint-dir ckpt-agentkill -- ./train-agentkill.sh > agentkill.log 2>&1 &
 agent=$!
+BG_PIDS=$agent
 wait_for 30 grep -q 'persisting step-1' agentkill.log || fail "agentkill: no persist started"
 fired_at_least() { [ "$(fired)" -ge "$1" ]; }
 wait_for 30 fired_at_least 2 || fail "agentkill: no chunk PUT reached the proxy"
 trainer=$(sed -nE 's/.*started .*\(pid ([0-9]+),.*/\1/p' agentkill.log)
 kill -KILL $agent; wait $agent 2>/dev/null || true
+BG_PIDS=
 # the trainer runs in its own process group, which outlives the agent: end it by its id
 [ -z "$trainer" ] || kill -KILL -- "-$trainer" 2>/dev/null || kill -KILL "$trainer" 2>/dev/null || true
 no_faults
@@ -111,4 +114,24 @@ expect_grep 'checkpoint step-3 is durable in the store' race.log "race: the noti
 expect_no_grep 'checkpoint step-2 is durable in the store' race.log "race: the routine commit is not taken for the answer"
 check_store race "$W/ckpt-race"
 ok "a commit just as the trainer is asked, then its answer: the notice waits for step-3, durable, LATEST, restores identical"
+
+# --- a second notice (SIGTERM to the agent) while the first notice's checkpoint is being
+# persisted: the persist is not abandoned, the checkpoint becomes durable and restores ---
+fault '{"method": "PUT", "path": "/chunks/", "action": "stall", "seconds": 2}'
+( wait_for 60 grep -q 'training from step' second.log && sleep 0.5 && touch NOTICE-second ) &
+"$RR_BIN" -v --precision exact --notice-file NOTICE-second --checkpoint-dir ckpt-second \
+	--store "s3://$S3_BUCKET/second" -- "$PY" "$TRAINER" --steps 100000 --step-time 0.01 \
+	--checkpoint-every 0 --keep-local 0 > second.log 2>&1 &
+agent=$!
+BG_PIDS=$agent
+wait_for 60 grep -q 'persisting step-[0-9]* (notice' second.log || fail "second: the notice checkpoint's persist did not start"
+kill -TERM $agent
+set +e; wait $agent; RC=$?; set -e
+BG_PIDS=
+no_faults
+saved=$(sed -nE 's/.*checkpointed at step ([0-9]+), exiting for preemption.*/\1/p' second.log)
+[ -n "$saved" ] || fail "second: the trainer did not checkpoint on the notice"
+expect_grep "checkpoint step-$saved is durable in the store" second.log "second: the notice checkpoint became durable"
+check_store second "$W/ckpt-second"
+ok "second notice (SIGTERM) during the notice checkpoint's persist: status $RC, step-$saved still made durable, LATEST, restores identical"
 finish
