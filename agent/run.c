@@ -449,9 +449,18 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	}
 	snprintf(r->newest, sizeof(r->newest), "%s", name);
 	r->newest_ms = ms;
-	/* Commits after the trainer was asked answer the notice (ctime is coarse: allow 20 ms). */
-	if (r->notice_active && r->asked_wall_ms && !r->notice_ckpt[0] &&
+	/* Commits after the trainer was asked answer the notice (ctime is coarse: allow 20 ms).
+	 * A routine commit can land just then and be taken for the answer; the trainer's real
+	 * answer comes next and replaces it in the persist queue (the newest wins), so until
+	 * one is durable the newest commit is the one the notice waits for. */
+	if (r->notice_active && r->asked_wall_ms && r->notice_ckpt[0] && !r->notice_durable &&
 	    ms >= r->asked_wall_ms - 20) {
+		rr_info("checkpoint %s committed after %s: the notice waits for it instead", name,
+			r->notice_ckpt);
+		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", name);
+		urgent = 1;
+	} else if (r->notice_active && r->asked_wall_ms && !r->notice_ckpt[0] &&
+		   ms >= r->asked_wall_ms - 20) {
 		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", name);
 		urgent = 1;
 		char what[300];

@@ -17,6 +17,9 @@
 #define S_POOL_MAX 64               /* idle easy handles kept for reuse */
 #define S_HEADERS_MAX (64u << 10)   /* ceiling on one response's header bytes */
 #define S_DEFAULT_RESPONSE_MAX (1u << 20)
+/* What is kept of an error answer's body (an S3 <Error> document is well under 1 KiB);
+ * the rest is read and dropped. */
+#define S_ERROR_BODY_MAX (64u << 10)
 
 struct rr_http {
 	struct rr_http_opts opts;
@@ -39,7 +42,9 @@ struct s_transfer {
 	struct curl_slist *headers;
 	size_t body_off;
 	size_t response_max;
+	long status;              /* of the current response, from its status line */
 	int error;                /* set by a callback that stopped the transfer */
+	int resent;               /* curl rewound a body it had begun to send */
 	int headers_done;
 	struct rr_buf header_raw; /* "name\0value\0" pairs of the current response */
 	char errbuf[CURL_ERROR_SIZE];
@@ -201,11 +206,28 @@ const char *rr_http_response_header(const struct rr_http_response *resp, const c
 	return NULL;
 }
 
+/* The caller's ceiling bounds the bytes of what it asked for, so it applies to 2xx answers
+ * only. An error answer (503 SlowDown, 500 InternalError...) must reach the caller as that
+ * error whatever its length: judged by the ceiling, a 503 with a body longer than a small
+ * object would pass for an object too big, i.e. for damage. */
 static size_t s_on_body(char *ptr, size_t size, size_t n, void *ud)
 {
 	struct s_transfer *t = ud;
-	size_t len = size * n;
+	size_t len = size * n, keep;
 
+	if (t->status >= 300) {
+		keep = t->resp->body.len < S_ERROR_BODY_MAX ? S_ERROR_BODY_MAX - t->resp->body.len
+							     : 0;
+		if (keep > len)
+			keep = len;
+		if (t->resp->body.max < S_ERROR_BODY_MAX)
+			t->resp->body.max = S_ERROR_BODY_MAX;
+		if (keep && rr_buf_append(&t->resp->body, ptr, keep) != 0) {
+			t->error = RR_ENOMEM;
+			return 0;
+		}
+		return len;
+	}
 	if (t->resp->body.len + len > t->response_max) {
 		t->error = RR_ETOOBIG;
 		return 0; /* curl stops with CURLE_WRITE_ERROR */
@@ -228,6 +250,24 @@ static void s_trim(const char **s, size_t *len)
 		(*len)--;
 }
 
+/* The status code of a status line ("HTTP/1.1 503 Slow Down", "HTTP/2 200"), or 0. */
+static long s_status_of(const char *line, size_t len)
+{
+	const char *sp = memchr(line, ' ', len);
+	size_t i, off;
+	long st = 0;
+
+	if (!sp)
+		return 0;
+	off = (size_t)(sp - line) + 1;
+	for (i = 0; i < 3; i++) {
+		if (off + i >= len || line[off + i] < '0' || line[off + i] > '9')
+			return 0;
+		st = st * 10 + (line[off + i] - '0');
+	}
+	return st;
+}
+
 /* Keeps "name: value" lines of the last response; a new status line (after 100 Continue
  * or a redirect) starts over. */
 static size_t s_on_header(char *ptr, size_t size, size_t n, void *ud)
@@ -238,6 +278,7 @@ static size_t s_on_header(char *ptr, size_t size, size_t n, void *ud)
 	static const char zero = 0;
 
 	if (len >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
+		t->status = s_status_of(ptr, len);
 		rr_buf_reset(&t->header_raw);
 		return len;
 	}
@@ -307,6 +348,8 @@ static int s_on_seek(void *ud, curl_off_t offset, int origin)
 	if (t->req->read_cb || origin != SEEK_SET || offset < 0 ||
 	    (size_t)offset > t->req->body_len)
 		return CURL_SEEKFUNC_CANTSEEK;
+	if (t->body_off > 0)
+		t->resent = 1;
 	t->body_off = (size_t)offset;
 	return CURL_SEEKFUNC_OK;
 }
@@ -500,6 +543,7 @@ static int s_finish(struct s_transfer *t, CURLcode c)
 	curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(t->easy, CURLINFO_TOTAL_TIME, &secs);
 	resp->seconds = secs;
+	resp->resent = t->resent;
 	if (c == CURLE_OK) {
 		resp->status = status;
 		resp->error = 0;
@@ -548,6 +592,9 @@ static int s_start(struct rr_http *h, struct s_transfer *t)
 	int rc;
 
 	t->h = h;
+	t->status = 0;
+	t->resent = 0;
+	t->body_off = 0;
 	s_reset_response(t);
 	t->easy = s_borrow(h);
 	if (!t->easy) {

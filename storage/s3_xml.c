@@ -385,14 +385,16 @@ static void s_error_fields(struct s_field f[3], struct rr_s3_error *e, const cha
 
 int rr_s3_xml_parse_error(const void *xml, size_t len, struct rr_s3_error *out)
 {
-	struct s_field f[3];
+	struct s_field f[4];
 	struct s_doc d;
 	int rc;
 
 	if (!out)
 		return RR_EINVAL;
 	s_error_fields(f, out, "Error/Code", "Error/Message", "Error/RequestId");
-	s_doc_init(&d, f, 3, NULL, NULL);
+	f[3] = (struct s_field){ "Error/ServerTime", out->server_time, sizeof(out->server_time),
+				 0 };
+	s_doc_init(&d, f, 4, NULL, NULL);
 	rc = s_run(&d, xml, len);
 	if (!rc && strcmp(d.root, "Error") != 0)
 		rc = RR_ENOENT;

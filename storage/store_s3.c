@@ -3,6 +3,7 @@
  * (storage/gcs_auth.c), over the HTTP layer (storage/http.c), retried with backoff
  * (storage/retry.c) within the notice deadline. Big objects go up in parts and come down in
  * ranges, several at once on one curl multi batch. See include/rr/store_s3.h. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,9 @@ struct s_s3 {
 	char *path_root;  /* "/bucket" for path-style addressing, "" for virtual-hosted */
 	char *sse, *sse_kms_key;
 	size_t part_size;
+	/* Seconds to add to this machine's clock to get the server's, learnt from a
+	 * RequestTimeTooSkewed answer: requests are signed with the server's time. */
+	_Atomic long long clock_offset_s;
 };
 
 /* One request before signing. */
@@ -65,6 +69,14 @@ struct s_req {
 	/* Cleans up after a canceled upload (the abort of its multipart upload): sent even
 	 * while the store is canceled, but given S_CLEANUP_MS at most. */
 	int cleanup;
+	/* May be NULL; set to 1 when the request was sent again after a sending whose outcome
+	 * is unknown (the connection broke, or a 5xx answer; also curl's own resend on a fresh
+	 * connection), so the server may have applied it already. */
+	int *maybe_applied;
+	/* With maybe_applied: the first failure after a sending of unknown outcome ends the
+	 * retries, whatever it is, so the caller can look whether the write is there (a
+	 * retried completion is refused in ways that vary between servers). */
+	int stop_after_unknown;
 };
 
 /* A request signed and ready for the HTTP layer, with the storage behind it. */
@@ -227,8 +239,8 @@ static int s_sign(struct s_s3 *s3, const struct s_req *q, int refresh_creds, str
 					    p->cr.session_token[0] ? p->cr.session_token : NULL };
 	sr = (struct rr_sigv4_request){ q->method, (const char *)path.data, q->query, sh, n,
 					p->sha };
-	rc = rr_sigv4_sign(&sc, s3->region, "s3", time(NULL), &sr, 1, p->auth, sizeof(p->auth),
-			   p->date);
+	rc = rr_sigv4_sign(&sc, s3->region, "s3", time(NULL) + (time_t)s3->clock_offset_s, &sr, 1,
+			   p->auth, sizeof(p->auth), p->date);
 	if (rc) {
 		rr_store_fail(rc, "cannot sign the request for %s", q->key ? q->key : "the bucket");
 		goto out;
@@ -254,6 +266,44 @@ out:
 static const char *s_what(const struct s_req *q)
 {
 	return q->key ? q->key : "the bucket listing";
+}
+
+/* The server's clock from a RequestTimeTooSkewed answer (its ServerTime, else its Date
+ * header) becomes the signing clock. Returns 0 when the offset changed (a retry may pass),
+ * RR_EINVAL when the answer gives no usable time or the offset was already in use. */
+static int s_adopt_server_clock(struct s_s3 *s3, const struct rr_s3_error *e,
+				const struct rr_http_response *resp)
+{
+	const char *date = rr_http_response_header(resp, "Date");
+	long long server_s, offset;
+	int64_t ms;
+	struct tm tm;
+	char *end;
+
+	if (e->server_time[0] && rr_iso8601_to_unix_ms(e->server_time, &ms) == 0) {
+		server_s = ms / 1000;
+	} else if (date) {
+		memset(&tm, 0, sizeof(tm));
+		end = strptime(date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		if (!end || *end)
+			return RR_EINVAL;
+		server_s = (long long)timegm(&tm);
+	} else {
+		return RR_EINVAL;
+	}
+	offset = server_s - (long long)time(NULL);
+	if (offset == atomic_load(&s3->clock_offset_s))
+		return RR_EINVAL;
+	atomic_store(&s3->clock_offset_s, offset);
+	if (offset == 0)
+		rr_warn("%s refused a request as signed at the wrong time and its clock agrees "
+			"with this machine's: requests are signed with this machine's time again",
+			s3->label);
+	else
+		rr_warn("%s says this machine's clock is off by %lld s (RequestTimeTooSkewed): "
+			"requests are signed with %s's time from now on; fix the clock (NTP)",
+			s3->label, offset, s3->label);
+	return 0;
 }
 
 /* Turns one attempt's outcome into 0 (2xx) or an error with its reason recorded. *retry
@@ -305,9 +355,11 @@ static int s_judge(struct s_s3 *s3, const struct s_req *q, const struct s_signed
 	if (strcmp(e.code, "NoSuchBucket") == 0)
 		return rr_store_fail(RR_EIO, "%s bucket '%s' does not exist (NoSuchBucket at %s)",
 				     s3->label, s3->bucket, s3->host);
-	if (strcmp(e.code, "RequestTimeTooSkewed") == 0)
+	if (strcmp(e.code, "RequestTimeTooSkewed") == 0) {
+		*retry = s_adopt_server_clock(s3, &e, resp) == 0;
 		return rr_store_fail(RR_EIO, "S3 refused the request because this machine's clock "
 				     "is off (RequestTimeTooSkewed): fix the clock (NTP)");
+	}
 	return rr_store_fail(st == 403 || st == 401 ? RR_EACCES : RR_EIO,
 			     "%s refused %s %s: %ld %s%s%s (credentials from %s)", s3->label,
 			     q->method, s_what(q), st, e.code[0] ? e.code : "(no error code)",
@@ -340,16 +392,22 @@ static int s_send_policy(struct s_s3 *s3, const struct s_req *q, struct rr_http_
 	int64_t delay;
 
 	for (;;) {
+		int unknown_before = q->maybe_applied && *q->maybe_applied;
+
 		rc = s_sign(s3, q, refresh, &p);
 		if (rc) {
 			s_signed_free(&p);
 			return rc;
 		}
 		rr_http_perform(s3->http, &p.http, resp);
+		if (q->maybe_applied && resp->resent)
+			*q->maybe_applied = 1;
 		rc = s_judge(s3, q, &p, resp, &retry, &refresh);
 		s_signed_free(&p);
-		if (rc == 0 || !retry)
+		if (rc == 0 || !retry || (q->stop_after_unknown && unknown_before))
 			return rc;
+		if (q->maybe_applied && (resp->status == 0 || resp->status >= 500))
+			*q->maybe_applied = 1;
 		if (refresh && refreshed++)
 			return rc; /* fresh credentials did not help */
 		delay = rr_retry_next(r, rr_mono_ms());
@@ -517,6 +575,36 @@ static void s_add_conditions(const struct s_s3 *s3, struct s_req *q,
 		s_add_header(q, "if-match", opts->if_match);
 }
 
+static int s_get(struct rr_store *s, const char *key, struct rr_buf *out, char *etag_out);
+
+/* A conditional write (create-only or compare-and-swap) was sent again after an attempt
+ * whose outcome is unknown, and the retry found its precondition failed: the first attempt
+ * may have been applied and only its answer lost. That is success only if the object now
+ * holds exactly our bytes; anything else stays a failed precondition, never a silent
+ * success. Returns 0 (etag_out filled), RR_EPRECOND (other bytes), RR_ENOENT (no object),
+ * or the error that kept it from checking. */
+static int s_check_ours(struct s_s3 *s3, const char *key, const void *data, size_t len,
+			char *etag_out)
+{
+	char etag[RR_ETAG_MAX] = "";
+	struct rr_buf got;
+	int rc;
+
+	rr_buf_init(&got, len);
+	rc = s_get(&s3->base, key, &got, etag);
+	if (rc == 0 && got.len == len && (len == 0 || memcmp(got.data, data, len) == 0)) {
+		rr_info("%s: the answer to its write was lost and the retry found it written; "
+			"it holds our bytes, so the write stands", key);
+		if (etag_out)
+			strcpy(etag_out, etag);
+	} else if (rc == 0 || rc == RR_ETOOBIG) {
+		rc = rr_store_fail(RR_EPRECOND, "%s: precondition failed (it holds other bytes "
+				   "than this write's)", key);
+	}
+	rr_buf_free(&got);
+	return rc;
+}
+
 static int s_precondition_rc(int rc, const struct rr_put_opts *opts)
 {
 	if (rc == RR_EPRECOND && opts && opts->if_none_match)
@@ -570,9 +658,10 @@ static void s_abort_upload(struct s_s3 *s3, const char *key, const char *upload_
 
 static int s_complete(struct s_s3 *s3, const char *key, const char *upload_id,
 		      struct s_job *parts, size_t n, const struct rr_put_opts *opts,
-		      struct rr_http_response *resp)
+		      struct rr_http_response *resp, int *maybe_applied)
 {
-	struct s_req q = { .method = "POST", .key = key, .response_max = 1u << 20 };
+	struct s_req q = { .method = "POST", .key = key, .response_max = 1u << 20,
+			   .maybe_applied = maybe_applied, .stop_after_unknown = 1 };
 	const char **etags = calloc(n, sizeof(*etags));
 	struct rr_s3_error e;
 	struct rr_retry r;
@@ -641,7 +730,7 @@ static int s_put_multipart(struct s_s3 *s3, const char *key, const unsigned char
 	struct s_job *parts = NULL;
 	char upload_id[1024] = "";
 	size_t n = (len + s3->part_size - 1) / s3->part_size, i, off;
-	int rc;
+	int rc, maybe_applied = 0;
 
 	if (n > S_MAX_PARTS)
 		return rr_store_fail(RR_ETOOBIG, "%s is too big for %zu parts of %zu bytes", key,
@@ -677,7 +766,22 @@ static int s_put_multipart(struct s_s3 *s3, const char *key, const unsigned char
 	if (!rc) {
 		rr_http_response_free(&resp);
 		rr_http_response_init(&resp);
-		rc = s_complete(s3, key, upload_id, parts, n, opts, &resp);
+		rc = s_complete(s3, key, upload_id, parts, n, opts, &resp, &maybe_applied);
+		/* A completion applied whose answer was lost: the retry finds the object there
+		 * (412), the upload gone (S3: 404 NoSuchUpload; s3rver: 500), or the like. */
+		if (rc && maybe_applied) {
+			char why[512];
+			int failed = rc;
+
+			snprintf(why, sizeof(why), "%s", rr_store_strerror(rc));
+			rc = s_check_ours(s3, key, data, len, etag_out);
+			if (rc == 0) {
+				upload_id[0] = '\0'; /* complete: nothing to abort */
+				etag_out = NULL;     /* filled from the object read */
+			} else if (rc == RR_ENOENT) {
+				rc = rr_store_fail(failed, "%s", why);
+			}
+		}
 		rc = s_precondition_rc(rc, opts);
 	}
 	if (!rc && etag_out) {
@@ -711,17 +815,25 @@ static int s_put(struct rr_store *s, const char *key, const void *data, size_t l
 	struct s_s3 *s3 = s_of(s);
 	struct s_req q = { .method = "PUT", .key = key, .body = data, .body_len = len };
 	struct rr_http_response resp;
-	int rc;
+	int rc, maybe_applied = 0, checked = 0;
 
 	if (len > s3->part_size)
 		return s_put_multipart(s3, key, data, len, opts, etag_out);
 	if (opts && opts->sha256_hex)
 		q.payload_sha256 = opts->sha256_hex;
+	q.maybe_applied = &maybe_applied;
 	s_add_sse(s3, &q);
 	s_add_conditions(s3, &q, opts);
 	rr_http_response_init(&resp);
-	rc = s_precondition_rc(s_send(s3, &q, &resp), opts);
-	if (!rc)
+	rc = s_send(s3, &q, &resp);
+	if (rc == RR_EPRECOND && maybe_applied) {
+		rc = s_check_ours(s3, key, data, len, etag_out);
+		if (rc == RR_ENOENT) /* gone again since the 412 */
+			rc = rr_store_fail(RR_EPRECOND, "%s: precondition failed", key);
+		checked = 1;
+	}
+	rc = s_precondition_rc(rc, opts);
+	if (!rc && !checked)
 		rc = s_copy_etag(s3, &resp, etag_out);
 	rr_http_response_free(&resp);
 	return rc;

@@ -80,6 +80,9 @@ struct rr_http_response {
 	struct rr_http_header headers[RR_HTTP_MAX_RESPONSE_HEADERS];
 	char *header_text;  /* storage behind headers[] */
 	double seconds;     /* time the transfer took */
+	/* curl sent the body again on a fresh connection after the first one broke with no
+	 * answer: the first sending may have been applied by the server. */
+	int resent;
 };
 
 int rr_http_new(const struct rr_http_opts *opts, struct rr_http **out);

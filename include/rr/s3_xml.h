@@ -18,11 +18,13 @@ struct rr_s3_error {
 	char code[64];     /* e.g. "SignatureDoesNotMatch", "SlowDown", "NoSuchBucket" */
 	char message[512];
 	char request_id[128];
+	char server_time[64]; /* RequestTimeTooSkewed: the server's clock, ISO 8601 */
 };
 
-/* Parses an S3 <Error> document. Returns 0 when the root element is Error (fields filled;
- * missing ones ""), RR_ENOENT when the document is well-formed but its root is something
- * else, RR_ECORRUPT when it is not well-formed XML (e.g. an HTML page from a proxy). */
+/* Parses an S3 <Error> document (Code, Message, RequestId, ServerTime). Returns 0 when the
+ * root element is Error (fields filled; missing ones ""), RR_ENOENT when the document is
+ * well-formed but its root is something else, RR_ECORRUPT when it is not well-formed XML
+ * (e.g. an HTML page from a proxy). */
 int rr_s3_xml_parse_error(const void *xml, size_t len, struct rr_s3_error *out);
 
 /* <InitiateMultipartUploadResult>: copies UploadId (at most cap-1 bytes). */

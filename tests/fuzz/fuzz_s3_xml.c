@@ -34,13 +34,13 @@ static int s_known(int rc)
 static void s_check_error(const struct rr_s3_error *e)
 {
 	S_CHECK(S_TERMINATED(e->code) && S_TERMINATED(e->message) &&
-			S_TERMINATED(e->request_id),
+			S_TERMINATED(e->request_id) && S_TERMINATED(e->server_time),
 		"an error field is not terminated");
 }
 
 static int s_empty_error(const struct rr_s3_error *e)
 {
-	return !e->code[0] && !e->message[0] && !e->request_id[0];
+	return !e->code[0] && !e->message[0] && !e->request_id[0] && !e->server_time[0];
 }
 
 struct s_seen {

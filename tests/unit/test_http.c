@@ -525,6 +525,35 @@ static void test_kept_alive_connection_is_close_on_exec(void)
 	s_teardown(&e);
 }
 
+/* The ceiling bounds what was asked for: an error answer of any length is that error, with
+ * the first 64 KiB of its body kept to say why. */
+static void test_error_answer_over_response_max_is_the_error_not_etoobig(void)
+{
+	static const int statuses[] = { 503, 500, 404 };
+	struct s_env e;
+	size_t len = 100000;
+	unsigned char *big = s_pattern(len);
+	struct rr_http_request req = { .method = "GET", .response_max = 10 };
+
+	s_setup(&e);
+	e.m.body = (const char *)big;
+	req.url = e.url;
+	for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+		e.m.status = statuses[i];
+		e.m.body_len = i == 2 ? 11 : len; /* just over the ceiling, and far over it */
+		CU_ASSERT_EQUAL(rr_http_perform(e.http, &req, &e.resp), 0);
+		CU_ASSERT_EQUAL(e.resp.status, statuses[i]);
+		CU_ASSERT_EQUAL(e.resp.error, 0);
+		CU_ASSERT_EQUAL(e.resp.body.len, i == 2 ? 11 : 65536);
+		CU_ASSERT(memcmp(e.resp.body.data, big, e.resp.body.len) == 0);
+	}
+	/* the same body with 200 is the object's bytes: over the ceiling */
+	e.m.status = 200;
+	CU_ASSERT_EQUAL(rr_http_perform(e.http, &req, &e.resp), RR_ETOOBIG);
+	s_teardown(&e);
+	free(big);
+}
+
 static void test_sequential_requests_reuse_one_connection(void)
 {
 	struct s_env e;
@@ -934,6 +963,8 @@ static CU_TestInfo s_tests[] = {
 	{ "body_over_response_max_is_etoobig_and_not_retryable",
 	  test_body_over_response_max_is_etoobig_and_not_retryable },
 	{ "kept_alive_connection_is_close_on_exec", test_kept_alive_connection_is_close_on_exec },
+	{ "error_answer_over_response_max_is_the_error_not_etoobig",
+	  test_error_answer_over_response_max_is_the_error_not_etoobig },
 	{ "sequential_requests_reuse_one_connection",
 	  test_sequential_requests_reuse_one_connection },
 	{ "stalled_server_times_out_retryable", test_stalled_server_times_out_retryable },

@@ -246,6 +246,24 @@ static void test_parse_error_leaves_missing_fields_empty(void)
 	CU_ASSERT_STRING_EQUAL(e.code, "SlowDown");
 	CU_ASSERT_STRING_EQUAL(e.message, "");
 	CU_ASSERT_STRING_EQUAL(e.request_id, "");
+	CU_ASSERT_STRING_EQUAL(e.server_time, "");
+}
+
+/* S3's answer to a request signed with a clock more than 15 minutes off. */
+static void test_parse_error_reads_the_server_time_of_request_time_too_skewed(void)
+{
+	const char *doc = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
+			  "RequestTimeTooSkewed</Code><Message>The difference between the request "
+			  "time and the current time is too large.</Message><RequestTime>"
+			  "20261123T183000Z</RequestTime><ServerTime>2026-11-23T19:00:00Z"
+			  "</ServerTime><MaxAllowedSkewMilliseconds>900000"
+			  "</MaxAllowedSkewMilliseconds><RequestId>R1</RequestId></Error>";
+	struct rr_s3_error e;
+
+	CU_ASSERT_EQUAL(rr_s3_xml_parse_error(doc, strlen(doc), &e), 0);
+	CU_ASSERT_STRING_EQUAL(e.code, "RequestTimeTooSkewed");
+	CU_ASSERT_STRING_EQUAL(e.server_time, "2026-11-23T19:00:00Z");
+	CU_ASSERT_STRING_EQUAL(e.request_id, "R1");
 }
 
 static void test_parse_error_is_enoent_for_another_root(void)
@@ -968,6 +986,8 @@ static void test_iso8601_refuses_out_of_range_and_malformed_fields(void)
 static CU_TestInfo s_tests[] = {
 	{ "test_parse_error_reads_code_message_and_request_id",
 	  test_parse_error_reads_code_message_and_request_id },
+	{ "test_parse_error_reads_the_server_time_of_request_time_too_skewed",
+	  test_parse_error_reads_the_server_time_of_request_time_too_skewed },
 	{ "test_parse_error_leaves_missing_fields_empty",
 	  test_parse_error_leaves_missing_fields_empty },
 	{ "test_parse_error_is_enoent_for_another_root", test_parse_error_is_enoent_for_another_root },

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -34,6 +35,7 @@
 #define S_MAX_OBJS 64
 #define S_MAX_PARTS 16
 #define S_MAX_ARRIVALS 64
+#define S_BIG ((size_t)12 << 20) /* three parts of 5 MiB, the last one short */
 #define S_UPLOAD_ID "VXBsb2Fk.x-y_z~1/2+3=" /* needs encoding in a query */
 
 /* A string assertion that fails, rather than crashes, when the string is missing. */
@@ -1449,6 +1451,140 @@ static void test_the_deadline_ends_a_put_whose_answer_trickles(void)
 	s_teardown(&e);
 }
 
+/* ---- error answers of any length are errors, never object bytes ---- */
+
+static size_t s_err_len;       /* body length of the injected error answers */
+static int s_err_status;       /* 503 or 500 */
+
+/* An S3 <Error> document of exactly len bytes (the Message padded), or for a len too
+ * short for one, its first len bytes: what a cut or a proxy's error answer looks like. */
+static void s_error_of_length(struct fx_response *resp, int status, size_t len)
+{
+	const char *code = status == 503 ? "SlowDown" : "InternalError";
+	char head[256], tail[] = "</Message><RequestId>REQ9</RequestId></Error>";
+	unsigned char *body = malloc(len + 1);
+	size_t hl;
+
+	snprintf(head, sizeof(head), "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
+		 "%s</Code><Message>", code);
+	hl = strlen(head);
+	memset(body, 'x', len + 1);
+	if (len >= hl + strlen(tail)) {
+		memcpy(body, head, hl);
+		memcpy(body + len - strlen(tail), tail, strlen(tail));
+	} else {
+		memcpy(body, head, len < hl ? len : hl);
+	}
+	fx_resp_header(resp, "Content-Type", "application/xml");
+	fx_resp_body(resp, body, len);
+	resp->status = status;
+	free(body);
+}
+
+/* Answers the first hook_n GETs of an object with an error of s_err_len bytes. */
+static int s_hook_fail_gets(struct s_fake *m, const struct s_target *t,
+			    const struct fx_request *req, struct fx_response *resp)
+{
+	if (strcmp(req->method, "GET") != 0 || t->bucket_only || m->hook_n <= 0)
+		return 0;
+	m->hook_n--;
+	s_error_of_length(resp, s_err_status, s_err_len);
+	return 1;
+}
+
+/* A small object read with a buffer of exactly its size (as restore reads a chunk whose
+ * manifest gives its size): every error answer is retried, whatever its length, and the
+ * object comes back whole. */
+static void test_get_error_answers_of_every_length_are_retried_not_taken_for_the_object(void)
+{
+	enum { OBJ = 109 };
+	const size_t lens[] = { 0, 1, OBJ - 1, OBJ, OBJ + 1, 4096, 200000 };
+	unsigned char *data = s_pattern(OBJ, 21);
+	struct s_env e;
+	struct rr_buf out;
+	size_t i;
+
+	s_setup(&e);
+	s_store(&e.m, "pre/fix/chunk", data, OBJ);
+	e.m.hook = s_hook_fail_gets;
+	for (i = 0; i < 2 * sizeof(lens) / sizeof(lens[0]); i++) {
+		s_err_len = lens[i / 2];
+		s_err_status = i % 2 ? 500 : 503;
+		e.m.hook_n = 1;
+		fx_server_reset(&e.srv);
+		rr_buf_init(&out, OBJ);
+		CU_ASSERT_EQUAL(rr_store_get(e.s, "chunk", &out, NULL), 0);
+		CU_ASSERT_EQUAL(out.len, OBJ);
+		CU_ASSERT(out.len == OBJ && memcmp(out.data, data, OBJ) == 0);
+		CU_ASSERT_EQUAL(fx_server_count(&e.srv, "GET", NULL), 2);
+		CU_ASSERT_EQUAL(e.m.hook_n, 0);
+		rr_buf_free(&out);
+	}
+	s_teardown(&e);
+	free(data);
+}
+
+/* Answers the first hook_n GETs of the last range of a big object with an error longer
+ * than that range. */
+static int s_hook_fail_last_range(struct s_fake *m, const struct s_target *t,
+				  const struct fx_request *req, struct fx_response *resp)
+{
+	const char *range = fx_header(req, "Range");
+
+	if (strcmp(req->method, "GET") != 0 || t->bucket_only || m->hook_n <= 0 || !range ||
+	    strcmp(range, "bytes=10485760-12582911") != 0)
+		return 0;
+	m->hook_n--;
+	s_error_of_length(resp, s_err_status, s_err_len);
+	return 1;
+}
+
+/* The same for the ranges of a big object fetched in parallel: an error longer than the
+ * range it answers is retried, and the object comes back whole. */
+static void test_ranged_get_error_answers_longer_than_the_range_are_retried(void)
+{
+	unsigned char *data = s_pattern(S_BIG, 23);
+	struct s_env e;
+	struct rr_buf out;
+
+	s_setup(&e);
+	s_store(&e.m, "pre/fix/big", data, S_BIG);
+	e.m.hook = s_hook_fail_last_range;
+	e.m.hook_n = 2;
+	s_err_status = 503;
+	s_err_len = (3u << 20); /* the last range is 2 MiB */
+	rr_buf_init(&out, S_BIG);
+	CU_ASSERT_EQUAL(rr_store_get(e.s, "big", &out, NULL), 0);
+	CU_ASSERT_EQUAL(e.m.hook_n, 0);
+	CU_ASSERT(out.len == S_BIG && memcmp(out.data, data, S_BIG) == 0);
+	rr_buf_free(&out);
+	s_teardown(&e);
+	free(data);
+}
+
+/* The answers run out: the failure says what S3 answered (an error the caller may retry
+ * later), not that the object is too big. */
+static void test_get_that_only_gets_long_503s_fails_with_the_503_not_etoobig(void)
+{
+	struct s_env e;
+	struct rr_buf out;
+
+	s_setup(&e);
+	s_store(&e.m, "pre/fix/chunk", "0123456789", 10);
+	e.m.hook = s_hook_fail_gets;
+	e.m.hook_n = 1000;
+	s_err_len = 5000;
+	s_err_status = 503;
+	rr_store_set_deadline(e.s, rr_mono_ms() + 1500);
+	rr_buf_init(&out, 10);
+	CU_ASSERT_EQUAL(rr_store_get(e.s, "chunk", &out, NULL), RR_EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rr_store_strerror(RR_EIO), "503"));
+	CU_ASSERT_EQUAL(out.len, 0);
+	rr_buf_free(&out);
+	rr_store_set_deadline(e.s, 0);
+	s_teardown(&e);
+}
+
 static void test_nothing_is_sent_once_the_deadline_has_passed(void)
 {
 	struct s_env e;
@@ -1459,6 +1595,224 @@ static void test_nothing_is_sent_once_the_deadline_has_passed(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(rr_store_strerror(RR_EIO), "deadline"));
 	CU_ASSERT_EQUAL(fx_server_nrequests(&e.srv), 0);
 	rr_store_set_deadline(e.s, 0);
+	s_teardown(&e);
+}
+
+/* A 2xx answer longer than the ceiling is the object's own bytes: too big, at once. */
+static void test_get_of_an_object_bigger_than_the_buffer_is_etoobig_at_once(void)
+{
+	struct s_env e;
+	struct rr_buf out;
+
+	s_setup(&e);
+	s_store(&e.m, "pre/fix/chunk", "0123456789", 10);
+	rr_buf_init(&out, 9);
+	CU_ASSERT_EQUAL(rr_store_get(e.s, "chunk", &out, NULL), RR_ETOOBIG);
+	CU_ASSERT_EQUAL(fx_server_count(&e.srv, "GET", NULL), 1);
+	rr_buf_free(&out);
+	s_teardown(&e);
+}
+
+/* ---- a conditional write whose answer is lost ---- */
+
+static const char *s_lost_other; /* NULL: the lost write applied our bytes; else these */
+
+/* The first PUT (or completion) of a key is applied, with the request's bytes or with
+ * s_lost_other, and then the connection is reset before any answer: the client cannot
+ * know it went through. */
+static int s_hook_apply_then_reset(struct s_fake *m, const struct s_target *t,
+				   const struct fx_request *req, struct fx_response *resp)
+{
+	int complete = strcmp(req->method, "POST") == 0 && strstr(t->query, "uploadId=");
+
+	if (t->bucket_only || m->hook_n <= 0 || strstr(t->query, "partNumber=") ||
+	    !(complete || strcmp(req->method, "PUT") == 0))
+		return 0;
+	m->hook_n--;
+	if (s_lost_other)
+		s_store(m, t->key, s_lost_other, strlen(s_lost_other));
+	else if (complete)
+		s_answer_complete(m, t, req, resp);
+	else
+		s_answer_put(m, t, req, resp);
+	resp->action = FX_RESET; /* what was answered is never sent */
+	return 1;
+}
+
+static void test_create_only_put_applied_but_answer_lost_holding_our_bytes_succeeds(void)
+{
+	struct rr_put_opts po = { .if_none_match = 1 };
+	struct s_env e;
+	char etag[RR_ETAG_MAX] = "";
+
+	s_setup(&e);
+	e.m.hook = s_hook_apply_then_reset;
+	e.m.hook_n = 1;
+	s_lost_other = NULL;
+	CU_ASSERT_EQUAL(rr_store_put(e.s, "manifest", "ours", 4, &po, etag), 0);
+	CU_ASSERT(s_holds(&e.m, "pre/fix/manifest", "ours", 4));
+	CU_ASSERT_STRING_EQUAL(etag, s_etag_of(&e.m, "pre/fix/manifest"));
+	/* the retry met 412, and the object was read back to tell whose it is */
+	CU_ASSERT(fx_server_count(&e.srv, "PUT", NULL) >= 2);
+	CU_ASSERT_EQUAL(fx_server_count(&e.srv, "GET", NULL), 1);
+	s_teardown(&e);
+}
+
+static void test_create_only_put_applied_but_answer_lost_holding_other_bytes_is_eexist(void)
+{
+	struct rr_put_opts po = { .if_none_match = 1 };
+	struct s_env e;
+
+	s_setup(&e);
+	e.m.hook = s_hook_apply_then_reset;
+	e.m.hook_n = 1;
+	s_lost_other = "theirs";
+	CU_ASSERT_EQUAL(rr_store_put(e.s, "manifest", "ours", 4, &po, NULL), RR_EEXIST);
+	CU_ASSERT(s_holds(&e.m, "pre/fix/manifest", "theirs", 6));
+	s_lost_other = NULL;
+	s_teardown(&e);
+}
+
+/* Without an attempt of unknown outcome a 412 is someone else's object, even with our
+ * bytes: not read back, not claimed. */
+static void test_create_only_put_meeting_an_existing_object_at_once_is_eexist_unread(void)
+{
+	struct rr_put_opts po = { .if_none_match = 1 };
+	struct s_env e;
+
+	s_setup(&e);
+	s_store(&e.m, "pre/fix/manifest", "ours", 4);
+	CU_ASSERT_EQUAL(rr_store_put(e.s, "manifest", "ours", 4, &po, NULL), RR_EEXIST);
+	CU_ASSERT_EQUAL(fx_server_count(&e.srv, "GET", NULL), 0);
+	s_teardown(&e);
+}
+
+static void test_create_only_multipart_completion_applied_but_answer_lost_succeeds(void)
+{
+	struct rr_put_opts po = { .if_none_match = 1 };
+	unsigned char *data = s_pattern(S_BIG, 31);
+	struct s_env e;
+	char etag[RR_ETAG_MAX] = "";
+
+	s_setup(&e);
+	e.m.hook = s_hook_apply_then_reset;
+	e.m.hook_n = 1;
+	s_lost_other = NULL;
+	CU_ASSERT_EQUAL(rr_store_put(e.s, "big", data, S_BIG, &po, etag), 0);
+	CU_ASSERT(s_holds(&e.m, "pre/fix/big", data, S_BIG));
+	CU_ASSERT_STRING_EQUAL(etag, s_etag_of(&e.m, "pre/fix/big"));
+	CU_ASSERT_EQUAL(e.m.aborts, 0);
+	s_teardown(&e);
+	free(data);
+}
+
+/* ---- a clock off by more than S3 allows ---- */
+
+static long s_skew_s;        /* how far the fake's clock is ahead of the request's */
+static int s_skew_by_date;   /* 1: say it with the Date header, not ServerTime */
+
+/* Parses an x-amz-date "YYYYMMDDTHHMMSSZ" into unix seconds, or -1. */
+static long long s_amz_date_unix(const char *d)
+{
+	struct tm tm;
+
+	memset(&tm, 0, sizeof(tm));
+	if (!d || !strptime(d, "%Y%m%dT%H%M%SZ", &tm))
+		return -1;
+	return (long long)timegm(&tm);
+}
+
+/* Refuses requests signed more than 15 minutes away from its clock (now + s_skew_s), as
+ * S3 does, naming its time in ServerTime or in the Date header. */
+static int s_hook_skewed_clock(struct s_fake *m, const struct s_target *t,
+			       const struct fx_request *req, struct fx_response *resp)
+{
+	long long server = (long long)time(NULL) + s_skew_s;
+	long long sent = s_amz_date_unix(fx_header(req, "x-amz-date"));
+	char body[1024], when[64];
+	struct tm tm;
+	time_t st = (time_t)server;
+
+	(void)t;
+	if (sent >= 0 && llabs(server - sent) <= 900)
+		return 0;
+	m->hook_n++;
+	gmtime_r(&st, &tm);
+	if (s_skew_by_date) {
+		strftime(when, sizeof(when), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		fx_resp_header(resp, "Date", "%s", when);
+		s_error(resp, 403, "RequestTimeTooSkewed", "The difference between the request "
+			"time and the current time is too large.");
+		return 1;
+	}
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(body, sizeof(body), "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
+		 "RequestTimeTooSkewed</Code><Message>The difference between the request time "
+		 "and the current time is too large.</Message><RequestTime>%s</RequestTime>"
+		 "<ServerTime>%s</ServerTime><MaxAllowedSkewMilliseconds>900000"
+		 "</MaxAllowedSkewMilliseconds><RequestId>R</RequestId></Error>",
+		 fx_header(req, "x-amz-date"), when);
+	fx_resp_header(resp, "Content-Type", "application/xml");
+	fx_resp_text(resp, 403, body);
+	return 1;
+}
+
+static void s_skew_case(long skew_s, int by_date)
+{
+	struct s_env e;
+	struct rr_buf out;
+	long long signed_at;
+
+	s_setup(&e);
+	s_skew_s = skew_s;
+	s_skew_by_date = by_date;
+	e.m.hook = s_hook_skewed_clock;
+	CU_ASSERT_EQUAL(rr_store_put(e.s, "k", "data", 4, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(e.m.hook_n, 1);
+	CU_ASSERT_EQUAL(fx_server_count(&e.srv, "PUT", NULL), 2);
+	CU_ASSERT(s_holds(&e.m, "pre/fix/k", "data", 4));
+	/* the retry, and every later request, is signed with the server's time */
+	signed_at = s_amz_date_unix(fx_header(fx_server_last(&e.srv, NULL), "x-amz-date"));
+	CU_ASSERT(llabs(signed_at - ((long long)time(NULL) + skew_s)) <= 5);
+	rr_buf_init(&out, 16);
+	CU_ASSERT_EQUAL(rr_store_get(e.s, "k", &out, NULL), 0);
+	CU_ASSERT_EQUAL(e.m.hook_n, 1);
+	rr_buf_free(&out);
+	s_teardown(&e);
+}
+
+static void test_request_time_too_skewed_is_retried_with_the_server_time(void)
+{
+	s_skew_case(3600, 0);
+	s_skew_case(-1800, 0);
+}
+
+static void test_request_time_too_skewed_without_server_time_uses_the_date_header(void)
+{
+	s_skew_case(-7200, 1);
+}
+
+/* A server that refuses every time it is asked, whatever the clock: no retry loop. */
+static int s_hook_always_skewed(struct s_fake *m, const struct s_target *t,
+				const struct fx_request *req, struct fx_response *resp)
+{
+	(void)t;
+	(void)req;
+	m->hook_n++;
+	s_error(resp, 403, "RequestTimeTooSkewed", "The difference between the request time "
+		"and the current time is too large.");
+	return 1;
+}
+
+static void test_request_time_too_skewed_without_a_time_is_not_retried(void)
+{
+	struct s_env e;
+
+	s_setup(&e);
+	e.m.hook = s_hook_always_skewed;
+	CU_ASSERT_EQUAL(rr_store_put(e.s, "k", "data", 4, NULL, NULL), RR_EIO);
+	CU_ASSERT_EQUAL(e.m.hook_n, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rr_store_strerror(RR_EIO), "clock"));
 	s_teardown(&e);
 }
 
@@ -1572,7 +1926,6 @@ static void test_del_many_posts_delete_with_content_md5_and_prefixed_keys(void)
 
 /* ---- multipart uploads ---- */
 
-#define S_BIG ((size_t)12 << 20)
 
 static void test_multipart_put_initiates_uploads_3_parts_and_completes_in_order(void)
 {
@@ -2091,6 +2444,28 @@ static CU_TestInfo s_tests[] = {
 	  test_the_deadline_ends_a_put_whose_answer_trickles },
 	{ "nothing_is_sent_once_the_deadline_has_passed",
 	  test_nothing_is_sent_once_the_deadline_has_passed },
+	{ "get_error_answers_of_every_length_are_retried_not_taken_for_the_object",
+	  test_get_error_answers_of_every_length_are_retried_not_taken_for_the_object },
+	{ "ranged_get_error_answers_longer_than_the_range_are_retried",
+	  test_ranged_get_error_answers_longer_than_the_range_are_retried },
+	{ "get_that_only_gets_long_503s_fails_with_the_503_not_etoobig",
+	  test_get_that_only_gets_long_503s_fails_with_the_503_not_etoobig },
+	{ "get_of_an_object_bigger_than_the_buffer_is_etoobig_at_once",
+	  test_get_of_an_object_bigger_than_the_buffer_is_etoobig_at_once },
+	{ "create_only_put_applied_but_answer_lost_holding_our_bytes_succeeds",
+	  test_create_only_put_applied_but_answer_lost_holding_our_bytes_succeeds },
+	{ "create_only_put_applied_but_answer_lost_holding_other_bytes_is_eexist",
+	  test_create_only_put_applied_but_answer_lost_holding_other_bytes_is_eexist },
+	{ "create_only_put_meeting_an_existing_object_at_once_is_eexist_unread",
+	  test_create_only_put_meeting_an_existing_object_at_once_is_eexist_unread },
+	{ "create_only_multipart_completion_applied_but_answer_lost_succeeds",
+	  test_create_only_multipart_completion_applied_but_answer_lost_succeeds },
+	{ "request_time_too_skewed_is_retried_with_the_server_time",
+	  test_request_time_too_skewed_is_retried_with_the_server_time },
+	{ "request_time_too_skewed_without_server_time_uses_the_date_header",
+	  test_request_time_too_skewed_without_server_time_uses_the_date_header },
+	{ "request_time_too_skewed_without_a_time_is_not_retried",
+	  test_request_time_too_skewed_without_a_time_is_not_retried },
 	{ "list_follows_continuation_tokens_and_strips_the_prefix",
 	  test_list_follows_continuation_tokens_and_strips_the_prefix },
 	{ "list_stops_with_the_callbacks_value", test_list_stops_with_the_callbacks_value },
