@@ -14,6 +14,7 @@
 #include "rr/codec.h"
 #include "rr/dirwalk.h"
 #include "rr/error.h"
+#include "rr/format.h"
 #include "rr/fp16.h"
 #include "rr/fsutil.h"
 #include "rr/layout.h"
@@ -21,7 +22,6 @@
 #include "rr/persist.h"
 #include "rr/pool.h"
 #include "rr/progress.h"
-#include "rr/safetensors.h"
 
 /* How a segment is to be stored, before its data is seen. */
 enum s_policy { S_PLAIN, S_EXACT, S_AUTO, S_FP16, S_BF16 };
@@ -169,9 +169,9 @@ static int s_claim(struct s_known *k, const char *sha)
 
 /* ---- planning: which segments and chunks, stored how ---- */
 
-/* A *.safetensors file that the strict reader refuses is stored byte-exact; say so once
- * per path for the life of the process, not at every checkpoint. */
-static void s_warn_refused_once(const char *path, const char *why)
+/* A file its format's strict reader refuses is stored byte-exact; say so once per path for
+ * the life of the process, not at every checkpoint. */
+static void s_warn_refused_once(const char *path, const char *format, const char *why)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static char *warned[64];
@@ -185,48 +185,8 @@ static void s_warn_refused_once(const char *path, const char *why)
 		warned[n++] = strdup(path);
 	pthread_mutex_unlock(&lock);
 	if (!seen)
-		rr_warn("%s is not a valid safetensors file (%s); it is stored byte-exact", path,
+		rr_warn("%s is not a valid %s file (%s); it is stored byte-exact", path, format,
 			why);
-}
-
-/* Reads and checks the header of a *.safetensors file. 0 on success. */
-static int s_read_header(const char *path, uint64_t size, struct rr_st_header *h, char *why,
-			 size_t why_len)
-{
-	uint8_t first8[8];
-	uint8_t *buf = NULL;
-	uint64_t n;
-	size_t got;
-	int fd, rc;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		snprintf(why, why_len, "cannot open it: %s", strerror(errno));
-		return RR_EIO;
-	}
-	rc = rr_pread_full(fd, first8, 8, 0, &got);
-	if (!rc && got < 8)
-		rc = RR_ECORRUPT;
-	if (!rc)
-		rc = rr_st_header_size(first8, size, &n);
-	if (rc) {
-		snprintf(why, why_len, "its first 8 bytes are not a header length for its size");
-		goto out;
-	}
-	buf = malloc(8 + n);
-	if (!buf) {
-		rc = RR_ENOMEM;
-		goto out;
-	}
-	rc = rr_pread_full(fd, buf, 8 + n, 0, &got);
-	if (!rc && got < 8 + n)
-		rc = RR_ECORRUPT;
-	if (!rc)
-		rc = rr_st_parse(buf, got, size, h, why, why_len);
-out:
-	free(buf);
-	close(fd);
-	return rc;
 }
 
 static enum s_policy s_tensor_policy(const struct rr_persist_opts *o, const char *name,
@@ -261,7 +221,7 @@ static int s_add_segment(struct rr_file_entry *fe, struct s_seg_plan *plans, siz
 	return 0;
 }
 
-static int s_set_tensor(struct rr_segment *seg, const struct rr_st_tensor *t)
+static int s_set_tensor(struct rr_segment *seg, const struct rr_format_piece *t)
 {
 	seg->tensor = strdup(t->name);
 	snprintf(seg->dtype, sizeof(seg->dtype), "%s", rr_st_dtype_name(t->dtype));
@@ -288,45 +248,46 @@ static int s_plan_plain(struct rr_file_entry *fe, struct s_seg_plan *plans, size
 static int s_plan_file(struct s_job *j, size_t f)
 {
 	struct rr_file_entry *fe = &j->m->files[f];
-	struct rr_st_header h = { 0 };
+	struct rr_format_plan plan = { 0 };
+	const struct rr_format *used, *refused;
 	char why[256] = "", *path;
-	size_t cap, n = strlen(fe->path);
-	int tensors = 0, rc = 0;
+	size_t cap = 1;
+	int rc;
 
-	if (n > 12 && strcmp(fe->path + n - 12, ".safetensors") == 0 && fe->size >= 8) {
-		path = rr_path_join(j->root, fe->path);
-		if (!path)
-			return RR_ENOMEM;
-		tensors = s_read_header(path, fe->size, &h, why, sizeof(why)) == 0;
-		free(path);
-		if (!tensors)
-			s_warn_refused_once(fe->path, why);
+	path = rr_path_join(j->root, fe->path);
+	if (!path)
+		return RR_ENOMEM;
+	rc = rr_format_plan_file(path, fe->path, fe->size, &plan, &used, &refused, why,
+				 sizeof(why));
+	free(path);
+	if (rc) {
+		rr_reason_set(&j->why, "cannot read %s: %s", fe->path, why);
+		goto out;
 	}
-	cap = (size_t)(fe->size / RR_SEGMENT_BYTES) + 1 + (tensors ? h.ntensors + 1 : 0);
+	if (refused)
+		s_warn_refused_once(fe->path, refused->name, why);
+	snprintf(fe->format, sizeof(fe->format), "%s", used->name);
+	for (size_t i = 0; i < plan.n; i++)
+		cap += plan.pieces[i].tensor ? 1 : (size_t)(plan.pieces[i].length / RR_SEGMENT_BYTES) + 1;
 	fe->segs = calloc(cap, sizeof(*fe->segs));
 	j->plans[f] = calloc(cap, sizeof(**j->plans));
 	if (!fe->segs || !j->plans[f]) {
 		rc = RR_ENOMEM;
 		goto out;
 	}
-	if (!tensors) {
-		rc = s_plan_plain(fe, j->plans[f], &cap, 0, fe->size);
-		goto out;
-	}
-	/* The header as plain bytes, then one segment per tensor, in file order, so the
-	 * restored file is the same file: names, dtypes, shapes, order and metadata. */
-	rc = s_plan_plain(fe, j->plans[f], &cap, 0, 8 + h.header_len);
-	for (size_t t = 0; !rc && t < h.ntensors; t++) {
-		const struct rr_st_tensor *st = &h.tensors[t];
-		if (st->end == st->begin)
-			continue; /* no bytes, nothing to store: the header holds it */
-		rc = s_add_segment(fe, j->plans[f], &cap, 8 + h.header_len + st->begin,
-				   st->end - st->begin, s_tensor_policy(j->opts, st->name, st->dtype));
+	for (size_t i = 0; !rc && i < plan.n; i++) {
+		const struct rr_format_piece *pc = &plan.pieces[i];
+		if (!pc->tensor) {
+			rc = s_plan_plain(fe, j->plans[f], &cap, pc->offset, pc->offset + pc->length);
+			continue;
+		}
+		rc = s_add_segment(fe, j->plans[f], &cap, pc->offset, pc->length,
+				   s_tensor_policy(j->opts, pc->name, pc->dtype));
 		if (!rc)
-			rc = s_set_tensor(&fe->segs[fe->nsegs - 1], st);
+			rc = s_set_tensor(&fe->segs[fe->nsegs - 1], pc);
 	}
 out:
-	rr_st_header_free(&h);
+	rr_format_plan_free(&plan);
 	return rc;
 }
 
