@@ -8,6 +8,7 @@
 
 #include "rr/crc32.h"
 #include "rr/error.h"
+#include "rr/quote.h"
 #include "rr/format.h"
 #include "rr/fsutil.h"
 #include "rr/pickle_scan.h"
@@ -16,6 +17,9 @@
 /* Legacy (non-zip) torch.save files begin with a pickled magic number: PROTO 2, LONG1 10
  * bytes 0x1950a86a20f9469cfc6c. */
 static const uint8_t s_legacy_magic[] = { 0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc };
+
+/* Entry names are outside text: quoted wherever a reason shows them. */
+#define S_Q(name) rr_quote_str((char[RR_QUOTE_CAP]){ 0 }, (name))
 
 static int s_has_ext(const char *path, const char *ext)
 {
@@ -62,7 +66,7 @@ static int s_read_entry(const struct rr_format_src *src, const struct rr_zip_ent
 		return RR_ENOMEM;
 	rc = src->pread(src->ud, *out, (size_t)e->usize, e->data_off);
 	if (rc)
-		rr_fail(why, why_len, rc, "cannot read %s", e->name);
+		rr_fail(why, why_len, rc, "cannot read %s", S_Q(e->name));
 	return rc;
 }
 
@@ -78,7 +82,8 @@ static int s_check_archive(const struct rr_format_src *src, const struct rr_zip 
 	for (size_t i = 0; i < z->n; i++) {
 		e = &z->entries[i];
 		if (e->method != 0 || e->csize != e->usize)
-			return rr_fail(why, why_len, RR_ECORRUPT, "entry %s is compressed", e->name);
+			return rr_fail(why, why_len, RR_ECORRUPT, "entry %s is compressed",
+				       S_Q(e->name));
 	}
 	snprintf(name, sizeof(name), "%s/byteorder", prefix);
 	e = rr_zip_find(z, name);
@@ -240,7 +245,8 @@ static int s_finish(int fd, const struct rr_file_entry *fe, char *why, size_t wh
 		if (!rc && e->local_crc == e->crc)
 			rc = s_put_crc(fd, e->local_crc_off, crc);
 		if (rc && why && !why[0])
-			rr_fail(why, why_len, rc, "cannot rewrite the CRC-32 of %s", e->name);
+			rr_fail(why, why_len, rc, "cannot rewrite the CRC-32 of %s",
+				S_Q(e->name));
 	}
 	free(buf);
 	rr_zip_free(&z);

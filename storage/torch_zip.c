@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rr/error.h"
+#include "rr/quote.h"
 #include "rr/torch_zip.h"
 
 #define S_SIG_LOCAL 0x04034b50u
@@ -20,6 +21,9 @@
 #define S_EOCD64_MIN 56u
 #define S_CENTRAL_LEN 46u
 #define S_LOCAL_LEN 30u
+
+/* Entry names are outside text: quoted wherever a reason shows them. */
+#define S_Q(name) rr_quote_str((char[RR_QUOTE_CAP]){ 0 }, (name))
 
 static uint16_t s_u16(const uint8_t *p)
 {
@@ -237,20 +241,21 @@ static int s_check_local(const struct rr_format_src *src, struct rr_zip_entry *e
 	int rc;
 
 	if (e->local_off > limit || limit - e->local_off < S_LOCAL_LEN + nlen)
-		return s_bad(why, why_len, "entry %s starts outside the archive", e->name);
+		return s_bad(why, why_len, "entry %s starts outside the archive", S_Q(e->name));
 	rc = src->pread(src->ud, h, S_LOCAL_LEN, e->local_off);
 	if (rc)
 		return rr_fail(why, why_len, rc, "cannot read a local header");
 	if (s_u32(h) != S_SIG_LOCAL || s_u16(h + 6) != e->flags || s_u16(h + 8) != e->method ||
 	    s_u16(h + 26) != nlen)
 		return s_bad(why, why_len, "entry %s: its local header disagrees with the "
-			     "central directory", e->name);
+			     "central directory", S_Q(e->name));
 	name = malloc(nlen);
 	if (!name)
 		return RR_ENOMEM;
 	rc = src->pread(src->ud, name, nlen, e->local_off + S_LOCAL_LEN);
 	if (!rc && memcmp(name, e->name, nlen) != 0)
-		rc = s_bad(why, why_len, "entry %s: its local header names another", e->name);
+		rc = s_bad(why, why_len, "entry %s: its local header names another",
+			   S_Q(e->name));
 	free(name);
 	if (rc)
 		return rc;
@@ -259,11 +264,12 @@ static int s_check_local(const struct rr_format_src *src, struct rr_zip_entry *e
 	e->data_off = e->local_off + S_LOCAL_LEN + nlen + s_u16(h + 28);
 	if (e->data_off > limit || limit - e->data_off < e->csize)
 		return s_bad(why, why_len, "entry %s: its data runs past the central directory",
-			     e->name);
+			     S_Q(e->name));
 	at = e->data_off + e->csize;
 	if (!(e->flags & 0x08)) {
 		if (e->local_crc != e->crc)
-			return s_bad(why, why_len, "entry %s: local and central CRC-32 differ", e->name);
+			return s_bad(why, why_len, "entry %s: local and central CRC-32 differ",
+				     S_Q(e->name));
 		e->end = at;
 		return 0;
 	}
@@ -287,7 +293,7 @@ static int s_check_local(const struct rr_format_src *src, struct rr_zip_entry *e
 		}
 	}
 	return s_bad(why, why_len, "entry %s: its data descriptor disagrees with the central "
-		     "directory", e->name);
+		     "directory", S_Q(e->name));
 }
 
 static int s_cmp_off(const void *a, const void *b)
@@ -314,7 +320,7 @@ static int s_index(struct rr_zip *z, char *why, size_t why_len)
 	for (size_t i = 1; i < z->n; i++)
 		if (strcmp(z->entries[z->by_name[i - 1]].name, z->entries[z->by_name[i]].name) == 0)
 			return s_bad(why, why_len, "entry %s appears twice",
-				     z->entries[z->by_name[i]].name);
+				     S_Q(z->entries[z->by_name[i]].name));
 	return 0;
 }
 
@@ -357,7 +363,7 @@ int rr_zip_read(const struct rr_format_src *src, struct rr_zip *out, char *why, 
 	for (size_t i = 1; !rc && i < out->n; i++)
 		if (out->entries[i - 1].end > out->entries[i].local_off)
 			rc = s_bad(why, why_len, "entries %s and %s overlap",
-				   out->entries[i - 1].name, out->entries[i].name);
+				   S_Q(out->entries[i - 1].name), S_Q(out->entries[i].name));
 	if (!rc)
 		rc = s_index(out, why, why_len);
 	out->cd_off = cd_off;
