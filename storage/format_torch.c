@@ -198,15 +198,15 @@ static int s_put_crc(int fd, uint64_t off, uint32_t crc)
 	return rr_pwrite_all(fd, b, 4, (int64_t)off);
 }
 
-/* 1 when [from, to) overlaps a lossy segment of fe. */
-static int s_touches_lossy(const struct rr_file_entry *fe, uint64_t from, uint64_t to)
+/* 1 when [from, to) overlaps a lossy segment of fe. Entries are asked in file order and
+ * segments are in file order, so *g only moves forward: linear in both. */
+static int s_touches_lossy(const struct rr_file_entry *fe, size_t *g, uint64_t from, uint64_t to)
 {
-	for (size_t g = 0; g < fe->nsegs; g++) {
-		const struct rr_segment *s = &fe->segs[g];
-		if (rr_format_encoding_lossy(s->encoding) && s->offset < to &&
-		    from < s->offset + s->length)
+	while (*g < fe->nsegs && fe->segs[*g].offset + fe->segs[*g].length <= from)
+		(*g)++;
+	for (size_t k = *g; k < fe->nsegs && fe->segs[k].offset < to; k++)
+		if (rr_format_encoding_lossy(fe->segs[k].encoding))
 			return 1;
-	}
 	return 0;
 }
 
@@ -215,10 +215,11 @@ static int s_finish(int fd, const struct rr_file_entry *fe, char *why, size_t wh
 	struct rr_format_src src = { .pread = rr_format_fd_pread, .ud = &fd, .size = fe->size };
 	struct rr_zip z = { 0 };
 	uint8_t *buf = NULL;
+	size_t g = 0;
 	int rc = 0, lossy = 0;
 
-	for (size_t g = 0; g < fe->nsegs; g++)
-		lossy |= rr_format_encoding_lossy(fe->segs[g].encoding);
+	for (size_t k = 0; k < fe->nsegs; k++)
+		lossy |= rr_format_encoding_lossy(fe->segs[k].encoding);
 	if (!lossy)
 		return 0; /* byte-identical: its CRCs are right */
 	rc = rr_zip_read(&src, &z, why, why_len);
@@ -228,7 +229,7 @@ static int s_finish(int fd, const struct rr_file_entry *fe, char *why, size_t wh
 	for (size_t i = 0; !rc && i < z.n; i++) {
 		const struct rr_zip_entry *e = &z.entries[i];
 		uint32_t crc = 0;
-		if (!s_touches_lossy(fe, e->data_off, e->data_off + e->csize))
+		if (!s_touches_lossy(fe, &g, e->data_off, e->data_off + e->csize))
 			continue;
 		for (uint64_t at = 0; !rc && at < e->csize;) {
 			size_t n = e->csize - at < (1u << 20) ? (size_t)(e->csize - at) : (1u << 20);
