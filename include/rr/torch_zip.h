@@ -1,7 +1,14 @@
-/* A strict reader of the zip archives torch.save writes (PyTorch's zip format: stored
- * entries, data descriptors, ZIP64 records; see reference/protocols.md). It reads only the
- * end records, the central directory and each local header: every length and offset is
- * checked against the file and against each other before it is used. */
+/* A strict reader of the zip archives torch.save writes (PyTorch's zip format). What torch
+ * (1.13, as Debian ships it) writes: every entry stored (method 0), flags 0x0808 (UTF-8
+ * names, sizes and CRC-32 in a data descriptor "PK\7\8" crc32 size32 size32 after the data;
+ * the local header's CRC and sizes are 0): "<archive>/data.pkl", the records
+ * "<archive>/data/<key>" padded by an "FB" extra field to start on 64 bytes,
+ * "<archive>/version" (newer torch adds "<archive>/byteorder", ".data/..."; the archive name
+ * is the file's stem when saved to a path), and always a ZIP64 end record and locator
+ * before the classic end record. Other writers (python's zipfile) put CRCs in local headers
+ * and sizes in ZIP64 extra fields. The reader reads only the end records, the central
+ * directory and each local header and descriptor: every length and offset is checked against
+ * the file and against the others before it is used. */
 #ifndef RR_TORCH_ZIP_H
 #define RR_TORCH_ZIP_H
 
