@@ -31,7 +31,7 @@ if [ ! -f "$src/torch/lightning.ckpt" ]; then
 		"${MODEL[@]}" --threads "$(nproc)"
 	mkdir -p "$(dirname "$src")" && mv "$src.tmp" "$src"
 fi
-work=$(mktemp -d /dev/shm/rr-bench-torch.XXXXXX)   # tmpfs: the store is not the bottleneck
+work=$(mktemp -d /dev/shm/resume-run-bench-torch.XXXXXX)   # tmpfs: the store is not the bottleneck
 trap 'rm -rf "$work"' EXIT
 cp -r "$src" "$work/src"
 cat "$work"/src/*/* > /dev/null
@@ -40,7 +40,8 @@ cat "$work"/src/*/* > /dev/null
 persist() {
 	local store=$work/store-$1-$2 cdir=$work/ck-$1-$2
 	mkdir -p "$cdir" && cp -al "$work/src/$1" "$cdir/step-$TORCH_STEPS"
-	"$RR" --store "file://$store" --checkpoint-dir "$cdir" -- true 2> "$work/log-$1-$2"
+	"$RR" --store "file://$store" --checkpoint-dir "$cdir" -- true 2> "$work/log-$1-$2" ||
+		{ cat "$work/log-$1-$2" >&2; return 1; }
 	$PY - "$store/default" <<'PY'
 import glob, json, sys
 ev = json.load(open(glob.glob(sys.argv[1] + "/events/*-checkpoint.json")[0]))
@@ -104,7 +105,8 @@ saved as an HF-Trainer checkpoint (model.safetensors, optimizer.pt, scheduler.pt
 trainer_state.json) plus a Lightning-shaped lightning.ckpt (model, optimizer_states,
 lr_schedulers, callbacks, one step later), all by real \`torch.save\`; beside it the same tensors
 written as safetensors (\`--layout safetensors\`). \`--precision auto\`, fresh store on tmpfs,
-median of $RUNS interleaved runs (min–max).
+median of $RUNS interleaved runs (min–max). The machine was shared with other jobs
+($(cut -d' ' -f1 /proc/loadavg) load average at the end): compare the two rows with each other.
 
 | checkpoint | input | stored | ratio | persist time | GB/s of input |
 |---|---|---|---|---|---|
@@ -114,7 +116,7 @@ median of $RUNS interleaved runs (min–max).
 
 - Per file (torch.save layout): $(echo "$per_file" | paste -sd';' - | sed 's/;/; /g').
 - Encodings chosen: $t_enc.
-- After a restore: $(echo "$check" | paste -sd' ' -)
+$(echo "$check" | sed 's/^/- After a restore, /')
 - "Before" is what this checkpoint took when only \`*.safetensors\` files were read tensor by
   tensor: model.safetensors as above, every torch.save file as zstd (level 3) of its bytes
   (issue 15 measured 1.45x on a smaller checkpoint of the same shape).
