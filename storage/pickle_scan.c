@@ -54,11 +54,16 @@ static int s_bad(struct s_scan *s, const char *fmt, ...)
 	return rr_fail(s->why, s->why_len, RR_ECORRUPT, "pickle at byte %zu: %s", s->pos, msg);
 }
 
-static int s_push_to(struct s_vec *v, struct s_val x)
+static int s_push_to(struct s_scan *s, struct s_vec *v, struct s_val x)
 {
 	if (v->n == v->cap) {
 		size_t cap = v->cap ? 2 * v->cap : 64;
-		void *grown = realloc(v->v, cap * sizeof(*v->v));
+		void *grown;
+		/* One budget for stack, tuples and memo: a pickle that needs more is not one of
+		 * torch.save's (over 800k tensors) or is built to exhaust memory. */
+		if (s->stack.cap + s->pool.cap + s->memo.cap - v->cap + cap > RR_PK_MAX_VALUES)
+			return s_bad(s, "more than %u values", RR_PK_MAX_VALUES);
+		grown = realloc(v->v, cap * sizeof(*v->v));
 		if (!grown)
 			return RR_ENOMEM;
 		v->v = grown;
@@ -70,7 +75,7 @@ static int s_push_to(struct s_vec *v, struct s_val x)
 
 static int s_push(struct s_scan *s, uint8_t kind, uint32_t a, uint32_t b, int64_t i)
 {
-	return s_push_to(&s->stack, (struct s_val){ .kind = kind, .a = a, .b = b, .i = i });
+	return s_push_to(s, &s->stack, (struct s_val){ .kind = kind, .a = a, .b = b, .i = i });
 }
 
 /* Items above the current mark. */
@@ -259,10 +264,12 @@ static int s_memo_put(struct s_scan *s, uint64_t idx)
 
 	if (!s_avail(s))
 		return s_bad(s, "memoize with an empty stack");
-	if (idx >= s->len)
-		return s_bad(s, "memo index %llu out of range", (unsigned long long)idx);
-	while (!rc && s->memo.n <= idx)
-		rc = s_push_to(&s->memo, unset);
+	/* Picklers number memo entries 0, 1, 2, ...: an index past the next one would only
+	 * make the memo large, so it is refused, and the memo grows one entry per PUT. */
+	if (idx > s->memo.n)
+		return s_bad(s, "memo index %llu out of sequence", (unsigned long long)idx);
+	if (idx == s->memo.n)
+		rc = s_push_to(s, &s->memo, unset);
 	if (rc)
 		return rc;
 	if (s->memo.v[idx].kind == V_UNSET)
@@ -275,7 +282,7 @@ static int s_memo_get(struct s_scan *s, uint64_t idx)
 {
 	if (idx >= s->memo.n || s->memo.v[idx].kind == V_UNSET)
 		return s_bad(s, "memo index %llu was never set", (unsigned long long)idx);
-	return s_push_to(&s->stack, s->memo.v[idx]);
+	return s_push_to(s, &s->stack, s->memo.v[idx]);
 }
 
 /* Pops k items into a tuple value (in the pool) and pushes it. */
@@ -287,7 +294,7 @@ static int s_make_tuple(struct s_scan *s, size_t from)
 	if (s->pool.n > UINT32_MAX - k)
 		return s_bad(s, "too many tuple items");
 	for (size_t i = 0; !rc && i < k; i++)
-		rc = s_push_to(&s->pool, s->stack.v[from + i]);
+		rc = s_push_to(s, &s->pool, s->stack.v[from + i]);
 	if (rc)
 		return rc;
 	s->stack.n = from;
@@ -538,7 +545,7 @@ static int s_step(struct s_scan *s, uint8_t op, int *stop)
 	}
 	case '2': /* DUP */
 		rc = s_need(s, 1);
-		return rc ? rc : s_push_to(&s->stack, s->stack.v[s->stack.n - 1]);
+		return rc ? rc : s_push_to(s, &s->stack, s->stack.v[s->stack.n - 1]);
 	case '0': /* POP: an empty frame pops its mark, as in CPython */
 		if (s_avail(s) == 0 && s->nmarks)
 			return s_pop_mark(s, &from);

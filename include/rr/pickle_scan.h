@@ -14,6 +14,7 @@
 
 #define RR_PK_MAX_BYTES (256u << 20) /* ceiling on a data.pkl the scanner reads */
 #define RR_PK_KEY_MAX 64
+#define RR_PK_MAX_VALUES (8u << 20) /* stack, tuple items and memo together (24 bytes each) */
 
 struct rr_pk_storage {
 	char key[RR_PK_KEY_MAX + 1]; /* the record <archive>/data/<key> */
@@ -31,8 +32,8 @@ struct rr_pk_scan {
  * persistent id in it was a storage id, and out lists each storage once (one named twice
  * with different types or sizes has known = 0). RR_ECORRUPT with a one-line reason when
  * the pickle holds something the scanner does not follow (an unknown opcode, out-of-band
- * buffers, another kind of persistent id, a malformed or truncated stream), RR_ETOOBIG over
- * RR_PK_MAX_BYTES, RR_ENOMEM. On failure out is empty. */
+ * buffers, another kind of persistent id, a malformed or truncated stream, more than
+ * RR_PK_MAX_VALUES values held at once), RR_ETOOBIG over RR_PK_MAX_BYTES, RR_ENOMEM. On failure out is empty. */
 int rr_pickle_scan(const uint8_t *buf, size_t len, struct rr_pk_scan *out, char *why,
 		   size_t why_len);
 void rr_pickle_scan_free(struct rr_pk_scan *s);

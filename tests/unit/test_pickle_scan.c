@@ -160,6 +160,7 @@ static void test_scan_refuses_what_it_does_not_follow(void)
 	static const char path_key[] = "\x80\x02" "(X\x07\0\0\0storage" "ctorch\nFloatStorage\n"
 				       "X\x04\0\0\0../x" "X\x03\0\0\0cpuK\x04tQ.";
 	static const char two_values[] = "\x80\x02NN.";
+	static const char memo_jump[] = "\x80\x02Nr\xff\xff\xff\x0f.";
 	static const char os_storage[] = "\x80\x02" "(X\x07\0\0\0storage" "cos\nsystem\n"
 					 "X\x01\0\0\0" "0X\x03\0\0\0cpuK\x04tQ.";
 
@@ -172,6 +173,25 @@ static void test_scan_refuses_what_it_does_not_follow(void)
 	s_expect_refused(path_key, sizeof(path_key) - 1, "not a plain name");
 	s_expect_refused(two_values, sizeof(two_values) - 1, "STOP with 2 values");
 	s_expect_refused(os_storage, sizeof(os_storage) - 1, "outside torch");
+	s_expect_refused(memo_jump, sizeof(memo_jump) - 1, "out of sequence"); /* no 6 GB memo */
+}
+
+/* Nine million NONEs would hold 216 MB of values: refused before, not after. */
+static void test_scan_bounds_the_values_it_holds(void)
+{
+	size_t n = RR_PK_MAX_VALUES + (1u << 20);
+	uint8_t *p = malloc(n + 3);
+	struct rr_pk_scan s;
+	char why[256] = "";
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	p[0] = 0x80;
+	p[1] = 2;
+	memset(p + 2, 'N', n);
+	p[n + 2] = '.';
+	CU_ASSERT_EQUAL(rr_pickle_scan(p, n + 3, &s, why, sizeof(why)), RR_ECORRUPT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "more than"));
+	free(p);
 }
 
 /* One key seen as F32 with 4 elements and as F16: not known (stored byte-exact). */
@@ -201,6 +221,7 @@ static CU_TestInfo s_tests[] = {
 	{ "scan_never_runs_a_malicious_pickle", test_scan_never_runs_a_malicious_pickle },
 	{ "scan_refuses_every_truncation", test_scan_refuses_every_truncation },
 	{ "scan_refuses_what_it_does_not_follow", test_scan_refuses_what_it_does_not_follow },
+	{ "scan_bounds_the_values_it_holds", test_scan_bounds_the_values_it_holds },
 	{ "scan_marks_conflicting_uses_unknown", test_scan_marks_conflicting_uses_unknown },
 	CU_TEST_INFO_NULL,
 };
