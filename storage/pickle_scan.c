@@ -11,10 +11,11 @@
 #include "rr/error.h"
 #include "rr/pickle_scan.h"
 
-enum s_kind { V_OTHER, V_NONE, V_INT, V_STR, V_GLOBAL, V_TUPLE, V_UNSET };
+enum s_kind { V_OTHER, V_NONE, V_INT, V_STR, V_GLOBAL, V_TUPLE, V_STORAGE, V_UNSET };
 
 /* Strings are (offset, length) into the pickle; a global is two of them (module in a/b,
- * name in i); a tuple is (start, count) in the pool. */
+ * name in i); a tuple is (start, count) in the pool; a storage (what BINPERSID gave) is its
+ * index in out->storages (in a). */
 struct s_val {
 	uint8_t kind;
 	uint32_t a, b;
@@ -26,6 +27,13 @@ struct s_vec {
 	size_t n, cap;
 };
 
+/* A storage named as UntypedStorage counts bytes; the tensor built on it
+ * (_rebuild_tensor_v3's dtype argument) says what its elements are. */
+struct s_untyped {
+	uint8_t state; /* 0: a typed storage; 1: untyped, no tensor seen; 2: typed by a tensor */
+	uint64_t bytes;
+};
+
 struct s_scan {
 	const uint8_t *buf;
 	size_t len, pos;
@@ -34,6 +42,7 @@ struct s_scan {
 	size_t nmarks, cap_marks;
 	size_t memo_count;
 	struct rr_pk_scan *out;
+	struct s_untyped *untyped; /* beside out->storages */
 	size_t cap_out;
 	size_t *hash; /* open addressing over out->storages, index + 1 */
 	size_t hash_mask;
@@ -175,7 +184,7 @@ static int s_grow_hash(struct s_scan *s)
 }
 
 static int s_record(struct s_scan *s, const char *key, int known, enum rr_st_dtype dtype,
-		    uint64_t numel)
+		    uint64_t numel, int untyped, size_t *idx)
 {
 	struct rr_pk_storage *st;
 	size_t at;
@@ -187,13 +196,18 @@ static int s_record(struct s_scan *s, const char *key, int known, enum rr_st_dty
 			return rc;
 	}
 	for (at = (size_t)s_fnv(key) & s->hash_mask; s->hash[at]; at = (at + 1) & s->hash_mask) {
-		st = &s->out->storages[s->hash[at] - 1];
-		if (strcmp(st->key, key) == 0) {
-			/* One storage seen through two ids: fine when they agree. */
-			if (!known || st->dtype != dtype || st->numel != numel)
+		*idx = s->hash[at] - 1;
+		st = &s->out->storages[*idx];
+		if (strcmp(st->key, key) != 0)
+			continue;
+		/* One storage seen through two ids: fine when they agree. */
+		if (untyped || s->untyped[*idx].state) {
+			if (!untyped || !s->untyped[*idx].state || s->untyped[*idx].bytes != numel)
 				st->known = 0;
-			return 0;
+		} else if (!known || st->dtype != dtype || st->numel != numel) {
+			st->known = 0;
 		}
+		return 0;
 	}
 	if (s->out->n == s->cap_out) {
 		size_t cap = s->cap_out ? 2 * s->cap_out : 32;
@@ -201,6 +215,10 @@ static int s_record(struct s_scan *s, const char *key, int known, enum rr_st_dty
 		if (!grown)
 			return RR_ENOMEM;
 		s->out->storages = grown;
+		grown = realloc(s->untyped, cap * sizeof(*s->untyped));
+		if (!grown)
+			return RR_ENOMEM;
+		s->untyped = grown;
 		s->cap_out = cap;
 	}
 	st = &s->out->storages[s->out->n];
@@ -209,12 +227,14 @@ static int s_record(struct s_scan *s, const char *key, int known, enum rr_st_dty
 	st->known = known;
 	st->dtype = dtype;
 	st->numel = numel;
+	s->untyped[s->out->n] = (struct s_untyped){ .state = untyped ? 1 : 0, .bytes = numel };
+	*idx = s->out->n;
 	s->hash[at] = ++s->out->n;
 	return 0;
 }
 
 /* BINPERSID's operand: must be a storage id; anything else torch.load would refuse too. */
-static int s_persistent_id(struct s_scan *s, const struct s_val *pid)
+static int s_persistent_id(struct s_scan *s, const struct s_val *pid, size_t *idx)
 {
 	const struct s_val *el;
 	const char *mod, *name;
@@ -254,7 +274,66 @@ static int s_persistent_id(struct s_scan *s, const struct s_val *pid)
 		return s_bad(s, "a storage key that is not a plain name");
 	memcpy(key, s->buf + el[2].a, el[2].b);
 	key[el[2].b] = '\0';
-	return s_record(s, key, known, dtype, (uint64_t)el[4].i);
+	return s_record(s, key, known, dtype, (uint64_t)el[4].i,
+			nlen == 14 && memcmp(name, "UntypedStorage", 14) == 0, idx);
+}
+
+static int s_global_is(const struct s_scan *s, const struct s_val *v, const char *mod,
+		       const char *name)
+{
+	size_t ml = strlen(mod), nl = strlen(name);
+	return v->kind == V_GLOBAL && v->b == ml && memcmp(s->buf + v->a, mod, ml) == 0 &&
+	       ((uint64_t)v->i & 0xffffffffu) == nl &&
+	       memcmp(s->buf + ((uint64_t)v->i >> 32), name, nl) == 0;
+}
+
+/* Element types of tensors built on untyped storages, as torch names its dtypes. */
+static const struct {
+	const char *name;
+	enum rr_st_dtype dtype;
+} s_dtypes[] = {
+	{ "float32", RR_ST_F32 },  { "float16", RR_ST_F16 },   { "bfloat16", RR_ST_BF16 },
+	{ "float64", RR_ST_F64 },  { "int64", RR_ST_I64 },     { "int32", RR_ST_I32 },
+	{ "int16", RR_ST_I16 },    { "int8", RR_ST_I8 },       { "uint8", RR_ST_U8 },
+	{ "bool", RR_ST_BOOL },    { "complex64", RR_ST_C64 }, { "uint16", RR_ST_U16 },
+	{ "uint32", RR_ST_U32 },   { "uint64", RR_ST_U64 },
+	{ "float8_e4m3fn", RR_ST_F8_E4M3 }, { "float8_e5m2", RR_ST_F8_E5M2 },
+};
+
+/* REDUCE of torch._utils._rebuild_tensor_v3(storage, offset, size, stride, requires_grad,
+ * hooks, dtype, ...): newer torch's form for dtypes without a legacy Storage class, on an
+ * UntypedStorage. Nothing is called; the dtype argument types the storage's bytes. */
+static void s_note_v3(struct s_scan *s, const struct s_val *fn, const struct s_val *args)
+{
+	const struct s_val *el;
+	struct rr_pk_storage *st;
+	struct s_untyped *u;
+	enum rr_st_dtype d = RR_ST_U8;
+	int found = 0;
+
+	if (!s_global_is(s, fn, "torch._utils", "_rebuild_tensor_v3") || args->kind != V_TUPLE ||
+	    args->b < 7)
+		return;
+	el = s->pool.v + args->a;
+	if (el[0].kind != V_STORAGE || el[6].kind != V_GLOBAL)
+		return;
+	st = &s->out->storages[el[0].a];
+	u = &s->untyped[el[0].a];
+	for (size_t t = 0; t < sizeof(s_dtypes) / sizeof(s_dtypes[0]); t++)
+		if (s_global_is(s, &el[6], "torch", s_dtypes[t].name)) {
+			d = s_dtypes[t].dtype;
+			found = 1;
+		}
+	if (!u->state)
+		return; /* a typed storage says its own dtype */
+	if (!found || (u->state == 2 && st->dtype != d) ||
+	    u->bytes % (rr_st_dtype_bits(d) / 8) != 0) {
+		st->known = 0;
+		return;
+	}
+	st->dtype = d;
+	st->numel = u->bytes / (rr_st_dtype_bits(d) / 8);
+	u->state = 2;
 }
 
 static int s_memo_put(struct s_scan *s, uint64_t idx)
@@ -483,7 +562,10 @@ static int s_step(struct s_scan *s, uint8_t op, int *stop)
 			s->stack.v[s->stack.n - 1].kind = V_OTHER;
 		return rc;
 	case 'R': /* REDUCE: callable and arguments become an opaque value; nothing is called */
-		return s_collapse(s, 2);
+		rc = s_need(s, 2);
+		if (!rc)
+			s_note_v3(s, &s->stack.v[s->stack.n - 2], &s->stack.v[s->stack.n - 1]);
+		return rc ? rc : s_collapse(s, 2);
 	case 0x81: return s_collapse(s, 2); /* NEWOBJ */
 	case 0x92: return s_collapse(s, 3); /* NEWOBJ_EX */
 	case 'o': /* OBJ */
@@ -518,10 +600,12 @@ static int s_step(struct s_scan *s, uint8_t op, int *stop)
 		rc = s_need(s, 1);
 		if (rc)
 			return rc;
+		size_t idx = 0;
 		pid = s->stack.v[s->stack.n - 1];
-		rc = s_persistent_id(s, &pid);
+		rc = s_persistent_id(s, &pid, &idx);
 		if (!rc)
-			s->stack.v[s->stack.n - 1].kind = V_OTHER;
+			s->stack.v[s->stack.n - 1] = (struct s_val){ .kind = V_STORAGE,
+								     .a = (uint32_t)idx };
 		return rc;
 	}
 	case 'P': return s_bad(s, "a text persistent id");
@@ -595,6 +679,7 @@ int rr_pickle_scan(const uint8_t *buf, size_t len, struct rr_pk_scan *out, char 
 	free(s.memo.v);
 	free(s.marks);
 	free(s.hash);
+	free(s.untyped);
 	if (rc)
 		rr_pickle_scan_free(out);
 	else if (out->n)

@@ -2,8 +2,10 @@
  * far as they can appear in such a file) without executing, importing or building
  * anything, and keeps only what it needs to read the persistent ids torch.save writes for
  * storages: ('storage', torch.<Type>Storage | torch.storage.UntypedStorage, key, location,
- * numel). GLOBAL and REDUCE are only tracked as opaque values: nothing named in the pickle
- * ever runs. */
+ * numel). A typed Storage class gives the dtype; an UntypedStorage counts bytes and takes its
+ * dtype from the torch._utils._rebuild_tensor_v3(storage, ..., dtype) call built on it (newer
+ * torch's form for dtypes without a Storage class), else it stays bytes (U8). GLOBAL and
+ * REDUCE are only tracked as opaque values: nothing named in the pickle ever runs. */
 #ifndef RR_PICKLE_SCAN_H
 #define RR_PICKLE_SCAN_H
 
@@ -19,7 +21,8 @@
 struct rr_pk_storage {
 	char key[RR_PK_KEY_MAX + 1]; /* the record <archive>/data/<key> */
 	int known;                   /* 1 when dtype is the element type of every use */
-	enum rr_st_dtype dtype;      /* UntypedStorage: U8 (numel counts bytes) */
+	enum rr_st_dtype dtype;      /* UntypedStorage: U8 (numel counts bytes) unless a
+				      * _rebuild_tensor_v3 on it named the dtype */
 	uint64_t numel;
 };
 

@@ -176,6 +176,31 @@ static void test_scan_refuses_what_it_does_not_follow(void)
 	s_expect_refused(memo_jump, sizeof(memo_jump) - 1, "out of sequence"); /* no 6 GB memo */
 }
 
+/* torch._utils._rebuild_tensor_v3(UntypedStorage, 0, (n,), (1,), False, OrderedDict(), dtype)
+ * as newer torch writes tensors of dtypes without a legacy Storage class. */
+#define S_V3(key, nbytes, dtype)                                                        \
+	"ctorch._utils\n_rebuild_tensor_v3\n(" S_PID("UntypedStorage", key, nbytes)       \
+	"K\x00K\x04\x85K\x01\x85\x89" "ccollections\nOrderedDict\n)R" "ctorch\n" dtype "\n" "tR"
+
+static void test_scan_types_untyped_storages_by_rebuild_tensor_v3(void)
+{
+	static const char pkl[] = "\x80\x02(" S_V3("0", "\x08", "uint16") S_V3("1", "\x0a", "float32")
+		S_V3("2", "\x08", "uint16") S_V3("2", "\x08", "int16") S_V3("3", "\x08", "no_such")
+		"ctorch.storage\nUntypedStorage\n" "l.";
+	struct rr_pk_scan s;
+	char why[256] = "";
+
+	CU_ASSERT_EQUAL_FATAL(rr_pickle_scan((const uint8_t *)pkl, sizeof(pkl) - 1, &s, why,
+					     sizeof(why)), 0);
+	CU_ASSERT_EQUAL_FATAL(s.n, 4);
+	CU_ASSERT(s.storages[0].known && s.storages[0].dtype == RR_ST_U16);
+	CU_ASSERT_EQUAL(s.storages[0].numel, 4);
+	CU_ASSERT(!s.storages[1].known); /* 10 bytes are not whole float32s */
+	CU_ASSERT(!s.storages[2].known); /* two tensors disagree on the dtype */
+	CU_ASSERT(!s.storages[3].known); /* a dtype the scanner does not know */
+	rr_pickle_scan_free(&s);
+}
+
 /* Nine million NONEs would hold 216 MB of values: refused before, not after. */
 static void test_scan_bounds_the_values_it_holds(void)
 {
@@ -221,6 +246,7 @@ static CU_TestInfo s_tests[] = {
 	{ "scan_never_runs_a_malicious_pickle", test_scan_never_runs_a_malicious_pickle },
 	{ "scan_refuses_every_truncation", test_scan_refuses_every_truncation },
 	{ "scan_refuses_what_it_does_not_follow", test_scan_refuses_what_it_does_not_follow },
+	{ "scan_types_untyped_storages_by_rebuild_tensor_v3", test_scan_types_untyped_storages_by_rebuild_tensor_v3 },
 	{ "scan_bounds_the_values_it_holds", test_scan_bounds_the_values_it_holds },
 	{ "scan_marks_conflicting_uses_unknown", test_scan_marks_conflicting_uses_unknown },
 	CU_TEST_INFO_NULL,
