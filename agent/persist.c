@@ -16,6 +16,7 @@
 #include "rr/codec.h"
 #include "rr/dirwalk.h"
 #include "rr/error.h"
+#include "rr/format.h"
 #include "rr/fp16.h"
 #include "rr/fsutil.h"
 #include "rr/layout.h"
@@ -24,7 +25,6 @@
 #include "rr/pool.h"
 #include "rr/progress.h"
 #include "rr/quote.h"
-#include "rr/safetensors.h"
 
 /* Files of one checkpoint are held open for the whole persist, so that the trainer deleting
  * it meanwhile cannot pull them away: up to half the process's descriptor limit, within
@@ -309,9 +309,9 @@ static int s_hold_files(struct s_job *j)
 
 /* ---- planning: which segments and chunks, stored how ---- */
 
-/* A *.safetensors file that the strict reader refuses is stored byte-exact; say so once
- * per path for the life of the process, not at every checkpoint. */
-static void s_warn_refused_once(const char *path, const char *why)
+/* A file its format's strict reader refuses is stored byte-exact; say so once per path for
+ * the life of the process, not at every checkpoint. */
+static void s_warn_refused_once(const char *path, const char *format, const char *why)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static char *warned[64];
@@ -326,43 +326,9 @@ static void s_warn_refused_once(const char *path, const char *why)
 	pthread_mutex_unlock(&lock);
 	if (!seen) {
 		char q[RR_QUOTE_CAP];
-		rr_warn("%s is not a valid safetensors file (%s); it is stored byte-exact",
-			rr_quote_str(q, path), why);
+		rr_warn("%s is not a valid %s file (%s); it is stored byte-exact",
+			rr_quote_str(q, path), format, why);
 	}
-}
-
-/* Reads and checks the header of a *.safetensors file. 0 on success. */
-static int s_read_header(int fd, uint64_t size, struct rr_st_header *h, char *why,
-			 size_t why_len)
-{
-	uint8_t first8[8];
-	uint8_t *buf = NULL;
-	uint64_t n;
-	size_t got;
-	int rc;
-
-	rc = rr_pread_full(fd, first8, 8, 0, &got);
-	if (!rc && got < 8)
-		rc = RR_ECORRUPT;
-	if (!rc)
-		rc = rr_st_header_size(first8, size, &n);
-	if (rc) {
-		snprintf(why, why_len, "its first 8 bytes are not a header length for its size");
-		goto out;
-	}
-	buf = malloc(8 + n);
-	if (!buf) {
-		rc = RR_ENOMEM;
-		goto out;
-	}
-	rc = rr_pread_full(fd, buf, 8 + n, 0, &got);
-	if (!rc && got < 8 + n)
-		rc = RR_ECORRUPT;
-	if (!rc)
-		rc = rr_st_parse(buf, got, size, h, why, why_len);
-out:
-	free(buf);
-	return rc;
 }
 
 static enum s_policy s_tensor_policy(const struct rr_persist_opts *o, const char *name,
@@ -397,7 +363,7 @@ static int s_add_segment(struct rr_file_entry *fe, struct s_seg_plan *plans, siz
 	return 0;
 }
 
-static int s_set_tensor(struct rr_segment *seg, const struct rr_st_tensor *t)
+static int s_set_tensor(struct rr_segment *seg, const struct rr_format_piece *t)
 {
 	seg->tensor = strdup(t->name);
 	snprintf(seg->dtype, sizeof(seg->dtype), "%s", rr_st_dtype_name(t->dtype));
@@ -424,51 +390,51 @@ static int s_plan_plain(struct rr_file_entry *fe, struct s_seg_plan *plans, size
 static int s_plan_file(struct s_job *j, size_t f)
 {
 	struct rr_file_entry *fe = &j->m->files[f];
-	struct rr_st_header h = { 0 };
+	struct rr_format_plan plan = { 0 };
+	const struct rr_format *used, *refused;
 	char why[256] = "";
-	size_t cap, n = strlen(fe->path);
-	int tensors = 0, rc = 0;
+	size_t cap = 1;
+	int fd, owned, rc;
 
-	if (n > 12 && strcmp(fe->path + n - 12, ".safetensors") == 0 && fe->size >= 8) {
-		int fd, owned;
-		rc = s_file_fd(j, f, &fd, &owned);
-		if (rc)
-			return rc;
-		tensors = s_read_header(fd, fe->size, &h, why, sizeof(why)) == 0;
-		/* The plan rests on this header: it must be the one of the listed file. */
+	rc = s_file_fd(j, f, &fd, &owned);
+	if (rc)
+		return rc;
+	rc = rr_format_plan_fd(fd, fe->path, fe->size, &plan, &used, &refused, why,
+			       sizeof(why));
+	/* The plan rests on the bytes read: they must be those of the listed file. */
+	if (!rc)
 		rc = s_unchanged(j, f, fd);
-		if (owned)
-			close(fd);
-		if (rc)
-			return rc;
-		if (!tensors)
-			s_warn_refused_once(fe->path, why);
+	if (owned)
+		close(fd);
+	if (rc) {
+		if (!j->why.text[0])
+			rr_reason_set(&j->why, "cannot read %s: %s", fe->path, why);
+		goto out;
 	}
-	cap = (size_t)(fe->size / RR_SEGMENT_BYTES) + 1 + (tensors ? h.ntensors + 1 : 0);
+	if (refused)
+		s_warn_refused_once(fe->path, refused->name, why);
+	snprintf(fe->format, sizeof(fe->format), "%s", used->name);
+	for (size_t i = 0; i < plan.n; i++)
+		cap += plan.pieces[i].tensor ? 1 : (size_t)(plan.pieces[i].length / RR_SEGMENT_BYTES) + 1;
 	fe->segs = calloc(cap, sizeof(*fe->segs));
 	j->plans[f] = calloc(cap, sizeof(**j->plans));
 	if (!fe->segs || !j->plans[f]) {
 		rc = RR_ENOMEM;
 		goto out;
 	}
-	if (!tensors) {
-		rc = s_plan_plain(fe, j->plans[f], &cap, 0, fe->size);
-		goto out;
-	}
-	/* The header as plain bytes, then one segment per tensor, in file order, so the
-	 * restored file is the same file: names, dtypes, shapes, order and metadata. */
-	rc = s_plan_plain(fe, j->plans[f], &cap, 0, 8 + h.header_len);
-	for (size_t t = 0; !rc && t < h.ntensors; t++) {
-		const struct rr_st_tensor *st = &h.tensors[t];
-		if (st->end == st->begin)
-			continue; /* no bytes, nothing to store: the header holds it */
-		rc = s_add_segment(fe, j->plans[f], &cap, 8 + h.header_len + st->begin,
-				   st->end - st->begin, s_tensor_policy(j->opts, st->name, st->dtype));
+	for (size_t i = 0; !rc && i < plan.n; i++) {
+		const struct rr_format_piece *pc = &plan.pieces[i];
+		if (!pc->tensor) {
+			rc = s_plan_plain(fe, j->plans[f], &cap, pc->offset, pc->offset + pc->length);
+			continue;
+		}
+		rc = s_add_segment(fe, j->plans[f], &cap, pc->offset, pc->length,
+				   s_tensor_policy(j->opts, pc->name, pc->dtype));
 		if (!rc)
-			rc = s_set_tensor(&fe->segs[fe->nsegs - 1], st);
+			rc = s_set_tensor(&fe->segs[fe->nsegs - 1], pc);
 	}
 out:
-	rr_st_header_free(&h);
+	rr_format_plan_free(&plan);
 	return rc;
 }
 

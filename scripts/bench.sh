@@ -14,6 +14,8 @@ STEPS=${STEPS:-30}
 CACHE=${BENCH_CACHE:-/var/tmp/resume-run-bench}
 OUT=${BENCH_OUT:-$root/BENCHMARKS.md}
 scripts/install-deps.sh test
+# The torch.save case runs alone when asked (it is also run at the end of the full bench).
+if [ "${BENCH_ONLY:-}" = torch ]; then exec scripts/bench_torch.sh; fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 RR=$root/build/resume-run
@@ -290,5 +292,6 @@ $notices
 $kern
 \`\`\`
 MD
+scripts/bench_torch.sh > /dev/null  # adds its section to $OUT
 echo "== wrote $OUT"
 cat "$OUT"

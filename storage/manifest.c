@@ -529,9 +529,9 @@ static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si
 
 static int s_parse_file(struct s_ctx *c, const cJSON *j, size_t fi, struct rr_file_entry *fe)
 {
-	static const char *const keys[] = { "path", "mode", "size", "segments" };
+	static const char *const keys[] = { "path", "mode", "size", "segments", "format" };
 	char where[S_WHERE_CAP], q[RR_QUOTE_CAP];
-	const cJSON *segs, *it;
+	const cJSON *segs, *it, *fmt;
 	const char *path;
 	uint64_t mode, next = 0;
 	size_t n, k = 0;
@@ -559,6 +559,15 @@ static int s_parse_file(struct s_ctx *c, const cJSON *j, size_t fi, struct rr_fi
 	if (rc)
 		return rc;
 	fe->mode = (uint32_t)mode;
+	/* Optional: absent in manifests of plain files and of older versions. */
+	fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
+	if (fmt) {
+		size_t fl = cJSON_IsString(fmt) ? strlen(fmt->valuestring) : 0;
+		if (fl == 0 || fl >= sizeof(fe->format) ||
+		    strspn(fmt->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789_") != fl)
+			return s_fail(c, RR_ECORRUPT, "%s\"format\" is not a format name", where);
+		memcpy(fe->format, fmt->valuestring, fl + 1);
+	}
 	if (fe->size == 0 && n != 0)
 		return s_fail(c, RR_ECORRUPT, "%sis empty but has %zu segments", where, n);
 	if (fe->size != 0 && n == 0)
@@ -917,6 +926,8 @@ static int s_build_file(cJSON *arr, const struct rr_file_entry *fe)
 		rc = s_add_uint(o, "mode", fe->mode);
 	if (!rc)
 		rc = s_add_uint(o, "size", fe->size);
+	if (!rc && fe->format[0])
+		rc = s_add_string(o, "format", fe->format);
 	if (!rc)
 		rc = s_add_container(o, "segments", 1, &segs);
 	for (size_t k = 0; !rc && k < fe->nsegs; k++)

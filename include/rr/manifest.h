@@ -55,6 +55,8 @@ struct rr_file_entry {
 	char *path;     /* relative, '/'-separated, checked by rr_path_is_safe; malloc'd */
 	uint32_t mode;  /* permission bits (07777 at most) */
 	uint64_t size;
+	char format[16]; /* the format that planned it ("safetensors", "torch"); "" for plain
+			  * bytes. Restore runs that format's finish hook (rr/format.h). */
 	size_t nsegs;
 	struct rr_segment *segs; /* malloc'd; contiguous from 0 to size, in order */
 };

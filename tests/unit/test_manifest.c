@@ -1500,6 +1500,28 @@ static void test_parse_refuses_mode_above_07777(void)
 	rr_manifest_destroy(m);
 }
 
+/* A file's format (rr/format.h) round-trips; absent means plain; only a plain name. */
+static void test_file_format_round_trips_and_is_checked(void)
+{
+	struct rr_manifest *m = s_one_file("optimizer.pt"), *back = NULL;
+	char *text;
+
+	CU_ASSERT(strstr(text = s_to_json(m), "\"format\":\"torch\"") == NULL);
+	free(text);
+	snprintf(m->files[0].format, sizeof(m->files[0].format), "torch");
+	text = s_to_json(m);
+	CU_ASSERT_EQUAL(rr_manifest_parse(text, strlen(text), &back, NULL, 0), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+	CU_ASSERT_STRING_EQUAL(back->files[0].format, "torch");
+	rr_manifest_destroy(back);
+	free(text);
+	s_expect_edit(m, "\"format\":\"torch\"", "\"format\":\"../x\"", RR_ECORRUPT,
+		      "\"format\" is not a format name");
+	s_expect_edit(m, "\"format\":\"torch\"", "\"format\":7", RR_ECORRUPT,
+		      "\"format\" is not a format name");
+	rr_manifest_destroy(m);
+}
+
 /* --- shape and names ----------------------------------------------------------------- */
 
 static void test_parse_refuses_wrong_types(void)
@@ -1918,6 +1940,7 @@ static CU_TestInfo s_tests[] = {
 	{ "test_latest_name_that_does_not_fit_is_too_big",
 	  test_latest_name_that_does_not_fit_is_too_big },
 	{ "test_latest_refuses_input_above_64k", test_latest_refuses_input_above_64k },
+	{ "file_format_round_trips_and_is_checked", test_file_format_round_trips_and_is_checked },
 	CU_TEST_INFO_NULL,
 };
 

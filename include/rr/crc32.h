@@ -1,0 +1,12 @@
+/* CRC-32 as zip uses it (ISO-HDLC: reflected polynomial 0xEDB88320, init and final xor
+ * 0xFFFFFFFF). */
+#ifndef RR_CRC32_H
+#define RR_CRC32_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Continues crc (0 to start) over len bytes; returns the new CRC. */
+uint32_t rr_crc32(uint32_t crc, const void *data, size_t len);
+
+#endif
