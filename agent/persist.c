@@ -22,6 +22,7 @@
 #include "rr/pool.h"
 #include "rr/progress.h"
 #include "rr/safetensors.h"
+#include "rr/store_sealed.h"
 
 /* How a segment is to be stored, before its data is seen. */
 enum s_policy { S_PLAIN, S_EXACT, S_AUTO, S_FP16, S_BF16 };
@@ -626,9 +627,11 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 		rr_reason_set(&j->why, "cannot encode %s: %s", fe->path, rr_strerror(rc));
 		return rc;
 	}
-	rr_sha256_hex(w->stored.data, w->stored.len, ref->sha256);
+	/* The SHA-256 of the stored bytes, or with encryption a keyed hash of them. */
+	rc = rr_store_chunk_address(j->store, w->stored.data, w->stored.len, ref->sha256);
 	ref->stored_size = w->stored.len;
-	rc = rr_key_chunk(key, j->opts->run_id, ref->sha256);
+	if (!rc)
+		rc = rr_key_chunk(key, j->opts->run_id, ref->sha256);
 	if (rc)
 		return rc;
 	/* Content-addressed: a chunk already in the store is not written again. */

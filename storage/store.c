@@ -8,8 +8,10 @@
 #include <strings.h>
 
 #include "rr/error.h"
+#include "rr/log.h"
 #include "rr/store.h"
 #include "rr/store_s3.h"
+#include "rr/store_sealed.h"
 
 static _Thread_local char s_why[512];
 static _Thread_local int s_why_rc;
@@ -47,6 +49,24 @@ static const char *s_after_scheme(const char *url, const char *scheme)
 	if (strncasecmp(url, scheme, n) != 0 || strncmp(url + n, "://", 3) != 0)
 		return NULL;
 	return url + n + 3;
+}
+
+/* Wraps s in the sealed store with the key in path (s is consumed either way). */
+static int s_seal(struct rr_store *s, const char *path, struct rr_store **out)
+{
+	struct rr_seal_key *key = NULL;
+	char why[300];
+	int loose = 0, rc;
+
+	rc = rr_seal_key_load_file(path, &key, &loose, why, sizeof(why));
+	if (rc) {
+		rr_store_destroy(s);
+		return rr_store_fail(rc, "encryption key file %s: %s", path, why);
+	}
+	if (loose)
+		rr_warn("encryption key file %s can be read by its group or others; "
+			"chmod 600 it", path);
+	return rr_store_sealed_new(s, key, out);
 }
 
 int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_store **out)
@@ -87,6 +107,8 @@ int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_s
 	}
 	free(s->url);
 	s->url = copy;
+	if (opts->encryption_key_file)
+		return s_seal(s, opts->encryption_key_file, out);
 	*out = s;
 	return 0;
 }
@@ -99,7 +121,9 @@ void rr_store_destroy(struct rr_store *s)
 
 void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms)
 {
-	s->deadline_mono_ms = deadline_mono_ms;
+	/* A wrapper passes it on: the backend underneath is the one that retries. */
+	for (; s; s = s->inner)
+		s->deadline_mono_ms = deadline_mono_ms;
 }
 
 int rr_store_del_many(struct rr_store *s, const char *const *keys, size_t n)

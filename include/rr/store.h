@@ -59,6 +59,7 @@ struct rr_store {
 	/* CLOCK_MONOTONIC ms by which a notice needs the store's work done, 0 for none:
 	 * remote backends stop retrying when a retry could not finish before it. */
 	_Atomic long long deadline_mono_ms;
+	struct rr_store *inner; /* a wrapper's backend (store_sealed.c), else NULL */
 };
 
 /* Options for remote backends (all may be NULL/0 for the defaults). */
@@ -68,6 +69,7 @@ struct rr_store_opts {
 	const char *s3_sse_kms_key_id; /* with "aws:kms": the key; NULL: the bucket's default */
 	int gcs_hmac;                  /* gs://: SigV4 with HMAC keys instead of OAuth2 */
 	const char *metadata_endpoint; /* gs://: where the metadata server's token comes from */
+	const char *encryption_key_file; /* non-NULL: seal every object with this key */
 };
 
 /* Opens the store named by url ("file:///abs", "file://./rel", "s3://bucket/prefix",
