@@ -123,6 +123,26 @@ static void test_seal_key_id_is_first_bytes_of_hmac_of_label(void)
 	rr_seal_key_destroy(k);
 }
 
+/* Sealed by Python's `cryptography` (AESGCM) from the format in rr/seal.h: key 00..1f,
+ * nonce 00..0b, name S_NAME, plaintext {"checkpoint":"step-1"}. */
+static void test_seal_opens_an_object_sealed_by_another_implementation(void)
+{
+	static const char hex[] =
+		"8952525345414c0a0139869c2eef328457000102030405060708090a0b1b731592bf64f83cecf4"
+		"d7e65c2f639546fc04413514469c6ac6179d805c7f0df52ce6ee50d2f4";
+	struct rr_seal_key *k = s_key(S_HEX_A);
+	unsigned char obj[sizeof(hex) / 2];
+	size_t plain = 0;
+	char why[300] = "";
+
+	for (size_t i = 0; i < sizeof(obj); i++)
+		CU_ASSERT_EQUAL_FATAL(sscanf(hex + 2 * i, "%2hhx", &obj[i]), 1);
+	CU_ASSERT_EQUAL(rr_seal_open(k, S_NAME, obj, sizeof(obj), &plain, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(plain, 23);
+	CU_ASSERT_EQUAL(memcmp(obj, "{\"checkpoint\":\"step-1\"}", 23), 0);
+	rr_seal_key_destroy(k);
+}
+
 /* Flips one bit at offset off of a fresh sealed object; returns what opening it gives. */
 static int s_open_flipped(size_t off, char *why, size_t cap)
 {
@@ -369,6 +389,8 @@ static CU_TestInfo s_tests[] = {
 	  test_seal_wrong_key_is_a_key_error_naming_both_ids },
 	{ "seal_key_id_is_first_bytes_of_hmac_of_label",
 	  test_seal_key_id_is_first_bytes_of_hmac_of_label },
+	{ "seal_opens_an_object_sealed_by_another_implementation",
+	  test_seal_opens_an_object_sealed_by_another_implementation },
 	{ "seal_flipped_byte_anywhere_does_not_open", test_seal_flipped_byte_anywhere_does_not_open },
 	{ "seal_truncated_object_does_not_open", test_seal_truncated_object_does_not_open },
 	{ "seal_object_moved_to_another_name_does_not_open",
