@@ -59,6 +59,13 @@ stats() { # reads numbers, prints "median min max"
 	sort -n | awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; print m, a[1], a[NR]}'
 }
 
+# BENCH_SECTIONS=encryption runs only the encryption case and updates only its section.
+. scripts/bench_encryption.sh
+if [ "${BENCH_SECTIONS:-all}" = encryption ]; then
+	bench_encryption
+	exit 0
+fi
+
 echo "== encode throughput and size: resume-run persist vs zstd -1 -T2 ($RUNS runs each, interleaved)"
 : > "$work/auto.txt"; : > "$work/exact.txt"; : > "$work/zstd.txt"
 for i in $(seq "$RUNS"); do
@@ -290,5 +297,6 @@ $notices
 $kern
 \`\`\`
 MD
+bench_encryption > /dev/null
 echo "== wrote $OUT"
 cat "$OUT"
