@@ -99,10 +99,14 @@ for f in wrong.log wrongrun.log vwrong.log; do
 		! grep -qF "${k:0:16}" "$f" || fail "$f shows part of a key"
 	done
 done
+run_rr envrun.log --encryption-key-file "$KEY" -- "$PY" -c 'import os; print("ENV", sorted(os.environ.items()))'
+expect_eq "$RC" 0 "a trainer run with the key"
+expect_grep '^ENV ' envrun.log "the trainer printed its environment"
+! grep -qiF "$(cat key.hex)" envrun.log || fail "the key reached the trainer's environment or the log"
 ok "wrong key / no key: exit 125 with one clear line, nothing restored, no key material printed"
 
 # A key on a clear store, and a malformed key file.
-run_rr clr.log --store "file://$W/clear" -- "$PY" "$T/tensor_files.py" incremental
+run_rr clr.log --store "file://$W/clear" --checkpoint-dir "$W/cclear" -- "$PY" "$T/tensor_files.py" incremental
 expect_eq "$RC" 0 "clear run"
 run_rr clrkey.log restore --store "file://$W/clear" --encryption-key-file "$KEY" --to ck
 expect_eq "$RC" 125 "a key on a clear store"
