@@ -194,10 +194,21 @@ cmp c7/step-2/model.safetensors r7/step-2/model.safetensors || fail "S3 tensors 
 s3cli s3 cp --recursive --quiet "$STORE/" s3copy/
 sealed_scan s3copy "${DRILL_NEEDLES[@]}" "${TENSOR_NEEDLES[@]}" | tee scan3.out
 expect_eq "$(find s3copy/tensors/chunks -type f | wc -l)" "$n_clr" "chunk objects on S3"
+# A sealed chunk bigger than a part goes up in parts and comes down in ranges.
+mkdir -p big-ckpt/.step-1.tmp
+head -c 8388608 /dev/urandom > big-ckpt/.step-1.tmp/random.bin
+mv big-ckpt/.step-1.tmp big-ckpt/step-1
+RESUME_RUN_S3_PART_SIZE=5242880 run_rr big.log --run-id big --checkpoint-dir big-ckpt -- true
+expect_eq "$RC" 0 "persist of a multipart sealed chunk"
+s3cli s3 ls --recursive "$STORE/big/chunks/" > big-ls.out
+awk '$3 > 8388608 { found = 1 } END { exit !found }' big-ls.out || fail "no sealed chunk bigger than 8 MiB: $(cat big-ls.out)"
+RESUME_RUN_S3_PART_SIZE=5242880 run_rr big-restore.log restore --run-id big --to big-restored
+expect_eq "$RC" 0 "restore of a multipart sealed chunk"
+cmp big-restored/step-1/random.bin big-ckpt/step-1/random.bin || fail "multipart sealed object differs"
 unset RESUME_RUN_ENCRYPTION_KEY_FILE
 run_rr s3wrong.log restore --encryption-key-file "$W/wrong.hex" --to s3wr
 expect_eq "$RC" 125 "S3 restore with a wrong key"
 expect_grep 'encrypted with another key' s3wrong.log "wrong key named (S3)"
 [ ! -e s3wr ] || [ -z "$(ls -A s3wr)" ] || fail "a wrong key restored something from S3"
-ok "S3: objects sealed as the AWS CLI reads them, incremental stays incremental, wrong key refused"
+ok "S3: objects sealed as the AWS CLI reads them, incremental stays incremental, a multipart sealed chunk round-trips, wrong key refused"
 finish
