@@ -93,7 +93,11 @@ expect_grep "encrypted: give the key with --encryption-key-file" nokey.log "miss
 [ ! -e nk ] || [ -z "$(ls -A nk)" ] || fail "restore without a key wrote something"
 run_rr vwrong.log verify --encryption-key-file wrong.hex
 expect_eq "$RC" 125 "verify with a wrong key"
-for f in wrong.log wrongrun.log vwrong.log; do
+before=$(find .resume-run/store -type f | wc -l)
+run_rr gcwrong.log gc --keep 1 --grace 0s --encryption-key-file wrong.hex
+expect_eq "$RC" 125 "gc with a wrong key"
+expect_eq "$(find .resume-run/store -type f | wc -l)" "$before" "objects after gc with a wrong key"
+for f in wrong.log wrongrun.log vwrong.log gcwrong.log; do
 	for k in "$(cat key.hex)" "$(cat wrong.hex)"; do
 		! grep -qF "$k" "$f" || fail "$f shows a key"
 		! grep -qF "${k:0:16}" "$f" || fail "$f shows part of a key"
@@ -103,7 +107,7 @@ run_rr envrun.log --encryption-key-file "$KEY" -- "$PY" -c 'import os; print("EN
 expect_eq "$RC" 0 "a trainer run with the key"
 expect_grep '^ENV ' envrun.log "the trainer printed its environment"
 ! grep -qiF "$(cat key.hex)" envrun.log || fail "the key reached the trainer's environment or the log"
-ok "wrong key / no key: exit 125 with one clear line, nothing restored, no key material printed"
+ok "wrong key / no key: exit 125 with one clear line, nothing restored, gc deletes nothing, no key material printed"
 
 # A key on a clear store, and a malformed key file.
 run_rr clr.log --store "file://$W/clear" --checkpoint-dir "$W/cclear" -- "$PY" "$T/tensor_files.py" incremental
