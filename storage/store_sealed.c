@@ -2,6 +2,7 @@
  * (AES-256-GCM, rr/seal.h) and opens every object it reads, with the object's key bound as
  * associated data. Listing, head and delete pass through: names are not secret (chunk names
  * are keyed addresses), and sizes are the stored ones. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,9 +12,23 @@
 #include "rr/store.h"
 #include "rr/store_sealed.h"
 
+/* Sealing needs a second buffer as big as the object. Fresh multi-MiB allocations come
+ * from mmap and are paid again in page faults on every chunk, so a few are kept (about one
+ * per persist worker). */
+#define S_SPARE_MAX 16
+#define S_SPARE_MIN ((size_t)1 << 20) /* smaller ones come from malloc's own free lists */
+
+struct s_spare {
+	unsigned char *p;
+	size_t cap;
+};
+
 struct s_sealed {
 	struct rr_store base;
 	struct rr_seal_key *key; /* owned, wiped when the store is destroyed */
+	pthread_mutex_t lock;    /* guards spare */
+	struct s_spare spare[S_SPARE_MAX];
+	size_t nspare;
 };
 
 static const struct rr_store_vtable s_sealed_vt;
@@ -23,17 +38,65 @@ static struct s_sealed *s_of(struct rr_store *s)
 	return (struct s_sealed *)s;
 }
 
+/* A buffer of at least n bytes: a kept one when one is big enough, else a new one. */
+static unsigned char *s_buf_take(struct s_sealed *z, size_t n, size_t *cap)
+{
+	unsigned char *p = NULL;
+
+	pthread_mutex_lock(&z->lock);
+	for (size_t i = 0; n >= S_SPARE_MIN && i < z->nspare; i++)
+		if (z->spare[i].cap >= n) {
+			p = z->spare[i].p;
+			*cap = z->spare[i].cap;
+			z->spare[i] = z->spare[--z->nspare];
+			break;
+		}
+	pthread_mutex_unlock(&z->lock);
+	if (!p) {
+		p = malloc(n);
+		*cap = n;
+	}
+	return p;
+}
+
+static void s_buf_give(struct s_sealed *z, unsigned char *p, size_t cap)
+{
+	if (cap < S_SPARE_MIN) {
+		free(p);
+		return;
+	}
+	pthread_mutex_lock(&z->lock);
+	if (z->nspare < S_SPARE_MAX) {
+		z->spare[z->nspare++] = (struct s_spare){ .p = p, .cap = cap };
+		p = NULL;
+	} else {
+		/* Full: keep the bigger buffers, which serve any request. */
+		size_t small = 0;
+		for (size_t i = 1; i < z->nspare; i++)
+			if (z->spare[i].cap < z->spare[small].cap)
+				small = i;
+		if (z->spare[small].cap < cap) {
+			struct s_spare out = z->spare[small];
+			z->spare[small] = (struct s_spare){ .p = p, .cap = cap };
+			p = out.p;
+		}
+	}
+	pthread_mutex_unlock(&z->lock);
+	free(p);
+}
+
 static int s_put(struct rr_store *s, const char *key, const void *data, size_t len,
 		 const struct rr_put_opts *opts, char *etag_out)
 {
 	struct s_sealed *z = s_of(s);
 	struct rr_put_opts po = opts ? *opts : (struct rr_put_opts){ 0 };
 	unsigned char *sealed;
+	size_t cap = 0;
 	int rc;
 
 	if (len > RR_SEAL_MAX_PLAIN)
 		return rr_store_fail(RR_ETOOBIG, "%s is too large to encrypt", key);
-	sealed = malloc(len + RR_SEAL_OVERHEAD);
+	sealed = s_buf_take(z, len + RR_SEAL_OVERHEAD, &cap);
 	if (!sealed)
 		return RR_ENOMEM;
 	rc = rr_seal(z->key, key, data, len, sealed);
@@ -45,7 +108,7 @@ static int s_put(struct rr_store *s, const char *key, const void *data, size_t l
 	po.sha256_hex = NULL;
 	rc = rr_store_put(s->inner, key, sealed, len + RR_SEAL_OVERHEAD, &po, etag_out);
 out:
-	free(sealed);
+	s_buf_give(z, sealed, cap);
 	return rc;
 }
 
@@ -103,6 +166,9 @@ static void s_destroy(struct rr_store *s)
 
 	rr_store_destroy(s->inner);
 	rr_seal_key_destroy(z->key);
+	for (size_t i = 0; i < z->nspare; i++)
+		free(z->spare[i].p);
+	pthread_mutex_destroy(&z->lock);
 	free(s->url);
 	free(z);
 }
@@ -129,6 +195,7 @@ int rr_store_sealed_new(struct rr_store *inner, struct rr_seal_key *key, struct 
 		rr_seal_key_destroy(key);
 		return RR_ENOMEM;
 	}
+	pthread_mutex_init(&z->lock, NULL);
 	z->base.vt = &s_sealed_vt;
 	z->base.inner = inner;
 	z->key = key;
