@@ -6,6 +6,9 @@
 # The checkpoint: a 27M-parameter transformer (scripts/train_transformer.py) trained
 # $STEPS steps with AdamW on the CPU, model and optimizer state saved as safetensors with the
 # trainer helper. It is made once and cached in $BENCH_CACHE (training takes ~20 min here).
+#
+# BENCH_SECTIONS=encryption runs only the encryption case (scripts/bench_encryption.sh) and
+# replaces only its section of BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

@@ -1,4 +1,5 @@
 /* CUnit suite "store_sealed": the encrypting store wrapper over a real file:// store. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,7 +231,63 @@ static void test_store_sealed_bad_key_file_fails_open_without_the_key(void)
 	s_teardown(&f);
 }
 
+struct s_writer {
+	struct rr_store *s;
+	int id, failures;
+};
+
+/* Each writer puts big objects of its own pattern (the kept buffers are shared). */
+static void *s_write_many(void *arg)
+{
+	struct s_writer *w = arg;
+	size_t n = ((size_t)2 << 20) + (size_t)w->id * 4096;
+	unsigned char *data = malloc(n);
+	char key[64];
+
+	for (int i = 0; data && i < 6; i++) {
+		memset(data, 'a' + w->id + i, n);
+		snprintf(key, sizeof(key), "big/%d-%d", w->id, i);
+		if (rr_store_put(w->s, key, data, n - (size_t)i, NULL, NULL) != 0)
+			w->failures++;
+	}
+	free(data);
+	return NULL;
+}
+
+static void test_store_sealed_big_objects_from_many_threads_round_trip(void)
+{
+	struct s_fix f;
+	pthread_t t[4];
+	struct s_writer w[4];
+	struct rr_buf b;
+	char key[64];
+
+	s_setup(&f);
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct s_writer){ .s = f.sealed, .id = i };
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, s_write_many, &w[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		CU_ASSERT_EQUAL(w[i].failures, 0);
+	}
+	rr_buf_init(&b, 4u << 20);
+	for (int id = 0; id < 4; id++)
+		for (int i = 0; i < 6; i++) {
+			size_t n = ((size_t)2 << 20) + (size_t)id * 4096 - (size_t)i;
+			snprintf(key, sizeof(key), "big/%d-%d", id, i);
+			rr_buf_reset(&b);
+			CU_ASSERT_EQUAL_FATAL(rr_store_get(f.sealed, key, &b, NULL), 0);
+			CU_ASSERT_EQUAL(b.len, n);
+			CU_ASSERT(b.data[0] == 'a' + id + i && b.data[n - 1] == 'a' + id + i);
+		}
+	rr_buf_free(&b);
+	s_teardown(&f);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "store_sealed_big_objects_from_many_threads_round_trip",
+	  test_store_sealed_big_objects_from_many_threads_round_trip },
 	{ "store_sealed_round_trip_and_nothing_readable_underneath",
 	  test_store_sealed_round_trip_and_nothing_readable_underneath },
 	{ "store_sealed_get_appends_and_keeps_the_plaintext_ceiling",
