@@ -109,7 +109,8 @@ int rr_seal_key_load_file(const char *path, struct rr_seal_key **out, int *mode_
 
 	*out = NULL;
 	*mode_loose = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO given by mistake is refused below instead of blocking here. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return rr_fail(why, cap, rr_error_from_errno(errno), "cannot open it: %s",
 			       strerror(errno));

@@ -366,6 +366,15 @@ static void test_seal_key_file_problems_are_named(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "cannot open"));
 	CU_ASSERT_EQUAL(rr_seal_key_load_file("/tmp", &k, &loose, why, sizeof(why)), RR_EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "not a regular file"));
+	char fifo[] = "/tmp/rr_seal_fifo_XXXXXX";
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(fifo));
+	char fifo_path[64];
+	snprintf(fifo_path, sizeof(fifo_path), "%s/key", fifo);
+	CU_ASSERT_EQUAL_FATAL(mkfifo(fifo_path, 0600), 0);
+	CU_ASSERT_EQUAL(rr_seal_key_load_file(fifo_path, &k, &loose, why, sizeof(why)), RR_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "not a regular file"));
+	unlink(fifo_path);
+	rmdir(fifo);
 	memset(big, 'a', sizeof(big));
 	char *p = s_write_temp(big, sizeof(big), 0600);
 	CU_ASSERT_EQUAL(rr_seal_key_load_file(p, &k, &loose, why, sizeof(why)), RR_EINVAL);
