@@ -17,6 +17,10 @@
  * per persist worker). */
 #define S_SPARE_MAX 16
 #define S_SPARE_MIN ((size_t)1 << 20) /* smaller ones come from malloc's own free lists */
+/* Kept buffers are made big enough for any chunk (a stored chunk is at most twice the
+ * 8 MiB segment), so every one serves every chunk; pages never written are never faulted
+ * in, so a small chunk in a big buffer costs no more memory. */
+#define S_SPARE_SIZE (((size_t)16 << 20) + 4096)
 
 struct s_spare {
 	unsigned char *p;
@@ -53,8 +57,8 @@ static unsigned char *s_buf_take(struct s_sealed *z, size_t n, size_t *cap)
 		}
 	pthread_mutex_unlock(&z->lock);
 	if (!p) {
-		p = malloc(n);
-		*cap = n;
+		*cap = n >= S_SPARE_MIN && n < S_SPARE_SIZE ? S_SPARE_SIZE : n;
+		p = malloc(*cap);
 	}
 	return p;
 }
@@ -201,6 +205,30 @@ int rr_store_sealed_new(struct rr_store *inner, struct rr_seal_key *key, struct 
 	z->key = key;
 	*out = &z->base;
 	return 0;
+}
+
+size_t rr_store_scratch_before(struct rr_store *s)
+{
+	return s->vt == &s_sealed_vt ? RR_SEAL_HEADER_LEN : 0;
+}
+
+int rr_store_put_scratch(struct rr_store *s, const char *key, unsigned char *data, size_t len,
+			 const struct rr_put_opts *opts, char *etag_out)
+{
+	struct rr_put_opts po = opts ? *opts : (struct rr_put_opts){ 0 };
+	unsigned char *obj = data - rr_store_scratch_before(s);
+	int rc;
+
+	if (s->vt != &s_sealed_vt)
+		return rr_store_put(s, key, data, len, opts, etag_out);
+	rr_store_clear_why();
+	if (len > RR_SEAL_MAX_PLAIN)
+		return rr_store_fail(RR_ETOOBIG, "%s is too large to encrypt", key);
+	rc = rr_seal(s_of(s)->key, key, data, len, obj);
+	if (rc)
+		return rr_store_fail(rc, "cannot encrypt %s (OpenSSL failed)", key);
+	po.sha256_hex = NULL; /* the caller's digest is of the plaintext */
+	return rr_store_put(s->inner, key, obj, len + RR_SEAL_OVERHEAD, &po, etag_out);
 }
 
 int rr_store_chunk_address(struct rr_store *s, const void *data, size_t len, char out[65])

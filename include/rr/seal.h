@@ -47,8 +47,9 @@ void rr_seal_key_destroy(struct rr_seal_key *k);
 void rr_seal_key_id_hex(const struct rr_seal_key *k, char out[2 * RR_SEAL_KEY_ID_LEN + 1]);
 
 /* Seals len bytes of in, stored under name, into out, which must hold len +
- * RR_SEAL_OVERHEAD bytes (in and out must not overlap). Returns 0, RR_ETOOBIG past
- * RR_SEAL_MAX_PLAIN, or RR_EIO when OpenSSL fails (no random bytes, no cipher). */
+ * RR_SEAL_OVERHEAD bytes. in may be out + RR_SEAL_HEADER_LEN (sealing in place, no copy);
+ * otherwise in and out must not overlap. Returns 0, RR_ETOOBIG past RR_SEAL_MAX_PLAIN, or
+ * RR_EIO when OpenSSL fails (no random bytes, no cipher). */
 int rr_seal(const struct rr_seal_key *k, const char *name, const void *in, size_t len,
 	    unsigned char *out);
 
