@@ -285,7 +285,48 @@ static void test_store_sealed_big_objects_from_many_threads_round_trip(void)
 	s_teardown(&f);
 }
 
+static void test_store_sealed_scratch_put_seals_in_place(void)
+{
+	struct s_fix f;
+	size_t n = strlen(s_body), before;
+	unsigned char *scratch = malloc(RR_SEAL_HEADER_LEN + n + RR_STORE_SCRATCH_AFTER);
+	struct rr_buf b;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(scratch);
+	s_setup(&f);
+	rr_buf_init(&b, 1 << 20);
+	/* A plain store needs no room and stores the bytes as they are. */
+	CU_ASSERT_EQUAL(rr_store_scratch_before(f.plain), 0);
+	memcpy(scratch, s_body, n);
+	CU_ASSERT_EQUAL(rr_store_put_scratch(f.plain, "p", scratch, n, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(rr_store_get(f.plain, "p", &b, NULL), 0);
+	CU_ASSERT(b.len == n && memcmp(b.data, s_body, n) == 0);
+	/* A sealed store seals where the data is: the scratch now holds the sealed object. */
+	before = rr_store_scratch_before(f.sealed);
+	CU_ASSERT_EQUAL_FATAL(before, RR_SEAL_HEADER_LEN);
+	memcpy(scratch + before, s_body, n);
+	CU_ASSERT_EQUAL(rr_store_put_scratch(f.sealed, "run/chunks/ab/x", scratch + before, n,
+					     &(struct rr_put_opts){ .if_none_match = 1 }, NULL), 0);
+	CU_ASSERT(rr_seal_is_sealed(scratch, n + RR_SEAL_OVERHEAD));
+	CU_ASSERT_PTR_NULL(memmem(scratch, n + RR_SEAL_OVERHEAD, "secret_model", 12));
+	rr_buf_reset(&b);
+	CU_ASSERT_EQUAL(rr_store_get(f.plain, "run/chunks/ab/x", &b, NULL), 0);
+	CU_ASSERT(b.len == n + RR_SEAL_OVERHEAD && memcmp(b.data, scratch, b.len) == 0);
+	rr_buf_reset(&b);
+	CU_ASSERT_EQUAL(rr_store_get(f.sealed, "run/chunks/ab/x", &b, NULL), 0);
+	CU_ASSERT(b.len == n && memcmp(b.data, s_body, n) == 0);
+	/* Create-only still holds. */
+	memcpy(scratch + before, s_body, n);
+	CU_ASSERT_EQUAL(rr_store_put_scratch(f.sealed, "run/chunks/ab/x", scratch + before, n,
+					     &(struct rr_put_opts){ .if_none_match = 1 }, NULL),
+			RR_EEXIST);
+	rr_buf_free(&b);
+	free(scratch);
+	s_teardown(&f);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "store_sealed_scratch_put_seals_in_place", test_store_sealed_scratch_put_seals_in_place },
 	{ "store_sealed_big_objects_from_many_threads_round_trip",
 	  test_store_sealed_big_objects_from_many_threads_round_trip },
 	{ "store_sealed_round_trip_and_nothing_readable_underneath",
