@@ -70,7 +70,8 @@ EVP, AES-NI; chunk names keyed with HMAC-SHA256 instead of SHA-256, so nothing i
 twice). $RUNS runs of each, interleaved, same session ($(date -u +%Y-%m-%d), $(nproc) cores);
 persist time from the agent's "persisted" log line; beside it the CPU time (user + system)
 and the wall clock of the whole command (start, store open, persist, LATEST, ledger).
-Made by \`BENCH_SECTIONS=encryption scripts/bench.sh\`.
+Made by \`BENCH_SECTIONS=encryption scripts/bench.sh\`; load average when it ended:
+$(cut -d' ' -f1-3 /proc/loadavg) (on a shared machine the wall times blur; the CPU time does not).
 
 | | persist, no key | persist, with key | cost | GB/s of input | CPU time (user+sys, median) | wall clock (median) | bytes in the store |
 |---|---|---|---|---|---|---|---|
