@@ -215,4 +215,41 @@ expect_eq "$RC" 125 "S3 restore with a wrong key"
 expect_grep 'encrypted with another key' s3wrong.log "wrong key named (S3)"
 [ ! -e s3wr ] || [ -z "$(ls -A s3wr)" ] || fail "a wrong key restored something from S3"
 ok "S3: objects sealed as the AWS CLI reads them, incremental stays incremental, a multipart sealed chunk round-trips, wrong key refused"
+
+# --- 5. gs:// (the GCS test server in front of the same S3 server): generation
+# preconditions and bearer tokens under the sealed store ---
+GPORT=$(free_port)
+"$PY" - "$GPORT" > sa.json <<'PY'
+import json, sys
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                        serialization.NoEncryption()).decode()
+print(json.dumps({"type": "service_account", "project_id": "rr-test", "private_key_id": "k1",
+                  "private_key": pem, "client_email": "trainer@rr-test.iam.gserviceaccount.com",
+                  "token_uri": f"http://127.0.0.1:{sys.argv[1]}/token"}))
+PY
+"$PY" "$RR_SRC/tests/gcs/server.py" --port "$GPORT" --s3 "http://127.0.0.1:$S3_PORT" \
+	--bucket "$S3_BUCKET" --key-file sa.json --accept-token gcp-token > gcs.out 2> gcs.log &
+GCS_PID=$!
+trap 'g_rc=$?; kill $GCS_PID 2>/dev/null; stop_s3; (exit $g_rc); cleanup' EXIT
+wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
+(
+	export STORAGE_EMULATOR_HOST="127.0.0.1:$GPORT" GOOGLE_APPLICATION_CREDENTIALS="$W/sa.json"
+	export RESUME_RUN_STORE="gs://$S3_BUCKET/gcs"
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY GCE_METADATA_HOST
+	run_rr gcs-inc.log --precision exact --encryption-key-file "$KEY" --checkpoint-dir "$W/c8" -- "$PY" "$T/tensor_files.py" incremental
+	expect_eq "$RC" 0 "encrypted incremental run on gs://"
+	expect_grep 'persisted step-2: .* 9 of 11 segments unchanged' gcs-inc.log "unchanged tensors reused on gs://"
+	run_rr gcs-r.log restore --encryption-key-file "$KEY" --to r8
+	expect_eq "$RC" 0 "restore from gs:// with the key"
+	cmp c8/step-2/model.safetensors r8/step-2/model.safetensors || fail "gs:// tensors differ after restore"
+	run_rr gcs-nokey.log ls
+	expect_eq "$RC" 125 "ls of an encrypted gs:// run without the key"
+	expect_grep 'encrypted: give the key' gcs-nokey.log "missing key named (gs://)"
+)
+s3cli s3 cp --recursive --quiet "s3://$S3_BUCKET/gcs/" gcscopy/
+sealed_scan gcscopy "${TENSOR_NEEDLES[@]}"
+ok "gs://: sealed, incremental, restored byte-identical, no key refused"
 finish
