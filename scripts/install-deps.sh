@@ -10,6 +10,9 @@ if [ "$what" = test ]; then
 	# unshare (PID 1 and disk-full tests); python3-torch for the PyTorch helper tests.
 	# awscli, python3-boto3 and rclone read back what the agent writes to S3.
 	pkgs+=(clang libclang-rt-14-dev zstd util-linux python3-torch awscli python3-boto3 rclone time curl)
+	# python3-cryptography: service-account keys for the GCS tests (test_gcs_store,
+	# test_encryption); it also made the fuzz_sealed seeds.
+	pkgs+=(python3-cryptography)
 	# Node.js runs the S3 test server; this machine kind ships it (NodeSource), Debian's
 	# nodejs + npm are the fallback.
 	command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
