@@ -201,8 +201,8 @@ int rr_seal(const struct rr_seal_key *k, const char *name, const void *in, size_
 	hdr[RR_SEAL_MAGIC_LEN] = RR_SEAL_VERSION;
 	memcpy(hdr + RR_SEAL_MAGIC_LEN + 1, k->id, RR_SEAL_KEY_ID_LEN);
 	unsigned char *nonce = hdr + RR_SEAL_MAGIC_LEN + 1 + RR_SEAL_KEY_ID_LEN;
-	/* A random nonce per object: sealing never reuses one under a key (2^-32 odds of a
-	 * repeat only after 2^32 objects, far beyond any run). */
+	/* A random 96-bit nonce per object: a repeat under one key is a birthday event, about
+	 * 2^-33 likely after 2^32 objects (NIST SP 800-38D's limit), far beyond any run. */
 	if (RAND_bytes(nonce, RR_SEAL_NONCE_LEN) != 1)
 		goto out;
 	c = EVP_CIPHER_CTX_new();
