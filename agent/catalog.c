@@ -7,6 +7,7 @@
 #include "rr/error.h"
 #include "rr/layout.h"
 #include "rr/log.h"
+#include "rr/seal.h"
 
 struct s_names {
 	const char *run_id;
@@ -77,20 +78,26 @@ static int s_cmp_entry(const void *pa, const void *pb)
 				      b->manifest->checkpoint, b->manifest->committed_unix_ms);
 }
 
-static void s_check_entry(struct rr_store *s, const char *run_id, struct rr_catalog *c,
-			  struct rr_catalog_entry *ce)
+/* Returns RR_EKEY (with the store's reason kept) when the manifest cannot be opened with the
+ * key given (or was sealed and none was given), else 0: other problems are the entry's. */
+static int s_check_entry(struct rr_store *s, const char *run_id, struct rr_catalog *c,
+			 struct rr_catalog_entry *ce)
 {
 	char key[RR_KEY_MAX], why[200] = "";
 	struct rr_buf b;
-	int rc;
+	int rc, key_rc = 0;
 
 	rr_buf_init(&b, RR_MANIFEST_MAX_BYTES);
 	rc = rr_key_manifest(key, run_id, ce->name);
 	if (!rc)
 		rc = rr_store_get(s, key, &b, NULL);
+	if (!rc && rr_seal_is_sealed(b.data, b.len))
+		rc = rr_store_fail(RR_EKEY, "the store's objects are encrypted: give the key "
+				   "with --encryption-key-file");
 	if (rc) {
 		snprintf(ce->problem, sizeof(ce->problem), "manifest unreadable: %s",
 			 rr_store_strerror(rc));
+		key_rc = rc == RR_EKEY ? rc : 0;
 		goto out;
 	}
 	rc = rr_manifest_parse((const char *)b.data, b.len, &ce->manifest, why, sizeof(why));
@@ -122,6 +129,7 @@ static void s_check_entry(struct rr_store *s, const char *run_id, struct rr_cata
 	}
 out:
 	rr_buf_free(&b);
+	return key_rc;
 }
 
 int rr_catalog_load(struct rr_store *s, const char *run_id, struct rr_catalog **out)
@@ -148,8 +156,19 @@ int rr_catalog_load(struct rr_store *s, const char *run_id, struct rr_catalog **
 		goto out;
 	if (c->nchunks)
 		qsort(c->chunks, c->nchunks, sizeof(*c->chunks), s_cmp_chunk);
+	/* A key that opens no manifest at all is the wrong key (or encryption is on for a
+	 * clear store, or off for an encrypted one): an error, not a run of damaged
+	 * checkpoints to fall back through. One manifest that does not open beside others
+	 * that do is damage. */
+	size_t key_failures = 0;
+	char key_why[512] = "";
 	for (size_t i = 0; i < c->n; i++)
-		s_check_entry(s, run_id, c, &c->entries[i]);
+		if (s_check_entry(s, run_id, c, &c->entries[i]) == RR_EKEY && !key_failures++)
+			snprintf(key_why, sizeof(key_why), "%s", rr_store_strerror(RR_EKEY));
+	if (c->n && key_failures == c->n) {
+		rc = rr_store_fail(RR_EKEY, "%s", key_why);
+		goto out;
+	}
 	if (c->n)
 		qsort(c->entries, c->n, sizeof(*c->entries), s_cmp_entry);
 

@@ -70,7 +70,11 @@ int rr_parse_duration_ms(const char *s, int64_t *out)
 	"  --s3-sse-kms-key-id ID the KMS key for aws:kms [RESUME_RUN_S3_SSE_KMS_KEY_ID]\n" \
 	"GCS stores (gs://bucket/prefix): GOOGLE_APPLICATION_CREDENTIALS (a service-account\n" \
 	"key), else the metadata server's token; STORAGE_EMULATOR_HOST redirects requests.\n" \
-	"  --gcs-hmac             sign with HMAC keys (AWS_ACCESS_KEY_ID/...) instead\n"
+	"  --gcs-hmac             sign with HMAC keys (AWS_ACCESS_KEY_ID/...) instead\n" \
+	"Encryption (every command):\n"                                                   \
+	"  --encryption-key-file FILE  seal every stored object with AES-256-GCM; FILE holds\n" \
+	"                         a 256-bit key as 64 hex digits (keep it: without it nothing\n" \
+	"                         restores) [RESUME_RUN_ENCRYPTION_KEY_FILE]\n"
 
 static const char s_run_help[] =
 	"usage: resume-run [OPTIONS] -- COMMAND [ARGS...]\n"
@@ -158,6 +162,7 @@ enum {
 	OPT_TO, OPT_VERSION, OPT_ZSTD_LEVEL, OPT_PRECISION, OPT_EXACT, OPT_S3_ADDRESSING,
 	OPT_S3_SSE, OPT_S3_SSE_KMS_KEY_ID, OPT_CLOUD, OPT_METADATA_ENDPOINT, OPT_POLL_INTERVAL,
 	OPT_AZURE_ACK, OPT_GCS_HMAC, OPT_TRAINER_ENV,
+	OPT_ENCRYPTION_KEY_FILE,
 };
 
 static const struct option s_options[] = {
@@ -184,6 +189,7 @@ static const struct option s_options[] = {
 	{ "gcs-hmac", no_argument, NULL, OPT_GCS_HMAC },
 	{ "s3-sse", required_argument, NULL, OPT_S3_SSE },
 	{ "s3-sse-kms-key-id", required_argument, NULL, OPT_S3_SSE_KMS_KEY_ID },
+	{ "encryption-key-file", required_argument, NULL, OPT_ENCRYPTION_KEY_FILE },
 	{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
 	{ "to", required_argument, NULL, OPT_TO },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -199,6 +205,7 @@ static int s_allowed(enum rr_command cmd, int opt)
 	case OPT_STORE: case OPT_RUN_ID: case OPT_LOG_FORMAT: case OPT_THREADS: case 'v':
 	case 'h': case OPT_VERSION: case OPT_S3_ADDRESSING: case OPT_S3_SSE:
 	case OPT_S3_SSE_KMS_KEY_ID: case OPT_GCS_HMAC:
+	case OPT_ENCRYPTION_KEY_FILE:
 		return 1;
 	case OPT_CHECKPOINT:
 		return cmd == RR_CMD_RESTORE || cmd == RR_CMD_VERIFY;
@@ -258,6 +265,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	cfg->store_opts.s3_sse = s_getenv("RESUME_RUN_S3_SSE", NULL);
 	cfg->store_opts.s3_sse_kms_key_id = s_getenv("RESUME_RUN_S3_SSE_KMS_KEY_ID", NULL);
 	cfg->store_opts.gcs_hmac = s_getenv("RESUME_RUN_GCS_HMAC", NULL) != NULL;
+	cfg->store_opts.encryption_key_file = s_getenv("RESUME_RUN_ENCRYPTION_KEY_FILE", NULL);
 	cfg->checkpoint_dir = s_getenv("RESUME_RUN_CHECKPOINT_DIR", DEFAULT_CHECKPOINT_DIR);
 	cfg->grace_ms = 25000;
 	if (rr_cloud_parse(s_getenv("RESUME_RUN_CLOUD", "auto"), &cfg->cloud)) {
@@ -331,6 +339,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		case OPT_GCS_HMAC: cfg->store_opts.gcs_hmac = 1; break;
 		case OPT_S3_SSE: cfg->store_opts.s3_sse = a; break;
 		case OPT_S3_SSE_KMS_KEY_ID: cfg->store_opts.s3_sse_kms_key_id = a; break;
+		case OPT_ENCRYPTION_KEY_FILE: cfg->store_opts.encryption_key_file = a; break;
 		case OPT_RUN_ID: cfg->run_id = a; break;
 		case OPT_CKPT_DIR: cfg->checkpoint_dir = a; break;
 		case OPT_NOTICE_FILE: cfg->notice_file = a; break;

@@ -21,6 +21,7 @@ const char *rr_strerror(int err)
 	case RR_ECANCELED: return "canceled";
 	case RR_EUNSUPPORTED: return "not supported in this build";
 	case RR_EACCES: return "permission denied";
+	case RR_EKEY: return "wrong or missing encryption key";
 	}
 	return "unknown error";
 }

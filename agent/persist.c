@@ -32,6 +32,7 @@
  * directory, checked to be the same inode). */
 #define S_HELD_MIN 64
 #define S_HELD_MAX 65536
+#include "rr/store_sealed.h"
 
 /* How a segment is to be stored, before its data is seen. */
 enum s_policy { S_PLAIN, S_EXACT, S_AUTO, S_FP16, S_BF16 };
@@ -744,29 +745,36 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 			return RR_EIO;
 		}
 	}
-	rc = rr_codec_encode(w->codec, &form, w->raw, t->length, &w->stored);
+	/* Room around the stored bytes lets an encrypting store seal them in place. */
+	size_t before = rr_store_scratch_before(j->store);
+	rc = rr_codec_encode_framed(w->codec, &form, w->raw, t->length, before,
+				    RR_STORE_SCRATCH_AFTER, &w->stored);
 	if (rc) {
 		char q[RR_QUOTE_CAP];
 		rr_reason_set(&j->why, "cannot encode %s: %s", rr_quote_str(q, fe->path),
 			      rr_strerror(rc));
 		return rc;
 	}
-	rr_sha256_hex(w->stored.data, w->stored.len, ref->sha256);
-	ref->stored_size = w->stored.len;
-	rc = rr_key_chunk(key, j->opts->run_id, ref->sha256);
+	unsigned char *stored = w->stored.data + before;
+	size_t stored_len = w->stored.len - before;
+	/* The SHA-256 of the stored bytes, or with encryption a keyed hash of them. */
+	rc = rr_store_chunk_address(j->store, stored, stored_len, ref->sha256);
+	ref->stored_size = stored_len;
+	if (!rc)
+		rc = rr_key_chunk(key, j->opts->run_id, ref->sha256);
 	if (rc)
 		return rc;
 	/* Content-addressed: a chunk already in the store is not written again. */
 	if (!j->dry && s_claim(&j->known, ref->sha256)) {
 		struct rr_put_opts po = { .sha256_hex = ref->sha256 };
-		rc = rr_store_put(j->store, key, w->stored.data, w->stored.len, &po, NULL);
+		rc = rr_store_put_scratch(j->store, key, stored, stored_len, &po, NULL);
 		if (rc) {
 			char q[RR_QUOTE_CAP];
 			rr_reason_set(&j->why, "cannot store a chunk of %s: %s",
 				      rr_quote_str(q, fe->path), rr_store_strerror(rc));
 			return rc;
 		}
-		atomic_fetch_add(&j->new_bytes, w->stored.len);
+		atomic_fetch_add(&j->new_bytes, stored_len);
 		if (s_known_stored(&j->known, ref->sha256))
 			atomic_fetch_add(&j->refreshed, 1);
 	}

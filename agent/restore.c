@@ -23,6 +23,7 @@
 #include "rr/quote.h"
 #include "rr/restore.h"
 #include "rr/restored.h"
+#include "rr/store_sealed.h"
 
 /* One chunk: the unit of work. */
 struct s_task {
@@ -88,10 +89,11 @@ static int s_fetch_chunk(struct s_job *j, struct s_worker *w, const struct rr_fi
 		rr_reason_set(&j->why, "chunk %s of %s cannot be read: %s", ref->sha256, fe->path,
 			      rr_store_strerror(rc));
 	if (rc)
-		return rc == RR_ENOENT || rc == RR_ETOOBIG ? RR_ECORRUPT : rc;
+		/* RR_EKEY here: the manifest opened with this key, so the chunk was altered. */
+		return rc == RR_ENOENT || rc == RR_ETOOBIG || rc == RR_EKEY ? RR_ECORRUPT : rc;
 	atomic_fetch_add(&j->downloaded, w->stored.len);
-	rr_sha256_hex(w->stored.data, w->stored.len, sha);
-	if (strcmp(sha, ref->sha256) != 0) {
+	if (rr_store_chunk_address(j->store, w->stored.data, w->stored.len, sha) != 0 ||
+	    strcmp(sha, ref->sha256) != 0) {
 		rr_reason_set(&j->why, "chunk %s of %s does not match its sha256", ref->sha256, fe->path);
 		return RR_ECORRUPT;
 	}

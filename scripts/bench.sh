@@ -6,6 +6,9 @@
 # The checkpoint: a 27M-parameter transformer (scripts/train_transformer.py) trained
 # $STEPS steps with AdamW on the CPU, model and optimizer state saved as safetensors with the
 # trainer helper. It is made once and cached in $BENCH_CACHE (training takes ~20 min here).
+#
+# BENCH_SECTIONS=encryption runs only the encryption case (scripts/bench_encryption.sh) and
+# replaces only its section of BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -60,6 +63,13 @@ zstd_run() { # prints "<ms> <bytes>"
 stats() { # reads numbers, prints "median min max"
 	sort -n | awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; print m, a[1], a[NR]}'
 }
+
+# BENCH_SECTIONS=encryption runs only the encryption case and updates only its section.
+. scripts/bench_encryption.sh
+if [ "${BENCH_SECTIONS:-all}" = encryption ]; then
+	bench_encryption
+	exit 0
+fi
 
 echo "== encode throughput and size: resume-run persist vs zstd -1 -T2 ($RUNS runs each, interleaved)"
 : > "$work/auto.txt"; : > "$work/exact.txt"; : > "$work/zstd.txt"
@@ -293,5 +303,6 @@ $kern
 \`\`\`
 MD
 scripts/bench_torch.sh > /dev/null  # adds its section to $OUT
+bench_encryption > /dev/null
 echo "== wrote $OUT"
 cat "$OUT"

@@ -107,12 +107,16 @@ static int s_form_ok(const struct rr_chunk_form *f, size_t len)
 int rr_codec_encode(struct rr_codec *c, const struct rr_chunk_form *f, const void *raw,
 		    size_t len, struct rr_buf *out)
 {
+	return rr_codec_encode_framed(c, f, raw, len, 0, 0, out);
+}
+
+/* Encodes after out's current contents. */
+static int s_encode(struct rr_codec *c, const struct rr_chunk_form *f, const void *raw,
+		    size_t len, struct rr_buf *out)
+{
 	size_t plen;
 	int rc;
 
-	if (!s_form_ok(f, len))
-		return RR_EINVAL;
-	rr_buf_reset(out);
 	if (f->encoding == RR_ENC_ZSTD)
 		return s_compress_planes(c, raw, len, 1, c->level, out);
 
@@ -136,6 +140,24 @@ int rr_codec_encode(struct rr_codec *c, const struct rr_chunk_form *f, const voi
 	 * are on their own, and spends its effort on the sign/exponent planes. */
 	return s_compress_planes(c, c->planes.data, plen, s_stored_width(f), RR_ZSTD_LEVEL_TENSOR,
 				 out);
+}
+
+int rr_codec_encode_framed(struct rr_codec *c, const struct rr_chunk_form *f, const void *raw,
+			   size_t len, size_t before, size_t after, struct rr_buf *out)
+{
+	int rc;
+
+	if (!s_form_ok(f, len))
+		return RR_EINVAL;
+	rr_buf_reset(out);
+	rc = rr_buf_reserve(out, before);
+	if (rc)
+		return rc;
+	out->len = before;
+	rc = s_encode(c, f, raw, len, out);
+	if (!rc)
+		rc = rr_buf_reserve(out, after);
+	return rc;
 }
 
 /* Decompresses all frames of stored into exactly want bytes at dst. */

@@ -9,8 +9,10 @@
 
 #include "rr/clock.h"
 #include "rr/error.h"
+#include "rr/log.h"
 #include "rr/store.h"
 #include "rr/store_s3.h"
+#include "rr/store_sealed.h"
 
 static _Thread_local char s_why[512];
 static _Thread_local int s_why_rc;
@@ -48,6 +50,24 @@ static const char *s_after_scheme(const char *url, const char *scheme)
 	if (strncasecmp(url, scheme, n) != 0 || strncmp(url + n, "://", 3) != 0)
 		return NULL;
 	return url + n + 3;
+}
+
+/* Wraps s in the sealed store with the key in path (s is consumed either way). */
+static int s_seal(struct rr_store *s, const char *path, struct rr_store **out)
+{
+	struct rr_seal_key *key = NULL;
+	char why[300];
+	int loose = 0, rc;
+
+	rc = rr_seal_key_load_file(path, &key, &loose, why, sizeof(why));
+	if (rc) {
+		rr_store_destroy(s);
+		return rr_store_fail(rc, "encryption key file %s: %s", path, why);
+	}
+	if (loose)
+		rr_warn("encryption key file %s can be read by its group or others; "
+			"chmod 600 it", path);
+	return rr_store_sealed_new(s, key, out);
 }
 
 int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_store **out)
@@ -88,6 +108,8 @@ int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_s
 	}
 	free(s->url);
 	s->url = copy;
+	if (opts->encryption_key_file)
+		return s_seal(s, opts->encryption_key_file, out);
 	*out = s;
 	return 0;
 }
@@ -100,21 +122,27 @@ void rr_store_destroy(struct rr_store *s)
 
 void rr_store_cancel(struct rr_store *s)
 {
-	s->stopped = 1;
-	s->cancel = &s->stopped;
-	/* No retry fits before "now", so none is started. */
-	s->deadline_mono_ms = rr_mono_ms();
+	/* A wrapper passes it on, as the deadline below. */
+	for (; s; s = s->inner) {
+		s->stopped = 1;
+		s->cancel = &s->stopped;
+		/* No retry fits before "now", so none is started. */
+		s->deadline_mono_ms = rr_mono_ms();
+	}
 }
 
 void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms)
 {
-	s->deadline_mono_ms = deadline_mono_ms;
+	/* A wrapper passes it on: the backend underneath is the one that retries. */
+	for (; s; s = s->inner)
+		s->deadline_mono_ms = deadline_mono_ms;
 }
 
 void rr_store_set_cancel(struct rr_store *s, const atomic_int *flag)
 {
-	if (!s->stopped) /* a store stopped for good stays stopped */
-		s->cancel = flag;
+	for (; s; s = s->inner)
+		if (!s->stopped) /* a store stopped for good stays stopped */
+			s->cancel = flag;
 }
 
 int rr_store_del_many(struct rr_store *s, const char *const *keys, size_t n)

@@ -33,6 +33,12 @@ void rr_codec_destroy(struct rr_codec *c);
 int rr_codec_encode(struct rr_codec *c, const struct rr_chunk_form *f, const void *raw,
 		    size_t len, struct rr_buf *out);
 
+/* The same, but out's first `before` bytes are left for the caller (unspecified contents;
+ * the stored bytes follow them) and `after` bytes of capacity past the end are reserved: room
+ * for a store to seal the stored bytes in place (rr_store_put_scratch). */
+int rr_codec_encode_framed(struct rr_codec *c, const struct rr_chunk_form *f, const void *raw,
+			   size_t len, size_t before, size_t after, struct rr_buf *out);
+
 /* Decodes stored bytes that must give back exactly raw_len original bytes into raw.
  * Returns 0, or RR_ECORRUPT when they are not frames of exactly that size. */
 int rr_codec_decode(struct rr_codec *c, const struct rr_chunk_form *f, const void *stored,

@@ -20,6 +20,8 @@ enum rr_error {
 	RR_ECANCELED = -11, /* work abandoned on request */
 	RR_EUNSUPPORTED = -12, /* not available in this build */
 	RR_EACCES = -13,    /* permission denied */
+	RR_EKEY = -14,      /* encrypted with another key, or key and store disagree on
+			     * whether objects are encrypted */
 };
 
 /* Returns a static, human-readable description of an rr_error code. */

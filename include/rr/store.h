@@ -68,6 +68,7 @@ struct rr_store {
 	 * its start-up restore); cancel then points at it. Callers that loop over many calls
 	 * (restore) check it between them. */
 	atomic_int stopped;
+	struct rr_store *inner; /* a wrapper's backend (store_sealed.c), else NULL */
 };
 
 /* Options for remote backends (all may be NULL/0 for the defaults). */
@@ -77,6 +78,7 @@ struct rr_store_opts {
 	const char *s3_sse_kms_key_id; /* with "aws:kms": the key; NULL: the bucket's default */
 	int gcs_hmac;                  /* gs://: SigV4 with HMAC keys instead of OAuth2 */
 	const char *metadata_endpoint; /* gs://: where the metadata server's token comes from */
+	const char *encryption_key_file; /* non-NULL: seal every object with this key */
 };
 
 /* Opens the store named by url ("file:///abs", "file://./rel", "s3://bucket/prefix",

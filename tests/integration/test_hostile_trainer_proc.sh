@@ -225,11 +225,14 @@ CRED_VARS="AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_CONTAIN
 cat > envdump.sh <<'SH'
 env > "$ENV_OUT"
 SH
+# The agent reads the key file itself (an encrypted store of its own), so it must be real.
+printf '%064d\n' 7 > "$W/env.key"
+chmod 600 "$W/env.key"
 for mode in pass strip; do
 	ENV_OUT="$W/env-$mode.txt" AWS_SESSION_TOKEN=sess AWS_CONTAINER_AUTHORIZATION_TOKEN=ctok \
 		AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=/nonexistent GOOGLE_APPLICATION_CREDENTIALS=/nonexistent.json \
-		RESUME_RUN_ENCRYPTION_KEY_FILE=/nonexistent.key SOME_TRAINER_SETTING=kept \
-		run_rr "env-$mode.log" --store "file://$W/s-env" --checkpoint-dir "$W/c-env" --trainer-env $mode -- sh envdump.sh
+		RESUME_RUN_ENCRYPTION_KEY_FILE="$W/env.key" SOME_TRAINER_SETTING=kept \
+		run_rr "env-$mode.log" --store "file://$W/s-env-sealed" --checkpoint-dir "$W/c-env-$mode" --trainer-env $mode -- sh envdump.sh
 	expect_eq "$RC" 0 "exit status with --trainer-env $mode"
 	expect_grep '^SOME_TRAINER_SETTING=kept$' "env-$mode.txt" "$mode: other variables pass"
 	for v in $CRED_VARS; do

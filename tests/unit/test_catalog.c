@@ -8,6 +8,8 @@
 #include "rr/error.h"
 #include "rr/manifest.h"
 #include "rr/persist.h"
+#include "rr/seal.h"
+#include "rr/store_sealed.h"
 
 #include "ckpt_fixture.h"
 #include "cunit_main.h"
@@ -280,7 +282,67 @@ static void test_catalog_ignores_other_runs(void)
 	fx_done(&f);
 }
 
+static struct rr_seal_key *s_key(const char *hex)
+{
+	struct rr_seal_key *k = NULL;
+	CU_ASSERT_EQUAL_FATAL(rr_seal_key_parse(hex, strlen(hex), &k, NULL, 0), 0);
+	return k;
+}
+
+#define S_KEY1 "8f3a0c1d2e4b5a6978877665544332211000ffeeddccbbaa9988776655443322"
+#define S_KEY2 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+/* With encryption: a key that opens no manifest is an error for the whole run (nothing to
+ * fall back through); one manifest that does not open beside others that do is damage. */
+static void test_catalog_encrypted_run_needs_its_key(void)
+{
+	struct fx f;
+	struct rr_catalog *c = NULL;
+	struct rr_store *plain = NULL, *other = NULL, *other_inner = NULL;
+	char key[RR_KEY_MAX];
+	struct rr_buf raw;
+
+	fx_init(&f);
+	CU_ASSERT_EQUAL_FATAL(rr_store_sealed_new(f.s, s_key(S_KEY1), &f.s), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_store_file_new(f.store_dir, &plain), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_store_file_new(f.store_dir, &other_inner), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_store_sealed_new(other_inner, s_key(S_KEY2), &other), 0);
+	s_ckpt_drop(&f, "step-1", 1, 1000);
+	s_ckpt_drop(&f, "step-2", 2, 2000);
+
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(c->n, 2);
+	CU_ASSERT_STRING_EQUAL(rr_catalog_newest(c)->name, "step-2");
+	rr_catalog_destroy(c);
+
+	CU_ASSERT_EQUAL(rr_catalog_load(plain, FX_RUN, &c), RR_EKEY);
+	CU_ASSERT_PTR_NULL(c);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rr_store_strerror(RR_EKEY), "--encryption-key-file"));
+	CU_ASSERT_EQUAL(rr_catalog_load(other, FX_RUN, &c), RR_EKEY);
+	CU_ASSERT_PTR_NULL(c);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rr_store_strerror(RR_EKEY), "another key"));
+
+	/* step-2's manifest with a changed key id: damage, step-1 is the newest. */
+	rr_buf_init(&raw, RR_MANIFEST_MAX_BYTES + RR_SEAL_OVERHEAD);
+	CU_ASSERT_EQUAL_FATAL(rr_key_manifest(key, FX_RUN, "step-2"), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_store_get(plain, key, &raw, NULL), 0);
+	raw.data[RR_SEAL_MAGIC_LEN + 1] ^= 1;
+	CU_ASSERT_EQUAL_FATAL(rr_store_put(plain, key, raw.data, raw.len, NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
+	CU_ASSERT_STRING_EQUAL(rr_catalog_newest(c)->name, "step-1");
+	const struct rr_catalog_entry *e = rr_catalog_find(c, "step-2");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_FALSE(e->committed);
+	CU_ASSERT_PTR_NOT_NULL(strstr(e->problem, "another key"));
+	rr_catalog_destroy(c);
+	rr_buf_free(&raw);
+	rr_store_destroy(plain);
+	rr_store_destroy(other);
+	fx_done(&f);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "catalog_encrypted_run_needs_its_key", test_catalog_encrypted_run_needs_its_key },
 	{ "catalog_of_empty_run_is_empty", test_catalog_of_empty_run_is_empty },
 	{ "catalog_lists_persisted_checkpoint_as_committed",
 	  test_catalog_lists_persisted_checkpoint_as_committed },

@@ -498,7 +498,44 @@ static void test_fp16_and_bf16_forms_decode_to_the_converters_result(void)
 	free(planes);
 }
 
+/* Framed encoding: the same stored bytes as plain encoding, after `before` bytes, with
+ * `after` bytes of capacity past the end (for sealing in place). */
+static void test_framed_encoding_leaves_room_around_the_same_bytes(void)
+{
+	enum { N = 100000 };
+	unsigned char *raw = malloc(N), *back = malloc(N);
+	struct rr_codec *c = rr_codec_new(RR_ZSTD_LEVEL_DEFAULT);
+	struct rr_chunk_form shuffled = { .encoding = RR_ENC_SHUFFLE_ZSTD, .width = 4 };
+	struct rr_buf plain, framed;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(raw);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	s_compressible(raw, N);
+	rr_buf_init(&plain, S_BUF_MAX);
+	rr_buf_init(&framed, S_BUF_MAX);
+	CU_ASSERT_EQUAL_FATAL(rr_buf_append(&framed, "old contents", 12), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_codec_encode(c, &shuffled, raw, N, &plain), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_codec_encode_framed(c, &shuffled, raw, N, 29, 16, &framed), 0);
+	CU_ASSERT_EQUAL_FATAL(framed.len, 29 + plain.len);
+	CU_ASSERT_EQUAL(memcmp(framed.data + 29, plain.data, plain.len), 0);
+	CU_ASSERT(framed.cap >= framed.len + 16);
+	CU_ASSERT_EQUAL(rr_codec_decode(c, &shuffled, framed.data + 29, plain.len, back, N), 0);
+	CU_ASSERT_EQUAL(memcmp(back, raw, N), 0);
+	/* The room counts against the ceiling. */
+	rr_buf_free(&framed);
+	rr_buf_init(&framed, plain.len + 28);
+	CU_ASSERT_EQUAL(rr_codec_encode_framed(c, &shuffled, raw, N, 29, 0, &framed), RR_ETOOBIG);
+	rr_buf_free(&plain);
+	rr_buf_free(&framed);
+	rr_codec_destroy(c);
+	free(raw);
+	free(back);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_framed_encoding_leaves_room_around_the_same_bytes",
+	  test_framed_encoding_leaves_room_around_the_same_bytes },
 	{ "test_empty_input_encodes_to_a_frame_that_decodes_to_nothing",
 	  test_empty_input_encodes_to_a_frame_that_decodes_to_nothing },
 	{ "test_one_byte_round_trips", test_one_byte_round_trips },
