@@ -134,7 +134,7 @@ int rr_report_print_text(const struct rr_report *r, const char *run_id, FILE *f)
 		fprintf(f, "  none\n");
 	for (size_t i = 0; i < r->nrestarts; i++) {
 		const struct rr_report_restart *s = &r->restarts[i];
-		fprintf(f, "  %s  machine %zu  exit status %lld, attempt %lld%s%s\n",
+		fprintf(f, "  %s  machine %zu  exit status %lld, restart %lld%s%s\n",
 			s_when(s->unix_ms, w1), s->attempt + 1, (long long)s->exit_status,
 			(long long)s->attempt_no, s->checkpoint[0] ? " from " : "", s->checkpoint);
 	}
@@ -143,7 +143,8 @@ int rr_report_print_text(const struct rr_report *r, const char *run_id, FILE *f)
 		rr_format_bytes(r->bytes_stored, b2));
 	if (r->bytes_checkpointed)
 		fprintf(f, " (%.1f%%)", 100.0 * (double)r->bytes_stored / (double)r->bytes_checkpointed);
-	fprintf(f, ", %s uploaded (new chunks)\n", rr_format_bytes(r->bytes_uploaded, b3));
+	fprintf(f, ", %s uploaded (new chunks and manifests)\n",
+		rr_format_bytes(r->bytes_uploaded, b3));
 
 	fprintf(f, "\nMachine time: %.2f h (%.2f h spot or unknown, %.2f h on-demand); useful "
 		"%.2f h\n", r->machine_hours, r->spot_hours, r->on_demand_hours, r->useful_hours);
