@@ -12,6 +12,9 @@
 
 /* 2^53: beyond it a JSON number no longer holds every integer. */
 #define S_INT_MAX 9007199254740992.0
+/* Times and durations (ms): up to the year 3000, so that sums over a whole ledger
+ * (RR_LEDGER_EVENTS_MAX of them) stay far inside int64. */
+#define S_MS_MAX 32503680000000.0
 
 static int s_bad(char *why, size_t why_len, const char *field, const char *what)
 {
@@ -133,7 +136,7 @@ int rr_ledger_event_parse(const char *text, size_t len, struct rr_ledger_event *
 		goto out;
 	}
 	e.kind = s_kind(kind);
-	if (s_int(root, "unix_ms", 1, S_INT_MAX, &e.unix_ms, why, why_len))
+	if (s_int(root, "unix_ms", 1, S_MS_MAX, &e.unix_ms, why, why_len))
 		goto out;
 	if (!e.unix_ms) {
 		snprintf(why, why_len, "no \"unix_ms\"");
@@ -141,21 +144,21 @@ int rr_ledger_event_parse(const char *text, size_t len, struct rr_ledger_event *
 	}
 	if (s_str(root, "host", e.host, sizeof(e.host), why, why_len) ||
 	    s_int(root, "pid", 0, S_INT_MAX, &e.pid, why, why_len) ||
-	    s_int(root, "started_unix_ms", 0, S_INT_MAX, &e.started_ms, why, why_len) ||
+	    s_int(root, "started_unix_ms", 0, S_MS_MAX, &e.started_ms, why, why_len) ||
 	    s_instance(root, &e.inst, why, why_len) ||
 	    s_str(root, "notice", e.notice, sizeof(e.notice), why, why_len) ||
 	    s_str(root, "source", e.source, sizeof(e.source), why, why_len) ||
-	    s_int(root, "received_unix", 0, S_INT_MAX / 1000, &received_s, why, why_len) ||
-	    s_int(root, "received_unix_ms", 0, S_INT_MAX, &e.received_ms, why, why_len) ||
-	    s_int(root, "deadline_unix", 0, S_INT_MAX / 1000, &deadline_s, why, why_len) ||
+	    s_int(root, "received_unix", 0, S_MS_MAX / 1000, &received_s, why, why_len) ||
+	    s_int(root, "received_unix_ms", 0, S_MS_MAX, &e.received_ms, why, why_len) ||
+	    s_int(root, "deadline_unix", 0, S_MS_MAX / 1000, &deadline_s, why, why_len) ||
 	    s_str(root, "checkpoint", e.checkpoint, sizeof(e.checkpoint), why, why_len) ||
 	    s_u64(root, "bytes", &e.bytes, why, why_len) ||
 	    s_u64(root, "stored_bytes", &e.stored_bytes, why, why_len) ||
 	    s_u64(root, "new_bytes", &e.new_bytes, why, why_len) ||
 	    s_u64(root, "downloaded_bytes", &e.downloaded_bytes, why, why_len) ||
-	    s_int(root, "elapsed_ms", 0, S_INT_MAX, &e.elapsed_ms, why, why_len) ||
-	    s_int(root, "committed_unix_ms", 0, S_INT_MAX, &e.committed_ms, why, why_len) ||
-	    s_int(root, "durable_unix_ms", 0, S_INT_MAX, &e.durable_ms, why, why_len) ||
+	    s_int(root, "elapsed_ms", 0, S_MS_MAX, &e.elapsed_ms, why, why_len) ||
+	    s_int(root, "committed_unix_ms", 0, S_MS_MAX, &e.committed_ms, why, why_len) ||
+	    s_int(root, "durable_unix_ms", 0, S_MS_MAX, &e.durable_ms, why, why_len) ||
 	    s_bool(root, "urgent", &e.urgent, why, why_len) ||
 	    s_bool(root, "already_present", &e.already_present, why, why_len) ||
 	    s_int(root, "fallbacks", 0, 1e6, &e.fallbacks, why, why_len) ||
