@@ -12,6 +12,8 @@ if [ "$what" = test ]; then
 	pkgs+=(clang libclang-rt-14-dev zstd util-linux python3-torch awscli python3-boto3 rclone time curl)
 	# stunnel4 terminates TLS in front of the S3 and GCS test servers (tests/integration/test_tls.sh).
 	pkgs+=(stunnel4)
+	# prometheus brings promtool, which checks the --metrics-file output (test_report.sh).
+	pkgs+=(prometheus)
 	# Node.js runs the S3 test server; this machine kind ships it (NodeSource), Debian's
 	# nodejs + npm are the fallback.
 	command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
