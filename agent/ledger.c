@@ -240,7 +240,8 @@ int rr_ledger_load(struct rr_store *s, const char *run_id, struct rr_ledger_even
 		rr_warn("run '%s' has more than %d events; the newest are left out", run_id,
 			RR_LEDGER_EVENTS_MAX);
 	/* <13-digit unix ms>-<kind>.json: the names sort in time order. */
-	qsort(k.keys, k.n, sizeof(*k.keys), s_cmp_keys);
+	if (k.n > 1)
+		qsort(k.keys, k.n, sizeof(*k.keys), s_cmp_keys);
 	if (k.n) {
 		ev = calloc(k.n, sizeof(*ev));
 		if (!ev) {
