@@ -256,13 +256,9 @@ int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_
 		struct rr_report_notice *no = &r->notices[i];
 		const struct rr_report_attempt *a = &r->attempts[no->attempt];
 		const struct rr_ledger_event *answer = s_answer(ev, n, att, no);
-		const char *cloud = a->inst.cloud;
 
 		s_judge(r, no, answer, s_state_before(ev, n, att, no, a->from_ms));
-		for (size_t j = 0; j < n && !cloud[0]; j++) /* the notice's own, if it says */
-			if (ev[j].kind == RR_LEDGER_NOTICE && att[j] == no->attempt)
-				cloud = ev[j].inst.cloud;
-		if (s_count(r, cloud, no->kind, no->source))
+		if (s_count(r, a->inst.cloud, no->kind, no->source))
 			goto out;
 	}
 	s_cost(r, o);
