@@ -45,9 +45,8 @@ struct s_run {
 	struct rr_http *http;          /* the metadata services' client */
 	struct rr_cloud_watch *cloud;
 	struct rr_metrics *metrics;    /* --metrics-file; NULL: none */
-	cJSON *start_event;            /* restore or start: written once the instance
-					* identity is known */
-	const char *start_event_kind;
+	cJSON *restore_event;          /* written once the instance identity is known */
+	const char *restore_event_kind; /* "restore", or "start" for a fresh start */
 	int64_t restore_event_by;      /* monotonic ms: written by then whatever happens */
 	int64_t started_wall_ms;
 	char ckpt_dir[PATH_MAX];
@@ -233,16 +232,16 @@ static void s_add_instance(struct s_run *r, cJSON *ev)
 	cJSON_AddStringToObject(o, "lifecycle", id.lifecycle);
 }
 
-/* The restore (or start) event waits (in the loop, never holding the trainer up) until the
- * watcher has the instance identity, or 10 s. */
+/* The restore event waits (in the loop, never holding the trainer up) until the watcher has
+ * the instance identity, or 10 s. */
 static void s_flush_restore_event(struct s_run *r, int now)
 {
-	if (!r->start_event || !(now || rr_cloud_watch_settled(r->cloud) ||
-				 rr_mono_ms() >= r->restore_event_by))
+	if (!r->restore_event || !(now || rr_cloud_watch_settled(r->cloud) ||
+				   rr_mono_ms() >= r->restore_event_by))
 		return;
-	s_add_instance(r, r->start_event);
-	rr_persister_record(r->persister, r->start_event_kind, r->start_event);
-	r->start_event = NULL;
+	s_add_instance(r, r->restore_event);
+	rr_persister_record(r->persister, r->restore_event_kind, r->restore_event);
+	r->restore_event = NULL;
 }
 
 static void s_start_notice(struct s_run *r, const struct rr_notice *n)
@@ -535,7 +534,7 @@ static int s_loop(struct s_run *r)
 		int64_t now = rr_mono_ms(), timeout = -1;
 
 		s_flush_restore_event(r, r->finishing);
-		if (r->start_event)
+		if (r->restore_event)
 			timeout = s_min_timeout(timeout, r->restore_event_by, now);
 
 		if (r->finishing && !rr_persister_busy(r->persister)) {
@@ -628,11 +627,11 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 			r->store->url);
 		rr_catalog_destroy(c);
 		/* The ledger says when this machine began even before its first checkpoint. */
-		r->start_event = cJSON_CreateObject();
-		if (r->start_event) {
-			cJSON_AddNumberToObject(r->start_event, "started_unix_ms",
+		r->restore_event = cJSON_CreateObject();
+		if (r->restore_event) {
+			cJSON_AddNumberToObject(r->restore_event, "started_unix_ms",
 						(double)r->started_wall_ms);
-			r->start_event_kind = "start";
+			r->restore_event_kind = "start";
 			r->restore_event_by = rr_mono_ms() + 10000;
 		}
 		return 0;
@@ -669,8 +668,8 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 		cJSON_AddBoolToObject(ev, "already_present", st.already_present);
 		cJSON_AddNumberToObject(ev, "fallbacks", (double)st.fallbacks);
 		cJSON_AddNumberToObject(ev, "started_unix_ms", (double)r->started_wall_ms);
-		r->start_event = ev; /* recorded from the loop, with the instance identity */
-		r->start_event_kind = "restore";
+		r->restore_event = ev; /* recorded from the loop, with the instance identity */
+		r->restore_event_kind = "restore";
 		r->restore_event_by = rr_mono_ms() + 10000;
 	}
 	rr_catalog_destroy(c);
@@ -776,9 +775,9 @@ int rr_run(const struct rr_config *cfg)
 	if (code == 0)
 		code = s_loop(&r);
 out:
-	if (r.start_event && r.persister)
+	if (r.restore_event && r.persister)
 		s_flush_restore_event(&r, 1);
-	cJSON_Delete(r.start_event);
+	cJSON_Delete(r.restore_event);
 	rr_cloud_watch_stop(r.cloud);
 	rr_http_destroy(r.http);
 	if (r.persister && rr_persister_busy(r.persister) && code != EXIT_AGENT_ERROR)
