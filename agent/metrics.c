@@ -22,10 +22,11 @@ struct s_notice_series {
 };
 
 struct rr_metrics {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;       /* the numbers: held only to update or render them */
+	pthread_mutex_t write_lock; /* one file write at a time, in the order rendered */
 	char *path;
 	char *version;
-	int dirty, written, warned;
+	int dirty, warned;
 
 	struct s_notice_series notices[S_MAX_NOTICE_SERIES];
 	size_t nnotices;
@@ -66,6 +67,7 @@ int rr_metrics_new(const char *path, const char *version, struct rr_metrics **ou
 	m->last_restore_ms = -1;
 	m->dirty = 1;
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->write_lock, NULL);
 	*out = m;
 	return 0;
 }
@@ -75,6 +77,7 @@ void rr_metrics_destroy(struct rr_metrics *m)
 	if (!m)
 		return;
 	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->write_lock);
 	free(m->path);
 	free(m->version);
 	free(m);
@@ -333,28 +336,32 @@ int rr_metrics_render(struct rr_metrics *m, struct rr_buf *out)
 int rr_metrics_flush(struct rr_metrics *m)
 {
 	struct rr_buf b;
-	int rc = 0;
+	int rc = 0, dirty;
 
 	if (!m || !m->path)
 		return 0;
 	rr_buf_init(&b, S_TEXT_MAX);
+	/* The write (an fsync) happens outside the numbers' lock, so the event loop counting a
+	 * notice never waits on the disk; write_lock keeps an older text from being renamed
+	 * over a newer one. */
+	pthread_mutex_lock(&m->write_lock);
 	pthread_mutex_lock(&m->lock);
-	if (!m->dirty)
-		goto out;
-	rc = s_render_locked(m, &b);
-	/* Under the lock, so two flushes never rename an older text over a newer one. */
-	if (!rc)
+	dirty = m->dirty;
+	if (dirty)
+		rc = s_render_locked(m, &b);
+	m->dirty = 0;
+	pthread_mutex_unlock(&m->lock);
+	if (dirty && !rc)
 		rc = rr_write_file_durable(m->path, b.data, b.len, 0644);
 	if (rc) {
+		pthread_mutex_lock(&m->lock);
+		m->dirty = 1; /* try again at the next flush */
 		if (!m->warned)
 			rr_warn("cannot write the metrics file %s: %s", m->path, rr_strerror(rc));
 		m->warned = 1;
-		goto out;
+		pthread_mutex_unlock(&m->lock);
 	}
-	m->dirty = 0;
-	m->written = 1;
-out:
-	pthread_mutex_unlock(&m->lock);
+	pthread_mutex_unlock(&m->write_lock);
 	rr_buf_free(&b);
 	return rc;
 }
