@@ -184,7 +184,7 @@ n, t = r["notices"][0], r["totals"]
 assert (n["kind"], n["source"], n["deadline"]) == ("preempt", "file", "met"), n
 assert 89 <= (n["deadline_unix_ms"] - n["received_unix_ms"]) / 1000 <= 91, n
 assert (t["machines"], t["notices"], t["deadlines_met"]) == (1, 1, 1), t
-assert t["notice_checkpoints"] >= 1 and t["checkpoints"] >= 2 and r["events_skipped"] == 0, t
+assert 1 <= t["notice_checkpoints"] <= t["checkpoints"] and r["events_skipped"] == 0, t
 PY
 ok "report from an S3 store: the drill's notice met its 90 s deadline"
 
