@@ -78,7 +78,7 @@ int rr_parse_duration_ms(const char *s, int64_t *out)
 
 static const char s_run_help[] =
 	"usage: resume-run [OPTIONS] -- COMMAND [ARGS...]\n"
-	"       resume-run ls|restore|verify|gc [OPTIONS]   (see resume-run CMD --help)\n"
+	"       resume-run ls|restore|verify|gc|report [OPTIONS]   (see resume-run CMD --help)\n"
 	"\n"
 	"Runs COMMAND (the trainer) under supervision. At start it restores the newest committed\n"
 	"checkpoint of the run from the store; on a notice it asks the trainer for a checkpoint\n"
@@ -114,6 +114,8 @@ static const char s_run_help[] =
 	"                         [RESUME_RUN_TRAINER_ENV]\n"
 	"  --threads N            persist/restore worker threads (default: number of cores;\n"
 	"                         twice that, up to 8, for a remote store)\n"
+	"  --metrics-file PATH    Prometheus text-format metrics, replaced atomically on every\n"
+	"                         change (node_exporter textfile collector) [RESUME_RUN_METRICS_FILE]\n"
 	"  --log-format text|json log lines on stderr (default text)\n"
 	"  -v, --verbose          also log debug lines\n"
 	"  -h, --help             this help;  --version  the version\n"
@@ -147,9 +149,20 @@ static const char s_gc_help[] =
 	"chunks no remaining checkpoint references and older than --grace (default 1h; chunks\n"
 	"younger than that may belong to an upload still in flight).\n" S_STORE_HELP;
 
+static const char s_report_help[] =
+	"usage: resume-run report [--store URL] [--run-id ID] [--json]\n"
+	"                         [--price-spot PRICE --price-on-demand PRICE]\n"
+	"What preemptions cost the run, from its ledger in the store (any machine can ask):\n"
+	"machines, notices and whether each checkpoint was durable before its deadline, work\n"
+	"lost, restores, restarts, bytes. --json: the same for tools (shape in the README).\n"
+	"  --price-spot PRICE       price of a spot machine-hour \\ both: an estimate of what\n"
+	"  --price-on-demand PRICE  price of an on-demand one   / the run cost vs on-demand\n"
+	S_STORE_HELP;
+
 void rr_config_print_help(enum rr_command cmd)
 {
 	const char *text = cmd == RR_CMD_LS ? s_ls_help :
+			   cmd == RR_CMD_REPORT ? s_report_help :
 			   cmd == RR_CMD_RESTORE ? s_restore_help :
 			   cmd == RR_CMD_VERIFY ? s_verify_help :
 			   cmd == RR_CMD_GC ? s_gc_help : s_run_help;
@@ -162,7 +175,8 @@ enum {
 	OPT_TO, OPT_VERSION, OPT_ZSTD_LEVEL, OPT_PRECISION, OPT_EXACT, OPT_S3_ADDRESSING,
 	OPT_S3_SSE, OPT_S3_SSE_KMS_KEY_ID, OPT_CLOUD, OPT_METADATA_ENDPOINT, OPT_POLL_INTERVAL,
 	OPT_AZURE_ACK, OPT_GCS_HMAC, OPT_TRAINER_ENV,
-	OPT_ENCRYPTION_KEY_FILE,
+	OPT_ENCRYPTION_KEY_FILE, OPT_JSON, OPT_PRICE_SPOT, OPT_PRICE_ON_DEMAND,
+	OPT_METRICS_FILE,
 };
 
 static const struct option s_options[] = {
@@ -192,6 +206,10 @@ static const struct option s_options[] = {
 	{ "encryption-key-file", required_argument, NULL, OPT_ENCRYPTION_KEY_FILE },
 	{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
 	{ "to", required_argument, NULL, OPT_TO },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "price-spot", required_argument, NULL, OPT_PRICE_SPOT },
+	{ "price-on-demand", required_argument, NULL, OPT_PRICE_ON_DEMAND },
+	{ "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -211,6 +229,8 @@ static int s_allowed(enum rr_command cmd, int opt)
 		return cmd == RR_CMD_RESTORE || cmd == RR_CMD_VERIFY;
 	case OPT_TO:
 		return cmd == RR_CMD_RESTORE;
+	case OPT_JSON: case OPT_PRICE_SPOT: case OPT_PRICE_ON_DEMAND:
+		return cmd == RR_CMD_REPORT;
 	case OPT_KEEP:
 		return cmd == RR_CMD_RUN || cmd == RR_CMD_GC;
 	case OPT_GRACE:
@@ -225,6 +245,22 @@ static int s_allowed(enum rr_command cmd, int opt)
 static const char *s_opt_word(char **av, const char *value)
 {
 	return value && optind >= 2 && av[optind - 1] == value ? av[optind - 2] : av[optind - 1];
+}
+
+/* A price per machine-hour: a plain positive decimal number below a million. */
+static int s_parse_price(const char *a, double *out)
+{
+	char *end;
+	double v;
+
+	if (!a[0] || strspn(a, "0123456789.") != strlen(a))
+		return RR_EINVAL;
+	errno = 0;
+	v = strtod(a, &end);
+	if (errno || *end || !(v > 0) || v >= 1e6)
+		return RR_EINVAL;
+	*out = v;
+	return 0;
 }
 
 static const char *s_getenv(const char *name, const char *fallback)
@@ -250,7 +286,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 {
 	static const struct { const char *name; enum rr_command cmd; } commands[] = {
 		{ "ls", RR_CMD_LS }, { "restore", RR_CMD_RESTORE },
-		{ "verify", RR_CMD_VERIFY }, { "gc", RR_CMD_GC },
+		{ "verify", RR_CMD_VERIFY }, { "gc", RR_CMD_GC }, { "report", RR_CMD_REPORT },
 	};
 	const char *cmd_name = "resume-run";
 	char **av;
@@ -273,6 +309,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		return RR_EINVAL;
 	}
 	cfg->metadata_endpoint = s_getenv("RESUME_RUN_METADATA_ENDPOINT", NULL);
+	cfg->metrics_file = s_getenv("RESUME_RUN_METRICS_FILE", NULL);
 	cfg->checkpoint_signal = 10; /* SIGUSR1 */
 	cfg->keep = 3;
 	cfg->max_restarts = 3;
@@ -345,6 +382,16 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		case OPT_NOTICE_FILE: cfg->notice_file = a; break;
 		case OPT_CHECKPOINT: cfg->checkpoint = a; break;
 		case OPT_TO: cfg->to = a; break;
+		case OPT_JSON: cfg->report_json = 1; break;
+		case OPT_METRICS_FILE: cfg->metrics_file = a; break;
+		case OPT_PRICE_SPOT:
+			if (s_parse_price(a, &cfg->price_spot))
+				goto bad_value;
+			break;
+		case OPT_PRICE_ON_DEMAND:
+			if (s_parse_price(a, &cfg->price_on_demand))
+				goto bad_value;
+			break;
 		case 'v': cfg->verbose = 1; break;
 		case 'h': cfg->command = RR_CMD_HELP; return 0;
 		case OPT_VERSION: cfg->command = RR_CMD_VERSION; return 0;

@@ -4,12 +4,11 @@
 #include "rr/commands.h"
 #include "rr/config.h"
 #include "rr/log.h"
+#include "rr/report.h"
 #include "rr/run.h"
 #include "rr/supervisor.h"
+#include "rr/version.h"
 
-#ifndef RR_VERSION
-#define RR_VERSION "0.1.0"
-#endif
 
 int main(int argc, char **argv)
 {
@@ -42,6 +41,8 @@ int main(int argc, char **argv)
 		return rr_cmd_verify(&cfg);
 	case RR_CMD_GC:
 		return rr_cmd_gc(&cfg);
+	case RR_CMD_REPORT:
+		return rr_cmd_report(&cfg);
 	case RR_CMD_RUN:
 		break;
 	}

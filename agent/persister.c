@@ -173,7 +173,8 @@ static void s_log_persisted(const struct rr_manifest *m, const struct rr_persist
 /* What follows a persist once its manifest is written: LATEST, the ledger, retention. The
  * checkpoint is already committed (and reported) by then. */
 static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
-			    const struct rr_persist_stats *st, int urgent)
+			    const struct rr_persist_stats *st, int urgent, int64_t committed_ms,
+			    int64_t durable_ms)
 {
 	char b1[16];
 	struct rr_gc_stats gs;
@@ -193,8 +194,12 @@ static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
 		cJSON_AddNumberToObject(ev, "tensors_exact", (double)st->tensors[RR_ENC_SHUFFLE_ZSTD]);
 		cJSON_AddNumberToObject(ev, "elapsed_ms", (double)st->elapsed_ms);
 		cJSON_AddBoolToObject(ev, "urgent", urgent);
+		cJSON_AddNumberToObject(ev, "committed_unix_ms", (double)committed_ms);
+		cJSON_AddNumberToObject(ev, "durable_unix_ms", (double)durable_ms);
+		rr_metrics_observe(p->cfg.metrics, "checkpoint", ev);
 		if (rr_event_record(p->cfg.store, p->cfg.run_id, "checkpoint", ev) != 0)
 			rr_warn("could not record the checkpoint event of %s", m->checkpoint);
+		rr_metrics_flush(p->cfg.metrics);
 	}
 	if (p->cancel) /* a notice's checkpoint is waiting: retention can wait instead */
 		rr_info("retention after %s left for a later checkpoint", m->checkpoint);
@@ -226,6 +231,7 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 	pthread_mutex_unlock(&p->lock);
 	r.rc = rr_persist_checkpoint(p->cfg.store, p->cfg.checkpoint_dir, name, ms, &opts, &m,
 				     &r.stats);
+	int64_t durable_ms = rr_wall_ms(); /* the manifest is written: the ledger's durable time */
 	pthread_mutex_lock(&p->lock);
 	p->persisting = 0;
 	p->store_cancel = 0;
@@ -263,7 +269,7 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 	s_notify(p);
 
 	if (r.rc == 0)
-		s_after_persist(p, written, &r.stats, urgent);
+		s_after_persist(p, written, &r.stats, urgent, ms, durable_ms);
 	pthread_mutex_lock(&p->lock);
 	p->running = 0;
 	p->cancel = 0;
@@ -276,6 +282,7 @@ static void *s_thread(void *arg)
 {
 	struct rr_persister *p = arg;
 
+	rr_metrics_flush(p->cfg.metrics); /* the file exists from the start, zeros and all */
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		while (!p->stop && !p->have_pending && !p->events)
@@ -306,6 +313,7 @@ static void *s_thread(void *arg)
 			if (rr_event_record(p->cfg.store, p->cfg.run_id, e->kind, e->fields) != 0)
 				rr_warn("could not record a %s event in the store", e->kind);
 			free(e);
+			rr_metrics_flush(p->cfg.metrics);
 			pthread_mutex_lock(&p->lock);
 			p->running = 0;
 			s_notify(p);
@@ -387,6 +395,7 @@ void rr_persister_record(struct rr_persister *p, const char *kind, cJSON *fields
 	}
 	snprintf(e->kind, sizeof(e->kind), "%s", kind);
 	e->fields = fields;
+	rr_metrics_observe(p->cfg.metrics, kind, fields);
 	pthread_mutex_lock(&p->lock);
 	*p->events_tail = e;
 	p->events_tail = &e->next;

@@ -577,6 +577,7 @@ int rr_restore_newest(struct rr_store *s, const char *run_id, const struct rr_ca
 		      struct rr_restore_stats *stats)
 {
 	const char *damaged = NULL;
+	unsigned fallbacks = 0;
 	int rc = RR_ENOENT;
 
 	/* Manifests that cannot be read have no place in the order: name them all first. */
@@ -599,6 +600,7 @@ int rr_restore_newest(struct rr_store *s, const char *run_id, const struct rr_ca
 					   sizeof(why));
 		if (rc == 0) {
 			snprintf(name_out, cap, "%s", e->name);
+			stats->fallbacks = fallbacks;
 			return 0;
 		}
 		if (rc != RR_ECORRUPT || s->stopped) {
@@ -609,6 +611,7 @@ int rr_restore_newest(struct rr_store *s, const char *run_id, const struct rr_ca
 		}
 		rr_error("checkpoint %s is DAMAGED: %s", e->name, why);
 		damaged = e->name;
+		fallbacks++;
 	}
 	if (damaged)
 		rr_error("no undamaged checkpoint left to fall back to after %s", damaged);

@@ -20,12 +20,14 @@
 #include "rr/events.h"
 #include "rr/fsutil.h"
 #include "rr/log.h"
+#include "rr/metrics.h"
 #include "rr/notice.h"
 #include "rr/persister.h"
 #include "rr/progress.h"
 #include "rr/restore.h"
 #include "rr/run.h"
 #include "rr/supervisor.h"
+#include "rr/version.h"
 #include "rr/watcher.h"
 
 #define EXIT_AGENT_ERROR 125
@@ -45,8 +47,11 @@ struct s_run {
 	struct rr_persister *persister;
 	struct rr_http *http;          /* the metadata services' client */
 	struct rr_cloud_watch *cloud;
+	struct rr_metrics *metrics;    /* --metrics-file; NULL: none */
 	cJSON *restore_event;          /* written once the instance identity is known */
+	const char *restore_event_kind; /* "restore", or "start" for a fresh start */
 	int64_t restore_event_by;      /* monotonic ms: written by then whatever happens */
+	int64_t started_wall_ms;
 	char ckpt_dir[PATH_MAX];
 	char notice_path[PATH_MAX];
 	char *exe;
@@ -308,7 +313,7 @@ static void s_flush_restore_event(struct s_run *r, int now)
 				   rr_mono_ms() >= r->restore_event_by))
 		return;
 	s_add_instance(r, r->restore_event);
-	rr_persister_record(r->persister, "restore", r->restore_event);
+	rr_persister_record(r->persister, r->restore_event_kind, r->restore_event);
 	r->restore_event = NULL;
 }
 
@@ -356,6 +361,9 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 		else
 			cJSON_AddNullToObject(ev, "deadline_unix");
 		cJSON_AddNumberToObject(ev, "received_unix", (double)n->received_unix);
+		/* The event is written behind the notice's own checkpoint: the report measures
+		 * from here, not from the event's time. */
+		cJSON_AddNumberToObject(ev, "received_unix_ms", (double)rr_wall_ms());
 		s_add_instance(r, ev);
 		rr_persister_record(r->persister, "notice", ev);
 	}
@@ -725,6 +733,14 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 		rr_info("no checkpoint of run '%s' in %s: fresh start", r->cfg->run_id,
 			r->store->url);
 		rr_catalog_destroy(c);
+		/* The ledger says when this machine began even before its first checkpoint. */
+		r->restore_event = cJSON_CreateObject();
+		if (r->restore_event) {
+			cJSON_AddNumberToObject(r->restore_event, "started_unix_ms",
+						(double)r->started_wall_ms);
+			r->restore_event_kind = "start";
+			r->restore_event_by = rr_mono_ms() + 10000;
+		}
 		return 0;
 	}
 	rc = rr_restore_newest(r->store, r->cfg->run_id, c, r->ckpt_dir, r->cfg->threads, name,
@@ -760,7 +776,10 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 		cJSON_AddNumberToObject(ev, "downloaded_bytes", (double)st.downloaded_bytes);
 		cJSON_AddNumberToObject(ev, "elapsed_ms", (double)st.elapsed_ms);
 		cJSON_AddBoolToObject(ev, "already_present", st.already_present);
+		cJSON_AddNumberToObject(ev, "fallbacks", (double)st.fallbacks);
+		cJSON_AddNumberToObject(ev, "started_unix_ms", (double)r->started_wall_ms);
 		r->restore_event = ev; /* recorded from the loop, with the instance identity */
+		r->restore_event_kind = "restore";
 		r->restore_event_by = rr_mono_ms() + 10000;
 	}
 	rr_catalog_destroy(c);
@@ -880,7 +899,7 @@ static int s_signals_setup(void)
 
 int rr_run(const struct rr_config *cfg)
 {
-	struct s_run r = { .cfg = cfg, .sfd = -1 };
+	struct s_run r = { .cfg = cfg, .sfd = -1, .started_wall_ms = rr_wall_ms() };
 	struct rr_manifest *baseline = NULL;
 	struct rr_persister_config pc;
 	struct rr_cloud_opts co;
@@ -929,6 +948,10 @@ int rr_run(const struct rr_config *cfg)
 			goto out;
 		}
 	}
+	if (cfg->metrics_file && rr_metrics_new(cfg->metrics_file, RR_VERSION, &r.metrics) != 0) {
+		rr_error("cannot set up the metrics file %s: out of memory", cfg->metrics_file);
+		goto out;
+	}
 	rc = s_restore_watched(&r, &baseline);
 	if (rc) {
 		code = rc;
@@ -940,6 +963,7 @@ int rr_run(const struct rr_config *cfg)
 		.keep = cfg->keep, .threads = cfg->threads, .zstd_level = cfg->zstd_level,
 		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
 		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
+		.metrics = r.metrics,
 	};
 	rc = rr_persister_new(&pc, baseline, &r.persister);
 	if (!rc)
@@ -968,6 +992,9 @@ out:
 	if (r.persister && rr_persister_busy(r.persister) && code != EXIT_AGENT_ERROR)
 		rr_warn("leaving with a persist unfinished");
 	rr_persister_destroy(r.persister);
+	rr_metrics_finish(r.metrics, rr_wall_ms());
+	rr_metrics_flush(r.metrics);
+	rr_metrics_destroy(r.metrics);
 	rr_watcher_destroy(r.watcher);
 	rr_store_destroy(r.store);
 	if (r.notice_path[0])

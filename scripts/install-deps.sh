@@ -15,6 +15,8 @@ if [ "$what" = test ]; then
 	# python3-cryptography: service-account keys for the GCS tests (test_gcs_store,
 	# test_encryption); it also made the fuzz_sealed seeds.
 	pkgs+=(python3-cryptography)
+	# prometheus brings promtool, which checks the --metrics-file output (test_report.sh).
+	pkgs+=(prometheus)
 	# Node.js runs the S3 test server; this machine kind ships it (NodeSource), Debian's
 	# nodejs + npm are the fallback.
 	command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

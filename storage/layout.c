@@ -42,6 +42,11 @@ int rr_key_chunks_prefix(char *out, const char *run_id)
 	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/chunks/", run_id));
 }
 
+int rr_key_events_prefix(char *out, const char *run_id)
+{
+	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/events/", run_id));
+}
+
 /* Returns the rest of key after "<run_id>/<dir>", or NULL. */
 static const char *s_under(const char *key, const char *run_id, const char *dir)
 {

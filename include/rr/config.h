@@ -15,7 +15,7 @@ enum rr_precision { RR_PRECISION_AUTO, RR_PRECISION_FP16, RR_PRECISION_BF16,
 		    RR_PRECISION_EXACT };
 
 enum rr_command { RR_CMD_RUN, RR_CMD_LS, RR_CMD_RESTORE, RR_CMD_VERIFY, RR_CMD_GC,
-		  RR_CMD_HELP, RR_CMD_VERSION };
+		  RR_CMD_HELP, RR_CMD_VERSION, RR_CMD_REPORT };
 
 struct rr_config {
 	enum rr_command command;
@@ -45,6 +45,9 @@ struct rr_config {
 	const char *checkpoint;   /* --checkpoint NAME */
 	const char *to;           /* restore --to DIR */
 	int64_t gc_grace_ms;
+	int report_json;          /* report --json */
+	double price_spot, price_on_demand; /* report: per machine-hour, 0: not given */
+	const char *metrics_file; /* run: Prometheus text file, NULL: none */
 	/* the trainer command (run): argv[0..argc-1], NULL-terminated */
 	char **argv;
 	int argc;

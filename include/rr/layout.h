@@ -16,6 +16,7 @@ int rr_key_event(char *out, const char *run_id, int64_t unix_ms, const char *kin
 /* Prefixes for listing. */
 int rr_key_checkpoints_prefix(char *out, const char *run_id);
 int rr_key_chunks_prefix(char *out, const char *run_id);
+int rr_key_events_prefix(char *out, const char *run_id);
 
 /* For a key under "<run>/checkpoints/<name>/manifest.json", copies <name> into name (cap
  * bytes) and returns 1; returns 0 for any other key. */

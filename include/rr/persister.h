@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "rr/manifest.h"
+#include "rr/metrics.h"
 #include "rr/persist.h"
 #include "rr/store.h"
 
@@ -25,6 +26,9 @@ struct rr_persister_config {
 	enum rr_precision precision;
 	const char *const *exact_globs;
 	unsigned n_exact_globs;
+	/* NULL: none. Fed every ledger event as it is queued; the file is rewritten on this
+	 * thread, after the work in hand, so it never holds a notice's checkpoint back. */
+	struct rr_metrics *metrics;
 };
 
 struct rr_persist_result {

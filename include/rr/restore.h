@@ -15,6 +15,7 @@ struct rr_restore_stats {
 	uint64_t downloaded_bytes; /* stored bytes fetched */
 	uint64_t kept_files;       /* already present and identical: linked, not copied */
 	int already_present;       /* the whole checkpoint was there already */
+	unsigned fallbacks;        /* rr_restore_newest: damaged newer checkpoints skipped */
 	int64_t elapsed_ms;
 };
 

@@ -278,6 +278,57 @@ static void test_parse_without_a_trainer_command_is_an_error(void)
 	CU_ASSERT(s_has(p.err, "no command to run"));
 }
 
+static void test_parse_report_takes_json_and_prices_and_refuses_them_elsewhere(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	unsetenv("RESUME_RUN_METRICS_FILE");
+	p = s_parse(ARGV("resume-run", "report", "--json", "--price-spot", "0.45",
+			 "--price-on-demand=1.006", "--run-id", "r1"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.command, RR_CMD_REPORT);
+	CU_ASSERT_EQUAL(p.cfg.report_json, 1);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.price_spot, 0.45, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.price_on_demand, 1.006, 1e-12);
+	CU_ASSERT_STRING_EQUAL(p.cfg.run_id, "r1");
+
+	p = s_parse(ARGV("resume-run", "report"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.report_json, 0);
+	CU_ASSERT_EQUAL(p.cfg.price_spot, 0);
+
+	const char *bad[] = { "0", "-1", "abc", "1e3", "", "1000000", "nan", "0x10" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = s_parse(ARGV("resume-run", "report", "--price-spot", (char *)bad[i]));
+		CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+		CU_ASSERT(s_has(p.err, "invalid value"));
+	}
+	p = s_parse(ARGV("resume-run", "--json", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "does not apply here"));
+	p = s_parse(ARGV("resume-run", "report", "--metrics-file", "/tmp/x.prom"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "does not apply here"));
+}
+
+static void test_parse_metrics_file_from_flag_or_environment(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	unsetenv("RESUME_RUN_METRICS_FILE");
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_PTR_NULL(p.cfg.metrics_file);
+	setenv("RESUME_RUN_METRICS_FILE", "/var/lib/node_exporter/rr.prom", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_STRING_EQUAL(p.cfg.metrics_file, "/var/lib/node_exporter/rr.prom");
+	p = s_parse(ARGV("resume-run", "--metrics-file", "/tmp/flag.prom", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.metrics_file, "/tmp/flag.prom");
+	unsetenv("RESUME_RUN_METRICS_FILE");
+}
+
 static void test_parse_unknown_option_error_names_the_option(void)
 {
 	struct s_parsed p;
@@ -744,6 +795,10 @@ static CU_TestInfo s_tests[] = {
 	  test_parse_can_be_called_again_after_stopping_inside_an_option_cluster },
 	{ "test_parse_trainer_env_takes_pass_or_strip_from_flag_or_environment",
 	  test_parse_trainer_env_takes_pass_or_strip_from_flag_or_environment },
+	{ "parse_report_takes_json_and_prices_and_refuses_them_elsewhere",
+	  test_parse_report_takes_json_and_prices_and_refuses_them_elsewhere },
+	{ "parse_metrics_file_from_flag_or_environment",
+	  test_parse_metrics_file_from_flag_or_environment },
 	CU_TEST_INFO_NULL,
 };
 

@@ -484,6 +484,7 @@ static void test_restore_newest_falls_back_to_older_when_newest_is_damaged(void)
 					  sizeof(name), &st),
 			0);
 	CU_ASSERT_STRING_EQUAL(name, "step-1");
+	CU_ASSERT_EQUAL(st.fallbacks, 1); /* the ledger's restore event says so */
 	src = fx_ckpt(&f, "step-1");
 	dst = fx_join(f.restore_dir, "step-1");
 	FX_ASSERT_SAME_TREE(src, dst);
