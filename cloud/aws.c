@@ -14,7 +14,7 @@
 #include "rr/error.h"
 #include "rr/imds.h"
 #include "rr/json.h"
-#include "rr/s3_xml.h"
+#include "rr/timefmt.h"
 
 #define S_DEFAULT_POLL_MS 2000
 #define S_REQUEST_TIMEOUT_MS 2000

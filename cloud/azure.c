@@ -15,7 +15,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "rr/azure_events.h"
+#include "azure_events.h"
 #include "rr/clock.h"
 #include "rr/cloud.h"
 #include "rr/error.h"
@@ -23,6 +23,7 @@
 #include "rr/http.h"
 #include "rr/log.h"
 #include "rr/quote.h"
+#include "rr/timefmt.h"
 
 #define S_DEFAULT_ENDPOINT "http://169.254.169.254"
 #define S_EVENTS_PATH "/metadata/scheduledevents?api-version=2020-07-01"
@@ -278,75 +279,6 @@ int rr_azure_parse_events(const char *json, size_t len, const char *vm_name,
 out:
 	cJSON_Delete(root);
 	return rc;
-}
-
-/* ---- RFC 1123 dates ---- */
-
-static int s_digits(const char *s, int n, int *out)
-{
-	int v = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	*out = v;
-	return 0;
-}
-
-static int s_leap(int y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-/* Days from 1970-01-01 to y-m-d (m 1..12), for y >= 1970 (Howard Hinnant's
- * days_from_civil). */
-static int64_t s_days_from_civil(int y, int m, int d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = y / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-int rr_rfc1123_to_unix(const char *s, int64_t *out)
-{
-	/* 1970-01-01 was a Thursday. */
-	static const char wdays[7][4] = { "Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed" };
-	static const char months[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-					    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
-	static const int mdays[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	int wd = -1, mon = -1, d, y, h, mi, se, last;
-	int64_t days;
-
-	/* "Mon, 19 Sep 2016 18:29:47 GMT": 29 characters at fixed places. */
-	if (!s || !out || strnlen(s, 30) != 29)
-		return RR_EINVAL;
-	if (s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
-	    s[19] != ':' || s[22] != ':' || s[25] != ' ' || memcmp(s + 26, "GMT", 3) != 0)
-		return RR_EINVAL;
-	for (int i = 0; i < 7; i++)
-		if (memcmp(s, wdays[i], 3) == 0)
-			wd = i;
-	for (int i = 0; i < 12; i++)
-		if (memcmp(s + 8, months[i], 3) == 0)
-			mon = i;
-	if (wd < 0 || mon < 0 || s_digits(s + 5, 2, &d) || s_digits(s + 12, 4, &y) ||
-	    s_digits(s + 17, 2, &h) || s_digits(s + 20, 2, &mi) || s_digits(s + 23, 2, &se))
-		return RR_EINVAL;
-	last = mdays[mon] + (mon == 1 && s_leap(y));
-	if (y < 1970 || d < 1 || d > last || h > 23 || mi > 59 || se > 59)
-		return RR_EINVAL;
-	days = s_days_from_civil(y, mon + 1, d);
-	if (days % 7 != wd)
-		return RR_EINVAL;
-	*out = days * 86400 + h * 3600 + mi * 60 + se;
-	return 0;
 }
 
 /* ---- the provider ---- */

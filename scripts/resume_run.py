@@ -59,7 +59,7 @@ DEFAULT_CHECKPOINT_DIR = "./.resume-run/checkpoints"
 EXIT_KINDS = ("preempt", "terminate")
 _NOTICE_MAX_BYTES = 1 << 20
 # "step-N": 1 to 19 decimal digits, optionally followed by a suffix that does not start with
-# a digit ("step-1200.final"), exactly as agent/ckpt_order.c parses it.
+# a digit ("step-1200.final"), exactly as agent/pipeline/ckpt_order.c parses it.
 _STEP_NAME = re.compile(r"step-([0-9]{1,19})(?![0-9])")
 
 
@@ -134,7 +134,7 @@ def parse_signal(name):
 # --------------------------------------------------------------------------------------------
 
 def _order_key(entry):
-    """Sort key of a (name, commit_ms) pair, as rr_checkpoint_compare in agent/ckpt_order.c:
+    """Sort key of a (name, commit_ms) pair, as rr_checkpoint_compare in agent/pipeline/ckpt_order.c:
     step-N names are newer than any other name and compare by N; then the later commit time
     (the directory's ctime, in ms); then the greater name."""
     name, ms = entry

@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh test
 
 jobs=$(nproc)
+echo "== layers (includes point only down)"
+scripts/check-layers.sh
 echo "== build (RelWithDebInfo, -Wall -Wextra -Werror)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
@@ -39,10 +41,10 @@ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRR_TSAN=ON >/dev/nu
 cmake --build build-tsan -j"$jobs" --target resume-run $(printf 'test_%s ' $tsan_suites)
 echo "== threaded unit suites under TSan"
 # cJSON writes a process-wide error position on every parse: all parsing goes through
-# rr_json_parse (storage/json.c), which serialises it. TSan cannot see inside the
+# rr_json_parse (storage/common/json.c), which serialises it. TSan cannot see inside the
 # uninstrumented libcjson, so this check keeps other parse calls out.
-if grep -rn 'cJSON_Parse' agent storage cloud | grep -v '^storage/json.c:'; then
-	echo "cJSON_Parse* outside storage/json.c: use rr_json_parse" >&2
+if grep -rn 'cJSON_Parse' agent storage cloud | grep -v '^storage/common/json.c:'; then
+	echo "cJSON_Parse* outside storage/common/json.c: use rr_json_parse" >&2
 	exit 1
 fi
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \

@@ -11,7 +11,7 @@
  *      loopback / 169.254.170.2 / 169.254.170.23 / fd00:ec2::23 host only), with
  *      Authorization from AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE (preferred) or
  *      AWS_CONTAINER_AUTHORIZATION_TOKEN; when those variables are set, IMDS is not tried;
- *   5. the instance role from IMDSv2 (cloud/imds.c), unless AWS_EC2_METADATA_DISABLED is
+ *   5. the instance role from IMDSv2 (storage/net/imds.c), unless AWS_EC2_METADATA_DISABLED is
  *      set to anything but "false".
  * The first step that has credentials wins; a step that is configured but fails (a profile
  * that names a missing key, an STS refusal, an endpoint that answers 4xx) stops the chain

@@ -12,6 +12,10 @@
 #define RR_ZSTD_LEVEL_DEFAULT 3     /* plain files */
 #define RR_ZSTD_LEVEL_TENSOR 1      /* byte planes of tensors: entropy coding does the work */
 
+/* How F32 tensors are stored (--precision; README, "How checkpoints are made small"). */
+enum rr_precision { RR_PRECISION_AUTO, RR_PRECISION_FP16, RR_PRECISION_BF16,
+		    RR_PRECISION_EXACT };
+
 /* How a chunk is stored: the segment's encoding, its element width in bytes (1, 2, 4 or 8;
  * shuffle+zstd) and its scale exponent (fp16). */
 struct rr_chunk_form {

@@ -6,13 +6,10 @@
 #include <stdint.h>
 
 #include "rr/cloud.h"
+#include "rr/codec.h"
 #include "rr/store.h"
 
 #define RR_MAX_EXACT_GLOBS 64
-
-/* How F32 tensors are stored (DESIGN §4). */
-enum rr_precision { RR_PRECISION_AUTO, RR_PRECISION_FP16, RR_PRECISION_BF16,
-		    RR_PRECISION_EXACT };
 
 enum rr_command { RR_CMD_RUN, RR_CMD_LS, RR_CMD_RESTORE, RR_CMD_VERIFY, RR_CMD_GC,
 		  RR_CMD_HELP, RR_CMD_VERSION, RR_CMD_REPORT };

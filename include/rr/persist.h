@@ -6,7 +6,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "rr/config.h"
+#include "rr/codec.h"
 #include "rr/manifest.h"
 #include "rr/store.h"
 

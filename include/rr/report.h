@@ -6,7 +6,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "rr/config.h"
 #include "rr/ledger.h"
 
 enum rr_deadline_outcome {
@@ -110,8 +109,5 @@ void rr_report_destroy(struct rr_report *r);
  * ("## What preemptions cost"). Return 0 or RR_ENOMEM / RR_EIO. */
 int rr_report_print_text(const struct rr_report *r, const char *run_id, FILE *f);
 int rr_report_print_json(const struct rr_report *r, const char *run_id, FILE *f);
-
-/* `resume-run report`: loads the ledger and prints; returns the exit status. */
-int rr_cmd_report(const struct rr_config *cfg);
 
 #endif

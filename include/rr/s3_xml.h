@@ -79,8 +79,4 @@ int rr_s3_xml_complete_body(struct rr_buf *out, const char *const *etags, size_t
  * for n keys (S3 allows at most 1000: more is RR_EINVAL). Replaces out's contents. */
 int rr_s3_xml_delete_body(struct rr_buf *out, const char *const *keys, size_t n);
 
-/* Parses an ISO 8601 UTC time "YYYY-MM-DDTHH:MM:SS[.fff]Z" (also "+00:00") into unix ms.
- * Returns 0 or RR_EINVAL. Shared with the credential providers' Expiration fields. */
-int rr_iso8601_to_unix_ms(const char *s, int64_t *out);
-
 #endif

@@ -1,5 +1,5 @@
 /* The object store interface: one table of function pointers, one backend per file
- * (storage/store_file.c, storage/store_s3.c). Keys are '/'-separated paths relative to
+ * (storage/store/store_file.c, storage/store/store_s3.c). Keys are '/'-separated paths relative to
  * the store's root (the URL's path or prefix), e.g. "default/chunks/ab/ab12...". */
 #ifndef RR_STORE_H
 #define RR_STORE_H

@@ -1,4 +1,4 @@
-/* Throughput of the conversion and shuffle kernels (storage/fp16.c, storage/shuffle.c), on
+/* Throughput of the conversion and shuffle kernels (storage/format/fp16.c, storage/format/shuffle.c), on
  * one core, portable and SIMD paths, for BENCHMARKS.md. Not a test: no assertions, and the
  * numbers depend on the machine.
  *
@@ -8,7 +8,7 @@
  * shuffles, bytes written for decoders and unshuffles, i.e. always the size of the tensor.
  *
  * Build and run (from the repository root):
- *   gcc -std=c11 -D_GNU_SOURCE -O2 -Iinclude storage/fp16.c storage/shuffle.c \
+ *   gcc -std=c11 -D_GNU_SOURCE -O2 -Iinclude storage/format/fp16.c storage/format/shuffle.c \
  *       tests/bench/kernels_bench.c -lm -o /tmp/kernels_bench && /tmp/kernels_bench
  * An optional argument gives the size in MiB (default 256). */
 #include <math.h>
@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "rr/fp16.h"
-#include "rr/shuffle.h"
+#include "shuffle.h"
 
 #define S_RUNS 5
 

@@ -10,8 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "rr/azure_events.h"
+#include "azure_events.h"
 #include "rr/error.h"
+#include "rr/timefmt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "rr/error.h"
-#include "rr/pickle_scan.h"
+#include "pickle_scan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 
 #include "rr/buf.h"
 #include "rr/error.h"
-#include "rr/restored.h"
+#include "restored.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

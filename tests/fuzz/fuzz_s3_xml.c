@@ -13,6 +13,7 @@
 #include "rr/buf.h"
 #include "rr/error.h"
 #include "rr/s3_xml.h"
+#include "rr/timefmt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

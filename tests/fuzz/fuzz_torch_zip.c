@@ -11,7 +11,7 @@
 
 #include "rr/error.h"
 #include "rr/format.h"
-#include "rr/torch_zip.h"
+#include "torch_zip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -19,7 +19,7 @@
 
 #include "rr/buf.h"
 #include "rr/codec.h"
-#include "rr/dirwalk.h"
+#include "dirwalk.h"
 #include "rr/error.h"
 #include "rr/fsutil.h"
 #include "rr/layout.h"

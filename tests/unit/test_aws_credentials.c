@@ -1,4 +1,4 @@
-/* CUnit suite "aws_credentials": the credential chain (storage/aws_credentials.c) step by
+/* CUnit suite "aws_credentials": the credential chain (storage/auth/aws_credentials.c) step by
  * step and in order, with the in-process HTTP server (http_fixture.h) playing STS, the
  * container credential endpoint and IMDS at once, and shared files in a temp directory.
  * Every environment variable the chain reads is saved before each test, cleared, and put

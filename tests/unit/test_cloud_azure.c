@@ -3,18 +3,19 @@
  * (protocols.md §3): Metadata: true required on every request (400 without it), the
  * instance document at /metadata/instance, Scheduled Events at /metadata/scheduledevents
  * (GET to read, POST to approve); and the document and RFC 1123 parsers on their own
- * (include/rr/azure_events.h). */
+ * (cloud/azure_events.h). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rr/azure_events.h"
+#include "azure_events.h"
 #include "rr/clock.h"
 #include "rr/cloud.h"
 #include "rr/error.h"
 #include "rr/http.h"
 #include "rr/notice.h"
+#include "rr/timefmt.h"
 
 #include "cunit_main.h"
 #include "http_fixture.h"

@@ -14,7 +14,7 @@
 #include "rr/codec.h"
 #include "rr/error.h"
 #include "rr/fp16.h"
-#include "rr/shuffle.h"
+#include "shuffle.h"
 
 #include <zstd.h>
 

@@ -12,7 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "rr/dirwalk.h"
+#include "dirwalk.h"
 #include "rr/error.h"
 
 #include "cunit_main.h"

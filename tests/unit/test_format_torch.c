@@ -12,7 +12,7 @@
 
 #include "cunit_main.h"
 #include "rr/crc32.h"
-#include "rr/torch_zip.h"
+#include "torch_zip.h"
 #include "torch_fixture.h"
 
 static void test_format_claims_by_name_and_signature(void)

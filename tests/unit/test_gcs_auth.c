@@ -1,4 +1,4 @@
-/* CUnit suite "gcs_auth": Google OAuth2 tokens for GCS (storage/gcs_auth.c). The JWT is
+/* CUnit suite "gcs_auth": Google OAuth2 tokens for GCS (storage/auth/gcs_auth.c). The JWT is
  * taken apart and its signature checked with the public half of an RSA key made here; the
  * in-process HTTP server (http_fixture.h) plays the key file's token_uri and the metadata
  * server at once. GOOGLE_APPLICATION_CREDENTIALS and GCE_METADATA_HOST are saved before

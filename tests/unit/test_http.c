@@ -1,4 +1,4 @@
-/* CUnit suite "http": the libcurl layer (storage/http.c) against the in-process HTTP server
+/* CUnit suite "http": the libcurl layer (storage/net/http.c) against the in-process HTTP server
  * (http_fixture.h): methods and bodies (from memory and streamed), request and response
  * headers, the response ceiling, connection reuse, timeouts and broken connections (and
  * which of them are retryable), batches with a bound on transfers in flight, and one client

@@ -1,4 +1,4 @@
-/* CUnit suite "imds": the IMDSv2 client (cloud/imds.c) against the in-process HTTP server
+/* CUnit suite "imds": the IMDSv2 client (storage/net/imds.c) against the in-process HTTP server
  * (http_fixture.h) playing the metadata service the way AEMM -I does (protocols.md §1): a
  * token from PUT /latest/api/token, required on every GET, 401 for a wrong or expired one. */
 #include <pthread.h>

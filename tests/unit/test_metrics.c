@@ -13,7 +13,7 @@
 #include "rr/error.h"
 #include "rr/fsutil.h"
 #include "rr/log.h"
-#include "rr/metrics.h"
+#include "metrics.h"
 
 #include "cunit_main.h"
 

@@ -16,7 +16,7 @@
 #include "rr/error.h"
 #include "rr/gc.h"
 #include "rr/manifest.h"
-#include "rr/persister.h"
+#include "persister.h"
 #include "rr/restore.h"
 
 #include "ckpt_fixture.h"

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "cunit_main.h"
-#include "rr/pickle_scan.h"
+#include "pickle_scan.h"
 #include "torch_fixture.h"
 
 static int s_scan_file(const char *name, struct rr_pk_scan *out, char *why, size_t why_len)

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "rr/error.h"
-#include "rr/events.h"
+#include "events.h"
 #include "rr/fsutil.h"
 #include "rr/layout.h"
 #include "rr/ledger.h"

@@ -11,7 +11,7 @@
 #include "rr/buf.h"
 #include "rr/error.h"
 #include "rr/fsutil.h"
-#include "rr/restored.h"
+#include "restored.h"
 
 #include "cunit_main.h"
 

@@ -1,4 +1,4 @@
-/* CUnit suite "retry": backoff with full jitter (storage/retry.c) and the classification of
+/* CUnit suite "retry": backoff with full jitter (storage/net/retry.c) and the classification of
  * S3-style failures that may heal. The random state is seeded by hand, so every run draws
  * the same delays; the clock is passed in, so nothing here sleeps. */
 #include <stdint.h>

@@ -11,6 +11,7 @@
 #include "rr/buf.h"
 #include "rr/error.h"
 #include "rr/s3_xml.h"
+#include "rr/timefmt.h"
 
 /* --- documents, as AWS documents them ------------------------------------------------ */
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rr/shuffle.h"
+#include "shuffle.h"
 
 #include "cunit_main.h"
 

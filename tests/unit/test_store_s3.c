@@ -1,4 +1,4 @@
-/* CUnit suite "store_s3": the S3 backend (storage/store_s3.c) against the in-process HTTP
+/* CUnit suite "store_s3": the S3 backend (storage/store/store_s3.c) against the in-process HTTP
  * server (http_fixture.h) playing S3 (protocols.md §4-§5). The fake checks every request's
  * SigV4 signature the way S3 does (from the bytes that arrived, with its own copy of the
  * secret) and the body against x-amz-content-sha256, keeps objects in memory, and speaks
@@ -22,7 +22,7 @@
 #include "rr/clock.h"
 #include "rr/error.h"
 #include "rr/store.h"
-#include "rr/store_s3.h"
+#include "store_s3.h"
 
 #include "cunit_main.h"
 #include "http_fixture.h"

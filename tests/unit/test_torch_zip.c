@@ -8,7 +8,7 @@
 
 #include "cunit_main.h"
 #include "rr/crc32.h"
-#include "rr/torch_zip.h"
+#include "torch_zip.h"
 #include "torch_fixture.h"
 
 static uint32_t s_le32(const unsigned char *p)

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rr/watcher.h"
+#include "watcher.h"
 #include "cunit_main.h"
 
 #define S_REC_MAX 64

@@ -11,7 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "rr/manifest.h"
-#include "rr/metrics.h"
+#include "metrics.h"
 #include "rr/persist.h"
 #include "rr/store.h"
 

@@ -6,7 +6,7 @@
 #include "rr/error.h"
 #include "rr/fsutil.h"
 #include "rr/log.h"
-#include "rr/metrics.h"
+#include "metrics.h"
 
 #define S_MAX_NOTICE_SERIES 32 /* kinds x sources: 4 x 5 today */
 #define S_TEXT_MAX (64 * 1024)

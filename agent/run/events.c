@@ -4,7 +4,7 @@
 
 #include "rr/clock.h"
 #include "rr/error.h"
-#include "rr/events.h"
+#include "events.h"
 #include "rr/layout.h"
 
 const char *rr_hostname(void)

@@ -1,8 +1,8 @@
 /* The S3-protocol backend, for S3 and for GCS's XML API: every store call becomes requests
- * signed with SigV4 (storage/sigv4.c) or carrying a Google bearer token
- * (storage/gcs_auth.c), over the HTTP layer (storage/http.c), retried with backoff
- * (storage/retry.c) within the notice deadline. Big objects go up in parts and come down in
- * ranges, several at once on one curl multi batch. See include/rr/store_s3.h. */
+ * signed with SigV4 (storage/auth/sigv4.c) or carrying a Google bearer token
+ * (storage/auth/gcs_auth.c), over the HTTP layer (storage/net/http.c), retried with backoff
+ * (storage/net/retry.c) within the notice deadline. Big objects go up in parts and come down in
+ * ranges, several at once on one curl multi batch. See storage/store/store_s3.h. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +26,8 @@
 #include "rr/retry.h"
 #include "rr/s3_xml.h"
 #include "rr/sigv4.h"
-#include "rr/store_s3.h"
+#include "rr/timefmt.h"
+#include "store_s3.h"
 
 #define S_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define S_MAX_EXTRA_HEADERS 8
@@ -1417,7 +1418,7 @@ fail:
 
 /* GCS through its XML API, the S3 protocol with Google's authorization and preconditions:
  * storage.googleapis.com (or STORAGE_EMULATOR_HOST), path-style, OAuth2 bearer tokens
- * (storage/gcs_auth.c), or with --gcs-hmac SigV4 with HMAC keys from the AWS variables. */
+ * (storage/auth/gcs_auth.c), or with --gcs-hmac SigV4 with HMAC keys from the AWS variables. */
 int rr_store_gcs_new(const char *rest, const struct rr_store_opts *opts, struct rr_store **out)
 {
 	const char *emulator = s_env("STORAGE_EMULATOR_HOST");

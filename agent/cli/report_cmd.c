@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "commands.h"
 #include "rr/error.h"
 #include "rr/ledger.h"
 #include "rr/log.h"

@@ -3,7 +3,7 @@
 #include <time.h>
 
 #include "rr/catalog.h"
-#include "rr/commands.h"
+#include "commands.h"
 #include "rr/error.h"
 #include "rr/gc.h"
 #include "rr/log.h"

@@ -16,7 +16,7 @@
 #endif
 
 #include "rr/cpu.h"
-#include "rr/shuffle.h"
+#include "shuffle.h"
 
 /* ---- portable: elements [i, n) of a run of n ---- */
 

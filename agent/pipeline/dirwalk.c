@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rr/dirwalk.h"
+#include "dirwalk.h"
 #include "rr/error.h"
 
 #define MAX_DEPTH 64

@@ -14,7 +14,7 @@
 #include "rr/log.h"
 #include "rr/manifest.h"
 #include "rr/quote.h"
-#include "rr/watcher.h"
+#include "watcher.h"
 
 /* IN_CREATE is watched only to warn about directories made directly under a final name. */
 #define S_WATCH_MASK (IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)

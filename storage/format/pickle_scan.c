@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "rr/error.h"
-#include "rr/pickle_scan.h"
+#include "pickle_scan.h"
 
 enum s_kind { V_OTHER, V_NONE, V_INT, V_STR, V_GLOBAL, V_TUPLE, V_STORAGE, V_UNSET };
 

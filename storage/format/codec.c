@@ -7,7 +7,7 @@
 #include "rr/error.h"
 #include "rr/fp16.h"
 #include "rr/safetensors.h"
-#include "rr/shuffle.h"
+#include "shuffle.h"
 
 struct rr_codec {
 	ZSTD_CCtx *cctx;

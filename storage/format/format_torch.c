@@ -11,8 +11,8 @@
 #include "rr/quote.h"
 #include "rr/format.h"
 #include "rr/fsutil.h"
-#include "rr/pickle_scan.h"
-#include "rr/torch_zip.h"
+#include "pickle_scan.h"
+#include "torch_zip.h"
 
 /* Legacy (non-zip) torch.save files begin with a pickled magic number: PROTO 2, LONG1 10
  * bytes 0x1950a86a20f9469cfc6c. */

@@ -29,6 +29,7 @@
 #include "rr/quote.h"
 #include "rr/s3_xml.h"
 #include "rr/sigv4.h"
+#include "rr/timefmt.h"
 
 #define S_NEXT 1                          /* a step that is not configured */
 #define S_DEFAULT_MARGIN_MS (5 * 60 * 1000)

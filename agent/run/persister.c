@@ -10,11 +10,11 @@
 #include "rr/ckpt_order.h"
 #include "rr/clock.h"
 #include "rr/error.h"
-#include "rr/events.h"
+#include "events.h"
 #include "rr/gc.h"
 #include "rr/layout.h"
 #include "rr/log.h"
-#include "rr/persister.h"
+#include "persister.h"
 #include "rr/progress.h"
 
 #define MAX_RESULTS 64

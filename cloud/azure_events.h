@@ -41,10 +41,4 @@ int rr_azure_parse_events(const char *json, size_t len, const char *vm_name,
 			  rr_azure_event_cb cb, void *ud, int64_t *incarnation, char *why,
 			  size_t cap);
 
-/* Parses an RFC 1123 date exactly as HTTP writes it ("Mon, 19 Sep 2016 18:29:47 GMT":
- * weekday, two-digit day, month, four-digit year 1970..9999, 24-hour time, "GMT"), checks
- * that the day exists and the weekday matches it, and stores the unix seconds in *out.
- * Returns 0, or RR_EINVAL (*out unchanged). */
-int rr_rfc1123_to_unix(const char *s, int64_t *out);
-
 #endif

@@ -1,7 +1,7 @@
 /* resume-run: run a training command on preemptible machines without losing work. */
 #include <stdio.h>
 
-#include "rr/commands.h"
+#include "commands.h"
 #include "rr/config.h"
 #include "rr/log.h"
 #include "rr/report.h"
@@ -23,7 +23,7 @@ int main(int argc, char **argv)
 	}
 	rr_log_init(cfg.log_json, cfg.verbose ? RR_LOG_DEBUG : RR_LOG_INFO);
 	/* Every command reads credentials; none of them may end up in a core file. (The
-	 * trainer gets the original core limit back: agent/supervisor.c.) */
+	 * trainer gets the original core limit back: agent/run/supervisor.c.) */
 	if (rr_supervisor_protect_secrets() != 0)
 		rr_warn("cannot keep the agent's memory out of core dumps");
 	switch (cfg.command) {

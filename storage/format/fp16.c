@@ -25,7 +25,7 @@
 #include "rr/fp16.h"
 
 #ifdef __FAST_MATH__
-#error "storage/fp16.c needs IEEE arithmetic: -ffast-math links code that sets FTZ/DAZ"
+#error "storage/format/fp16.c needs IEEE arithmetic: -ffast-math links code that sets FTZ/DAZ"
 #endif
 
 #define S_ABS 0x7fffffffu

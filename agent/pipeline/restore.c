@@ -12,7 +12,7 @@
 #include "rr/beneath.h"
 #include "rr/clock.h"
 #include "rr/codec.h"
-#include "rr/dirwalk.h"
+#include "dirwalk.h"
 #include "rr/error.h"
 #include "rr/format.h"
 #include "rr/fsutil.h"
@@ -22,7 +22,7 @@
 #include "rr/progress.h"
 #include "rr/quote.h"
 #include "rr/restore.h"
-#include "rr/restored.h"
+#include "restored.h"
 #include "rr/store_sealed.h"
 
 /* One chunk: the unit of work. */

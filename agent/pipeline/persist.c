@@ -14,7 +14,7 @@
 #include "rr/beneath.h"
 #include "rr/clock.h"
 #include "rr/codec.h"
-#include "rr/dirwalk.h"
+#include "dirwalk.h"
 #include "rr/error.h"
 #include "rr/format.h"
 #include "rr/fp16.h"

@@ -1,7 +1,7 @@
-/* The S3-protocol backends of the store interface (storage/store_s3.c), s3:// and gs://:
- * signed requests over storage/http.c, retries with backoff (storage/retry.c), multipart
+/* The S3-protocol backends of the store interface (storage/store/store_s3.c), s3:// and gs://:
+ * signed requests over storage/net/http.c, retries with backoff (storage/net/retry.c), multipart
  * uploads with parts in flight at once, ranged parallel downloads, batched deletes (S3), the
- * AWS credential chain (storage/aws_credentials.c) or Google tokens (storage/gcs_auth.c). */
+ * AWS credential chain (storage/auth/aws_credentials.c) or Google tokens (storage/auth/gcs_auth.c). */
 #ifndef RR_STORE_S3_H
 #define RR_STORE_S3_H
 

@@ -8,7 +8,7 @@
 
 #include "rr/error.h"
 #include "rr/quote.h"
-#include "rr/torch_zip.h"
+#include "torch_zip.h"
 
 #define S_SIG_LOCAL 0x04034b50u
 #define S_SIG_CENTRAL 0x02014b50u

@@ -10,7 +10,7 @@
 #include "rr/error.h"
 #include "rr/fsutil.h"
 #include "rr/hash.h"
-#include "rr/restored.h"
+#include "restored.h"
 
 #define S_HEADER "resume-run-restored 1\n"
 

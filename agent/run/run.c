@@ -17,18 +17,18 @@
 #include "rr/clock.h"
 #include "rr/cloud.h"
 #include "rr/error.h"
-#include "rr/events.h"
+#include "events.h"
 #include "rr/fsutil.h"
 #include "rr/log.h"
-#include "rr/metrics.h"
+#include "metrics.h"
 #include "rr/notice.h"
-#include "rr/persister.h"
+#include "persister.h"
 #include "rr/progress.h"
 #include "rr/restore.h"
 #include "rr/run.h"
 #include "rr/supervisor.h"
 #include "rr/version.h"
-#include "rr/watcher.h"
+#include "watcher.h"
 
 #define EXIT_AGENT_ERROR 125
 #define NOTICE_FILE_NAME ".resume-run-notice.json"
@@ -856,7 +856,7 @@ static int s_guard_stop(struct s_restore_guard *g)
 
 /* The start-up restore with signals watched. 0 when the trainer may start; 128+N when
  * signal N stopped it (whatever the restore got to, nothing half-restored stays: the final
- * name only ever holds a complete checkpoint, see agent/restore.c); EXIT_AGENT_ERROR when
+ * name only ever holds a complete checkpoint, see agent/pipeline/restore.c); EXIT_AGENT_ERROR when
  * it failed (said in the log). */
 static int s_restore_watched(struct s_run *r, struct rr_manifest **baseline)
 {

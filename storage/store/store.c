@@ -11,7 +11,7 @@
 #include "rr/error.h"
 #include "rr/log.h"
 #include "rr/store.h"
-#include "rr/store_s3.h"
+#include "store_s3.h"
 #include "rr/store_sealed.h"
 
 static _Thread_local char s_why[512];
