@@ -58,193 +58,283 @@ int rr_parse_duration_ms(const char *s, int64_t *out)
 	return RR_EINVAL;
 }
 
-/* Every command opens the store, so every command takes these. */
-#define S_STORE_HELP                                                                          \
-	"S3 stores (every command): credentials, region and endpoint as the AWS CLI finds\n" \
-	"them (AWS_ACCESS_KEY_ID..., AWS_PROFILE, web identity, container, instance role;\n" \
-	"AWS_REGION; AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL; AWS_CA_BUNDLE).\n"              \
-	"  --s3-addressing MODE   auto (path-style with an endpoint URL, else virtual-hosted),\n" \
-	"                         path or virtual [RESUME_RUN_S3_ADDRESSING]\n"             \
-	"  --s3-sse MODE          server-side encryption: AES256 or aws:kms\n"             \
-	"                         [RESUME_RUN_S3_SSE]\n"                                    \
-	"  --s3-sse-kms-key-id ID the KMS key for aws:kms [RESUME_RUN_S3_SSE_KMS_KEY_ID]\n" \
-	"GCS stores (gs://bucket/prefix): GOOGLE_APPLICATION_CREDENTIALS (a service-account\n" \
-	"key), else the metadata server's token; STORAGE_EMULATOR_HOST redirects requests.\n" \
-	"  --gcs-hmac             sign with HMAC keys (AWS_ACCESS_KEY_ID/...) instead\n" \
-	"Encryption (every command):\n"                                                   \
-	"  --encryption-key-file FILE  seal every stored object with AES-256-GCM; FILE holds\n" \
-	"                         a 256-bit key as 64 hex digits (keep it: without it nothing\n" \
-	"                         restores) [RESUME_RUN_ENCRYPTION_KEY_FILE]\n"
+/* ---- the option table ---- */
 
-static const char s_run_help[] =
-	"usage: resume-run [OPTIONS] -- COMMAND [ARGS...]\n"
-	"       resume-run ls|restore|verify|gc|report [OPTIONS]   (see resume-run CMD --help)\n"
-	"\n"
-	"Runs COMMAND (the trainer) under supervision. At start it restores the newest committed\n"
-	"checkpoint of the run from the store; on a notice it asks the trainer for a checkpoint\n"
-	"and makes it durable in the store before the deadline.\n"
-	"\n"
-	"Options (environment in brackets):\n"
-	"  --store URL            file:///abs/path, file://./rel, s3://bucket/prefix or\n"
-	"                         gs://bucket/prefix\n"
-	"                         [RESUME_RUN_STORE] (default " DEFAULT_STORE ")\n"
-	"  --run-id ID            names the run inside the store [RESUME_RUN_ID] (default)\n"
-	"  --checkpoint-dir DIR   where the trainer writes checkpoints\n"
-	"                         [RESUME_RUN_CHECKPOINT_DIR] (default " DEFAULT_CHECKPOINT_DIR ")\n"
-	"  --cloud NAME           auto (default: detect), none, aws, gcp or azure: whose\n"
-	"                         preemption notices to watch [RESUME_RUN_CLOUD]\n"
-	"  --metadata-endpoint URL  base URL of the metadata service (tests, proxies)\n"
-	"                         [RESUME_RUN_METADATA_ENDPOINT]\n"
-	"  --poll-interval DURATION  metadata poll period (default aws 2s, azure 1s; GCP\n"
-	"                         waits on a hanging GET instead)\n"
-	"  --azure-ack            approve the Azure event once the checkpoint is durable\n"
-	"  --notice-file PATH     treat the appearance of PATH as a preemption notice (drills)\n"
-	"  --grace SECONDS        deadline after SIGTERM/SIGINT to the agent (default 25)\n"
-	"  --signal SIG           signal asking the trainer for a checkpoint (default USR1)\n"
-	"  --every DURATION       also ask for a checkpoint periodically (90s, 30m, 2h)\n"
-	"  --precision MODE       how F32 tensors of *.safetensors files are stored: auto\n"
-	"                         (default: scaled FP16 where that is as precise as BF16, else\n"
-	"                         BF16), fp16, bf16, or exact (lossless)\n"
-	"  --exact GLOB           tensors whose names match are stored bit-exact (repeatable)\n"
-	"  --keep N               committed checkpoints kept in the store (default 3)\n"
-	"  --max-restarts N       restarts after a trainer failure (default 3)\n"
-	"  --trainer-env pass|strip  strip: the agent's credential variables (AWS_*KEY*,\n"
-	"                         AWS_SESSION_TOKEN, GOOGLE_APPLICATION_CREDENTIALS, ...)\n"
-	"                         are not passed to the trainer (default pass)\n"
-	"                         [RESUME_RUN_TRAINER_ENV]\n"
-	"  --threads N            persist/restore worker threads (default: number of cores;\n"
-	"                         twice that, up to 8, for a remote store)\n"
-	"  --metrics-file PATH    Prometheus text-format metrics, replaced atomically on every\n"
-	"                         change (node_exporter textfile collector) [RESUME_RUN_METRICS_FILE]\n"
-	"  --log-format text|json log lines on stderr (default text)\n"
-	"  -v, --verbose          also log debug lines\n"
-	"  -h, --help             this help;  --version  the version\n"
-	S_STORE_HELP
-	"\n"
-	"Signals: SIGTERM/SIGINT = a notice (checkpoint, persist, then SIGTERM to the trainer);\n"
-	"a second one forwards at once. SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH are forwarded.\n"
-	"Exit status: the trainer's; 128+N if it died of signal N; 127 command not found;\n"
-	"126 not executable; 125 agent error.\n";
+#define S_ALL ((1u << RR_CMD_RUN) | (1u << RR_CMD_LS) | (1u << RR_CMD_RESTORE) |   \
+	       (1u << RR_CMD_VERIFY) | (1u << RR_CMD_GC) | (1u << RR_CMD_REPORT))
+#define S_ON(cmd) (1u << (cmd))
 
-static const char s_ls_help[] =
-	"usage: resume-run ls [--store URL] [--run-id ID]\n"
-	"Lists the checkpoints of a run, newest first: name, state (committed, or why not),\n"
-	"files, original and stored size, commit time. LATEST is marked with '*'.\n" S_STORE_HELP;
+/* Where a command's help lists an option. */
+enum s_group { S_GROUP_MAIN, S_GROUP_S3, S_GROUP_GCS, S_GROUP_ENCRYPTION };
 
-static const char s_restore_help[] =
-	"usage: resume-run restore [--store URL] [--run-id ID] [--checkpoint NAME] --to DIR\n"
-	"Restores the newest committed checkpoint (or NAME) into DIR/NAME/, verifying every\n"
-	"chunk. Without --checkpoint, a damaged newest checkpoint falls back to an older one.\n"
-	S_STORE_HELP;
+/* Sets the field an option stands for from its value (NULL for a flag). Returns 0,
+ * RR_EINVAL for a value out of bounds, or 1 when parsing stops here (--help, --version). */
+typedef int (*s_setter)(struct rr_config *cfg, enum rr_command cmd, const char *v);
 
-static const char s_verify_help[] =
-	"usage: resume-run verify [--store URL] [--run-id ID] [--checkpoint NAME]\n"
-	"Re-reads and re-hashes every chunk of every committed checkpoint (or of NAME).\n"
-	"Exit status 0 when all are intact, 1 when any is damaged, 125 on other errors.\n"
-	S_STORE_HELP;
-
-static const char s_gc_help[] =
-	"usage: resume-run gc [--store URL] [--run-id ID] [--keep N] [--grace DURATION]\n"
-	"Keeps the N newest committed checkpoints (default 3), deletes older ones, then deletes\n"
-	"chunks no remaining checkpoint references and older than --grace (default 1h; chunks\n"
-	"younger than that may belong to an upload still in flight).\n" S_STORE_HELP;
-
-static const char s_report_help[] =
-	"usage: resume-run report [--store URL] [--run-id ID] [--json]\n"
-	"                         [--price-spot PRICE --price-on-demand PRICE]\n"
-	"What preemptions cost the run, from its ledger in the store (any machine can ask):\n"
-	"machines, notices and whether each checkpoint was durable before its deadline, work\n"
-	"lost, restores, restarts, bytes. --json: the same for tools (shape in the README).\n"
-	"  --price-spot PRICE       price of a spot machine-hour \\ both: an estimate of what\n"
-	"  --price-on-demand PRICE  price of an on-demand one   / the run cost vs on-demand\n"
-	S_STORE_HELP;
-
-void rr_config_print_help(enum rr_command cmd)
-{
-	const char *text = cmd == RR_CMD_LS ? s_ls_help :
-			   cmd == RR_CMD_REPORT ? s_report_help :
-			   cmd == RR_CMD_RESTORE ? s_restore_help :
-			   cmd == RR_CMD_VERIFY ? s_verify_help :
-			   cmd == RR_CMD_GC ? s_gc_help : s_run_help;
-	fputs(text, stdout);
-}
-
-enum {
-	OPT_STORE = 256, OPT_RUN_ID, OPT_CKPT_DIR, OPT_NOTICE_FILE, OPT_GRACE, OPT_SIGNAL,
-	OPT_EVERY, OPT_KEEP, OPT_MAX_RESTARTS, OPT_THREADS, OPT_LOG_FORMAT, OPT_CHECKPOINT,
-	OPT_TO, OPT_VERSION, OPT_ZSTD_LEVEL, OPT_PRECISION, OPT_EXACT, OPT_S3_ADDRESSING,
-	OPT_S3_SSE, OPT_S3_SSE_KMS_KEY_ID, OPT_CLOUD, OPT_METADATA_ENDPOINT, OPT_POLL_INTERVAL,
-	OPT_AZURE_ACK, OPT_GCS_HMAC, OPT_TRAINER_ENV,
-	OPT_ENCRYPTION_KEY_FILE, OPT_JSON, OPT_PRICE_SPOT, OPT_PRICE_ON_DEMAND,
-	OPT_METRICS_FILE,
+struct s_option {
+	const char *name;   /* the long option, without "--" */
+	char letter;        /* its short form, or 0 */
+	const char *arg;    /* what the value is, for the help; NULL: a flag without value */
+	const char *env;    /* RESUME_RUN_<NAME>, read when the flag is not given; NULL: none */
+	unsigned commands;  /* S_ON(RR_CMD_...) of every command that takes it */
+	enum s_group group;
+	s_setter set;
+	const char *help;   /* the help's lines after the option column, '\n' between them */
 };
 
-static const struct option s_options[] = {
-	{ "store", required_argument, NULL, OPT_STORE },
-	{ "run-id", required_argument, NULL, OPT_RUN_ID },
-	{ "checkpoint-dir", required_argument, NULL, OPT_CKPT_DIR },
-	{ "notice-file", required_argument, NULL, OPT_NOTICE_FILE },
-	{ "grace", required_argument, NULL, OPT_GRACE },
-	{ "signal", required_argument, NULL, OPT_SIGNAL },
-	{ "every", required_argument, NULL, OPT_EVERY },
-	{ "keep", required_argument, NULL, OPT_KEEP },
-	{ "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
-	{ "trainer-env", required_argument, NULL, OPT_TRAINER_ENV },
-	{ "threads", required_argument, NULL, OPT_THREADS },
-	{ "zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL },
-	{ "precision", required_argument, NULL, OPT_PRECISION },
-	{ "exact", required_argument, NULL, OPT_EXACT },
-	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
-	{ "cloud", required_argument, NULL, OPT_CLOUD },
-	{ "metadata-endpoint", required_argument, NULL, OPT_METADATA_ENDPOINT },
-	{ "poll-interval", required_argument, NULL, OPT_POLL_INTERVAL },
-	{ "azure-ack", no_argument, NULL, OPT_AZURE_ACK },
-	{ "s3-addressing", required_argument, NULL, OPT_S3_ADDRESSING },
-	{ "gcs-hmac", no_argument, NULL, OPT_GCS_HMAC },
-	{ "s3-sse", required_argument, NULL, OPT_S3_SSE },
-	{ "s3-sse-kms-key-id", required_argument, NULL, OPT_S3_SSE_KMS_KEY_ID },
-	{ "encryption-key-file", required_argument, NULL, OPT_ENCRYPTION_KEY_FILE },
-	{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
-	{ "to", required_argument, NULL, OPT_TO },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "price-spot", required_argument, NULL, OPT_PRICE_SPOT },
-	{ "price-on-demand", required_argument, NULL, OPT_PRICE_ON_DEMAND },
-	{ "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 },
-};
-
-/* Which options each command takes (the rest are refused with a clear line). */
-static int s_allowed(enum rr_command cmd, int opt)
+static int s_set_store(struct rr_config *c, enum rr_command cmd, const char *v)
 {
-	switch (opt) {
-	case OPT_STORE: case OPT_RUN_ID: case OPT_LOG_FORMAT: case OPT_THREADS: case 'v':
-	case 'h': case OPT_VERSION: case OPT_S3_ADDRESSING: case OPT_S3_SSE:
-	case OPT_S3_SSE_KMS_KEY_ID: case OPT_GCS_HMAC:
-	case OPT_ENCRYPTION_KEY_FILE:
-		return 1;
-	case OPT_CHECKPOINT:
-		return cmd == RR_CMD_RESTORE || cmd == RR_CMD_VERIFY;
-	case OPT_TO:
-		return cmd == RR_CMD_RESTORE;
-	case OPT_JSON: case OPT_PRICE_SPOT: case OPT_PRICE_ON_DEMAND:
-		return cmd == RR_CMD_REPORT;
-	case OPT_KEEP:
-		return cmd == RR_CMD_RUN || cmd == RR_CMD_GC;
-	case OPT_GRACE:
-		return cmd == RR_CMD_RUN || cmd == RR_CMD_GC;
-	default:
-		return cmd == RR_CMD_RUN;
-	}
+	(void)cmd;
+	c->store_url = v;
+	return 0;
 }
 
-/* The word that named the current option: for "--keep 0" the one before the value, for
- * "--keep=0" or "-v" the last one getopt consumed. */
-static const char *s_opt_word(char **av, const char *value)
+static int s_set_run_id(struct rr_config *c, enum rr_command cmd, const char *v)
 {
-	return value && optind >= 2 && av[optind - 1] == value ? av[optind - 2] : av[optind - 1];
+	(void)cmd;
+	c->run_id = v;
+	return 0;
+}
+
+static int s_set_checkpoint_dir(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	c->checkpoint_dir = v;
+	return 0;
+}
+
+static int s_set_cloud(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_cloud_parse(v, &c->cloud) ? RR_EINVAL : 0;
+}
+
+static int s_set_metadata_endpoint(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	c->metadata_endpoint = v;
+	return 0;
+}
+
+static int s_set_poll_interval(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	int64_t ms;
+
+	(void)cmd;
+	if (rr_parse_duration_ms(v, &ms) || ms < 100)
+		return RR_EINVAL;
+	c->poll_interval_ms = ms;
+	return 0;
+}
+
+static int s_set_azure_ack(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd, (void)v;
+	c->azure_ack = 1;
+	return 0;
+}
+
+static int s_set_notice_file(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	c->notice_file = v;
+	return 0;
+}
+
+/* run: whole seconds after SIGTERM/SIGINT; gc: how old an unreferenced chunk must be. */
+static int s_set_grace(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	long long n;
+
+	if (cmd == RR_CMD_GC)
+		return rr_parse_duration_ms(v, &c->gc_grace_ms) ? RR_EINVAL : 0;
+	if (rr_parse_int(v, 0, 86400, &n))
+		return RR_EINVAL;
+	c->grace_ms = n * 1000;
+	return 0;
+}
+
+static int s_set_signal(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	/* KILL and STOP can have no handler: a notice would wait forever. */
+	if (rr_signal_from_name(v, &c->checkpoint_signal) || c->checkpoint_signal == SIGKILL ||
+	    c->checkpoint_signal == SIGSTOP)
+		return RR_EINVAL;
+	return 0;
+}
+
+static int s_set_every(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->every_ms) || c->every_ms < 1000 ? RR_EINVAL : 0;
+}
+
+static int s_set_precision(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	static const char *const modes[] = { "auto", "fp16", "bf16", "exact" };
+
+	(void)cmd;
+	for (unsigned i = 0; i < 4; i++)
+		if (strcmp(v, modes[i]) == 0) {
+			c->precision = (enum rr_precision)i;
+			return 0;
+		}
+	return RR_EINVAL;
+}
+
+static int s_set_exact(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	if (!*v || c->n_exact_globs == RR_MAX_EXACT_GLOBS)
+		return RR_EINVAL;
+	c->exact_globs[c->n_exact_globs++] = v;
+	return 0;
+}
+
+static int s_set_unsigned(unsigned *out, const char *v, long long min, long long max)
+{
+	long long n;
+
+	if (rr_parse_int(v, min, max, &n))
+		return RR_EINVAL;
+	*out = (unsigned)n;
+	return 0;
+}
+
+static int s_set_keep(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return s_set_unsigned(&c->keep, v, 1, 1000000);
+}
+
+static int s_set_max_restarts(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return s_set_unsigned(&c->max_restarts, v, 0, 1000000);
+}
+
+/* "pass" or "strip". */
+static int s_set_trainer_env(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	if (strcmp(v, "pass") == 0)
+		c->strip_trainer_env = 0;
+	else if (strcmp(v, "strip") == 0)
+		c->strip_trainer_env = 1;
+	else
+		return RR_EINVAL;
+	return 0;
+}
+
+static int s_set_threads(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return s_set_unsigned(&c->threads, v, 1, 256);
+}
+
+static int s_set_zstd_level(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	long long n;
+
+	(void)cmd;
+	if (rr_parse_int(v, 1, 19, &n))
+		return RR_EINVAL;
+	c->zstd_level = (int)n;
+	return 0;
+}
+
+static int s_set_metrics_file(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	c->metrics_file = v;
+	return 0;
+}
+
+static int s_set_log_format(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	if (strcmp(v, "text") && strcmp(v, "json"))
+		return RR_EINVAL;
+	c->log_json = strcmp(v, "json") == 0;
+	return 0;
+}
+
+static int s_set_verbose(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd, (void)v;
+	c->verbose = 1;
+	return 0;
+}
+
+static int s_set_help(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd, (void)v;
+	c->command = RR_CMD_HELP;
+	return 1;
+}
+
+static int s_set_version(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd, (void)v;
+	c->command = RR_CMD_VERSION;
+	return 1;
+}
+
+static int s_set_s3_addressing(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	c->store_opts.s3_addressing = v;
+	return 0;
+}
+
+static int s_set_s3_sse(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	c->store_opts.s3_sse = v;
+	return 0;
+}
+
+static int s_set_s3_sse_kms_key_id(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	c->store_opts.s3_sse_kms_key_id = v;
+	return 0;
+}
+
+static int s_set_gcs_hmac(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd, (void)v;
+	c->store_opts.gcs_hmac = 1;
+	return 0;
+}
+
+static int s_set_encryption_key_file(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	c->store_opts.encryption_key_file = v;
+	return 0;
+}
+
+static int s_set_checkpoint(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	c->checkpoint = v;
+	return 0;
+}
+
+static int s_set_to(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	c->to = v;
+	return 0;
+}
+
+static int s_set_json(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd, (void)v;
+	c->report_json = 1;
+	return 0;
 }
 
 /* A price per machine-hour: a plain positive decimal number below a million. */
@@ -263,22 +353,295 @@ static int s_parse_price(const char *a, double *out)
 	return 0;
 }
 
-static const char *s_getenv(const char *name, const char *fallback)
+static int s_set_price_spot(struct rr_config *c, enum rr_command cmd, const char *v)
 {
-	const char *v = getenv(name);
-	return v && *v ? v : fallback;
+	(void)cmd;
+	return s_parse_price(v, &c->price_spot);
 }
 
-/* --trainer-env: "pass" (0) or "strip" (1). */
-static int s_trainer_env(const char *v, int *strip)
+static int s_set_price_on_demand(struct rr_config *c, enum rr_command cmd, const char *v)
 {
-	if (strcmp(v, "pass") == 0)
-		*strip = 0;
-	else if (strcmp(v, "strip") == 0)
-		*strip = 1;
-	else
+	(void)cmd;
+	return s_parse_price(v, &c->price_on_demand);
+}
+
+/* Every option, in the order the help lists them. README's option table lists the same
+ * names and environment variables (tests/unit/test_config.c compares them). */
+static const struct s_option s_table[] = {
+	{ "store", 0, "URL", "RESUME_RUN_STORE", S_ALL, S_GROUP_MAIN, s_set_store,
+	  "file:///abs/path, file://./rel, s3://bucket/prefix or\n"
+	  "gs://bucket/prefix (default " DEFAULT_STORE ")" },
+	{ "run-id", 0, "ID", "RESUME_RUN_ID", S_ALL, S_GROUP_MAIN, s_set_run_id,
+	  "names the run inside the store (default: default)" },
+	{ "checkpoint-dir", 0, "DIR", "RESUME_RUN_CHECKPOINT_DIR", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
+	  s_set_checkpoint_dir,
+	  "where the trainer writes checkpoints\n(default " DEFAULT_CHECKPOINT_DIR ")" },
+	{ "cloud", 0, "NAME", "RESUME_RUN_CLOUD", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_cloud,
+	  "auto (default: detect), none, aws, gcp or azure: whose\n"
+	  "preemption notices to watch" },
+	{ "metadata-endpoint", 0, "URL", "RESUME_RUN_METADATA_ENDPOINT", S_ON(RR_CMD_RUN),
+	  S_GROUP_MAIN, s_set_metadata_endpoint,
+	  "base URL of the metadata service (tests, proxies)" },
+	{ "poll-interval", 0, "DURATION", "RESUME_RUN_POLL_INTERVAL", S_ON(RR_CMD_RUN),
+	  S_GROUP_MAIN, s_set_poll_interval,
+	  "metadata poll period (default aws 2s, azure 1s; GCP\n"
+	  "waits on a hanging GET instead)" },
+	{ "azure-ack", 0, NULL, "RESUME_RUN_AZURE_ACK", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
+	  s_set_azure_ack, "approve the Azure event once the checkpoint is durable" },
+	{ "notice-file", 0, "PATH", "RESUME_RUN_NOTICE_FILE", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
+	  s_set_notice_file, "treat the appearance of PATH as a preemption notice (drills)" },
+	{ "grace", 0, "SECONDS", "RESUME_RUN_GRACE", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_grace,
+	  "deadline after SIGTERM/SIGINT to the agent (default 25)" },
+	{ "grace", 0, "DURATION", "RESUME_RUN_GRACE", S_ON(RR_CMD_GC), S_GROUP_MAIN, s_set_grace,
+	  "chunks no checkpoint references are deleted once older\n"
+	  "than this (default 1h)" },
+	{ "signal", 0, "SIG", "RESUME_RUN_SIGNAL", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_signal,
+	  "signal asking the trainer for a checkpoint (default USR1)" },
+	{ "every", 0, "DURATION", "RESUME_RUN_EVERY", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_every,
+	  "also ask for a checkpoint periodically (90s, 30m, 2h)" },
+	{ "precision", 0, "MODE", "RESUME_RUN_PRECISION", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
+	  s_set_precision,
+	  "how F32 tensors of *.safetensors files are stored: auto\n"
+	  "(default: scaled FP16 where that is as precise as BF16, else\n"
+	  "BF16), fp16, bf16, or exact (lossless)" },
+	{ "exact", 0, "GLOB", "RESUME_RUN_EXACT", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_exact,
+	  "tensors whose names match are stored bit-exact (repeatable;\n"
+	  "the environment holds one GLOB)" },
+	{ "keep", 0, "N", "RESUME_RUN_KEEP", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC), S_GROUP_MAIN,
+	  s_set_keep, "committed checkpoints kept in the store (default 3)" },
+	{ "max-restarts", 0, "N", "RESUME_RUN_MAX_RESTARTS", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
+	  s_set_max_restarts, "restarts after a trainer failure (default 3)" },
+	{ "trainer-env", 0, "pass|strip", "RESUME_RUN_TRAINER_ENV", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
+	  s_set_trainer_env,
+	  "strip: the agent's credential variables (AWS_*KEY*,\n"
+	  "AWS_SESSION_TOKEN, GOOGLE_APPLICATION_CREDENTIALS, ...)\n"
+	  "are not passed to the trainer (default pass)" },
+	{ "threads", 0, "N", "RESUME_RUN_THREADS", S_ALL, S_GROUP_MAIN, s_set_threads,
+	  "persist/restore worker threads (default: number of cores;\n"
+	  "twice that, up to 8, for a remote store)" },
+	{ "zstd-level", 0, "N", "RESUME_RUN_ZSTD_LEVEL", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
+	  s_set_zstd_level,
+	  "zstd level of plain files, 1..19 (default 3; tensors'\n"
+	  "byte planes always use 1)" },
+	{ "metrics-file", 0, "PATH", "RESUME_RUN_METRICS_FILE", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
+	  s_set_metrics_file,
+	  "Prometheus text-format metrics, replaced atomically on every\n"
+	  "change (node_exporter textfile collector)" },
+	{ "checkpoint", 0, "NAME", "RESUME_RUN_CHECKPOINT",
+	  S_ON(RR_CMD_RESTORE) | S_ON(RR_CMD_VERIFY), S_GROUP_MAIN, s_set_checkpoint,
+	  "this checkpoint instead of the newest committed one" },
+	{ "to", 0, "DIR", "RESUME_RUN_TO", S_ON(RR_CMD_RESTORE), S_GROUP_MAIN, s_set_to,
+	  "where the checkpoint lands: DIR/NAME/ (required)" },
+	{ "json", 0, NULL, "RESUME_RUN_JSON", S_ON(RR_CMD_REPORT), S_GROUP_MAIN, s_set_json,
+	  "the report as JSON for tools (shape in the README)" },
+	{ "price-spot", 0, "PRICE", "RESUME_RUN_PRICE_SPOT", S_ON(RR_CMD_REPORT), S_GROUP_MAIN,
+	  s_set_price_spot,
+	  "price of a spot machine-hour; with --price-on-demand, an\n"
+	  "estimate of what the run cost against on-demand machines" },
+	{ "price-on-demand", 0, "PRICE", "RESUME_RUN_PRICE_ON_DEMAND", S_ON(RR_CMD_REPORT),
+	  S_GROUP_MAIN, s_set_price_on_demand,
+	  "price of an on-demand machine-hour" },
+	{ "log-format", 0, "text|json", "RESUME_RUN_LOG_FORMAT", S_ALL, S_GROUP_MAIN,
+	  s_set_log_format, "log lines on stderr (default text)" },
+	{ "verbose", 'v', NULL, "RESUME_RUN_VERBOSE", S_ALL, S_GROUP_MAIN, s_set_verbose,
+	  "also log debug lines" },
+	{ "help", 'h', NULL, NULL, S_ALL, S_GROUP_MAIN, s_set_help, "this help" },
+	{ "version", 0, NULL, NULL, S_ALL, S_GROUP_MAIN, s_set_version, "the version" },
+	{ "s3-addressing", 0, "MODE", "RESUME_RUN_S3_ADDRESSING", S_ALL, S_GROUP_S3,
+	  s_set_s3_addressing,
+	  "auto (path-style with an endpoint URL, else virtual-hosted),\n"
+	  "path or virtual" },
+	{ "s3-sse", 0, "MODE", "RESUME_RUN_S3_SSE", S_ALL, S_GROUP_S3, s_set_s3_sse,
+	  "server-side encryption: AES256 or aws:kms" },
+	{ "s3-sse-kms-key-id", 0, "ID", "RESUME_RUN_S3_SSE_KMS_KEY_ID", S_ALL, S_GROUP_S3,
+	  s_set_s3_sse_kms_key_id, "the KMS key for aws:kms" },
+	{ "gcs-hmac", 0, NULL, "RESUME_RUN_GCS_HMAC", S_ALL, S_GROUP_GCS, s_set_gcs_hmac,
+	  "sign with HMAC keys (AWS_ACCESS_KEY_ID/...) instead" },
+	{ "encryption-key-file", 0, "FILE", "RESUME_RUN_ENCRYPTION_KEY_FILE", S_ALL,
+	  S_GROUP_ENCRYPTION, s_set_encryption_key_file,
+	  "seal every stored object with AES-256-GCM; FILE holds\n"
+	  "a 256-bit key as 64 hex digits (keep it: without it nothing\n"
+	  "restores)" },
+};
+#define S_N_OPTIONS (sizeof(s_table) / sizeof(s_table[0]))
+#define S_VAL 256 /* getopt_long's value for s_table[i] is S_VAL + i */
+
+size_t rr_config_option_count(void)
+{
+	return S_N_OPTIONS;
+}
+
+int rr_config_option(size_t i, const char **name, const char **env, unsigned *commands)
+{
+	if (i >= S_N_OPTIONS)
 		return RR_EINVAL;
+	*name = s_table[i].name;
+	*env = s_table[i].env;
+	*commands = s_table[i].commands;
 	return 0;
+}
+
+/* ---- help, generated from the table ---- */
+
+static const char s_group_title[][400] = {
+	[S_GROUP_MAIN] = "Options (environment in brackets):\n",
+	[S_GROUP_S3] =
+	"S3 stores (every command): credentials, region and endpoint as the AWS CLI finds\n"
+	"them (AWS_ACCESS_KEY_ID..., AWS_PROFILE, web identity, container, instance role;\n"
+	"AWS_REGION; AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL; AWS_CA_BUNDLE).\n",
+	[S_GROUP_GCS] =
+	"GCS stores (gs://bucket/prefix): GOOGLE_APPLICATION_CREDENTIALS (a service-account\n"
+	"key), else the metadata server's token; STORAGE_EMULATOR_HOST redirects requests.\n",
+	[S_GROUP_ENCRYPTION] = "Encryption (every command):\n",
+};
+
+static const char s_run_head[] =
+	"usage: resume-run [OPTIONS] -- COMMAND [ARGS...]\n"
+	"       resume-run ls|restore|verify|gc|report [OPTIONS]   (see resume-run CMD --help)\n"
+	"\n"
+	"Runs COMMAND (the trainer) under supervision. At start it restores the newest committed\n"
+	"checkpoint of the run from the store; on a notice it asks the trainer for a checkpoint\n"
+	"and makes it durable in the store before the deadline.\n"
+	"\n";
+
+static const char s_run_tail[] =
+	"\n"
+	"Signals: SIGTERM/SIGINT = a notice (checkpoint, persist, then SIGTERM to the trainer);\n"
+	"a second one forwards at once. SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH are forwarded.\n"
+	"Exit status: the trainer's; 128+N if it died of signal N; 127 command not found;\n"
+	"126 not executable; 125 agent error.\n";
+
+static const char s_ls_head[] =
+	"usage: resume-run ls [--store URL] [--run-id ID]\n"
+	"Lists the checkpoints of a run, newest first: name, state (committed, or why not),\n"
+	"files, original and stored size, commit time. LATEST is marked with '*'.\n";
+
+static const char s_restore_head[] =
+	"usage: resume-run restore [--store URL] [--run-id ID] [--checkpoint NAME] --to DIR\n"
+	"Restores the newest committed checkpoint (or NAME) into DIR/NAME/, verifying every\n"
+	"chunk. Without --checkpoint, a damaged newest checkpoint falls back to an older one.\n";
+
+static const char s_verify_head[] =
+	"usage: resume-run verify [--store URL] [--run-id ID] [--checkpoint NAME]\n"
+	"Re-reads and re-hashes every chunk of every committed checkpoint (or of NAME).\n"
+	"Exit status 0 when all are intact, 1 when any is damaged, 125 on other errors.\n";
+
+static const char s_gc_head[] =
+	"usage: resume-run gc [--store URL] [--run-id ID] [--keep N] [--grace DURATION]\n"
+	"Keeps the N newest committed checkpoints (default 3), deletes older ones, then deletes\n"
+	"chunks no remaining checkpoint references and older than --grace (default 1h; chunks\n"
+	"younger than that may belong to an upload still in flight).\n";
+
+static const char s_report_head[] =
+	"usage: resume-run report [--store URL] [--run-id ID] [--json]\n"
+	"                         [--price-spot PRICE --price-on-demand PRICE]\n"
+	"What preemptions cost the run, from its ledger in the store (any machine can ask):\n"
+	"machines, notices and whether each checkpoint was durable before its deadline, work\n"
+	"lost, restores, restarts, bytes. --json: the same for tools (shape in the README).\n";
+
+#define S_HELP_COLUMN 25 /* where an option's explanation starts */
+#define S_HELP_WIDTH 90  /* the environment variable goes on a line of its own past this */
+
+/* "  -v, --verbose          also log debug lines [RESUME_RUN_VERBOSE]" and its further lines. */
+static void s_print_option(FILE *f, const struct s_option *o)
+{
+	char col[64];
+	const char *line = o->help;
+	int n, last = 0;
+
+	if (o->letter)
+		n = snprintf(col, sizeof(col), "  -%c, --%s%s%s", o->letter, o->name,
+			     o->arg ? " " : "", o->arg ? o->arg : "");
+	else
+		n = snprintf(col, sizeof(col), "  --%s%s%s", o->name, o->arg ? " " : "",
+			     o->arg ? o->arg : "");
+	fprintf(f, "%-*s%s", S_HELP_COLUMN - 1, col, n >= S_HELP_COLUMN - 1 ? "  " : " ");
+	for (;;) {
+		const char *nl = strchr(line, '\n');
+		int len = nl ? (int)(nl - line) : (int)strlen(line);
+		fwrite(line, 1, (size_t)len, f);
+		last = (line == o->help ? (n >= S_HELP_COLUMN - 1 ? n + 2 : S_HELP_COLUMN) :
+					  S_HELP_COLUMN) + len;
+		if (!nl)
+			break;
+		fprintf(f, "\n%*s", S_HELP_COLUMN, "");
+		line = nl + 1;
+	}
+	if (o->env) {
+		if (last + 3 + (int)strlen(o->env) > S_HELP_WIDTH)
+			fprintf(f, "\n%*s[%s]", S_HELP_COLUMN, "", o->env);
+		else
+			fprintf(f, " [%s]", o->env);
+	}
+	fputc('\n', f);
+}
+
+/* The help of one command, from its head text and the options it takes, group by group. */
+static void s_print_help(FILE *f, enum rr_command cmd)
+{
+	const char *head = cmd == RR_CMD_LS ? s_ls_head :
+			   cmd == RR_CMD_REPORT ? s_report_head :
+			   cmd == RR_CMD_RESTORE ? s_restore_head :
+			   cmd == RR_CMD_VERIFY ? s_verify_head :
+			   cmd == RR_CMD_GC ? s_gc_head : s_run_head;
+
+	fputs(head, f);
+	for (int g = S_GROUP_MAIN; g <= S_GROUP_ENCRYPTION; g++) {
+		int titled = 0;
+		for (size_t i = 0; i < S_N_OPTIONS; i++) {
+			if ((int)s_table[i].group != g || !(s_table[i].commands & S_ON(cmd)))
+				continue;
+			if (!titled)
+				fputs(s_group_title[g], f);
+			titled = 1;
+			s_print_option(f, &s_table[i]);
+		}
+	}
+	if (cmd == RR_CMD_RUN || cmd == RR_CMD_HELP || cmd == RR_CMD_VERSION)
+		fputs(s_run_tail, f);
+}
+
+void rr_config_print_help(enum rr_command cmd)
+{
+	s_print_help(stdout, cmd);
+}
+
+/* ---- parsing ---- */
+
+/* The entry for option name that command cmd takes (--grace has one per meaning). */
+static const struct s_option *s_find(const char *name, enum rr_command cmd)
+{
+	const struct s_option *any = NULL;
+
+	for (size_t i = 0; i < S_N_OPTIONS; i++) {
+		if (strcmp(s_table[i].name, name) != 0)
+			continue;
+		if (s_table[i].commands & S_ON(cmd))
+			return &s_table[i];
+		any = &s_table[i];
+	}
+	return any;
+}
+
+/* The word that named the current option: for "--keep 0" the one before the value, for
+ * "--keep=0" or "-v" the last one getopt consumed. */
+static const char *s_opt_word(char **av, const char *value)
+{
+	return value && optind >= 2 && av[optind - 1] == value ? av[optind - 2] : av[optind - 1];
+}
+
+/* An environment variable counts when set and not empty; a flag's variable turns it on
+ * unless it says 0, false, no or off. */
+static const char *s_env(const struct s_option *o)
+{
+	const char *v = o->env ? getenv(o->env) : NULL;
+
+	if (!v || !*v)
+		return NULL;
+	if (!o->arg && (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
+			!strcasecmp(v, "off")))
+		return NULL;
+	return v;
 }
 
 int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_command *help_for,
@@ -288,49 +651,56 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		{ "ls", RR_CMD_LS }, { "restore", RR_CMD_RESTORE },
 		{ "verify", RR_CMD_VERIFY }, { "gc", RR_CMD_GC }, { "report", RR_CMD_REPORT },
 	};
+	/* getopt's table: one entry per name, val = S_VAL + its index in s_table (above every
+	 * letter, so the two never meet) */
+	struct option longopts[S_N_OPTIONS + 1];
+	unsigned char given[S_N_OPTIONS];
+	char shortopts[16] = "+:";
 	const char *cmd_name = "resume-run";
+	enum rr_command cmd = RR_CMD_RUN;
+	size_t nlong = 0;
 	char **av;
-	long long v;
-	int first = 1, opt, ac, threads_given = 0;
+	int first = 1, opt, ac, rc;
 
 	memset(cfg, 0, sizeof(*cfg));
+	memset(given, 0, sizeof(given));
 	cfg->command = RR_CMD_RUN;
-	cfg->store_url = s_getenv("RESUME_RUN_STORE", DEFAULT_STORE);
-	cfg->run_id = s_getenv("RESUME_RUN_ID", "default");
-	cfg->store_opts.s3_addressing = s_getenv("RESUME_RUN_S3_ADDRESSING", NULL);
-	cfg->store_opts.s3_sse = s_getenv("RESUME_RUN_S3_SSE", NULL);
-	cfg->store_opts.s3_sse_kms_key_id = s_getenv("RESUME_RUN_S3_SSE_KMS_KEY_ID", NULL);
-	cfg->store_opts.gcs_hmac = s_getenv("RESUME_RUN_GCS_HMAC", NULL) != NULL;
-	cfg->store_opts.encryption_key_file = s_getenv("RESUME_RUN_ENCRYPTION_KEY_FILE", NULL);
-	cfg->checkpoint_dir = s_getenv("RESUME_RUN_CHECKPOINT_DIR", DEFAULT_CHECKPOINT_DIR);
+	cfg->store_url = DEFAULT_STORE;
+	cfg->run_id = "default";
+	cfg->checkpoint_dir = DEFAULT_CHECKPOINT_DIR;
+	cfg->cloud = RR_CLOUD_AUTO;
 	cfg->grace_ms = 25000;
-	if (rr_cloud_parse(s_getenv("RESUME_RUN_CLOUD", "auto"), &cfg->cloud)) {
-		snprintf(err, err_len, "RESUME_RUN_CLOUD must be auto, none, aws, gcp or azure");
-		return RR_EINVAL;
-	}
-	cfg->metadata_endpoint = s_getenv("RESUME_RUN_METADATA_ENDPOINT", NULL);
-	cfg->metrics_file = s_getenv("RESUME_RUN_METRICS_FILE", NULL);
-	cfg->checkpoint_signal = 10; /* SIGUSR1 */
+	cfg->checkpoint_signal = SIGUSR1;
 	cfg->keep = 3;
 	cfg->max_restarts = 3;
-	if (s_trainer_env(s_getenv("RESUME_RUN_TRAINER_ENV", "pass"), &cfg->strip_trainer_env)) {
-		snprintf(err, err_len, "RESUME_RUN_TRAINER_ENV must be pass or strip");
-		return RR_EINVAL;
-	}
-	cfg->threads = rr_pool_default_threads();
 	cfg->zstd_level = RR_ZSTD_LEVEL_DEFAULT;
-	cfg->gc_grace_ms = -1;
-	*help_for = RR_CMD_RUN;
+	cfg->gc_grace_ms = 3600 * 1000;
+
+	for (size_t i = 0; i < S_N_OPTIONS; i++) {
+		size_t k;
+		for (k = 0; k < nlong && strcmp(longopts[k].name, s_table[i].name) != 0; k++)
+			;
+		if (k == nlong)
+			longopts[nlong++] = (struct option){ s_table[i].name,
+				s_table[i].arg ? required_argument : no_argument, NULL, S_VAL + (int)i };
+		if (s_table[i].letter) {
+			size_t l = strlen(shortopts);
+			shortopts[l] = s_table[i].letter;
+			shortopts[l + 1] = '\0';
+		}
+	}
+	longopts[nlong] = (struct option){ NULL, 0, NULL, 0 };
 
 	if (argc > 1) {
 		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 			if (strcmp(argv[1], commands[i].name) == 0) {
-				cfg->command = commands[i].cmd;
+				cmd = commands[i].cmd;
 				cmd_name = commands[i].name;
 				first = 2;
 			}
 	}
-	*help_for = cfg->command;
+	cfg->command = cmd;
+	*help_for = cmd;
 	/* getopt keeps state between calls (glibc: the rest of a "-hv" cluster it stopped in).
 	 * optind = 0 asks glibc and musl for a full reset, which restarts at index 1, so a
 	 * subcommand's options are parsed from an argv that starts at the subcommand's name. */
@@ -339,9 +709,15 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	optind = 0;
 	opterr = 0;
 	/* '+': stop at the first non-option, which begins the trainer command. */
-	while ((opt = getopt_long(ac, av, "+:vh", s_options, NULL)) != -1) {
+	while ((opt = getopt_long(ac, av, shortopts, longopts, NULL)) != -1) {
 		const char *a = optarg;
-		if (opt == '?' || opt == ':') {
+		const struct s_option *o = NULL;
+		if (opt >= S_VAL && (size_t)(opt - S_VAL) < S_N_OPTIONS)
+			o = s_find(s_table[opt - S_VAL].name, cmd);
+		for (size_t i = 0; !o && opt > 0 && opt < 256 && i < S_N_OPTIONS; i++)
+			if (s_table[i].letter == opt)
+				o = &s_table[i];
+		if (opt == '?' || opt == ':' || !o) {
 			/* An unknown short option may sit inside a cluster ("-xv") that optind has
 			 * not moved past: name the letter. ('v' and 'h' here mean "--verbose=1".) */
 			char letter[3] = { '-', (char)optopt, '\0' };
@@ -352,129 +728,42 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 				 first == 2 ? "resume-run " : "", cmd_name);
 			return RR_EINVAL;
 		}
-		if (!s_allowed(cfg->command, opt)) {
+		if (!(o->commands & S_ON(cmd))) {
 			snprintf(err, err_len, "%s: option '%s' does not apply here (see %s%s --help)",
 				 cmd_name, s_opt_word(av, a), first == 2 ? "resume-run " : "", cmd_name);
 			return RR_EINVAL;
 		}
-		switch (opt) {
-		case OPT_STORE: cfg->store_url = a; break;
-		case OPT_S3_ADDRESSING: cfg->store_opts.s3_addressing = a; break;
-		case OPT_CLOUD:
-			if (rr_cloud_parse(a, &cfg->cloud))
-				goto bad_value;
-			break;
-		case OPT_METADATA_ENDPOINT: cfg->metadata_endpoint = a; break;
-		case OPT_POLL_INTERVAL: {
-			int64_t ms;
-			if (rr_parse_duration_ms(a, &ms) || ms < 100)
-				goto bad_value;
-			cfg->poll_interval_ms = ms;
-			break;
+		rc = o->set(cfg, cmd, a);
+		if (rc == 1)
+			return 0; /* --help, --version */
+		if (rc) {
+			snprintf(err, err_len, "%s: invalid value '%s' for %s (see %s%s --help)",
+				 cmd_name, a, s_opt_word(av, a), first == 2 ? "resume-run " : "",
+				 cmd_name);
+			return RR_EINVAL;
 		}
-		case OPT_AZURE_ACK: cfg->azure_ack = 1; break;
-		case OPT_GCS_HMAC: cfg->store_opts.gcs_hmac = 1; break;
-		case OPT_S3_SSE: cfg->store_opts.s3_sse = a; break;
-		case OPT_S3_SSE_KMS_KEY_ID: cfg->store_opts.s3_sse_kms_key_id = a; break;
-		case OPT_ENCRYPTION_KEY_FILE: cfg->store_opts.encryption_key_file = a; break;
-		case OPT_RUN_ID: cfg->run_id = a; break;
-		case OPT_CKPT_DIR: cfg->checkpoint_dir = a; break;
-		case OPT_NOTICE_FILE: cfg->notice_file = a; break;
-		case OPT_CHECKPOINT: cfg->checkpoint = a; break;
-		case OPT_TO: cfg->to = a; break;
-		case OPT_JSON: cfg->report_json = 1; break;
-		case OPT_METRICS_FILE: cfg->metrics_file = a; break;
-		case OPT_PRICE_SPOT:
-			if (s_parse_price(a, &cfg->price_spot))
-				goto bad_value;
-			break;
-		case OPT_PRICE_ON_DEMAND:
-			if (s_parse_price(a, &cfg->price_on_demand))
-				goto bad_value;
-			break;
-		case 'v': cfg->verbose = 1; break;
-		case 'h': cfg->command = RR_CMD_HELP; return 0;
-		case OPT_VERSION: cfg->command = RR_CMD_VERSION; return 0;
-		case OPT_GRACE:
-			if (*help_for == RR_CMD_GC) {
-				if (rr_parse_duration_ms(a, &cfg->gc_grace_ms))
-					goto bad_value;
-			} else {
-				if (rr_parse_int(a, 0, 86400, &v))
-					goto bad_value;
-				cfg->grace_ms = v * 1000;
-			}
-			break;
-		case OPT_SIGNAL:
-			/* KILL and STOP can have no handler: a notice would wait forever. */
-			if (rr_signal_from_name(a, &cfg->checkpoint_signal) ||
-			    cfg->checkpoint_signal == SIGKILL || cfg->checkpoint_signal == SIGSTOP)
-				goto bad_value;
-			break;
-		case OPT_EVERY:
-			if (rr_parse_duration_ms(a, &cfg->every_ms) || cfg->every_ms < 1000)
-				goto bad_value;
-			break;
-		case OPT_KEEP:
-			if (rr_parse_int(a, 1, 1000000, &v))
-				goto bad_value;
-			cfg->keep = (unsigned)v;
-			break;
-		case OPT_MAX_RESTARTS:
-			if (rr_parse_int(a, 0, 1000000, &v))
-				goto bad_value;
-			cfg->max_restarts = (unsigned)v;
-			break;
-		case OPT_TRAINER_ENV:
-			if (s_trainer_env(a, &cfg->strip_trainer_env))
-				goto bad_value;
-			break;
-		case OPT_THREADS:
-			if (rr_parse_int(a, 1, 256, &v))
-				goto bad_value;
-			cfg->threads = (unsigned)v;
-			threads_given = 1;
-			break;
-		case OPT_ZSTD_LEVEL:
-			if (rr_parse_int(a, 1, 19, &v))
-				goto bad_value;
-			cfg->zstd_level = (int)v;
-			break;
-		case OPT_PRECISION: {
-			static const char *const modes[] = { "auto", "fp16", "bf16", "exact" };
-			unsigned i;
-			for (i = 0; i < 4 && strcmp(a, modes[i]) != 0; i++)
-				;
-			if (i == 4)
-				goto bad_value;
-			cfg->precision = (enum rr_precision)i;
-			break;
-		}
-		case OPT_EXACT:
-			if (!*a || cfg->n_exact_globs == RR_MAX_EXACT_GLOBS)
-				goto bad_value;
-			cfg->exact_globs[cfg->n_exact_globs++] = a;
-			break;
-		case OPT_LOG_FORMAT:
-			if (strcmp(a, "text") && strcmp(a, "json"))
-				goto bad_value;
-			cfg->log_json = strcmp(a, "json") == 0;
-			break;
-		}
-		continue;
-bad_value:
-		snprintf(err, err_len, "%s: invalid value '%s' for %s (see %s%s --help)", cmd_name,
-			 a, s_opt_word(av, a), first == 2 ? "resume-run " : "", cmd_name);
-		return RR_EINVAL;
+		given[o - s_table] = 1;
 	}
-	if (cfg->gc_grace_ms < 0)
-		cfg->gc_grace_ms = 3600 * 1000;
+	/* The environment stands in for each flag the command takes and was not given. */
+	for (size_t i = 0; i < S_N_OPTIONS; i++) {
+		const char *v;
+		if (given[i] || !(s_table[i].commands & S_ON(cmd)) || !(v = s_env(&s_table[i])))
+			continue;
+		if (s_table[i].set(cfg, cmd, v)) {
+			snprintf(err, err_len, "invalid value '%s' in %s (see %s%s --help)", v,
+				 s_table[i].env, first == 2 ? "resume-run " : "", cmd_name);
+			return RR_EINVAL;
+		}
+	}
 	cfg->store_opts.metadata_endpoint = cfg->metadata_endpoint;
 	/* A remote store's workers spend much of their time waiting on the network: twice as
 	 * many as cores (at most 8, about 20 MB each) keep both the CPU and the link busy. */
-	if (!threads_given && strncasecmp(cfg->store_url, "file://", 7) != 0)
-		cfg->threads = cfg->threads * 2 > 8 ? (cfg->threads > 8 ? cfg->threads : 8)
-						    : cfg->threads * 2;
+	if (!cfg->threads) {
+		cfg->threads = rr_pool_default_threads();
+		if (strncasecmp(cfg->store_url, "file://", 7) != 0)
+			cfg->threads = cfg->threads * 2 > 8 ? (cfg->threads > 8 ? cfg->threads : 8)
+							    : cfg->threads * 2;
+	}
 	if (!rr_checkpoint_name_valid(cfg->run_id)) {
 		snprintf(err, err_len, "invalid run id '%s': use 1-255 characters, no '/', not "
 			 "starting with '.'", cfg->run_id);

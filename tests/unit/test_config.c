@@ -5,6 +5,7 @@
  * state itself (it does, with optind = 0); the tests therefore never touch optind, and one
  * test checks that a parse stopped halfway through an option cluster leaves nothing behind.
  * Every test starts from an environment without the RESUME_RUN_* variables. */
+#include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,11 +28,16 @@ struct s_parsed {
 	int rc;
 };
 
+/* Unsets every option's variable (the table names them all). */
 static void s_clear_env(void)
 {
-	unsetenv("RESUME_RUN_STORE");
-	unsetenv("RESUME_RUN_ID");
-	unsetenv("RESUME_RUN_CHECKPOINT_DIR");
+	for (size_t i = 0; i < rr_config_option_count(); i++) {
+		const char *name, *env;
+		unsigned cmds;
+		CU_ASSERT_EQUAL_FATAL(rr_config_option(i, &name, &env, &cmds), 0);
+		if (env)
+			unsetenv(env);
+	}
 }
 
 static struct s_parsed s_parse(char **argv)
@@ -742,7 +748,307 @@ static void test_parse_trainer_env_takes_pass_or_strip_from_flag_or_environment(
 	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
 }
 
+/* RESUME_RUN_<OPTION>, upper case, '-' -> '_' (--run-id: RESUME_RUN_ID, the name the
+ * trainer contract already used). */
+static void test_every_option_but_help_and_version_has_its_environment_variable(void)
+{
+	size_t n = rr_config_option_count();
+
+	CU_ASSERT(n > 30);
+	for (size_t i = 0; i < n; i++) {
+		const char *name, *env;
+		char want[128];
+		unsigned cmds;
+		size_t k;
+
+		CU_ASSERT_EQUAL_FATAL(rr_config_option(i, &name, &env, &cmds), 0);
+		CU_ASSERT(cmds != 0);
+		if (strcmp(name, "help") == 0 || strcmp(name, "version") == 0) {
+			CU_ASSERT_PTR_NULL(env);
+			continue;
+		}
+		CU_ASSERT_PTR_NOT_NULL_FATAL(env);
+		k = (size_t)snprintf(want, sizeof(want), "RESUME_RUN_%s",
+				     strcmp(name, "run-id") == 0 ? "id" : name);
+		for (size_t j = 0; j < k; j++)
+			want[j] = want[j] == '-' ? '_' : (char)toupper((unsigned char)want[j]);
+		if (strcmp(env, want) != 0)
+			fprintf(stderr, "--%s: variable %s, expected %s\n", name, env, want);
+		CU_ASSERT_STRING_EQUAL(env, want);
+	}
+	CU_ASSERT_EQUAL(rr_config_option(n, &(const char *){ NULL }, &(const char *){ NULL },
+					 &(unsigned){ 0 }), RR_EINVAL);
+}
+
+/* Options that had no variable before the table: each is read when its flag is absent. */
+static void test_parse_takes_every_run_option_from_the_environment(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	setenv("RESUME_RUN_GRACE", "40", 1);
+	setenv("RESUME_RUN_SIGNAL", "USR2", 1);
+	setenv("RESUME_RUN_EVERY", "30m", 1);
+	setenv("RESUME_RUN_PRECISION", "bf16", 1);
+	setenv("RESUME_RUN_EXACT", "*.norm", 1);
+	setenv("RESUME_RUN_KEEP", "5", 1);
+	setenv("RESUME_RUN_MAX_RESTARTS", "0", 1);
+	setenv("RESUME_RUN_THREADS", "3", 1);
+	setenv("RESUME_RUN_ZSTD_LEVEL", "9", 1);
+	setenv("RESUME_RUN_POLL_INTERVAL", "500ms", 1);
+	setenv("RESUME_RUN_AZURE_ACK", "1", 1);
+	setenv("RESUME_RUN_VERBOSE", "yes", 1);
+	setenv("RESUME_RUN_LOG_FORMAT", "json", 1);
+	setenv("RESUME_RUN_NOTICE_FILE", "/run/notice", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.grace_ms, 40000);
+	CU_ASSERT_EQUAL(p.cfg.checkpoint_signal, SIGUSR2);
+	CU_ASSERT_EQUAL(p.cfg.every_ms, 30 * 60 * 1000);
+	CU_ASSERT_EQUAL(p.cfg.precision, RR_PRECISION_BF16);
+	CU_ASSERT_EQUAL_FATAL(p.cfg.n_exact_globs, 1);
+	CU_ASSERT_STRING_EQUAL(p.cfg.exact_globs[0], "*.norm");
+	CU_ASSERT_EQUAL(p.cfg.keep, 5);
+	CU_ASSERT_EQUAL(p.cfg.max_restarts, 0);
+	CU_ASSERT_EQUAL(p.cfg.threads, 3);
+	CU_ASSERT_EQUAL(p.cfg.zstd_level, 9);
+	CU_ASSERT_EQUAL(p.cfg.poll_interval_ms, 500);
+	CU_ASSERT_EQUAL(p.cfg.azure_ack, 1);
+	CU_ASSERT_EQUAL(p.cfg.verbose, 1);
+	CU_ASSERT_EQUAL(p.cfg.log_json, 1);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/run/notice");
+
+	/* A flag replaces its variable, a repeatable one too. */
+	p = s_parse(ARGV("resume-run", "--exact", "a.*", "--exact", "b.*", "--keep", "2", "--",
+			 "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL_FATAL(p.cfg.n_exact_globs, 2);
+	CU_ASSERT_STRING_EQUAL(p.cfg.exact_globs[0], "a.*");
+	CU_ASSERT_STRING_EQUAL(p.cfg.exact_globs[1], "b.*");
+	CU_ASSERT_EQUAL(p.cfg.keep, 2);
+
+	/* A flag's variable saying no leaves it off. */
+	setenv("RESUME_RUN_VERBOSE", "0", 1);
+	setenv("RESUME_RUN_AZURE_ACK", "off", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.verbose, 0);
+	CU_ASSERT_EQUAL(p.cfg.azure_ack, 0);
+
+	/* The variables are checked like the flags and named when wrong. */
+	setenv("RESUME_RUN_KEEP", "0", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "RESUME_RUN_KEEP"));
+
+	/* gc reads RESUME_RUN_GRACE as its own --grace (a duration); ls takes neither and
+	 * ignores both variables. */
+	setenv("RESUME_RUN_KEEP", "4", 1);
+	setenv("RESUME_RUN_GRACE", "2h", 1);
+	p = s_parse(ARGV("resume-run", "gc"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.gc_grace_ms, 2 * 3600 * 1000);
+	CU_ASSERT_EQUAL(p.cfg.keep, 4);
+	p = s_parse(ARGV("resume-run", "ls"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	s_clear_env();
+}
+
+static void test_parse_subcommand_options_from_the_environment(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	setenv("RESUME_RUN_TO", "/restored", 1);
+	setenv("RESUME_RUN_CHECKPOINT", "step-100", 1);
+	p = s_parse(ARGV("resume-run", "restore"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.to, "/restored");
+	CU_ASSERT_STRING_EQUAL(p.cfg.checkpoint, "step-100");
+	setenv("RESUME_RUN_JSON", "true", 1);
+	setenv("RESUME_RUN_PRICE_SPOT", "0.5", 1);
+	setenv("RESUME_RUN_PRICE_ON_DEMAND", "2", 1);
+	p = s_parse(ARGV("resume-run", "report"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.report_json, 1);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.price_spot, 0.5, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.price_on_demand, 2.0, 1e-9);
+	s_clear_env();
+}
+
+/* Reads a whole file or a command's output into a malloc'd string (NULL on failure). */
+static char *s_slurp(FILE *f)
+{
+	size_t cap = 1 << 16, n = 0, r;
+	char *b = malloc(cap + 1);
+
+	while (b && (r = fread(b + n, 1, cap - n, f)) > 0) {
+		n += r;
+		if (n == cap) {
+			char *nb = realloc(b, cap * 2 + 1);
+			if (!nb) {
+				free(b);
+				return NULL;
+			}
+			b = nb;
+			cap *= 2;
+		}
+	}
+	if (b)
+		b[n] = '\0';
+	return b;
+}
+
+/* README's option table ("## Command line") names every option of the table with its
+ * variable, on one row, and nothing the table does not have. */
+static void test_readme_option_table_matches_the_option_table(void)
+{
+	const char *src = getenv("RR_SRC");
+	char path[4096], *readme, *sec, *end;
+	FILE *f;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(src);
+	snprintf(path, sizeof(path), "%s/README.md", src);
+	f = fopen(path, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	readme = s_slurp(f);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(readme);
+	sec = strstr(readme, "\n## Command line\n");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sec);
+	end = strstr(sec + 1, "\n## ");
+	if (end)
+		*end = '\0';
+
+	/* every table option with a variable: a row whose first cell has both */
+	for (size_t i = 0; i < rr_config_option_count(); i++) {
+		const char *name, *env;
+		char flag[80], var[80];
+		unsigned cmds;
+		int found = 0;
+
+		CU_ASSERT_EQUAL_FATAL(rr_config_option(i, &name, &env, &cmds), 0);
+		if (!env)
+			continue;
+		snprintf(flag, sizeof(flag), "--%s ", name);
+		snprintf(var, sizeof(var), "(`%s`)", env);
+		for (char *row = strstr(sec, "\n| `"); row; row = strstr(row + 1, "\n| `")) {
+			char cell[512], *bar = strstr(row + 3, " | ");
+			size_t len = bar ? (size_t)(bar - row) : 0;
+			if (!bar || len >= sizeof(cell))
+				continue;
+			memcpy(cell, row, len);
+			cell[len] = '\0';
+			/* "--name ARG`" or "--name`": the name ends at a space or a backquote */
+			char *at = strstr(cell, flag);
+			if (!at) {
+				char bare[80];
+				snprintf(bare, sizeof(bare), "--%s`", name);
+				at = strstr(cell, bare);
+			}
+			if (at && strstr(cell, var))
+				found = 1;
+		}
+		if (!found)
+			fprintf(stderr, "README's option table has no row for --%s (%s)\n", name, env);
+		CU_ASSERT(found);
+	}
+
+	/* every option README's table names: one the parser knows */
+	for (char *row = strstr(sec, "\n| `"); row; row = strstr(row + 1, "\n| `")) {
+		char *bar = strstr(row + 3, " | ");
+		for (char *d = strstr(row, "--"); d && bar && d < bar; d = strstr(d + 2, "--")) {
+			char name[64];
+			size_t k = 0;
+			int known = 0;
+			for (d += 2; k + 1 < sizeof(name) && (islower((unsigned char)d[k]) ||
+							     isdigit((unsigned char)d[k]) ||
+							     d[k] == '-');
+			     k++)
+				name[k] = d[k];
+			name[k] = '\0';
+			for (size_t i = 0; i < rr_config_option_count() && !known; i++) {
+				const char *n, *env;
+				unsigned cmds;
+				rr_config_option(i, &n, &env, &cmds);
+				known = strcmp(n, name) == 0;
+			}
+			if (!known)
+				fprintf(stderr, "README's option table names --%s, which is no option\n",
+					name);
+			CU_ASSERT(known);
+		}
+	}
+	free(readme);
+}
+
+/* Whether command cmd takes option name (--grace has an entry per meaning). */
+static int s_taken(const char *name, int cmd)
+{
+	for (size_t i = 0; i < rr_config_option_count(); i++) {
+		const char *n, *env;
+		unsigned cmds;
+		rr_config_option(i, &n, &env, &cmds);
+		if (strcmp(n, name) == 0 && (cmds & (1u << cmd)))
+			return 1;
+	}
+	return 0;
+}
+
+/* `resume-run [CMD] --help` lists every option the command takes, with its variable. */
+static void test_help_lists_every_option_a_command_takes_with_its_variable(void)
+{
+	static const struct { const char *argv; int cmd; } helps[] = {
+		{ "--help", RR_CMD_RUN }, { "ls --help", RR_CMD_LS },
+		{ "restore --help", RR_CMD_RESTORE }, { "verify --help", RR_CMD_VERIFY },
+		{ "gc --help", RR_CMD_GC }, { "report --help", RR_CMD_REPORT },
+	};
+	const char *bin = getenv("RR_BIN");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(bin);
+	for (size_t h = 0; h < sizeof(helps) / sizeof(helps[0]); h++) {
+		char cmdline[4200], *out;
+		FILE *f;
+
+		snprintf(cmdline, sizeof(cmdline), "'%s' %s", bin, helps[h].argv);
+		f = popen(cmdline, "r");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		out = s_slurp(f);
+		CU_ASSERT_EQUAL(pclose(f), 0);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+		for (size_t i = 0; i < rr_config_option_count(); i++) {
+			const char *name, *env;
+			char flag[80], var[80];
+			unsigned cmds;
+			rr_config_option(i, &name, &env, &cmds);
+			snprintf(flag, sizeof(flag), "--%s", name);
+			snprintf(var, sizeof(var), "[%s]", env ? env : "");
+			if (!s_taken(name, helps[h].cmd)) {
+				/* not taken: not offered either */
+				char spaced[84];
+				snprintf(spaced, sizeof(spaced), "  --%s ", name);
+				CU_ASSERT_PTR_NULL(strstr(out, spaced));
+				continue;
+			}
+			CU_ASSERT_PTR_NOT_NULL(strstr(out, flag));
+			if (env)
+				CU_ASSERT_PTR_NOT_NULL(strstr(out, var));
+		}
+		free(out);
+	}
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_every_option_but_help_and_version_has_its_environment_variable",
+	  test_every_option_but_help_and_version_has_its_environment_variable },
+	{ "test_parse_takes_every_run_option_from_the_environment",
+	  test_parse_takes_every_run_option_from_the_environment },
+	{ "test_parse_subcommand_options_from_the_environment",
+	  test_parse_subcommand_options_from_the_environment },
+	{ "test_readme_option_table_matches_the_option_table",
+	  test_readme_option_table_matches_the_option_table },
+	{ "test_help_lists_every_option_a_command_takes_with_its_variable",
+	  test_help_lists_every_option_a_command_takes_with_its_variable },
 	{ "test_duration_accepts_each_unit", test_duration_accepts_each_unit },
 	{ "test_duration_of_exactly_30_days_is_accepted_in_every_unit",
 	  test_duration_of_exactly_30_days_is_accepted_in_every_unit },
