@@ -40,6 +40,17 @@
 
 extern char **environ;
 
+/* Where the trainer's life stands. TRAINING: running (or being started); RESTART_WAIT: it
+ * failed and restart_at says when it starts again; FINISHING: no further attempt, the loop
+ * only drains the persists (bounded by the notice's deadline) and leaves. */
+enum s_phase { S_TRAINING, S_RESTART_WAIT, S_FINISHING };
+
+/* Where the current notice stands: the four combinations of "a notice is active" and "its
+ * checkpoint is durable". HANDLED: the last notice is over and its checkpoint was durable
+ * (a precaution done, or a durable notice withdrawn); the deadline check at the end still
+ * counts it as durable. */
+enum s_notice_state { S_CALM, S_NOTICE, S_DURABLE, S_HANDLED };
+
 struct s_run {
 	const struct rr_config *cfg;
 	struct rr_store *store;
@@ -62,7 +73,8 @@ struct s_run {
 	pid_t pgid;         /* the trainer's process group, kept after the trainer is reaped */
 	int child_exited, child_status;
 	unsigned attempt, restarts;
-	int64_t restart_at; /* monotonic ms; 0: none */
+	enum s_phase phase;
+	int64_t restart_at; /* monotonic ms, in S_RESTART_WAIT */
 
 	/* newest checkpoint committed in the checkpoint directory */
 	char newest[256];
@@ -70,7 +82,7 @@ struct s_run {
 	int scanned; /* the start-up scan is done: commits are ordered by commit time too */
 
 	/* notice */
-	int notice_active;
+	enum s_notice_state nstate;
 	struct rr_notice notice;
 	int64_t notice_mono;        /* when it arrived */
 	int64_t deadline_mono;      /* 0: none */
@@ -78,14 +90,57 @@ struct s_run {
 	int64_t asked_mono;
 	int ask_pending, ask_warned;
 	char notice_ckpt[256];      /* the checkpoint written for it */
-	int notice_durable;
 	int terminate_after;        /* SIGTERM/SIGINT notice: SIGTERM the trainer when durable */
 	int term_forwarded;
 	int notice_file_seen;
 
 	int64_t next_every;         /* monotonic ms; 0: off */
-	int finishing, exit_code;
+	int exit_code;
 };
+
+static const char *s_phase_name(enum s_phase p)
+{
+	return p == S_TRAINING ? "training" : p == S_RESTART_WAIT ? "restart-wait" : "finishing";
+}
+
+static const char *s_notice_state_name(enum s_notice_state n)
+{
+	return n == S_CALM ? "calm" : n == S_NOTICE ? "notice" : n == S_DURABLE ? "durable" :
+									      "handled";
+}
+
+/* The one place the loop's state changes: the phase, the notice's progress, or both (pass
+ * the current value for the one that stays). Leaving for good is one-way: nothing follows
+ * S_FINISHING. */
+static void s_transition(struct s_run *r, enum s_phase phase, enum s_notice_state nstate)
+{
+	if (r->phase == S_FINISHING)
+		phase = S_FINISHING;
+	if (phase != S_RESTART_WAIT)
+		r->restart_at = 0;
+	if (phase != r->phase || nstate != r->nstate)
+		rr_debug("state: %s/%s -> %s/%s", s_phase_name(r->phase),
+			 s_notice_state_name(r->nstate), s_phase_name(phase),
+			 s_notice_state_name(nstate));
+	r->phase = phase;
+	r->nstate = nstate;
+}
+
+static int s_notice_active(const struct s_run *r)
+{
+	return r->nstate == S_NOTICE || r->nstate == S_DURABLE;
+}
+
+static int s_notice_durable(const struct s_run *r)
+{
+	return r->nstate == S_DURABLE || r->nstate == S_HANDLED;
+}
+
+/* The notice is over: withdrawn, replaced, or (a precaution) done. */
+static void s_notice_over(struct s_run *r)
+{
+	s_transition(r, r->phase, s_notice_durable(r) ? S_HANDLED : S_CALM);
+}
 
 static void s_log_step(const struct s_run *r, const char *what)
 {
@@ -263,7 +318,7 @@ static void s_ask_checkpoint(struct s_run *r)
 		r->ask_pending = 0;
 		r->asked_wall_ms = rr_wall_ms();
 		r->asked_mono = rr_mono_ms();
-		if (r->notice_active)
+		if (s_notice_active(r))
 			s_log_step(r, "asked the trainer for a checkpoint");
 		else
 			rr_info("asked the trainer for a checkpoint (SIG%s to %d process%s)",
@@ -322,12 +377,12 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 	struct rr_buf json;
 	cJSON *ev;
 
-	if (r->notice_active) {
+	if (s_notice_active(r)) {
 		rr_info("another notice (%s from %s) while one is active; carrying on",
 			rr_notice_kind_name(n->kind), rr_notice_source_name(n->source));
 		return;
 	}
-	r->notice_active = 1;
+	s_transition(r, r->phase, S_NOTICE);
 	r->notice = *n;
 	r->notice_mono = rr_mono_ms();
 	r->deadline_mono = n->deadline_unix ?
@@ -335,7 +390,6 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 	/* The store stops retrying where a retry could not finish before the deadline. */
 	rr_store_set_deadline(r->store, r->deadline_mono);
 	r->notice_ckpt[0] = '\0';
-	r->notice_durable = 0;
 	r->asked_wall_ms = 0;
 	r->ask_warned = 0;
 	if (n->deadline_unix)
@@ -378,12 +432,12 @@ static int s_severity(enum rr_notice_kind k)
 
 static void s_on_cloud_notice(struct s_run *r, const struct rr_notice *n)
 {
-	if (r->notice_active && s_severity(n->kind) > s_severity(r->notice.kind)) {
+	if (s_notice_active(r) && s_severity(n->kind) > s_severity(r->notice.kind)) {
 		/* e.g. an AWS rebalance recommendation, then the interruption notice itself:
 		 * the new one replaces it, with its deadline and a fresh checkpoint. */
 		rr_info("%s from %s replaces the active %s notice", rr_notice_kind_name(n->kind),
 			rr_notice_source_name(n->source), rr_notice_kind_name(r->notice.kind));
-		r->notice_active = 0;
+		s_notice_over(r);
 	}
 	s_start_notice(r, n);
 }
@@ -391,7 +445,7 @@ static void s_on_cloud_notice(struct s_run *r, const struct rr_notice *n)
 static void s_end_notice(struct s_run *r)
 {
 	unlink(r->notice_path);
-	r->notice_active = 0;
+	s_notice_over(r);
 	r->ask_pending = 0;
 	if (!r->terminate_after)
 		rr_store_set_deadline(r->store, 0);
@@ -434,7 +488,7 @@ static void s_check_notice_file(struct s_run *r)
 		s_start_notice(r, &n);
 	} else if (!present && r->notice_file_seen) {
 		r->notice_file_seen = 0;
-		if (r->notice_active && r->notice.source == RR_SOURCE_FILE)
+		if (s_notice_active(r) && r->notice.source == RR_SOURCE_FILE)
 			s_end_notice(r);
 	}
 }
@@ -461,13 +515,13 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	 * A routine commit can land just then and be taken for the answer; the trainer's real
 	 * answer comes next and replaces it in the persist queue (the newest wins), so until
 	 * one is durable the newest commit is the one the notice waits for. */
-	if (r->notice_active && r->asked_wall_ms && r->notice_ckpt[0] && !r->notice_durable &&
+	if (s_notice_active(r) && r->asked_wall_ms && r->notice_ckpt[0] && !s_notice_durable(r) &&
 	    ms >= r->asked_wall_ms - 20) {
 		rr_info("checkpoint %s committed after %s: the notice waits for it instead", name,
 			r->notice_ckpt);
 		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", name);
 		urgent = 1;
-	} else if (r->notice_active && r->asked_wall_ms && !r->notice_ckpt[0] &&
+	} else if (s_notice_active(r) && r->asked_wall_ms && !r->notice_ckpt[0] &&
 		   ms >= r->asked_wall_ms - 20) {
 		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", name);
 		urgent = 1;
@@ -483,11 +537,11 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 
 static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 {
-	if (!r->notice_active || strcmp(res->name, r->notice_ckpt) != 0 || r->notice_durable)
+	if (!s_notice_active(r) || strcmp(res->name, r->notice_ckpt) != 0 || s_notice_durable(r))
 		return;
 	if (res->rc == 0 || res->rc == RR_EEXIST) {
 		char what[300];
-		r->notice_durable = 1;
+		s_transition(r, r->phase, S_DURABLE);
 		snprintf(what, sizeof(what), "checkpoint %s is durable in the store", res->name);
 		s_log_step(r, what);
 		if (r->notice.source == RR_SOURCE_AWS || r->notice.source == RR_SOURCE_GCP ||
@@ -497,7 +551,7 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 				/* A precaution (rebalance, maintenance): done; training goes on and
 				 * the next notice is handled afresh. */
 				unlink(r->notice_path);
-				r->notice_active = 0;
+				s_notice_over(r);
 				rr_info("%s notice handled; training goes on",
 					rr_notice_kind_name(r->notice.kind));
 			}
@@ -513,7 +567,7 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 static void s_on_child_exit(struct s_run *r)
 {
 	int code = rr_exit_code_from_status(r->child_status);
-	int going = r->notice_active && (r->notice.kind == RR_NOTICE_PREEMPT ||
+	int going = s_notice_active(r) && (r->notice.kind == RR_NOTICE_PREEMPT ||
 					 r->notice.kind == RR_NOTICE_TERMINATE);
 	if (WIFSIGNALED(r->child_status))
 		rr_info("trainer was killed by SIG%s (exit status %d)",
@@ -523,14 +577,14 @@ static void s_on_child_exit(struct s_run *r)
 	r->child = 0;
 	r->ask_pending = 0;
 	if (code == 0 || going || r->terminate_after) {
-		r->finishing = 1;
+		s_transition(r, S_FINISHING, r->nstate);
 		r->exit_code = code;
 		return;
 	}
 	if (r->restarts >= r->cfg->max_restarts) {
 		if (r->cfg->max_restarts)
 			rr_error("trainer failed %u times; giving up", r->restarts + 1);
-		r->finishing = 1;
+		s_transition(r, S_FINISHING, r->nstate);
 		r->exit_code = code;
 		return;
 	}
@@ -542,6 +596,7 @@ static void s_on_child_exit(struct s_run *r)
 	int64_t delay = 1000LL << (r->restarts - 1 < 5 ? r->restarts - 1 : 5);
 	if (delay > RESTART_BACKOFF_MAX_MS)
 		delay = RESTART_BACKOFF_MAX_MS;
+	s_transition(r, S_RESTART_WAIT, r->nstate);
 	r->restart_at = rr_mono_ms() + delay;
 	rr_info("restarting the trainer in %.0f s (restart %u of %u)%s%s", (double)delay / 1000.0,
 		r->restarts, r->cfg->max_restarts, r->newest[0] ? " from " : "", r->newest);
@@ -573,8 +628,7 @@ static void s_on_signal(struct s_run *r, int sig)
 			rr_info("SIG%s with no trainer running: leaving", rr_signal_name(sig));
 			if (r->terminate_after)
 				rr_persister_cancel(r->persister);
-			r->restart_at = 0;
-			r->finishing = 1;
+			s_transition(r, S_FINISHING, r->nstate);
 			if (!r->exit_code)
 				r->exit_code = 128 + sig;
 			r->terminate_after = 1;
@@ -591,9 +645,9 @@ static void s_on_signal(struct s_run *r, int sig)
 		n.received_unix = rr_wall_ms() / 1000;
 		n.deadline_unix = n.received_unix + r->cfg->grace_ms / 1000;
 		r->terminate_after = 1;
-		if (r->notice_active) {
+		if (s_notice_active(r)) {
 			/* Already checkpointing for another notice: SIGTERM once that is durable. */
-			if (r->notice_durable)
+			if (s_notice_durable(r))
 				s_forward_term(r, "checkpoint already durable");
 			else if (!r->deadline_mono || r->deadline_mono > rr_mono_ms() + r->cfg->grace_ms)
 				r->deadline_mono = rr_mono_ms() + r->cfg->grace_ms;
@@ -634,16 +688,16 @@ static int s_loop(struct s_run *r)
 	for (;;) {
 		int64_t now = rr_mono_ms(), timeout = -1;
 
-		s_flush_restore_event(r, r->finishing);
+		s_flush_restore_event(r, r->phase == S_FINISHING);
 		if (r->restore_event)
 			timeout = s_min_timeout(timeout, r->restore_event_by, now);
 
-		if (r->finishing && !rr_persister_busy(r->persister)) {
+		if (r->phase == S_FINISHING && !rr_persister_busy(r->persister)) {
 			s_collect_results(r); /* the last ones may have arrived since the poll */
 			break;
 		}
-		if (r->finishing && r->deadline_mono && now >= r->deadline_mono &&
-		    !r->notice_durable) {
+		if (r->phase == S_FINISHING && r->deadline_mono && now >= r->deadline_mono &&
+		    !s_notice_durable(r)) {
 			rr_warn("deadline passed with the persist unfinished; the store keeps its "
 				"previous checkpoint");
 			rr_persister_cancel(r->persister);
@@ -655,9 +709,9 @@ static int s_loop(struct s_run *r)
 			timeout = s_min_timeout(timeout, now + HANDLER_RETRY_MS, now);
 		if (r->next_every)
 			timeout = s_min_timeout(timeout, r->next_every, now);
-		if (r->restart_at)
+		if (r->phase == S_RESTART_WAIT)
 			timeout = s_min_timeout(timeout, r->restart_at, now);
-		if (r->deadline_mono && (r->terminate_after || r->finishing))
+		if (r->deadline_mono && (r->terminate_after || r->phase == S_FINISHING))
 			timeout = s_min_timeout(timeout, r->deadline_mono, now);
 
 		int n = poll(fds, 4, (int)(timeout < 0 ? -1 : timeout > 60000 ? 60000 : timeout));
@@ -690,17 +744,17 @@ static int s_loop(struct s_run *r)
 			s_ask_checkpoint(r);
 		if (r->next_every && now >= r->next_every) {
 			r->next_every = now + r->cfg->every_ms;
-			if (!r->notice_active)
+			if (!s_notice_active(r))
 				s_ask_checkpoint(r);
 		}
 		if (r->terminate_after && r->deadline_mono && now >= r->deadline_mono)
 			s_forward_term(r, "deadline reached before the checkpoint was durable");
-		if (r->restart_at && now >= r->restart_at && !r->finishing) {
-			r->restart_at = 0;
+		if (r->phase == S_RESTART_WAIT && now >= r->restart_at) {
+			s_transition(r, S_TRAINING, r->nstate);
 			s_kill_leftovers(r, LEFTOVER_GRACE_MS);
 			int rc = s_launch(r);
 			if (rc) {
-				r->finishing = 1;
+				s_transition(r, S_FINISHING, r->nstate);
 				r->exit_code = rc;
 			}
 		}
