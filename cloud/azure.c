@@ -1,4 +1,5 @@
-/* Azure notices (protocols.md §3): Scheduled Events polled once a poll interval (Microsoft
+/* Azure notices (Microsoft's "Azure Metadata Service: Scheduled Events" page): Scheduled
+ * Events polled once a poll interval (Microsoft
  * recommends once a second), filtered to this VM by name (events for an availability set
  * reach every VM in it), each EventId reported once. With --azure-ack the Preempt or
  * Terminate event is approved once the checkpoint it asked for is durable, so the eviction
@@ -316,19 +317,13 @@ static int s_create(const struct rr_cloud_opts *o, void **state)
 {
 	const char *ep;
 	struct s_azure *a;
-	size_t n;
+	char base[S_ENDPOINT_MAX];
 
 	if (!o || !o->http || !state)
 		return RR_EINVAL;
 	ep = o->endpoint && *o->endpoint ? o->endpoint : S_DEFAULT_ENDPOINT;
-	n = strlen(ep);
-	while (n > 0 && ep[n - 1] == '/')
-		n--;
-	if (n == 0 || n >= S_ENDPOINT_MAX)
+	if (rr_http_base_url(ep, base, sizeof(base)))
 		return RR_EINVAL;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)ep[i] <= 0x20 || ep[i] == 0x7f)
-			return RR_EINVAL;
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return RR_ENOMEM;
@@ -336,9 +331,8 @@ static int s_create(const struct rr_cloud_opts *o, void **state)
 	a->stop = o->stop;
 	a->poll_ms = o->poll_interval_ms > 0 ? o->poll_interval_ms : S_DEFAULT_POLL_MS;
 	a->ack = o->azure_ack;
-	snprintf(a->events_url, sizeof(a->events_url), "%.*s%s", (int)n, ep, S_EVENTS_PATH);
-	snprintf(a->instance_url, sizeof(a->instance_url), "%.*s%s", (int)n, ep,
-		 S_INSTANCE_PATH);
+	snprintf(a->events_url, sizeof(a->events_url), "%s%s", base, S_EVENTS_PATH);
+	snprintf(a->instance_url, sizeof(a->instance_url), "%s%s", base, S_INSTANCE_PATH);
 	*state = a;
 	return 0;
 }
@@ -373,7 +367,7 @@ static int s_request(struct s_azure *a, const char *method, const char *url, con
 		return rr_fail(why, cap, rc, "Azure metadata %s %s: stopped", method, url);
 	}
 	if (rc) {
-		(void)rr_fail(why, cap, 0, "Azure metadata %s %s failed: %s", method, url,
+		rr_why(why, cap, "Azure metadata %s %s failed: %s", method, url,
 		      rc == RR_ETOOBIG ? "the answer passes its ceiling"
 		      : resp->message[0] ? resp->message : rr_strerror(rc));
 		return rc == RR_ETOOBIG || rc == RR_ENOMEM ? rc : RR_EIO;

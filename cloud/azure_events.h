@@ -1,4 +1,5 @@
-/* The Azure Scheduled Events document (protocols.md §3) and its RFC 1123 dates, parsed
+/* The Azure Scheduled Events document (Microsoft's "Azure Metadata Service: Scheduled
+ * Events" page) and its RFC 1123 dates, parsed
  * apart from the HTTP polling in cloud/azure.c so that a fuzz target can reach them
  * (tests/fuzz/fuzz_azure_events.c). */
 #ifndef RR_AZURE_EVENTS_H

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "rr/cloud.h"
+#include "rr/env.h"
 
 #define S_PROBE_TIMEOUT_MS 1000
 #define S_AZURE_ASSET_TAG "7783-7084-3265-9085-8269-3286-77"
@@ -53,13 +54,6 @@ static enum rr_cloud s_from_dmi(const char *dir, char *why, size_t cap)
 	return RR_CLOUD_NONE;
 }
 
-static const char *s_env(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : NULL;
-}
-
 enum rr_cloud rr_cloud_detect(const struct rr_cloud_opts *o, const char *dmi_dir, char *why,
 			      size_t cap)
 {
@@ -85,10 +79,10 @@ enum rr_cloud rr_cloud_detect(const struct rr_cloud_opts *o, const char *dmi_dir
 		return found;
 
 	snprintf(gcp_host, sizeof(gcp_host), "http://%s",
-		 s_env("GCE_METADATA_HOST") ? s_env("GCE_METADATA_HOST") : "metadata.google.internal");
+		 rr_env("GCE_METADATA_HOST") ? rr_env("GCE_METADATA_HOST") : "metadata.google.internal");
 	snprintf(urls[0], sizeof(urls[0]), "%s/latest/api/token",
 		 o->endpoint ? o->endpoint
-		 : s_env("AWS_EC2_METADATA_SERVICE_ENDPOINT") ? s_env("AWS_EC2_METADATA_SERVICE_ENDPOINT")
+		 : rr_env("AWS_EC2_METADATA_SERVICE_ENDPOINT") ? rr_env("AWS_EC2_METADATA_SERVICE_ENDPOINT")
 							      : "http://169.254.169.254");
 	snprintf(urls[1], sizeof(urls[1]), "%s/computeMetadata/v1/instance/id",
 		 o->endpoint ? o->endpoint : gcp_host);

@@ -1,4 +1,5 @@
-/* GCP notices (protocols.md §2): hanging GETs on instance/preempted and
+/* GCP notices (Google's "About VM metadata" and "Preemptible VM instances" pages): hanging
+ * GETs on instance/preempted and
  * instance/maintenance-event, both in flight at once on one curl multi, as Google's
  * k8s-node-termination-handler subscribes to the two. Every request carries
  * Metadata-Flavor: Google, and an answer without it did not come from the metadata server
@@ -94,7 +95,6 @@ static int s_create(const struct rr_cloud_opts *o, void **state)
 	const char *host = getenv("GCE_METADATA_HOST");
 	struct s_gcp *g;
 	char base[S_BASE_MAX];
-	size_t n;
 	int len;
 
 	if (!o || !o->http || !state)
@@ -106,15 +106,9 @@ static int s_create(const struct rr_cloud_opts *o, void **state)
 										 : S_DEFAULT_HOST);
 	if (len < 0 || (size_t)len >= sizeof(base))
 		return RR_EINVAL;
-	n = (size_t)len;
-	while (n > 0 && base[n - 1] == '/')
-		n--;
-	base[n] = '\0';
-	if (n == 0 || n + sizeof(S_ROOT) > sizeof(base))
+	/* with room for S_ROOT after it */
+	if (rr_http_base_url(base, base, sizeof(base) - sizeof(S_ROOT) + 1))
 		return RR_EINVAL;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)base[i] <= 0x20 || base[i] == 0x7f)
-			return RR_EINVAL;
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return RR_ENOMEM;
@@ -186,7 +180,7 @@ static int s_check_answer(const struct s_gcp *g, const char *path,
 	if (resp->error == RR_ECANCELED)
 		return RR_ECANCELED;
 	if (resp->error) {
-		(void)rr_fail(why, cap, 0, "GCP metadata GET %s%s failed: %s", g->base, path,
+		rr_why(why, cap, "GCP metadata GET %s%s failed: %s", g->base, path,
 		      resp->message[0] ? resp->message : rr_strerror(resp->error));
 		return resp->error == RR_ENOMEM ? RR_ENOMEM : RR_EIO;
 	}
@@ -242,17 +236,17 @@ static int s_get(struct s_gcp *g, const char *path, char *out, size_t cap, char 
 		rc = s_check_answer(g, path, &resp, why, why_cap);
 		if (rc != 1)
 			break;
-		(void)rr_fail(why, why_cap, 0, "GCP metadata GET %s%s answered 503 %d times", g->base, path,
+		rr_why(why, why_cap, "GCP metadata GET %s%s answered 503 %d times", g->base, path,
 		      attempt + 1);
 		rc = RR_EIO;
 	}
 	if (rc == 0 && s_body_value(&resp, out, cap) != 0) {
-		(void)rr_fail(why, why_cap, 0, "GCP metadata GET %s%s: the answer is not a short text value "
+		rr_why(why, why_cap, "GCP metadata GET %s%s: the answer is not a short text value "
 				   "(%zu bytes)", g->base, path, resp.body.len);
 		rc = RR_ECORRUPT;
 	}
 	if (rc == RR_ECANCELED)
-		(void)rr_fail(why, why_cap, 0, "GCP metadata GET %s%s: stopped", g->base, path);
+		rr_why(why, why_cap, "GCP metadata GET %s%s: stopped", g->base, path);
 	rr_http_response_free(&resp);
 	return rc;
 }
@@ -286,7 +280,7 @@ static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size
 			s_last_component(dst[i], dst_cap[i], value);
 		else if (!rc) {
 			rc = r;
-			(void)rr_fail(why, cap, 0, "%s", w);
+			rr_why(why, cap, "%s", w);
 		}
 		if (r == RR_ECANCELED)
 			return rc;
@@ -382,7 +376,8 @@ static int s_is_event(enum s_which which, const char *value, enum rr_notice_kind
 	}
 	/* NONE, MIGRATE_ON_HOST_MAINTENANCE (live migration: the VM stays, no deadline),
 	 * TERMINATE_ON_HOST_MAINTENANCE, and the SHUTDOWN_ON_HOST_MAINTENANCE of Google's
-	 * older sample. Anything but NONE is an event (protocols.md §2). */
+	 * older sample. Anything but NONE is an event (Google's "About VM metadata" and
+	 * "Preemptible VM instances" pages). */
 	*kind = RR_NOTICE_MAINTENANCE;
 	*notice_s = strstr(value, "TERMINATE") || strstr(value, "SHUTDOWN") ? S_NOTICE_S : 0;
 	return value[0] && strcmp(value, "NONE") != 0;
@@ -474,7 +469,7 @@ static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
 			}
 			rc = s_start(g, s);
 			if (rc) {
-				(void)rr_fail(why, cap, 0, "GCP metadata: cannot start a GET of %s: %s",
+				rr_why(why, cap, "GCP metadata: cannot start a GET of %s: %s",
 				      s->path, rr_strerror(rc));
 				goto fail;
 			}
@@ -485,7 +480,7 @@ static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
 		}
 		rc = rr_http_batch_wait(g->batch, (long)(next - now), &tag);
 		if (rc < 0) {
-			(void)rr_fail(why, cap, 0, "GCP metadata: waiting for the hanging GETs failed: %s",
+			rr_why(why, cap, "GCP metadata: waiting for the hanging GETs failed: %s",
 			      rr_strerror(rc));
 			goto fail;
 		}

@@ -287,8 +287,8 @@ same 2 cores as the client, so these are figures for this setup, not for AWS.
 
 ## Cloud notices
 
-The project's metadata test server (\`tests/metadata/server.py\`, built from protocols.md
-§1–§3) announces a preemption at a random point of the poll cycle while the agent
+The project's metadata test server (\`tests/metadata/server.py\`, built from the clouds'
+metadata documentation) announces a preemption at a random point of the poll cycle while the agent
 supervises a trainer that uses the Python helper; latency is from the moment the server
 serves the announcement to the agent's log line (JSON timestamps) saying it signalled the
 trainer. Defaults: AWS polls every 2 s, Azure every 1 s, GCP waits on hanging GETs.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The torch.save case of the benchmarks (DESIGN §4, issue 15): an HF-Trainer-shaped checkpoint
+# The torch.save case of the benchmarks (README, "What is stored", issue 15): an
+# HF-Trainer-shaped checkpoint
 # of the bench's transformer (model.safetensors, optimizer.pt, scheduler.pt, rng_state.pth,
 # trainer_state.json) plus a Lightning-shaped lightning.ckpt, all made by real torch.save
 # (scripts/torch_checkpoint.py), persisted under --precision auto side by side with the same

@@ -21,6 +21,7 @@ declare -A below=(
 declare -A header_home=(
 	[clock]=storage/common
 	[version]=storage/common
+	[env]=storage/common
 )
 
 bad=0

@@ -2,7 +2,7 @@
 
 resume-run wraps a training command, asks it for a checkpoint when the machine is about to be
 taken back, and restores the newest checkpoint before starting it on a new machine.  This module
-is the trainer's half of that contract (DESIGN.md section 2):
+is the trainer's half of that contract (README, "The trainer contract"):
 
 * the environment the agent sets (`restore_dir`, `checkpoint_dir`, `attempt`, `notice`);
 * `Checkpointer`: a signal handler that only sets a flag, atomic commits

@@ -7,7 +7,8 @@ as safetensors through scripts/resume_run.py every --checkpoint-every steps and 
 and leaves when the notice says the machine is going. Without resume-run, --save-to DIR
 writes one checkpoint at the end (for benchmarks).
 
-Sizes: --dim 512 --layers 6 --vocab 8192 is about 27M parameters (DESIGN §6's yardstick).
+Sizes: --dim 512 --layers 6 --vocab 8192 is about 27M parameters (the yardstick of
+README, "How fast").
 """
 import argparse
 import hashlib

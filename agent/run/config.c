@@ -632,7 +632,7 @@ static const char *s_opt_word(char **av, const char *value)
 
 /* An environment variable counts when set and not empty; a flag's variable turns it on
  * unless it says 0, false, no or off. */
-static const char *s_env(const struct s_option *o)
+static const char *s_option_env(const struct s_option *o)
 {
 	const char *v = o->env ? getenv(o->env) : NULL;
 
@@ -747,7 +747,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	/* The environment stands in for each flag the command takes and was not given. */
 	for (size_t i = 0; i < S_N_OPTIONS; i++) {
 		const char *v;
-		if (given[i] || !(s_table[i].commands & S_ON(cmd)) || !(v = s_env(&s_table[i])))
+		if (given[i] || !(s_table[i].commands & S_ON(cmd)) || !(v = s_option_env(&s_table[i])))
 			continue;
 		if (s_table[i].set(cfg, cmd, v)) {
 			snprintf(err, err_len, "invalid value '%s' in %s (see %s%s --help)", v,

@@ -176,7 +176,8 @@ static const char *const s_credential_vars[] = {
 	"GOOGLE_APPLICATION_CREDENTIALS=", "RESUME_RUN_ENCRYPTION_KEY_FILE=",
 };
 
-/* The agent's environment minus RESUME_RUN_* trainer variables, plus ours (DESIGN §2).
+/* The agent's environment minus RESUME_RUN_* trainer variables, plus ours (README, "The
+ * trainer contract").
  * Built before fork: the child only calls execve. */
 static char **s_build_env(const struct s_run *r)
 {
@@ -500,7 +501,8 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	struct s_run *r = ud;
 	int urgent = 0;
 
-	/* At start-up the newest by name is what the trainer resumes from (DESIGN §2); once it
+	/* At start-up the newest by name is what the trainer resumes from (README, "The
+	 * trainer contract"); once it
 	 * runs, what it commits last is newest, whatever its name, so a stray far-future name
 	 * cannot hide every later commit, the notice's included (the persister warns). */
 	if (r->newest[0] &&

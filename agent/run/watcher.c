@@ -1,5 +1,5 @@
 /* Checkpoint-directory watcher: inotify on one directory, reporting renames into final names
- * (DESIGN §2, "Committing a checkpoint"). */
+ * (README, "The trainer contract", "Committing a checkpoint"). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

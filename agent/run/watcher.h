@@ -1,4 +1,5 @@
-/* Watches the checkpoint directory for committed checkpoints (DESIGN §2): a checkpoint is a
+/* Watches the checkpoint directory for committed checkpoints (README, "The trainer
+ * contract"): a checkpoint is a
  * directory directly inside it, written under a dot-name and renamed to its final name; the
  * rename is the commit. Dot-directories are never reported. Built on inotify, so the agent's
  * event loop can poll() rr_watcher_fd() next to its other descriptors.

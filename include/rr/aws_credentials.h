@@ -1,5 +1,5 @@
-/* AWS credentials, found the way the AWS SDKs find them (protocols.md §5, "Credential
- * chain"), cached, and refreshed before they expire:
+/* AWS credentials, found the way the AWS SDKs find them (the S3 API reference and the AWS
+ * SDKs' "Standardized credential providers"), cached, and refreshed before they expire:
  *   1. environment: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN);
  *   2. the shared files' profile (AWS_PROFILE, else "default"): aws_access_key_id,
  *      aws_secret_access_key, aws_session_token; a profile with web_identity_token_file +

@@ -1,4 +1,5 @@
-/* Which checkpoint is newest (DESIGN §2): the greatest step-N number, else the latest
+/* Which checkpoint is newest (README, "The trainer contract"): the greatest step-N number,
+ * else the latest
  * commit time. */
 #ifndef RR_CKPT_ORDER_H
 #define RR_CKPT_ORDER_H

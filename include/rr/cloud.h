@@ -1,4 +1,5 @@
-/* Cloud preemption notices (DESIGN §1, protocols.md §1–§3): one provider per cloud behind a
+/* Cloud preemption notices (README, "How it works", the clouds' metadata documentation (EC2
+ * IMDSv2, GCE metadata, Azure Scheduled Events)): one provider per cloud behind a
  * small interface (cloud/aws.c, cloud/gcp.c, cloud/azure.c), detection (cloud/detect.c),
  * and a watcher thread (cloud/watch.c) that runs the provider away from the agent's event
  * loop, so a metadata service that hangs, throttles or fails never holds the agent up.

@@ -1,4 +1,5 @@
-/* Encodes one chunk's original bytes into its stored form and back (DESIGN §4). Each
+/* Encodes one chunk's original bytes into its stored form and back (README, "What is
+ * stored"). Each
  * worker owns one rr_codec: zstd contexts and the plane buffer are reused across chunks. */
 #ifndef RR_CODEC_H
 #define RR_CODEC_H

@@ -1,4 +1,4 @@
-/* Command line and environment (DESIGN §3): flags > environment > defaults. */
+/* Command line and environment (README, "Command line"): flags > environment > defaults. */
 #ifndef RR_CONFIG_H
 #define RR_CONFIG_H
 

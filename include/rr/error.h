@@ -35,6 +35,10 @@ int rr_fail(char *why, size_t cap, int rc, const char *fmt, ...)
 /* The same with a va_list, for modules whose own failure helper keeps why in a struct. */
 int rr_vfail(char *why, size_t cap, int rc, const char *fmt, va_list ap);
 
+/* Writes a one-line reason into why like rr_fail, where the caller goes on (a retry, a
+ * fallback) instead of returning a code: `rr_why(why, cap, "GET %s: %s", url, e);`. */
+void rr_why(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Maps an errno value to the closest rr_error code. */
 int rr_error_from_errno(int errnum);
 

@@ -1,4 +1,5 @@
-/* File formats of the persist pipeline (DESIGN §4). A format turns one file into pieces:
+/* File formats of the persist pipeline (README, "What is stored"). A format turns one file
+ * into pieces:
  * tensor records (dtype, element count) that are encoded element-wise, and plain byte
  * ranges stored byte-exact. On restore its finish hook repairs what lossy records change
  * (the zip CRCs of a torch.save file). persist and restore know formats only through this

@@ -94,6 +94,12 @@ void rr_http_response_init(struct rr_http_response *resp);
 void rr_http_response_free(struct rr_http_response *resp);
 /* The same, zeroing the body first (it held credentials or a token). */
 void rr_http_response_wipe_free(struct rr_http_response *resp);
+
+/* A base URL as a user or the environment gives it (a metadata endpoint, an STS endpoint):
+ * copies it to out without its trailing '/'s. Returns 0, or RR_EINVAL when nothing is left,
+ * when it holds a space or a control character, or when it needs cap bytes or more
+ * (with its NUL). out may be in. */
+int rr_http_base_url(const char *in, char *out, size_t cap);
 /* The value of the first response header with this name (case-insensitive), or NULL. */
 const char *rr_http_response_header(const struct rr_http_response *resp, const char *name);
 

@@ -1,4 +1,4 @@
-/* Where things live in the store (DESIGN §4), under "<run-id>/". */
+/* Where things live in the store (README, "What is stored"), under "<run-id>/". */
 #ifndef RR_LAYOUT_H
 #define RR_LAYOUT_H
 

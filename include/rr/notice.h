@@ -1,5 +1,6 @@
 /* A notice that the machine is going away (or should checkpoint now), and the JSON file
- * the trainer sees while it is active (DESIGN §2, RESUME_RUN_NOTICE_FILE). */
+ * the trainer sees while it is active (README, "The trainer contract",
+ * RESUME_RUN_NOTICE_FILE). */
 #ifndef RR_NOTICE_H
 #define RR_NOTICE_H
 

@@ -1,4 +1,5 @@
-/* What preemptions cost a run, from its ledger alone (DESIGN §3, `resume-run report`). */
+/* What preemptions cost a run, from its ledger alone (README, "Command line", `resume-run
+ * report`). */
 #ifndef RR_REPORT_H
 #define RR_REPORT_H
 

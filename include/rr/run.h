@@ -1,4 +1,5 @@
-/* `resume-run [OPTIONS] -- COMMAND`: restore, launch, watch, persist, exit (DESIGN §1). */
+/* `resume-run [OPTIONS] -- COMMAND`: restore, launch, watch, persist, exit (README, "How it
+ * works"). */
 #ifndef RR_RUN_H
 #define RR_RUN_H
 

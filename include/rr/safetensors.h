@@ -1,4 +1,5 @@
-/* A strict reader of safetensors headers (reference/protocols.md §7). Anything it refuses
+/* A strict reader of safetensors headers (the safetensors format (huggingface/safetensors
+ * README, "Format")). Anything it refuses
  * is stored byte-exact by the caller; nothing is lost. */
 #ifndef RR_SAFETENSORS_H
 #define RR_SAFETENSORS_H
@@ -31,7 +32,8 @@ struct rr_st_header {
 };
 
 /* Parses the first 8 + N bytes of a safetensors file (buf, len: at least those bytes;
- * more is fine) given the whole file's size. Enforces every rule of protocols.md §7:
+ * more is fine) given the whole file's size. Enforces every rule of the safetensors format
+ * (huggingface/safetensors README, "Format"):
  * 8-byte prefix, N <= RR_ST_MAX_HEADER, 8 + N within the file, valid UTF-8 JSON object
  * starting with '{' (trailing spaces allowed), no duplicate keys, "__metadata__" a
  * string->string map, each tensor {dtype, shape, data_offsets} with a known dtype, offsets

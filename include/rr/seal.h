@@ -1,4 +1,4 @@
-/* Client-side encryption of stored objects (DESIGN §4 "Encryption"): AES-256-GCM with a
+/* Client-side encryption of stored objects (README, "Encryption"): AES-256-GCM with a
  * fresh random 96-bit nonce per object, the object's store key bound as associated data,
  * and keyed (HMAC-SHA256) chunk addresses. The key comes from a file of 64 hex digits.
  *

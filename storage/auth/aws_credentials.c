@@ -1,4 +1,5 @@
-/* The AWS credential chain (include/rr/aws_credentials.h, protocols.md §5): environment,
+/* The AWS credential chain (include/rr/aws_credentials.h, the S3 API reference and the AWS
+ * SDKs' "Standardized credential providers"): environment,
  * shared-file profile, STS web identity, container endpoint, IMDS instance role, behind one
  * cache. Each step answers S_NEXT when it is not configured; anything else (credentials or
  * a failure) ends the chain, so a misconfigured step is reported rather than silently
@@ -22,6 +23,7 @@
 #include "rr/aws_profile.h"
 #include "rr/buf.h"
 #include "rr/clock.h"
+#include "rr/env.h"
 #include "rr/error.h"
 #include "rr/imds.h"
 #include "rr/json.h"
@@ -90,12 +92,6 @@ __attribute__((format(printf, 2, 3))) static void s_looked(struct s_chain *ch, c
 	va_start(ap, fmt);
 	vsnprintf(ch->looked + n, sizeof(ch->looked) - n, fmt, ap);
 	va_end(ap);
-}
-
-static const char *s_env(const char *name)
-{
-	const char *v = getenv(name);
-	return v && *v ? v : NULL;
 }
 
 static const char *s_pget(const struct s_chain *ch, const char *key)
@@ -195,8 +191,8 @@ static int s_read_secret_file(const char *path, struct rr_buf *out)
 
 static int s_step_env(struct s_chain *ch)
 {
-	const char *akid = s_env("AWS_ACCESS_KEY_ID");
-	const char *secret = s_env("AWS_SECRET_ACCESS_KEY");
+	const char *akid = rr_env("AWS_ACCESS_KEY_ID");
+	const char *secret = rr_env("AWS_SECRET_ACCESS_KEY");
 
 	if (!akid && !secret) {
 		s_looked(ch, "environment: AWS_ACCESS_KEY_ID not set");
@@ -206,7 +202,7 @@ static int s_step_env(struct s_chain *ch)
 		return s_fail(ch, RR_EINVAL, "environment: %s is set but %s is not",
 			      akid ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
 			      akid ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
-	return s_fill(ch, "environment", akid, secret, s_env("AWS_SESSION_TOKEN"), 0,
+	return s_fill(ch, "environment", akid, secret, rr_env("AWS_SESSION_TOKEN"), 0,
 		      "environment");
 }
 
@@ -258,27 +254,21 @@ static int s_sts_url(const struct rr_aws_creds *c, char *url, size_t cap)
 {
 	const char *ep = c->sts_endpoint;
 	const char *region = c->region ? c->region : "us-east-1";
-	size_t n;
 	int w;
 
 	if (!ep)
-		ep = s_env("AWS_ENDPOINT_URL_STS");
+		ep = rr_env("AWS_ENDPOINT_URL_STS");
 	if (!ep)
-		ep = s_env("AWS_ENDPOINT_URL");
+		ep = rr_env("AWS_ENDPOINT_URL");
 	if (!ep) {
 		w = snprintf(url, cap, "https://sts.%s.amazonaws.com%s/", region,
 			     strncmp(region, "cn-", 3) == 0 ? ".cn" : "");
 		return w > 0 && (size_t)w < cap ? 0 : RR_EINVAL;
 	}
-	n = strlen(ep);
-	while (n > 0 && ep[n - 1] == '/')
-		n--;
-	w = snprintf(url, cap, "%.*s/", (int)n, ep);
-	if (n == 0 || w < 0 || (size_t)w >= cap)
+	/* room for the '/' that ends it */
+	if (cap < 2 || rr_http_base_url(ep, url, cap - 1))
 		return RR_EINVAL;
-	for (const char *p = url; *p; p++)
-		if ((unsigned char)*p <= 0x20 || *p == 0x7f)
-			return RR_EINVAL;
+	strcat(url, "/");
 	return 0;
 }
 
@@ -423,9 +413,9 @@ out:
  * chain does not quietly pick another identity. */
 static int s_step_web_identity(struct s_chain *ch)
 {
-	const char *token_file = s_env("AWS_WEB_IDENTITY_TOKEN_FILE");
-	const char *role_arn = s_env("AWS_ROLE_ARN");
-	const char *session = s_env("AWS_ROLE_SESSION_NAME");
+	const char *token_file = rr_env("AWS_WEB_IDENTITY_TOKEN_FILE");
+	const char *role_arn = rr_env("AWS_ROLE_ARN");
+	const char *session = rr_env("AWS_ROLE_SESSION_NAME");
 	const char *p_role = s_pget(ch, "role_arn");
 
 	if (!token_file)
@@ -580,9 +570,9 @@ static cJSON *s_parse_object(const struct rr_http_response *resp)
 
 static int s_step_container(struct s_chain *ch)
 {
-	const char *rel = s_env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
-	const char *full = s_env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
-	const char *token_file = s_env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+	const char *rel = rr_env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+	const char *full = rr_env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+	const char *token_file = rr_env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
 	const char *step = "container endpoint";
 	struct rr_http_header hdr = { "Authorization", NULL };
 	struct rr_http_request req;
@@ -632,8 +622,8 @@ static int s_step_container(struct s_chain *ch)
 				    rc == RR_ETOOBIG ? "larger than 64 KiB" : rr_strerror(rc));
 			goto out;
 		}
-	} else if (s_env("AWS_CONTAINER_AUTHORIZATION_TOKEN")) {
-		const char *t = s_env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+	} else if (rr_env("AWS_CONTAINER_AUTHORIZATION_TOKEN")) {
+		const char *t = rr_env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
 		rc = rr_buf_append(&auth, t, strlen(t));
 		if (rc) {
 			rc = s_fail(ch, RR_EINVAL, "%s: AWS_CONTAINER_AUTHORIZATION_TOKEN is "
@@ -699,7 +689,7 @@ static int s_valid_role_name(const char *s, size_t n)
 
 static int s_step_imds(struct s_chain *ch)
 {
-	const char *disabled = s_env("AWS_EC2_METADATA_DISABLED");
+	const char *disabled = rr_env("AWS_EC2_METADATA_DISABLED");
 	const char *list_path = "meta-data/iam/security-credentials/";
 	struct rr_aws_creds *c = ch->c;
 	struct rr_buf body;

@@ -770,12 +770,9 @@ static int s_metadata_url(const char *endpoint, char **out)
 			       host && *host ? host : S_DEFAULT_METADATA_HOST);
 	if (len < 0 || (size_t)len >= sizeof(base))
 		return RR_EINVAL;
-	n = (size_t)len;
-	while (n > 0 && base[n - 1] == '/')
-		n--;
-	base[n] = '\0';
-	if (n == 0 || !s_visible(base))
+	if (rr_http_base_url(base, base, sizeof(base)) || !s_visible(base))
 		return RR_EINVAL;
+	n = strlen(base);
 	*out = malloc(n + sizeof(S_METADATA_TOKEN_PATH));
 	if (!*out)
 		return RR_ENOMEM;

@@ -1,4 +1,5 @@
-/* AWS Signature Version 4 (see include/rr/sigv4.h and reference/protocols.md §4). */
+/* AWS Signature Version 4 (see include/rr/sigv4.h and AWS's "Signature Version 4 for S3",
+ * sig-v4-header-based-auth). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -48,6 +48,15 @@ int rr_vfail(char *why, size_t cap, int rc, const char *fmt, va_list ap)
 	return rc;
 }
 
+void rr_why(char *why, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rr_vfail(why, cap, 0, fmt, ap);
+	va_end(ap);
+}
+
 int rr_fail(char *why, size_t cap, int rc, const char *fmt, ...)
 {
 	va_list ap;

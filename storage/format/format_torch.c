@@ -1,4 +1,5 @@
-/* torch.save files (DESIGN §4): PyTorch's zip format read strictly, its data.pkl scanned
+/* torch.save files (README, "What is stored"): PyTorch's zip format read strictly, its
+ * data.pkl scanned
  * (never executed) for each storage record's dtype and element count. Records become
  * tensor pieces; the zip headers, the pickle and every record not understood stay plain.
  * On restore, the CRC-32 fields of records stored lossy are recomputed. */

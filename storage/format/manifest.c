@@ -1,4 +1,5 @@
-/* Manifest and LATEST (DESIGN §4). Both are read from the store, which restore trusts no
+/* Manifest and LATEST (README, "What is stored"). Both are read from the store, which
+ * restore trusts no
  * more than the network it came over: every parse below has a size ceiling, checks every
  * number before converting it from cJSON's double, and says in one line what it refused. */
 #include <limits.h>
@@ -16,6 +17,7 @@
 #include "rr/fp16.h" /* RR_FP16_SCALE_MIN/MAX: the scales the encoder may choose */
 #include "rr/manifest.h"
 #include "rr/quote.h"
+#include "rr/safetensors.h"
 
 #define S_INT_MAX ((uint64_t)1 << 53) /* largest integer a JSON double holds exactly */
 #define S_MAX_FILES 1000000u
@@ -312,27 +314,13 @@ static int s_parse_chunk(struct s_ctx *c, const cJSON *j, const char *where,
 	return 0;
 }
 
-/* safetensors dtypes (reference/protocols.md §7) and their bits per element. A copy of the
- * safetensors reader's table, so that reading a manifest needs no more than this file. */
-static const struct {
-	const char *name;
-	unsigned bits;
-} s_dtypes[] = {
-	{ "BOOL", 8 },	  { "F4", 4 },	    { "F6_E2M3", 6 }, { "F6_E3M2", 6 },
-	{ "U8", 8 },	  { "I8", 8 },	    { "F8_E5M2", 8 }, { "F8_E4M3", 8 },
-	{ "F8_E8M0", 8 }, { "F8_E4M3FNUZ", 8 }, { "F8_E5M2FNUZ", 8 },
-	{ "I16", 16 },	  { "U16", 16 },    { "F16", 16 },    { "BF16", 16 },
-	{ "I32", 32 },	  { "U32", 32 },    { "F32", 32 },
-	{ "C64", 64 },	  { "F64", 64 },    { "I64", 64 },    { "U64", 64 },
-};
-
-/* Bits per element of a dtype name, 0 when unknown. */
+/* Bits per element of a safetensors dtype name (the safetensors reader's table), 0 when
+ * unknown. */
 static unsigned s_dtype_bits(const char *name)
 {
-	for (size_t i = 0; i < sizeof(s_dtypes) / sizeof(s_dtypes[0]); i++)
-		if (strcmp(name, s_dtypes[i].name) == 0)
-			return s_dtypes[i].bits;
-	return 0;
+	enum rr_st_dtype d;
+
+	return rr_st_dtype_from_name(name, &d) ? 0 : rr_st_dtype_bits(d);
 }
 
 static const char *const s_tensor_keys[] = { "tensor", "dtype", "shape", "scale_exp" };
@@ -370,7 +358,7 @@ static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
 	bits = s_dtype_bits(dtype);
 	if (!bits)
 		return s_fail(c, RR_ECORRUPT, "%sunknown dtype %s", where, rr_quote_str(q, dtype));
-	memcpy(sg->dtype, dtype, strlen(dtype) + 1); /* a name from s_dtypes: it fits */
+	memcpy(sg->dtype, dtype, strlen(dtype) + 1); /* a known dtype name: it fits */
 	if ((sg->encoding == RR_ENC_BF16 || sg->encoding == RR_ENC_FP16) &&
 	    strcmp(dtype, "F32") != 0)
 		return s_fail(c, RR_ECORRUPT, "%sencoding \"%s\" needs dtype \"F32\", not %s",

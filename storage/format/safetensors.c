@@ -1,4 +1,5 @@
-/* A strict reader of safetensors headers (reference/protocols.md §7, after huggingface's
+/* A strict reader of safetensors headers (the safetensors format (huggingface/safetensors
+ * README, "Format"), after huggingface's
  * SafeTensors::read_metadata and Metadata::validate). A file it refuses is stored
  * byte-exact, so refusing is always safe and accepting must never be wrong.
  *

@@ -1,4 +1,5 @@
-/* Byte shuffle by element width (DESIGN §4): plane b holds byte b of every element. A
+/* Byte shuffle by element width (README, "What is stored"): plane b holds byte b of every
+ * element. A
  * portable path and an AVX2 path picked at run time per call, bit-identical. The AVX2
  * functions carry their own target attribute, so the file builds with the project's plain
  * flags. Each SIMD kernel does 16 or 32 elements per step as a small byte-matrix transpose

@@ -1,4 +1,5 @@
-/* Byte shuffle by element width (DESIGN §4, `exact`): all first bytes of the elements, then
+/* Byte shuffle by element width (README, "How checkpoints are made small", `exact`): all
+ * first bytes of the elements, then
  * all second bytes, ...; lossless, and float data compresses ~10% better after it. Portable
  * and AVX2 paths, chosen at run time, bit-identical. */
 #ifndef RR_SHUFFLE_H

@@ -196,6 +196,22 @@ void rr_http_response_wipe_free(struct rr_http_response *resp)
 	rr_http_response_free(resp);
 }
 
+int rr_http_base_url(const char *in, char *out, size_t cap)
+{
+	size_t n = strlen(in);
+
+	while (n > 0 && in[n - 1] == '/')
+		n--;
+	if (n == 0 || n >= cap)
+		return RR_EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)in[i] <= 0x20 || in[i] == 0x7f)
+			return RR_EINVAL;
+	memmove(out, in, n);
+	out[n] = '\0';
+	return 0;
+}
+
 const char *rr_http_response_header(const struct rr_http_response *resp, const char *name)
 {
 	size_t i;

@@ -1,4 +1,5 @@
-/* IMDSv2 client (include/rr/imds.h, protocols.md §1). There is deliberately no IMDSv1
+/* IMDSv2 client (include/rr/imds.h, the EC2 user guide, "Use IMDSv2"). There is
+ * deliberately no IMDSv1
  * fallback: a token PUT that gets no answer is reported, with the hop-limit hint, instead of
  * being papered over by unauthenticated GETs. */
 #include <pthread.h>
@@ -11,6 +12,7 @@
 #include <openssl/crypto.h>
 
 #include "rr/clock.h"
+#include "rr/env.h"
 #include "rr/error.h"
 #include "rr/imds.h"
 
@@ -34,39 +36,26 @@ struct rr_imds {
 	int64_t token_expires_ms;   /* monotonic */
 };
 
-static const char *s_env(const char *name)
-{
-	const char *v = getenv(name);
-	return v && *v ? v : NULL;
-}
-
 int rr_imds_new(struct rr_http *http, const char *endpoint, struct rr_imds **out)
 {
 	struct rr_imds *m;
-	size_t n;
+	char base[S_ENDPOINT_MAX];
 
 	if (!http || !out)
 		return RR_EINVAL;
 	if (!endpoint)
-		endpoint = s_env("RESUME_RUN_METADATA_ENDPOINT");
+		endpoint = rr_env("RESUME_RUN_METADATA_ENDPOINT");
 	if (!endpoint)
-		endpoint = s_env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+		endpoint = rr_env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
 	if (!endpoint)
 		endpoint = RR_IMDS_DEFAULT_ENDPOINT;
-	n = strlen(endpoint);
-	while (n > 0 && endpoint[n - 1] == '/')
-		n--;
-	if (n == 0 || n >= S_ENDPOINT_MAX)
+	if (rr_http_base_url(endpoint, base, sizeof(base)))
 		return RR_EINVAL;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)endpoint[i] <= 0x20 || endpoint[i] == 0x7f)
-			return RR_EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return RR_ENOMEM;
 	m->http = http;
-	memcpy(m->endpoint, endpoint, n);
-	m->endpoint[n] = '\0';
+	memcpy(m->endpoint, base, sizeof(base));
 	pthread_mutex_init(&m->lock, NULL);
 	*out = m;
 	return 0;
@@ -84,14 +73,6 @@ void rr_imds_destroy(struct rr_imds *m)
 const char *rr_imds_endpoint(const struct rr_imds *m)
 {
 	return m->endpoint;
-}
-
-/* Frees a response whose body may hold a token or credentials. */
-static void s_response_wipe_free(struct rr_http_response *resp)
-{
-	if (resp->body.data)
-		OPENSSL_cleanse(resp->body.data, resp->body.cap);
-	rr_http_response_free(resp);
 }
 
 /* A token goes into a header line: visible ASCII only, and it must fit. */
@@ -151,25 +132,25 @@ static int s_fetch_token(struct rr_imds *m, long timeout_ms, long *status, char 
 		 * the container and the PUT times out. A refusal that comes back at once is
 		 * something else (no metadata service at this address). */
 		int timed_out = rr_mono_ms() - start >= timeout_ms / 2;
-		(void)rr_fail(why, cap, 0, "IMDS token PUT to %s got no answer (%s)%s", m->endpoint,
+		rr_why(why, cap, "IMDS token PUT to %s got no answer (%s)%s", m->endpoint,
 		      resp.message[0] ? resp.message : rr_strerror(rc),
 		      timed_out ? S_HOP_HINT : "");
 		rc = rc == RR_ENOMEM ? RR_ENOMEM : RR_EIO;
 		goto out;
 	}
 	if (resp.status == 403) {
-		(void)rr_fail(why, cap, 0, "IMDS token PUT to %s refused (403): the metadata service may "
+		rr_why(why, cap, "IMDS token PUT to %s refused (403): the metadata service may "
 			       "be turned off for this instance", m->endpoint);
 		rc = RR_EACCES;
 		goto out;
 	}
 	if (resp.status != 200) {
-		(void)rr_fail(why, cap, 0, "IMDS token PUT to %s answered %ld", m->endpoint, resp.status);
+		rr_why(why, cap, "IMDS token PUT to %s answered %ld", m->endpoint, resp.status);
 		rc = RR_EIO;
 		goto out;
 	}
 	if (!s_is_token(resp.body.data, resp.body.len)) {
-		(void)rr_fail(why, cap, 0, "IMDS token PUT to %s: the answer is not a token (%zu bytes)",
+		rr_why(why, cap, "IMDS token PUT to %s: the answer is not a token (%zu bytes)",
 		      m->endpoint, resp.body.len);
 		rc = RR_EIO;
 		goto out;
@@ -183,7 +164,7 @@ static int s_fetch_token(struct rr_imds *m, long timeout_ms, long *status, char 
 	m->token_expires_ms = start + (int64_t)ttl * 1000; /* from before the PUT went out */
 	rc = 0;
 out:
-	s_response_wipe_free(&resp);
+	rr_http_response_wipe_free(&resp);
 	return rc;
 }
 
@@ -245,7 +226,7 @@ int rr_imds_get(struct rr_imds *m, const char *path, struct rr_buf *out, long ti
 		if (rc)
 			goto out;
 		if (attempt) {
-			s_response_wipe_free(&resp);
+			rr_http_response_wipe_free(&resp);
 			rr_http_response_init(&resp);
 		}
 		memset(&req, 0, sizeof(req));
@@ -259,9 +240,9 @@ int rr_imds_get(struct rr_imds *m, const char *path, struct rr_buf *out, long ti
 		status = resp.status;
 		if (rc) {
 			if (rc == RR_ETOOBIG)
-				(void)rr_fail(why, cap, 0, "IMDS GET %s: the answer passes its ceiling", url);
+				rr_why(why, cap, "IMDS GET %s: the answer passes its ceiling", url);
 			else
-				(void)rr_fail(why, cap, 0, "IMDS GET %s failed: %s", url,
+				rr_why(why, cap, "IMDS GET %s failed: %s", url,
 				      resp.message[0] ? resp.message : rr_strerror(rc));
 			rc = rc == RR_ETOOBIG || rc == RR_ENOMEM ? rc : RR_EIO;
 			goto out;
@@ -273,23 +254,23 @@ int rr_imds_get(struct rr_imds *m, const char *path, struct rr_buf *out, long ti
 	case 200:
 		rc = rr_buf_append(out, resp.body.data, resp.body.len);
 		if (rc)
-			(void)rr_fail(why, cap, 0, "IMDS GET %s: the answer passes its ceiling", url);
+			rr_why(why, cap, "IMDS GET %s: the answer passes its ceiling", url);
 		break;
 	case 401:
-		(void)rr_fail(why, cap, 0, "IMDS GET %s: the service refused a fresh token (401)", url);
+		rr_why(why, cap, "IMDS GET %s: the service refused a fresh token (401)", url);
 		rc = RR_EACCES;
 		break;
 	case 403:
-		(void)rr_fail(why, cap, 0, "IMDS GET %s refused (403): the metadata service or this path "
+		rr_why(why, cap, "IMDS GET %s refused (403): the metadata service or this path "
 			       "is not allowed", url);
 		rc = RR_EACCES;
 		break;
 	case 404:
-		(void)rr_fail(why, cap, 0, "IMDS GET %s: not found (404)", url);
+		rr_why(why, cap, "IMDS GET %s: not found (404)", url);
 		rc = RR_ENOENT;
 		break;
 	default:
-		(void)rr_fail(why, cap, 0, "IMDS GET %s answered %ld%s", url, status,
+		rr_why(why, cap, "IMDS GET %s answered %ld%s", url, status,
 		      status == 429 ? " (throttled)" : "");
 		rc = RR_EIO;
 		break;
@@ -298,6 +279,6 @@ out:
 	if (status_out)
 		*status_out = status;
 	OPENSSL_cleanse(tok, sizeof(tok));
-	s_response_wipe_free(&resp);
+	rr_http_response_wipe_free(&resp);
 	return rc;
 }

@@ -17,6 +17,7 @@
 #include "rr/aws_credentials.h"
 #include "rr/aws_profile.h"
 #include "rr/clock.h"
+#include "rr/env.h"
 #include "rr/gcs_auth.h"
 #include "rr/loopback.h"
 #include "rr/error.h"
@@ -1180,13 +1181,6 @@ static const struct rr_store_vtable s_s3_vtable = {
 
 /* ---- opening: where to send requests, how, and with what ---- */
 
-static const char *s_env(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : NULL;
-}
-
 static int s_valid_bucket(const char *b, size_t len)
 {
 	size_t i;
@@ -1250,7 +1244,7 @@ static int s_set_bucket(struct s_s3 *s3, const char *rest)
 
 static int s_set_part_size(struct s_s3 *s3)
 {
-	const char *part = s_env("RESUME_RUN_S3_PART_SIZE");
+	const char *part = rr_env("RESUME_RUN_S3_PART_SIZE");
 	unsigned long long v;
 	char *end;
 
@@ -1276,16 +1270,16 @@ static int s_configure(struct s_s3 *s3, const char *rest, const struct rr_store_
 	if (rc)
 		return rc;
 
-	s3->region = strdup(s_env("AWS_REGION") ? s_env("AWS_REGION")
-			    : s_env("AWS_DEFAULT_REGION") ? s_env("AWS_DEFAULT_REGION")
+	s3->region = strdup(rr_env("AWS_REGION") ? rr_env("AWS_REGION")
+			    : rr_env("AWS_DEFAULT_REGION") ? rr_env("AWS_DEFAULT_REGION")
 			    : rr_aws_profile_get(prof, "region") ? rr_aws_profile_get(prof, "region")
 			    : "us-east-1");
 	if (!s3->region)
 		return RR_ENOMEM;
 
-	endpoint = s_env("AWS_ENDPOINT_URL_S3");
+	endpoint = rr_env("AWS_ENDPOINT_URL_S3");
 	if (!endpoint)
-		endpoint = s_env("AWS_ENDPOINT_URL");
+		endpoint = rr_env("AWS_ENDPOINT_URL");
 	if (!endpoint)
 		endpoint = rr_aws_profile_get(prof, "s3.endpoint_url");
 	if (!endpoint)
@@ -1390,7 +1384,7 @@ int rr_store_s3_new(const char *rest, const struct rr_store_opts *opts, struct r
 	rc = s_configure(s3, rest, opts, prof);
 	if (rc)
 		goto fail;
-	ho = (struct rr_http_opts){ .ca_bundle = s_env("AWS_CA_BUNDLE"),
+	ho = (struct rr_http_opts){ .ca_bundle = rr_env("AWS_CA_BUNDLE"),
 				    .deadline_mono_ms = &s3->base.deadline_mono_ms };
 	rc = rr_http_new(&ho, &s3->http);
 	if (rc)
@@ -1421,7 +1415,7 @@ fail:
  * (storage/auth/gcs_auth.c), or with --gcs-hmac SigV4 with HMAC keys from the AWS variables. */
 int rr_store_gcs_new(const char *rest, const struct rr_store_opts *opts, struct rr_store **out)
 {
-	const char *emulator = s_env("STORAGE_EMULATOR_HOST");
+	const char *emulator = rr_env("STORAGE_EMULATOR_HOST");
 	struct rr_gcs_auth_opts go;
 	struct rr_aws_creds_opts co;
 	char why[300], *endpoint = NULL;

@@ -149,7 +149,8 @@ EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
 def sigv4_head(raw_path):
-    """A HEAD request for raw_path (as on the wire), signed with SigV4 (protocols.md §4)."""
+    """A HEAD request for raw_path (as on the wire), signed with SigV4 (AWS's "Signature Version 4
+    for S3", sig-v4-header-based-auth)."""
     akid, secret, region = SIGNER
     host = "%s:%d" % UPSTREAM
     now = datetime.datetime.now(datetime.timezone.utc)

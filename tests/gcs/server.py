@@ -2,7 +2,8 @@
 """A Google Cloud Storage XML API test server that stands in front of a running s3rver.
 
 GCS's XML API is "compatible with Amazon S3" for the object calls resume-run makes
-(protocols.md §6), so the bytes can live in @20minutes/s3rver 5.0.0 (tests/s3/s3rver.js). What
+(Google's "XML API" and "Authentication" pages for Cloud Storage), so the bytes can live in
+@20minutes/s3rver 5.0.0 (tests/s3/s3rver.js). What
 this proxy adds is what GCS enforces and s3rver does not:
 
   * OAuth2: a service-account JWT is exchanged for an access token at POST /token
@@ -41,7 +42,8 @@ Test control API (no auth, JSON):
   POST /_test/expire-tokens  every token issued so far stops working (as if revoked), so a
                              client's refresh-on-401 path can be exercised.
 
-Where each rule comes from. From shared/reference/protocols.md §6: Bearer tokens on the XML
+Where each rule comes from. From Google's "XML API" and "Authentication" pages for Cloud Storage:
+Bearer tokens on the XML
 API; x-goog-if-generation-match: 0 = create-only; XML multipart upload is S3-compatible, replaces
 the object, and refuses preconditions; HMAC + V4 signing as the alternative. Not in §6, modelled
 on GCS's documented behaviour and marked "(GCS, not in §6)" where applied: the JWT-bearer token
@@ -85,7 +87,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from http_body import read_body  # noqa: E402
 
-S3_ACCESS_KEY = S3_SECRET_KEY = "S3RVER"   # s3rver's built-in account (protocols.md §8)
+S3_ACCESS_KEY = S3_SECRET_KEY = "S3RVER"   # s3rver's built-in account (s3rver's README)
 S3_REGION = "us-east-1"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 MAX_JWT_LIFETIME = 3600        # Google: "Token must be a short-lived token (60 minutes)"
@@ -868,7 +870,7 @@ class App:
         try:
             conn, resp = self.forward(req, auth)
             reply = self.buffered(conn, resp)
-            # S3-style: a 200 may still carry an <Error> (protocols.md §5).
+            # S3-style: a 200 may still carry an <Error> (the S3 API reference).
             if resp.status == 200 and b"<Error>" not in reply.body:
                 status, head = self.upstream.head(self._key_path(key))
                 if status == 200:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Cloud preemption notices from the project's metadata test server (faithful to
-# protocols.md §1-§3), for each cloud: the server announces; the trainer is signalled; the
+# the clouds' metadata documentation (EC2 IMDSv2, GCE metadata, Azure Scheduled Events)),
+# for each cloud: the server announces; the trainer is signalled; the
 # checkpoint is durable before the deadline; the run's ledger says where it ran. Also: IMDS
 # token expiry, a metadata outage in the middle of a run, a rebalance recommendation
 # followed by the interruption, and --cloud auto choosing right and choosing none.

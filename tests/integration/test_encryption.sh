@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Client-side encryption (DESIGN §4 "Encryption"): with --encryption-key-file every stored
+# Client-side encryption (README, "Encryption"): with --encryption-key-file every stored
 # object is sealed (AES-256-GCM), on file:// and on S3 (s3rver). The drill restores
 # bit-identical; no file name, tensor name or plaintext marker can be found in any stored
 # object; a wrong key, no key, or a key on a clear store is one clear error (125) and nothing

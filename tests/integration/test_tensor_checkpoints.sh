@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Tensor-aware checkpoints (DESIGN §4): a real PyTorch checkpoint (model + AdamW state) under
+# Tensor-aware checkpoints (README, "What is stored"): a real PyTorch checkpoint (model +
+# AdamW state) under
 # --precision auto comes back within the error bound for every value, with identical headers;
 # exact is byte-identical; specials come back bit for bit; unchanged tensors are not written
 # again; a file the strict reader refuses is stored byte-exact.

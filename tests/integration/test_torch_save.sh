@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# torch.save files (DESIGN §4): an HF-Trainer-shaped checkpoint (model.safetensors,
+# torch.save files (README, "What is stored"): an HF-Trainer-shaped checkpoint
+# (model.safetensors,
 # optimizer.pt, scheduler.pt, rng_state.pth, trainer_state.json) and a Lightning-shaped .ckpt
 # made by real torch.save are persisted record by record and restored: under auto every F32
 # record comes back within the bound, torch.load takes every file (weights_only=True where

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """A test server for the cloud metadata services that resume-run watches for preemption notices.
 
-It emulates ONE cloud per process, faithful to the facts collected in
-shared/reference/protocols.md (cited below as "P§n"):
+It emulates ONE cloud per process, faithful to the providers' documents,
+cited below as "P§n": P§1 the EC2 user guide's IMDSv2 pages, P§2 Google's "About VM
+metadata" and "Preemptible VM instances", P§3 Microsoft's "Azure Metadata Service: Scheduled
+Events", P§8 amazon-ec2-metadata-mock's README (the numbering of the project's notes):
 
   aws    EC2 IMDSv2 only (P§1), modelled on amazon-ec2-metadata-mock run with -I (P§8)
   gcp    the GCE metadata server with hanging GETs (P§2)

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Self-test of tests/metadata/server.py: starts one server per cloud and exercises every
-documented behaviour (protocols.md §1-§3, §8) and the /_test/ control API.
+documented behaviour (the clouds' metadata documentation: EC2 IMDSv2, GCE metadata, Azure
+Scheduled Events; amazon-ec2-metadata-mock's README) and the /_test/ control API.
 
 run: /usr/bin/python3 tests/metadata/test_server.py [-v]     (about 10 s)
 """
@@ -529,7 +530,8 @@ class AzureTest(Base):
         e = d2["Events"][0]
         self.assertEqual((e["EventStatus"], e["NotBefore"]), ("Started", ""))
         self.assertEqual(d2["DocumentIncarnation"], d["DocumentIncarnation"] + 1)
-        # Approving again is still 200 (protocols.md §3) and changes nothing.
+        # Approving again is still 200 (Microsoft's "Azure Metadata Service: Scheduled
+        # Events" page) and changes nothing.
         self.assertEqual(self.ack(json.dumps({"StartRequests": [{"EventId": eid}]})), 200)
         self.assertEqual(self.doc()["DocumentIncarnation"], d2["DocumentIncarnation"])
         s = self.state()

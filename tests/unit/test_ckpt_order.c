@@ -1,4 +1,5 @@
-/* CUnit suite "ckpt_order": which checkpoint is newest (DESIGN §2): the greatest step-N
+/* CUnit suite "ckpt_order": which checkpoint is newest (README, "The trainer contract"):
+ * the greatest step-N
  * number, else the latest commit time, then the name. */
 #include <stdint.h>
 #include <stdlib.h>

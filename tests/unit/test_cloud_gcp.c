@@ -1,5 +1,6 @@
 /* CUnit suite "cloud_gcp": the GCP notice provider (cloud/gcp.c) against the in-process
- * HTTP server (http_fixture.h) playing the metadata server (protocols.md §2): every request
+ * HTTP server (http_fixture.h) playing the metadata server (Google's "About VM metadata"
+ * and "Preemptible VM instances" pages): every request
  * must carry Metadata-Flavor: Google, every answer carries it too, with an ETag, and a
  * GET with ?wait_for_change=true&last_etag=<current ETag> hangs until the value changes.
  *

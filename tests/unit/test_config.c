@@ -1,4 +1,5 @@
-/* CUnit suite "config": durations, bounded integers, and the command line (DESIGN §3):
+/* CUnit suite "config": durations, bounded integers, and the command line (README, "Command
+ * line"):
  * flags > environment > defaults, per-subcommand options, the trainer's argv.
  *
  * rr_config_parse is called many times in one process, so it must reset getopt's global

@@ -1,4 +1,4 @@
-/* CUnit suite "fp16": F32 <-> scaled FP16 and F32 <-> BF16 (DESIGN §4).
+/* CUnit suite "fp16": F32 <-> scaled FP16 and F32 <-> BF16 (README, "What is stored").
  *
  * The encoders are checked on every one of the 2^32 F32 bit patterns: the AVX2/F16C path
  * against the portable one (bit for bit), the portable FP16 rounding against an independent
@@ -890,7 +890,8 @@ static void test_is_safe_refuses_a_scale_that_would_overflow_fp16(void)
 }
 
 /* A tensor the auto rule sends to FP16 keeps every normal value within 2^-8, even the small
- * ones that land in FP16's subnormals (DESIGN §4's guarantee). */
+ * ones that land in FP16's subnormals (the guarantee in README, "How checkpoints are made
+ * small"). */
 static void test_fp16_chosen_by_auto_rule_keeps_every_value_within_2_pow_minus_8(void)
 {
 	const size_t n = 4096;

@@ -1,4 +1,5 @@
-/* CUnit suite "layout": store keys under "<run-id>/" (DESIGN §4) and their parsers, which
+/* CUnit suite "layout": store keys under "<run-id>/" (README, "What is stored") and their
+ * parsers, which
  * must accept exactly the shapes the writers make and nothing near them. */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
-/* CUnit suite "notice": the trainer's notice file (DESIGN §2, RESUME_RUN_NOTICE_FILE) and
+/* CUnit suite "notice": the trainer's notice file (README, "The trainer contract",
+ * RESUME_RUN_NOTICE_FILE) and
  * the contents of a --notice-file, which is outside input: anything that is not a JSON
  * object is a plain preemption notice, a JSON object may refine it, and a known field
  * with a bad value is refused with a reason. */

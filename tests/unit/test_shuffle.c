@@ -1,4 +1,5 @@
-/* CUnit suite "shuffle": the byte shuffle of DESIGN §4 (`exact`) and its inverse, on both
+/* CUnit suite "shuffle": the byte shuffle of README, "How checkpoints are made small"
+ * (`exact`) and its inverse, on both
  * paths (AVX2 and portable), for every width and lengths around the SIMD step sizes, with
  * buffers at every alignment. The layout is checked against its definition,
  * dst[b * n + i] == src[i * width + b], and nothing may be written outside the planes. On a

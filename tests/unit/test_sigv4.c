@@ -1,9 +1,9 @@
 /* CUnit suite "sigv4": SigV4 signing against known-answer vectors.
  *
- * Sources (reference/protocols.md §4):
+ * Sources (AWS's "Signature Version 4 for S3" (sig-v4-header-based-auth)):
  *  - the S3 documentation examples (sig-v4-header-based-auth "Examples: Signature
  *    Calculations"): the four signatures and the GET canonical-request hash prefix/suffix
- *    given in protocols.md;
+ *    given there;
  *  - the AWS SigV4 test suite as shipped in aws-c-auth tests/aws-signing-test-suite/v4/<case>/
  *    (header-canonical-request.txt, header-string-to-sign.txt, header-signature.txt), read
  *    from the aws-c-auth repository at commit 495329c2433034bd8fd53fc6ba9e0202d3fac876. */
@@ -269,7 +269,7 @@ static void test_sigv4_s3_doc_get_object(void)
 
 	s_check(&s_s3_creds, "s3", S_S3_TIME, &r, 1, NULL, NULL,
 		"f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
-	/* protocols.md gives the canonical-request hash as 7344ae5b…6972 */
+	/* the S3 examples give the canonical-request hash as 7344ae5b…6972 */
 	rr_buf_init(&sts, 1 << 20);
 	CU_ASSERT_EQUAL_FATAL(
 		rr_sigv4_canonical(&s_s3_creds, "us-east-1", "s3", S_S3_TIME, &r, 1, NULL, &sts), 0);

@@ -1,5 +1,6 @@
 /* CUnit suite "store_s3": the S3 backend (storage/store/store_s3.c) against the in-process HTTP
- * server (http_fixture.h) playing S3 (protocols.md §4-§5). The fake checks every request's
+ * server (http_fixture.h) playing S3 (AWS's SigV4 and S3 API references). The fake checks
+ * every request's
  * SigV4 signature the way S3 does (from the bytes that arrived, with its own copy of the
  * secret) and the body against x-amz-content-sha256, keeps objects in memory, and speaks
  * path-style or virtual-hosted addressing, ranged GETs with If-Match, multipart uploads,
