@@ -49,6 +49,10 @@ struct rr_aws_creds_opts {
 
 struct rr_aws_creds;
 
+/* Builds a credential chain that has looked for nothing yet (rr_aws_creds_get does). opts
+ * and its strings are copied; opts->http is borrowed and must outlive the chain. Returns 0
+ * with *out set, RR_EINVAL for a missing argument or an invalid region, RR_ENOMEM. The
+ * caller frees *out with rr_aws_creds_destroy. */
 int rr_aws_creds_new(const struct rr_aws_creds_opts *opts, struct rr_aws_creds **out);
 
 /* Copies the current credentials into *out, resolving the chain on first use and again

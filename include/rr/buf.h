@@ -17,6 +17,8 @@ int rr_buf_append(struct rr_buf *b, const void *data, size_t len);
 int rr_buf_printf(struct rr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Makes room for at least n more bytes; returns 0, RR_ENOMEM or RR_ETOOBIG. */
 int rr_buf_reserve(struct rr_buf *b, size_t n);
+/* Empties b (len 0, data "" when allocated) and keeps its memory for reuse; rr_buf_free
+ * releases it. */
 void rr_buf_reset(struct rr_buf *b);
 /* Frees the memory; the buffer can be used again after rr_buf_init. */
 void rr_buf_free(struct rr_buf *b);

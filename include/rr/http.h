@@ -85,7 +85,11 @@ struct rr_http_response {
 	int resent;
 };
 
+/* Makes a client (opts copied, NULL: the defaults) whose requests share DNS and TLS
+ * sessions and reuse connections. Returns 0 with *out set, RR_EIO when libcurl cannot be
+ * initialised, RR_ENOMEM. The caller frees *out with rr_http_destroy. */
 int rr_http_new(const struct rr_http_opts *opts, struct rr_http **out);
+/* Closes the connections and frees the client. NULL is fine. */
 void rr_http_destroy(struct rr_http *h);
 
 /* Prepares resp to receive a response (must be called once before first use). */

@@ -103,6 +103,8 @@ int rr_checkpoint_name_valid(const char *name);
 /* Encoding names as they appear in the manifest ("zstd", "shuffle+zstd",
  * "bf16+shuffle+zstd", "fp16+shuffle+zstd"); NULL for unknown. */
 const char *rr_encoding_name(enum rr_encoding e);
+/* The reverse: sets *out for one of those names. Returns 0, or RR_EINVAL (*out unchanged)
+ * for any other string. Nothing to free. */
 int rr_encoding_from_name(const char *name, enum rr_encoding *out);
 
 /* LATEST: {"checkpoint":"<name>","updated_unix_ms":N,"host":"..."} */
