@@ -9,6 +9,7 @@
 
 #include "dirwalk.h"
 #include "rr/error.h"
+#include "rr/fsutil.h"
 
 #define MAX_DEPTH 64
 
@@ -37,59 +38,51 @@ static int s_add(struct s_walk *w, const char *path, const struct stat *st)
 	return 0;
 }
 
+static int s_walk_dir(struct s_walk *w, int fd_in, const char *rel, int depth);
+
+/* One directory being walked: its path relative to the root, and how deep it is. */
+struct s_level {
+	struct s_walk *w;
+	const char *rel;
+	int depth;
+};
+
+/* One entry: a regular file is listed, a directory walked, anything else counted as
+ * skipped. */
+static int s_walk_entry(int dfd, const char *name, unsigned char type, void *ud)
+{
+	struct s_level *l = ud;
+	struct s_walk *w = l->w;
+	char path[4096];
+	struct stat st;
+
+	(void)type;
+	if (snprintf(path, sizeof(path), "%s%s%s", l->rel, *l->rel ? "/" : "", name) >=
+	    (int)sizeof(path))
+		return RR_ETOOBIG;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return errno == ENOENT ? 0 : rr_error_from_errno(errno);
+	if (S_ISREG(st.st_mode))
+		return s_add(w, path, &st);
+	if (S_ISDIR(st.st_mode)) {
+		int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		return fd < 0 ? rr_error_from_errno(errno) : s_walk_dir(w, fd, path, l->depth + 1);
+	}
+	if (!w->out->skipped++)
+		snprintf(w->out->first_skipped, sizeof(w->out->first_skipped), "%s", path);
+	return 0;
+}
+
 /* Walks the directory open at fd_in (consumed), whose path relative to the root is rel. */
 static int s_walk_dir(struct s_walk *w, int fd_in, const char *rel, int depth)
 {
-	DIR *d;
-	struct dirent *e;
-	int rc = 0;
+	struct s_level l = { w, rel, depth };
 
 	if (depth > MAX_DEPTH) {
 		close(fd_in);
 		return RR_ETOOBIG;
 	}
-	d = fdopendir(fd_in);
-	if (!d) {
-		rc = rr_error_from_errno(errno);
-		close(fd_in);
-		return rc;
-	}
-	while (!rc && (errno = 0, e = readdir(d))) {
-		char path[4096];
-		struct stat st;
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "", e->d_name) >=
-		    (int)sizeof(path)) {
-			rc = RR_ETOOBIG;
-			break;
-		}
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-			if (errno == ENOENT)
-				continue;
-			rc = rr_error_from_errno(errno);
-			break;
-		}
-		if (S_ISREG(st.st_mode)) {
-			rc = s_add(w, path, &st);
-		} else if (S_ISDIR(st.st_mode)) {
-			int fd = openat(dirfd(d), e->d_name,
-					O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (fd < 0)
-				rc = rr_error_from_errno(errno);
-			else
-				rc = s_walk_dir(w, fd, path, depth + 1);
-		} else {
-			if (!w->out->skipped++)
-				snprintf(w->out->first_skipped, sizeof(w->out->first_skipped), "%s",
-					 path);
-		}
-	}
-	if (!rc && errno)
-		rc = rr_error_from_errno(errno);
-	closedir(d);
-	return rc;
+	return rr_dir_each(fd_in, 0, s_walk_entry, &l);
 }
 
 static int s_cmp_path(const void *a, const void *b)

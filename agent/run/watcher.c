@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "rr/error.h"
+#include "rr/fsutil.h"
 #include "rr/log.h"
 #include "rr/manifest.h"
 #include "rr/quote.h"
@@ -154,46 +155,37 @@ int rr_watcher_fd(const struct rr_watcher *w)
 	return w->ifd;
 }
 
+struct s_scan {
+	struct rr_watcher *w;
+	rr_watcher_cb cb;
+	void *ud;
+};
+
+/* One entry of the checkpoint directory: a committed checkpoint is a directory. */
+static int s_scan_entry(int dfd, const char *name, unsigned char type, void *ud)
+{
+	struct s_scan *sc = ud;
+	struct stat st;
+
+	(void)type; /* d_type is not reliable on every filesystem, so always stat. */
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return errno == ENOENT ? 0 : rr_error_from_errno(errno);
+	if (S_ISDIR(st.st_mode) && !s_refused(sc->w, name))
+		sc->cb(name, s_ctime_ms(&st), sc->ud);
+	return 0;
+}
+
 int rr_watcher_scan(struct rr_watcher *w, rr_watcher_cb cb, void *ud)
 {
-	struct dirent *de;
-	DIR *d;
-	int fd, rc = 0;
+	struct s_scan sc = { w, cb, ud };
+	int fd;
 
 	if (!w || !cb)
 		return RR_EINVAL;
 	fd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return rr_error_from_errno(errno);
-	d = fdopendir(fd);
-	if (!d) {
-		rc = rr_error_from_errno(errno);
-		close(fd);
-		return rc;
-	}
-	for (;;) {
-		struct stat st;
-		errno = 0;
-		de = readdir(d);
-		if (!de) {
-			if (errno)
-				rc = rr_error_from_errno(errno);
-			break;
-		}
-		if (de->d_name[0] == '.')
-			continue;
-		/* d_type is not reliable on every filesystem, so always stat. */
-		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-			if (errno == ENOENT)
-				continue;
-			rc = rr_error_from_errno(errno);
-			break;
-		}
-		if (S_ISDIR(st.st_mode) && !s_refused(w, de->d_name))
-			cb(de->d_name, s_ctime_ms(&st), ud);
-	}
-	closedir(d);
-	return rc;
+	return rr_dir_each(fd, 1, s_scan_entry, &sc);
 }
 
 /* Warns about a directory made under a final name, once per name, for S_WARN_MAX names. */

@@ -38,6 +38,17 @@ int rr_mkdir_p(const char *path);
 /* The same with mode (before the umask) for the directories it creates. */
 int rr_mkdir_p_mode(const char *path, mode_t mode);
 
+/* One entry of a directory for rr_dir_each: dfd is the directory's descriptor (for the *at
+ * calls), type the entry's DT_* type, DT_UNKNOWN where the filesystem does not say. Returns
+ * 0 to go on, anything else to stop the walk with that value. */
+typedef int (*rr_dir_entry_cb)(int dfd, const char *name, unsigned char type, void *ud);
+
+/* The one directory-reading loop: calls cb for each entry of the directory open as fd
+ * (taken over: closed on return, whatever happens), "." and ".." left out, and every name
+ * starting with '.' too when skip_hidden. Returns 0, what cb stopped with, or the rr_error
+ * of a failed read. */
+int rr_dir_each(int fd, int skip_hidden, rr_dir_entry_cb cb, void *ud);
+
 /* rm -rf; a missing path is fine. Does not follow symlinks. */
 int rr_remove_tree(const char *path);
 

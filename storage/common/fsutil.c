@@ -345,18 +345,12 @@ int rr_mkdir_p_mode(const char *path, mode_t mode)
 	return rc;
 }
 
-/* Empties the directory open as fd (which it takes over) without following symlinks:
- * everything is reached through openat(O_NOFOLLOW) and removed with unlinkat, so a tree
- * that changes under us cannot redirect the removal outside it. */
-static int s_empty_dir(int fd, int depth)
+int rr_dir_each(int fd, int skip_hidden, rr_dir_entry_cb cb, void *ud)
 {
+	struct dirent *de;
 	DIR *d;
 	int rc = 0;
 
-	if (depth > S_REMOVE_MAX_DEPTH) {
-		close(fd);
-		return RR_ETOOBIG;
-	}
 	d = fdopendir(fd);
 	if (!d) {
 		rc = rr_error_from_errno(errno);
@@ -364,10 +358,6 @@ static int s_empty_dir(int fd, int depth)
 		return rc;
 	}
 	for (;;) {
-		struct dirent *de;
-		const char *name;
-		int is_dir;
-
 		errno = 0;
 		de = readdir(d);
 		if (!de) {
@@ -375,44 +365,58 @@ static int s_empty_dir(int fd, int depth)
 				rc = rr_error_from_errno(errno);
 			break;
 		}
-		name = de->d_name;
-		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		if (skip_hidden ? de->d_name[0] == '.' :
+				  strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (de->d_type == DT_UNKNOWN) {
-			struct stat st;
-			if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-				if (errno == ENOENT)
-					continue;
-				rc = rr_error_from_errno(errno);
-				break;
-			}
-			is_dir = S_ISDIR(st.st_mode);
-		} else {
-			is_dir = de->d_type == DT_DIR;
-		}
-		if (is_dir) {
-			int cfd = openat(dirfd(d), name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (cfd < 0) {
-				if (errno == ENOENT)
-					continue;
-				rc = rr_error_from_errno(errno);
-				break;
-			}
-			rc = s_empty_dir(cfd, depth + 1);
-			if (rc)
-				break;
-			if (unlinkat(dirfd(d), name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
-				rc = rr_error_from_errno(errno);
-				break;
-			}
-		} else if (unlinkat(dirfd(d), name, 0) < 0 && errno != ENOENT) {
-			rc = rr_error_from_errno(errno);
+		rc = cb(dirfd(d), de->d_name, de->d_type, ud);
+		if (rc)
 			break;
-		}
 	}
 	closedir(d);
 	return rc;
+}
+
+static int s_empty_dir(int fd, int depth);
+
+/* One entry of a directory being emptied: a subdirectory is emptied, then removed. */
+static int s_empty_entry(int dfd, const char *name, unsigned char type, void *ud)
+{
+	const int *depth = ud;
+	int is_dir, rc;
+
+	if (type == DT_UNKNOWN) {
+		struct stat st;
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return errno == ENOENT ? 0 : rr_error_from_errno(errno);
+		is_dir = S_ISDIR(st.st_mode);
+	} else {
+		is_dir = type == DT_DIR;
+	}
+	if (is_dir) {
+		int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd < 0)
+			return errno == ENOENT ? 0 : rr_error_from_errno(errno);
+		rc = s_empty_dir(cfd, *depth + 1);
+		if (rc)
+			return rc;
+		if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			return rr_error_from_errno(errno);
+	} else if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT) {
+		return rr_error_from_errno(errno);
+	}
+	return 0;
+}
+
+/* Empties the directory open as fd (which it takes over) without following symlinks:
+ * everything is reached through openat(O_NOFOLLOW) and removed with unlinkat, so a tree
+ * that changes under us cannot redirect the removal outside it. */
+static int s_empty_dir(int fd, int depth)
+{
+	if (depth > S_REMOVE_MAX_DEPTH) {
+		close(fd);
+		return RR_ETOOBIG;
+	}
+	return rr_dir_each(fd, 0, s_empty_entry, &depth);
 }
 
 int rr_remove_tree(const char *path)

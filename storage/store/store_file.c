@@ -380,91 +380,75 @@ struct s_walk {
 	char key[PATH_MAX]; /* the key being visited, built level by level */
 };
 
+/* One directory being visited: where its name ends in the key, and how deep it is. */
+struct s_walk_level {
+	struct s_walk *w;
+	size_t key_len;
+	int depth;
+};
+
 /* key[0..n) could still lead to a match: it and the prefix agree on their common part. */
 static int s_may_match(const struct s_walk *w, size_t n)
 {
 	return memcmp(w->key, w->prefix, n < w->prefix_len ? n : w->prefix_len) == 0;
 }
 
+static int s_walk_dir(struct s_walk *w, int fd, size_t key_len, int depth);
+
+/* One directory entry: a subdirectory is visited, a regular file under the prefix is an
+ * object; symlinks, sockets, ...: not objects this backend wrote. Dot names (temp files,
+ * the lock directory) never reach here. */
+static int s_walk_entry(int dfd, const char *name, unsigned char type, void *ud)
+{
+	struct s_walk_level *l = ud;
+	struct s_walk *w = l->w;
+	struct stat st;
+	size_t n = strlen(name), klen;
+
+	(void)type;
+	if (l->key_len + n + 2 > sizeof(w->key))
+		return RR_ETOOBIG;
+	memcpy(w->key + l->key_len, name, n + 1);
+	klen = l->key_len + n;
+	if (!s_may_match(w, klen))
+		return 0;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : rr_error_from_errno(errno);
+	if (S_ISDIR(st.st_mode)) {
+		int cfd;
+
+		w->key[klen++] = '/';
+		w->key[klen] = '\0';
+		if (!s_may_match(w, klen))
+			return 0;
+		cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd < 0)
+			return errno == ENOENT ? 0 : rr_error_from_errno(errno);
+		return s_walk_dir(w, cfd, klen, l->depth + 1);
+	}
+	if (S_ISREG(st.st_mode) && klen >= w->prefix_len) {
+		struct rr_store_entry e = {
+			.key = w->key,
+			.size = (uint64_t)st.st_size,
+			.mtime_unix_ms = (int64_t)st.st_mtim.tv_sec * 1000 +
+					 st.st_mtim.tv_nsec / 1000000,
+		};
+		return w->cb(&e, w->ud);
+	}
+	return 0;
+}
+
 /* Visits the directory open as fd (taken over), whose key with its trailing '/' is
  * key[0..key_len). Entries may vanish under a concurrent del; those are skipped. */
 static int s_walk_dir(struct s_walk *w, int fd, size_t key_len, int depth)
 {
-	DIR *d;
-	int rc = 0;
+	struct s_walk_level l = { w, key_len, depth };
 
 	if (depth > S_LIST_MAX_DEPTH) {
 		close(fd);
 		return RR_ETOOBIG;
 	}
-	d = fdopendir(fd);
-	if (!d) {
-		rc = rr_error_from_errno(errno);
-		close(fd);
-		return rc;
-	}
-	for (;;) {
-		struct dirent *de;
-		struct stat st;
-		size_t n, klen;
-
-		errno = 0;
-		de = readdir(d);
-		if (!de) {
-			if (errno)
-				rc = rr_error_from_errno(errno);
-			break;
-		}
-		if (de->d_name[0] == '.')
-			continue; /* ".", "..", temp files, the lock directory */
-		n = strlen(de->d_name);
-		if (key_len + n + 2 > sizeof(w->key)) {
-			rc = RR_ETOOBIG;
-			break;
-		}
-		memcpy(w->key + key_len, de->d_name, n + 1);
-		klen = key_len + n;
-		if (!s_may_match(w, klen))
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno == ENOENT)
-				continue;
-			rc = rr_error_from_errno(errno);
-			break;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			int cfd;
-
-			w->key[klen++] = '/';
-			w->key[klen] = '\0';
-			if (!s_may_match(w, klen))
-				continue;
-			cfd = openat(dirfd(d), de->d_name,
-				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (cfd < 0) {
-				if (errno == ENOENT)
-					continue;
-				rc = rr_error_from_errno(errno);
-				break;
-			}
-			rc = s_walk_dir(w, cfd, klen, depth + 1);
-			if (rc)
-				break;
-		} else if (S_ISREG(st.st_mode) && klen >= w->prefix_len) {
-			struct rr_store_entry e = {
-				.key = w->key,
-				.size = (uint64_t)st.st_size,
-				.mtime_unix_ms = (int64_t)st.st_mtim.tv_sec * 1000 +
-						 st.st_mtim.tv_nsec / 1000000,
-			};
-			rc = w->cb(&e, w->ud);
-			if (rc)
-				break;
-		}
-		/* symlinks, sockets, ...: not objects this backend wrote */
-	}
-	closedir(d);
-	return rc;
+	return rr_dir_each(fd, 1, s_walk_entry, &l);
 }
 
 static int s_file_list(struct rr_store *s, const char *prefix, rr_store_list_cb cb, void *ud)

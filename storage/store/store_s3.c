@@ -42,7 +42,6 @@ struct s_s3 {
 	struct rr_http *http;
 	struct rr_aws_creds *creds;   /* SigV4 credentials (S3; GCS with HMAC keys) */
 	struct rr_gcs_auth *gauth;    /* GCS: OAuth2 bearer tokens instead of SigV4 */
-	int gcs;                      /* the GCS XML API: x-goog-* preconditions, generations */
 	const char *label;            /* "S3" or "GCS", for reasons */
 	char *bucket;
 	char *prefix;     /* "" or "a/b/" (ends with '/'): prepended to every key */
@@ -95,6 +94,14 @@ struct s_signed {
 static struct s_s3 *s_of(struct rr_store *s)
 {
 	return (struct s_s3 *)s;
+}
+
+static const struct rr_store_vtable s_gcs_vtable;
+
+/* The GCS XML API: x-goog-* preconditions and generations instead of S3's ETags. */
+static int s_is_gcs(const struct s_s3 *s3)
+{
+	return s3->base.vt == &s_gcs_vtable;
 }
 
 static int s_add_header(struct s_req *q, const char *name, const char *value)
@@ -219,7 +226,7 @@ static int s_sign(struct s_s3 *s3, const struct s_req *q, int refresh_creds, str
 	rc = rr_aws_creds_get(s3->creds, refresh_creds, &p->cr, why, sizeof(why));
 	if (rc)
 		return rr_store_fail(rc, "no usable %s credentials: %s",
-				     s3->gcs ? "GCS HMAC" : "AWS", why);
+				     s_is_gcs(s3) ? "GCS HMAC" : "AWS", why);
 
 	if (q->payload_sha256)
 		snprintf(p->sha, sizeof(p->sha), "%s", q->payload_sha256);
@@ -540,13 +547,13 @@ static void s_jobs_free(struct s_job *jobs, size_t n)
 static int s_copy_etag(const struct s_s3 *s3, const struct rr_http_response *resp,
 		       char *etag_out)
 {
-	const char *etag = rr_http_response_header(resp, s3->gcs ? "x-goog-generation" : "ETag");
+	const char *etag = rr_http_response_header(resp, s_is_gcs(s3) ? "x-goog-generation" : "ETag");
 
 	if (!etag_out)
 		return 0;
 	if (!etag || strlen(etag) >= RR_ETAG_MAX)
 		return rr_store_fail(RR_EIO, "%s answered without a usable %s", s3->label,
-				     s3->gcs ? "generation" : "ETag");
+				     s_is_gcs(s3) ? "generation" : "ETag");
 	strcpy(etag_out, etag);
 	return 0;
 }
@@ -563,7 +570,7 @@ static void s_add_sse(const struct s_s3 *s3, struct s_req *q)
 static void s_add_conditions(const struct s_s3 *s3, struct s_req *q,
 			     const struct rr_put_opts *opts)
 {
-	if (s3->gcs) {
+	if (s_is_gcs(s3)) {
 		/* GCS: generation 0 means "no live object"; otherwise the generation read. */
 		if (opts && opts->if_none_match)
 			s_add_header(q, "x-goog-if-generation-match", "0");
@@ -693,7 +700,7 @@ static int s_complete(struct s_s3 *s3, const char *key, const char *upload_id,
 	q.body = body.data;
 	q.body_len = body.len;
 	s_add_header(&q, "content-type", "application/xml");
-	if (!s3->gcs) /* GCS takes no preconditions on multipart requests */
+	if (!s_is_gcs(s3)) /* GCS takes no preconditions on multipart requests */
 		s_add_conditions(s3, &q, opts);
 	rr_retry_init(&r, s3->base.deadline_mono_ms);
 	for (;;) {
@@ -1133,13 +1140,6 @@ static int s_del_many(struct rr_store *s, const char *const *keys, size_t n)
 	size_t i, k;
 	int rc;
 
-	if (s_of(s)->gcs) { /* the GCS XML API has no multi-object delete */
-		for (i = 0; i < n; i++)
-			if ((rc = s_del(s, keys[i])) != 0)
-				return rc;
-		return 0;
-	}
-
 	for (i = 0; i < n; i += k) {
 		k = n - i < S_DELETE_BATCH ? n - i : S_DELETE_BATCH;
 		rc = s_del_batch(s_of(s), keys + i, k);
@@ -1176,6 +1176,18 @@ static const struct rr_store_vtable s_s3_vtable = {
 	.list = s_list,
 	.del = s_del,
 	.del_many = s_del_many,
+	.destroy = s_destroy,
+};
+
+/* GCS's XML API: the same requests, but no multi-object delete (rr_store_del_many deletes
+ * one by one when a backend has none). */
+static const struct rr_store_vtable s_gcs_vtable = {
+	.scheme = "gs",
+	.put = s_put,
+	.get = s_get,
+	.head = s_head,
+	.list = s_list,
+	.del = s_del,
 	.destroy = s_destroy,
 };
 
@@ -1425,9 +1437,8 @@ int rr_store_gcs_new(const char *rest, const struct rr_store_opts *opts, struct 
 	s3 = calloc(1, sizeof(*s3));
 	if (!s3)
 		return RR_ENOMEM;
-	s3->base.vt = &s_s3_vtable;
+	s3->base.vt = &s_gcs_vtable;
 	s3->label = "GCS";
-	s3->gcs = 1;
 	rc = s_set_bucket(s3, rest);
 	if (!rc && (opts->s3_sse || opts->s3_sse_kms_key_id))
 		rc = rr_store_fail(RR_EINVAL, "--s3-sse is for s3:// stores (GCS encrypts every "
