@@ -7,6 +7,7 @@
 
 #include "rr/cloud.h"
 #include "rr/env.h"
+#include "rr/gce_metadata.h"
 
 #define S_PROBE_TIMEOUT_MS 1000
 #define S_AZURE_ASSET_TAG "7783-7084-3265-9085-8269-3286-77"
@@ -59,14 +60,12 @@ enum rr_cloud rr_cloud_detect(const struct rr_cloud_opts *o, const char *dmi_dir
 {
 	static const struct rr_http_header aws_h[] = {
 		{ "X-aws-ec2-metadata-token-ttl-seconds", "60" } };
-	static const struct rr_http_header gcp_h[] = { { "Metadata-Flavor", "Google" } };
 	static const struct rr_http_header azure_h[] = { { "Metadata", "true" } };
 	char scratch[1], urls[3][512], gcp_host[300];
 	struct rr_http_request req[3];
 	struct rr_http_response resp[3];
 	struct rr_http_batch *b = NULL;
 	enum rr_cloud found = RR_CLOUD_NONE;
-	const char *flavor;
 	void *tag;
 	int i;
 
@@ -78,8 +77,8 @@ enum rr_cloud rr_cloud_detect(const struct rr_cloud_opts *o, const char *dmi_dir
 	if (found != RR_CLOUD_NONE)
 		return found;
 
-	snprintf(gcp_host, sizeof(gcp_host), "http://%s",
-		 rr_env("GCE_METADATA_HOST") ? rr_env("GCE_METADATA_HOST") : "metadata.google.internal");
+	if (rr_gce_metadata_base(NULL, gcp_host, sizeof(gcp_host)))
+		snprintf(gcp_host, sizeof(gcp_host), "http://%s", RR_GCE_METADATA_HOST);
 	snprintf(urls[0], sizeof(urls[0]), "%s/latest/api/token",
 		 o->endpoint ? o->endpoint
 		 : rr_env("AWS_EC2_METADATA_SERVICE_ENDPOINT") ? rr_env("AWS_EC2_METADATA_SERVICE_ENDPOINT")
@@ -90,7 +89,8 @@ enum rr_cloud rr_cloud_detect(const struct rr_cloud_opts *o, const char *dmi_dir
 		 o->endpoint ? o->endpoint : "http://169.254.169.254");
 	req[0] = (struct rr_http_request){ .method = "PUT", .url = urls[0], .headers = aws_h,
 					   .nheaders = 1, .body = "", .body_len = 0 };
-	req[1] = (struct rr_http_request){ .method = "GET", .url = urls[1], .headers = gcp_h,
+	req[1] = (struct rr_http_request){ .method = "GET", .url = urls[1],
+					   .headers = &rr_gce_metadata_flavor,
 					   .nheaders = 1 };
 	req[2] = (struct rr_http_request){ .method = "GET", .url = urls[2], .headers = azure_h,
 					   .nheaders = 1 };
@@ -112,8 +112,7 @@ enum rr_cloud rr_cloud_detect(const struct rr_cloud_opts *o, const char *dmi_dir
 		if (r == &resp[0] && r->body.len > 0) {
 			found = RR_CLOUD_AWS;
 			snprintf(why, cap, "an IMDSv2 token came from %s", urls[0]);
-		} else if (r == &resp[1] && (flavor = rr_http_response_header(r, "Metadata-Flavor")) &&
-			   strcmp(flavor, "Google") == 0) {
+		} else if (r == &resp[1] && rr_gce_metadata_answered(r)) {
 			found = RR_CLOUD_GCP;
 			snprintf(why, cap, "the GCP metadata server answered at %s", urls[1]);
 		} else if (r == &resp[2] && r->body.data &&

@@ -20,10 +20,10 @@
 #include "rr/clock.h"
 #include "rr/cloud.h"
 #include "rr/error.h"
+#include "rr/gce_metadata.h"
 #include "rr/http.h"
 #include "rr/log.h"
 
-#define S_DEFAULT_HOST "metadata.google.internal"
 #define S_ROOT "/computeMetadata/v1/"
 #define S_BASE_MAX 512
 #define S_URL_MAX 1024
@@ -40,7 +40,6 @@
 #define S_503_PAUSE_MS 250
 #define S_NOTICE_S 30           /* Spot VMs get 30 s between the notice and power off */
 
-static const struct rr_http_header s_flavor = { "Metadata-Flavor", "Google" };
 
 enum s_which { S_PREEMPTED, S_MAINTENANCE, S_NSLOTS };
 
@@ -92,22 +91,13 @@ static int s_pause(const struct s_gcp *g, long ms)
 
 static int s_create(const struct rr_cloud_opts *o, void **state)
 {
-	const char *host = getenv("GCE_METADATA_HOST");
 	struct s_gcp *g;
 	char base[S_BASE_MAX];
-	int len;
 
 	if (!o || !o->http || !state)
 		return RR_EINVAL;
-	if (o->endpoint && *o->endpoint)
-		len = snprintf(base, sizeof(base), "%s", o->endpoint);
-	else /* host[:port], no scheme (google-cloud-go's convention) */
-		len = snprintf(base, sizeof(base), "http://%s", host && *host ? host
-										 : S_DEFAULT_HOST);
-	if (len < 0 || (size_t)len >= sizeof(base))
-		return RR_EINVAL;
 	/* with room for S_ROOT after it */
-	if (rr_http_base_url(base, base, sizeof(base) - sizeof(S_ROOT) + 1))
+	if (rr_gce_metadata_base(o->endpoint, base, sizeof(base) - sizeof(S_ROOT) + 1))
 		return RR_EINVAL;
 	g = calloc(1, sizeof(*g));
 	if (!g)
@@ -175,7 +165,6 @@ static int s_body_value(const struct rr_http_response *resp, char *out, size_t c
 static int s_check_answer(const struct s_gcp *g, const char *path,
 			  const struct rr_http_response *resp, char *why, size_t cap)
 {
-	const char *flavor;
 
 	if (resp->error == RR_ECANCELED)
 		return RR_ECANCELED;
@@ -187,8 +176,7 @@ static int s_check_answer(const struct s_gcp *g, const char *path,
 	/* Before the flavor check: a 503 during maintenance may come from a front end. */
 	if (resp->status == 503)
 		return 1;
-	flavor = rr_http_response_header(resp, "Metadata-Flavor");
-	if (!flavor || strcasecmp(flavor, "Google") != 0) {
+	if (!rr_gce_metadata_answered(resp)) {
 		return rr_fail(why, cap, RR_EIO,
 			       "GCP metadata GET %s%s: the answer (%ld) has no Metadata-Flavor: "
 			       "Google, so it is not from the metadata server", g->base, path, resp->status);
@@ -221,7 +209,7 @@ static int s_get(struct s_gcp *g, const char *path, char *out, size_t cap, char 
 	memset(&req, 0, sizeof(req));
 	req.method = "GET";
 	req.url = url;
-	req.headers = &s_flavor;
+	req.headers = &rr_gce_metadata_flavor;
 	req.nheaders = 1;
 	req.response_max = S_BODY_MAX;
 	req.timeout_ms = S_PLAIN_TIMEOUT_MS;
@@ -346,7 +334,7 @@ static int s_start(struct s_gcp *g, struct s_slot *s)
 	memset(&s->req, 0, sizeof(s->req));
 	s->req.method = "GET";
 	s->req.url = s->url;
-	s->req.headers = &s_flavor;
+	s->req.headers = &rr_gce_metadata_flavor;
 	s->req.nheaders = 1;
 	s->req.response_max = S_BODY_MAX;
 	s->req.timeout_ms = s->known ? S_HANG_TIMEOUT_MS : S_PLAIN_TIMEOUT_MS;

@@ -88,7 +88,7 @@ for h in include/rr/*.h; do
 done
 
 if [[ $bad != 0 ]]; then
-	echo "check-layers: includes must point down (agent/cli > agent/run > agent/pipeline > cloud, storage/store > storage/auth > storage/net > storage/common; storage/format > storage/common)" >&2
+	echo "check-layers: includes must point down; each folder's lower layers are in the table at the top of scripts/check-layers.sh (README, \"Layout\")" >&2
 	exit 1
 fi
 echo "check-layers: ok (${#below[@]} layers)"

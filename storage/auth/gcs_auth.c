@@ -28,6 +28,7 @@
 #include "rr/buf.h"
 #include "rr/clock.h"
 #include "rr/error.h"
+#include "rr/gce_metadata.h"
 #include "rr/gcs_auth.h"
 #include "rr/loopback.h"
 #include "rr/http.h"
@@ -52,7 +53,6 @@
  * signature take minutes (OpenSSL's own ceiling for RSA moduli). */
 #define S_RSA_MIN_BITS 1024
 #define S_RSA_MAX_BITS 16384
-#define S_DEFAULT_METADATA_HOST "metadata.google.internal"
 #define S_METADATA_TOKEN_PATH "/computeMetadata/v1/instance/service-accounts/default/token"
 #define S_STEP_MAX 512
 
@@ -586,11 +586,9 @@ out:
 static int s_fetch_metadata(struct rr_gcs_auth *a, char token[RR_GCS_TOKEN_MAX],
 			    double *expires_s, char *why, size_t cap)
 {
-	static const struct rr_http_header flavor = { "Metadata-Flavor", "Google" };
 	struct rr_http_request req;
 	struct rr_http_response resp;
 	char step[S_STEP_MAX], q[RR_QUOTE_CAP];
-	const char *v;
 	int rc;
 
 	/* The endpoint, not the whole URL: the quote would cut it short. */
@@ -601,7 +599,7 @@ static int s_fetch_metadata(struct rr_gcs_auth *a, char token[RR_GCS_TOKEN_MAX],
 	memset(&req, 0, sizeof(req));
 	req.method = "GET";
 	req.url = a->metadata_url;
-	req.headers = &flavor;
+	req.headers = &rr_gce_metadata_flavor;
 	req.nheaders = 1;
 	req.response_max = S_RESPONSE_MAX;
 	req.timeout_ms = S_TIMEOUT_MS;
@@ -619,8 +617,7 @@ static int s_fetch_metadata(struct rr_gcs_auth *a, char token[RR_GCS_TOKEN_MAX],
 			    resp.message[0] ? resp.message : rr_strerror(rc));
 		goto out;
 	}
-	v = rr_http_response_header(&resp, "Metadata-Flavor");
-	if (!v || strcasecmp(v, "Google") != 0) {
+	if (!rr_gce_metadata_answered(&resp)) {
 		rc = rr_fail(why, cap, RR_EIO, "%s: the answer (%ld) has no Metadata-Flavor: "
 			    "Google, so it is not from the metadata server", step, resp.status);
 		goto out;
@@ -748,8 +745,8 @@ static int s_url_may_carry_secret(const char *u, int metadata)
 	if (!metadata || strncasecmp(u, "http://", 7) != 0)
 		return 0;
 	host = u + 7;
-	return strncasecmp(host, S_DEFAULT_METADATA_HOST, strlen(S_DEFAULT_METADATA_HOST)) == 0 ?
-		       strchr(":/", host[strlen(S_DEFAULT_METADATA_HOST)]) != NULL :
+	return strncasecmp(host, RR_GCE_METADATA_HOST, strlen(RR_GCE_METADATA_HOST)) == 0 ?
+		       strchr(":/", host[strlen(RR_GCE_METADATA_HOST)]) != NULL :
 	       strncmp(host, "169.254.169.254", 15) == 0 ? strchr(":/", host[15]) != NULL : 0;
 }
 
@@ -757,20 +754,11 @@ static int s_url_may_carry_secret(const char *u, int metadata)
  * google-cloud-go's convention), else http://metadata.google.internal. */
 static int s_metadata_url(const char *endpoint, char **out)
 {
-	const char *host = getenv("GCE_METADATA_HOST");
 	char base[S_URL_MAX];
 	size_t n;
-	int len;
 
 	*out = NULL;
-	if (endpoint && *endpoint)
-		len = snprintf(base, sizeof(base), "%s", endpoint);
-	else
-		len = snprintf(base, sizeof(base), "http://%s",
-			       host && *host ? host : S_DEFAULT_METADATA_HOST);
-	if (len < 0 || (size_t)len >= sizeof(base))
-		return RR_EINVAL;
-	if (rr_http_base_url(base, base, sizeof(base)) || !s_visible(base))
+	if (rr_gce_metadata_base(endpoint, base, sizeof(base)) || !s_visible(base))
 		return RR_EINVAL;
 	n = strlen(base);
 	*out = malloc(n + sizeof(S_METADATA_TOKEN_PATH));
