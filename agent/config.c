@@ -104,6 +104,10 @@ static const char s_run_help[] =
 	"  --exact GLOB           tensors whose names match are stored bit-exact (repeatable)\n"
 	"  --keep N               committed checkpoints kept in the store (default 3)\n"
 	"  --max-restarts N       restarts after a trainer failure (default 3)\n"
+	"  --preempted-exit-code N  exit status when a preemption or termination notice\n"
+	"                         stopped the trainer, so relaunchers (Kubernetes, systemd,\n"
+	"                         Slurm) resume the job; 0: the trainer's own status\n"
+	"                         [RESUME_RUN_PREEMPTED_EXIT_CODE] (default 75, EX_TEMPFAIL)\n"
 	"  --threads N            persist/restore worker threads (default: number of cores;\n"
 	"                         twice that, up to 8, for a remote store)\n"
 	"  --log-format text|json log lines on stderr (default text)\n"
@@ -113,8 +117,8 @@ static const char s_run_help[] =
 	"\n"
 	"Signals: SIGTERM/SIGINT = a notice (checkpoint, persist, then SIGTERM to the trainer);\n"
 	"a second one forwards at once. SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH are forwarded.\n"
-	"Exit status: the trainer's; 128+N if it died of signal N; 127 command not found;\n"
-	"126 not executable; 125 agent error.\n";
+	"Exit status: the trainer's; 128+N if it died of signal N; --preempted-exit-code (75)\n"
+	"if a notice stopped it; 127 command not found; 126 not executable; 125 agent error.\n";
 
 static const char s_ls_help[] =
 	"usage: resume-run ls [--store URL] [--run-id ID]\n"
@@ -153,7 +157,7 @@ enum {
 	OPT_EVERY, OPT_KEEP, OPT_MAX_RESTARTS, OPT_THREADS, OPT_LOG_FORMAT, OPT_CHECKPOINT,
 	OPT_TO, OPT_VERSION, OPT_ZSTD_LEVEL, OPT_PRECISION, OPT_EXACT, OPT_S3_ADDRESSING,
 	OPT_S3_SSE, OPT_S3_SSE_KMS_KEY_ID, OPT_CLOUD, OPT_METADATA_ENDPOINT, OPT_POLL_INTERVAL,
-	OPT_AZURE_ACK, OPT_GCS_HMAC,
+	OPT_AZURE_ACK, OPT_GCS_HMAC, OPT_PREEMPTED_EXIT_CODE,
 };
 
 static const struct option s_options[] = {
@@ -166,6 +170,7 @@ static const struct option s_options[] = {
 	{ "every", required_argument, NULL, OPT_EVERY },
 	{ "keep", required_argument, NULL, OPT_KEEP },
 	{ "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
+	{ "preempted-exit-code", required_argument, NULL, OPT_PREEMPTED_EXIT_CODE },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL },
 	{ "precision", required_argument, NULL, OPT_PRECISION },
@@ -251,6 +256,18 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	cfg->checkpoint_signal = 10; /* SIGUSR1 */
 	cfg->keep = 3;
 	cfg->max_restarts = 3;
+	/* EX_TEMPFAIL: "try again later" to whatever relaunches the job (DESIGN §1 step 6). */
+	cfg->preempted_exit_code = 75;
+	{
+		const char *pe = s_getenv("RESUME_RUN_PREEMPTED_EXIT_CODE", NULL);
+		if (pe && rr_parse_int(pe, 0, 255, &v)) {
+			snprintf(err, err_len, "RESUME_RUN_PREEMPTED_EXIT_CODE must be 0-255, not '%s'",
+				 pe);
+			return RR_EINVAL;
+		}
+		if (pe)
+			cfg->preempted_exit_code = (int)v;
+	}
 	cfg->threads = rr_pool_default_threads();
 	cfg->zstd_level = RR_ZSTD_LEVEL_DEFAULT;
 	cfg->gc_grace_ms = -1;
@@ -347,6 +364,11 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			if (rr_parse_int(a, 0, 1000000, &v))
 				goto bad_value;
 			cfg->max_restarts = (unsigned)v;
+			break;
+		case OPT_PREEMPTED_EXIT_CODE:
+			if (rr_parse_int(a, 0, 255, &v))
+				goto bad_value;
+			cfg->preempted_exit_code = (int)v;
 			break;
 		case OPT_THREADS:
 			if (rr_parse_int(a, 1, 256, &v))

@@ -33,6 +33,7 @@ struct rr_config {
 	int64_t every_ms;         /* 0: off */
 	unsigned keep;
 	unsigned max_restarts;
+	int preempted_exit_code;  /* status when a notice stopped the trainer; 0: its own */
 	int log_json;
 	int verbose;
 	unsigned threads;

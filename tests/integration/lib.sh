@@ -26,6 +26,10 @@ cleanup() {
 trap cleanup EXIT
 cd "$W"
 
+# The agent's status when a preemption/termination notice stopped the trainer (its default
+# --preempted-exit-code, EX_TEMPFAIL): tests of notice-driven stops expect this.
+RR_PREEMPTED=75
+
 PASSED=0
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { PASSED=$((PASSED + 1)); echo "ok - $*"; }

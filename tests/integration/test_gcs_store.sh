@@ -39,7 +39,7 @@ reference_run $STEPS ref.json
 notice_pid=$!
 run_rr m1.log --precision exact --notice-file NOTICE -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out m1.json
 wait $notice_pid
-expect_eq "$RC" 0 "machine 1 exit status"
+expect_eq "$RC" "$RR_PREEMPTED" "machine 1 exit status"
 expect_grep 'checkpoint step-[0-9]+ is durable in the store' m1.log "durable before exit"
 saved=$(sed -nE 's/.*checkpointed at step ([0-9]+), exiting for preemption.*/\1/p' m1.log)
 [ -n "$saved" ] || fail "trainer did not checkpoint on the notice"
