@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh test
 
 jobs=$(nproc)
-echo "== build (RelWithDebInfo, -Wall -Wextra -Werror)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+echo "== build (RelWithDebInfo, -Wall -Wextra, warnings are errors: RR_WERROR)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRR_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
 # ctest's summary line ("N tests failed out of M") feeds the closing count below.
 count() { sed -nE 's/.* tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1 \2/p' "$1" | tail -n 1; }
@@ -20,7 +20,7 @@ ctest --test-dir build --output-on-failure -j"$jobs" | tee "$log"
 read -r failed1 total1 < <(count "$log")
 
 echo "== build with AddressSanitizer + UndefinedBehaviorSanitizer"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRR_SANITIZE=ON >/dev/null
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRR_SANITIZE=ON -DRR_WERROR=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 echo "== tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
