@@ -13,7 +13,7 @@ unset RESUME_RUN_CLOUD
 # $RR_PREEMPTED (the job is not finished: whatever relaunches it must).
 drill() {
 	local cloud=$1 log=$2; shift 2
-	rm -rf ck store-$cloud
+	rm -rf ck "store-$cloud"
 	( wait_for 60 has_checkpoint && ctl "announce?in=0" ) &
 	local announcer=$!
 	run_rr "$log" --log-format json --cloud "$cloud" --metadata-endpoint "$META_URL" \
