@@ -9,8 +9,7 @@
 FROM debian:bookworm AS build
 WORKDIR /src
 COPY scripts/install-deps.sh scripts/
-RUN scripts/install-deps.sh build && apt-get install -y -q --no-install-recommends git \
-    && rm -rf /var/lib/apt/lists/*
+RUN scripts/install-deps.sh build && rm -rf /var/lib/apt/lists/*
 COPY . .
 # No .git in the build context: the commit for --version comes in as a build argument.
 ARG RR_GIT_COMMIT=""

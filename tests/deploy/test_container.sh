@@ -125,4 +125,21 @@ echo "$got" | grep -q '^/usr/lib/python3/dist-packages/resume_run.py$' || fail "
 echo "$got" | grep -q "^resume-run $version" || fail "resume-run in the user image: $got"
 ok "COPY --from into a bookworm-slim image of one's own: resume-run runs, import resume_run works"
 podman rmi localhost/resume-run-user-test:latest > /dev/null 2>&1 || true
+
+# --- the .deb on a bare bookworm-slim: apt resolves its Depends, and it runs ---
+BUILD=$(dirname "$RR_BIN")
+mkdir deb
+(cd "$BUILD" && cpack -G DEB -B "$W/deb") > cpack.log 2>&1 || fail "cpack: $(tail -n 20 cpack.log)"
+cp deb/resume-run_*.deb deb/resume-run.deb
+cat > deb/Containerfile <<'CF'
+FROM docker.io/library/debian:bookworm-slim
+COPY resume-run.deb /tmp/
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/resume-run.deb
+CF
+podman build --network host -t localhost/resume-run-deb-test:latest deb > deb-build.log 2>&1 ||
+	fail "installing the .deb with apt: $(tail -n 20 deb-build.log)"
+got=$(podman run --rm --network none localhost/resume-run-deb-test:latest resume-run --version)
+echo "$got" | grep -q "^resume-run $version" || fail "resume-run from the .deb: $got"
+ok "the .deb on bare bookworm-slim: apt-get install pulled its Depends; $got"
+podman rmi localhost/resume-run-deb-test:latest > /dev/null 2>&1 || true
 finish
