@@ -43,7 +43,9 @@ base_image() { # NAME: pulled if the registry answers, else debootstrap'd and im
 			fail "debootstrap: $(tail -n 5 debootstrap.log)"
 		mv "$cache.tmp" "$cache"
 	fi
-	tar -C "$cache" -c . | podman import -q - "docker.io/library/$name" > /dev/null ||
+	# Without the downloaded .debs and package lists, as the official images are.
+	tar -C "$cache" --exclude='./var/cache/apt/archives/*.deb' --exclude='./var/lib/apt/lists/*' \
+		-c . | podman import -q - "docker.io/library/$name" > /dev/null ||
 		fail "podman import of $name"
 	echo "note: docker.io/library/$name made with debootstrap --variant=minbase (registry unreachable)"
 }
