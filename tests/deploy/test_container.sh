@@ -145,4 +145,5 @@ got=$(podman run --rm --network none localhost/resume-run-deb-test:latest resume
 echo "$got" | grep -q "^resume-run $version" || fail "resume-run from the .deb: $got"
 ok "the .deb on bare bookworm-slim: apt-get install pulled its Depends; $got"
 podman rmi localhost/resume-run-deb-test:latest > /dev/null 2>&1 || true
+podman image prune -f > /dev/null 2>&1 || true # the previous builds' untagged layers
 finish
