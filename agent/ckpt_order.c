@@ -46,3 +46,12 @@ int rr_checkpoint_compare(const char *a, int64_t a_ms, const char *b, int64_t b_
 	c = strcmp(a, b);
 	return (c > 0) - (c < 0);
 }
+
+int rr_checkpoint_later(const char *a, int64_t a_ms, const char *b, int64_t b_ms)
+{
+	if (!b[0])
+		return 1;
+	if (strcmp(a, b) == 0)
+		return 0;
+	return a_ms > b_ms || rr_checkpoint_compare(a, a_ms, b, b_ms) > 0;
+}

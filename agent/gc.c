@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,42 @@ static int s_live_chunks(const struct rr_catalog *c, const unsigned char *doomed
 	if (w->nlive)
 		qsort(w->live, w->nlive, sizeof(*w->live), s_cmp);
 	return 0;
+}
+
+struct s_appeared {
+	const struct rr_catalog *c;
+	const char *run_id;
+	char name[256];
+};
+
+static int s_on_manifest(const struct rr_store_entry *e, void *ud)
+{
+	struct s_appeared *a = ud;
+	char name[256];
+
+	if (!rr_key_parse_manifest(e->key, a->run_id, name, sizeof(name)) ||
+	    rr_catalog_find(a->c, name))
+		return 0;
+	memcpy(a->name, name, sizeof(name));
+	return 1; /* one is enough */
+}
+
+/* Another writer may commit a checkpoint after the catalog was read; its manifest can name
+ * chunks that looked unreferenced (and, deduplicated, old). Listing the manifests again
+ * after the chunks closes that window: such a run deletes no chunk, the next one decides
+ * with the manifest in view. Returns 1 and the name when one appeared, 0, or an error. */
+static int s_manifest_appeared(struct rr_store *s, const char *run_id,
+			       const struct rr_catalog *c, char *name, size_t cap)
+{
+	struct s_appeared a = { .c = c, .run_id = run_id };
+	char key[RR_KEY_MAX];
+	int rc = rr_key_checkpoints_prefix(key, run_id);
+
+	if (!rc)
+		rc = rr_store_list(s, key, s_on_manifest, &a);
+	if (rc == 1)
+		snprintf(name, cap, "%s", a.name);
+	return rc;
 }
 
 #define S_DELETE_BATCH 1000
@@ -174,6 +211,17 @@ int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t gra
 	rc = rr_key_chunks_prefix(key, run_id);
 	if (!rc)
 		rc = rr_store_list(s, key, s_on_chunk, &w);
+	if (!rc && w.ndoomed) {
+		char name[256];
+		rc = s_manifest_appeared(s, run_id, c, name, sizeof(name));
+		if (rc == 1) {
+			rr_info("retention: checkpoint %s appeared meanwhile (another writer); no "
+				"chunk is deleted this time", name);
+			stats->chunks_young += w.ndoomed;
+			rc = 0;
+			goto out;
+		}
+	}
 	if (!rc)
 		rc = s_delete_chunks(s, run_id, &w, stats);
 out:

@@ -1,4 +1,5 @@
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -8,7 +9,9 @@
 
 static int s_json;
 static enum rr_log_level s_min = RR_LOG_INFO;
-static int s_live_pending; /* a live progress line is on screen without newline */
+/* A live progress line is on screen without newline. The persister thread and the event
+ * loop both log, so it is atomic (a line may still land mid-progress-line: cosmetic). */
+static atomic_int s_live_pending;
 
 void rr_log_init(int json, enum rr_log_level min_level)
 {

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 
 #include "rr/error.h"
+#include "rr/json.h"
 #include "rr/notice.h"
 
 static const char *const s_kinds[] = { "preempt", "rebalance", "maintenance", "terminate" };
@@ -59,7 +60,7 @@ int rr_notice_parse_file(const char *text, size_t len, int64_t now_unix, struct 
 		snprintf(why, why_len, "notice file is larger than %d bytes", RR_NOTICE_FILE_MAX);
 		return RR_ETOOBIG;
 	}
-	root = cJSON_ParseWithLength(text, len);
+	root = rr_json_parse(text, len, NULL);
 	if (!cJSON_IsObject(root)) {
 		cJSON_Delete(root);
 		return 0; /* not JSON: its appearance alone is the notice */

@@ -51,11 +51,37 @@ struct s_reuse {
 	const struct rr_segment **segs;
 };
 
+/* A chunk the store held when this persist listed it, and when it was last written. */
+struct s_stored {
+	char sha[RR_SHA256_HEX_LEN + 1]; /* first: the sort and search key */
+	int64_t mtime_ms;
+};
+
 /* The chunks the store already holds, listed once per persist (on S3 one request per 1000
- * keys instead of a HEAD per chunk) and sorted for lookups. */
+ * keys instead of a HEAD per chunk) and sorted for lookups.
+ *
+ * Deduplicating against a chunk another writer (or an earlier checkpoint) stored is safe
+ * only while no gc deletes it before our manifest names it. gc deletes a chunk that no
+ * manifest it read names, and only once its mtime is older than the grace period (default
+ * 1 h). So a stored chunk counts as present only if it is younger than the grace minus a
+ * margin (fresh_after); an older one is written again, which renews its mtime (a PUT of the
+ * same content-addressed bytes: nothing else changes). A persist that writes its manifest
+ * within the margin (a check in rr_persist_checkpoint makes sure) then names only chunks
+ * that no gc could have found old enough; gc's own re-listing of manifests (gc.c) covers a
+ * manifest that lands during its run. The margin is half the grace for routine persists and
+ * S_URGENT_MARGIN_MS for a notice's, so that a notice's checkpoint, racing its deadline,
+ * re-uploads nothing the routine ones renewed recently. Why a re-PUT and not a claim object
+ * or a server-side copy: the store interface has put/get/list/del on every backend, a claim
+ * would need every gc to read every writer's claims (and still race), and the cost is
+ * bounded: an unchanged chunk (a frozen layer) is uploaded again at most once per grace/2,
+ * by whichever writer next needs it. */
+#define S_URGENT_MARGIN_MS (10 * 60 * 1000) /* far beyond any cloud's notice window */
 struct s_known {
-	char (*sha)[RR_SHA256_HEX_LEN + 1];
+	struct s_stored *sha;
 	size_t n, cap;
+	int64_t fresh_after; /* wall ms: chunks written before it are written again */
+	int64_t margin_ms;   /* time the persist may take from the listing to its manifest */
+	int64_t listed_ms;   /* wall ms of the listing */
 	/* Chunks this persist has claimed to write (a hash table: identical segments within one
 	 * checkpoint are written once). */
 	pthread_mutex_t lock;
@@ -80,8 +106,10 @@ struct s_job {
 	struct s_worker *workers;
 	struct s_reuse reuse;
 	struct s_known known;
+	int dry; /* the store has a manifest of this name: compare with it, write nothing */
 	struct rr_progress *progress;
 	atomic_uint_fast64_t new_bytes;
+	atomic_uint_fast64_t refreshed;
 	struct rr_reason why;
 };
 
@@ -101,7 +129,8 @@ static int s_on_known_chunk(const struct rr_store_entry *e, void *ud)
 			return RR_ENOMEM;
 		k->sha = grown;
 	}
-	memcpy(k->sha[k->n++], name, RR_SHA256_HEX_LEN + 1);
+	memcpy(k->sha[k->n].sha, name, RR_SHA256_HEX_LEN + 1);
+	k->sha[k->n++].mtime_ms = e->mtime_unix_ms;
 	return 0;
 }
 
@@ -110,11 +139,18 @@ static int s_cmp_sha(const void *a, const void *b)
 	return memcmp(a, b, RR_SHA256_HEX_LEN);
 }
 
-static int s_known_load(struct rr_store *s, const char *run_id, struct s_known *k)
+/* Lists the run's chunks. gc_grace_ms 0: no gc runs, every stored chunk is relied on. */
+static int s_known_load(struct rr_store *s, const char *run_id, int64_t gc_grace_ms,
+			int urgent, struct s_known *k)
 {
 	char key[RR_KEY_MAX];
 	int rc = rr_key_chunks_prefix(key, run_id);
 
+	k->listed_ms = rr_wall_ms();
+	k->margin_ms = gc_grace_ms / 2;
+	if (urgent && k->margin_ms > S_URGENT_MARGIN_MS)
+		k->margin_ms = S_URGENT_MARGIN_MS;
+	k->fresh_after = gc_grace_ms > 0 ? k->listed_ms - (gc_grace_ms - k->margin_ms) : INT64_MIN;
 	if (!rc)
 		rc = rr_store_list(s, key, s_on_known_chunk, k);
 	if (!rc && k->n)
@@ -122,7 +158,16 @@ static int s_known_load(struct rr_store *s, const char *run_id, struct s_known *
 	return rc;
 }
 
+/* 1 when the store holds sha, written recently enough to rely on (see struct s_known). */
 static int s_known_has(const struct s_known *k, const char *sha)
+{
+	const struct s_stored *e = k->n ? bsearch(sha, k->sha, k->n, sizeof(*k->sha), s_cmp_sha)
+					: NULL;
+	return e && e->mtime_ms >= k->fresh_after;
+}
+
+/* 1 when the store holds sha, however old. */
+static int s_known_stored(const struct s_known *k, const char *sha)
 {
 	return k->n && bsearch(sha, k->sha, k->n, sizeof(*k->sha), s_cmp_sha) != NULL;
 }
@@ -547,7 +592,9 @@ static const struct rr_segment *s_reuse_find(struct s_job *j, const struct rr_se
 	     lo++) {
 		const struct rr_segment *old = r->segs[lo];
 		int present = s_same_segment(old, seg);
-		for (size_t c = 0; present && c < old->nchunks; c++)
+		/* Comparing with a manifest already stored (dry): whether its chunks are there
+		 * does not matter, nothing is relied on. */
+		for (size_t c = 0; present && !j->dry && c < old->nchunks; c++)
 			present = s_known_has(&j->known, old->chunks[c].sha256);
 		if (present)
 			return old;
@@ -632,7 +679,7 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 	if (rc)
 		return rc;
 	/* Content-addressed: a chunk already in the store is not written again. */
-	if (s_claim(&j->known, ref->sha256)) {
+	if (!j->dry && s_claim(&j->known, ref->sha256)) {
 		struct rr_put_opts po = { .sha256_hex = ref->sha256 };
 		rc = rr_store_put(j->store, key, w->stored.data, w->stored.len, &po, NULL);
 		if (rc) {
@@ -641,9 +688,98 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 			return rc;
 		}
 		atomic_fetch_add(&j->new_bytes, w->stored.len);
+		if (s_known_stored(&j->known, ref->sha256))
+			atomic_fetch_add(&j->refreshed, 1);
 	}
 	rr_progress_add(j->progress, t->length);
 	return 0;
+}
+
+/* A persist that took longer than its margin since it listed the store's chunks may
+ * name chunks that a gc (of another machine) has since found old and unreferenced: list
+ * them again and refuse to write a manifest that names a missing one. Faster persists need
+ * no check (struct s_known says why). */
+static int s_check_still_stored(struct s_job *j)
+{
+	struct s_known now = { 0 };
+	int rc = 0;
+
+	if (j->opts->gc_grace_ms <= 0 || rr_wall_ms() - j->known.listed_ms <= j->known.margin_ms)
+		return 0;
+	rc = s_known_load(j->store, j->opts->run_id, 0, 0, &now);
+	for (size_t f = 0; !rc && f < j->m->nfiles; f++) {
+		const struct rr_file_entry *fe = &j->m->files[f];
+		for (size_t g = 0; !rc && g < fe->nsegs; g++)
+			for (size_t c = 0; !rc && c < fe->segs[g].nchunks; c++)
+				if (!s_known_stored(&now, fe->segs[g].chunks[c].sha256)) {
+					rr_error("persist of %s: a chunk of %s was deleted while it "
+						 "was persisted (another machine's retention); no "
+						 "manifest written, the next checkpoint stores it again",
+						 j->m->checkpoint, fe->path);
+					rc = RR_EPRECOND;
+				}
+	}
+	free(now.sha);
+	return rc;
+}
+
+/* Reads and checks the manifest at key (another writer's, or this one's from before). */
+static int s_load_manifest(struct rr_store *s, const char *key, const char *name,
+			   struct rr_manifest **out)
+{
+	struct rr_buf b;
+	char why[200] = "";
+	int rc;
+
+	rr_buf_init(&b, RR_MANIFEST_MAX_BYTES);
+	rc = rr_store_get(s, key, &b, NULL);
+	if (!rc)
+		rc = rr_manifest_parse((const char *)b.data, b.len, out, why, sizeof(why));
+	if (rc)
+		rr_error("%s is in the store but its manifest cannot be read (%s); not written "
+			 "over it", name, why[0] ? why : rr_store_strerror(rc));
+	rr_buf_free(&b);
+	return rc;
+}
+
+/* 1 when two manifests hold the same files with the same bytes stored the same way (who
+ * wrote them and when may differ). */
+static int s_same_content(const struct rr_manifest *a, const struct rr_manifest *b)
+{
+	if (a->nfiles != b->nfiles)
+		return 0;
+	for (size_t f = 0; f < a->nfiles; f++) {
+		const struct rr_file_entry *x = &a->files[f], *y = NULL;
+		for (size_t k = 0; k < b->nfiles && !y; k++)
+			if (strcmp(b->files[k].path, x->path) == 0)
+				y = &b->files[k];
+		if (!y || x->size != y->size || x->mode != y->mode || x->nsegs != y->nsegs)
+			return 0;
+		for (size_t g = 0; g < x->nsegs; g++) {
+			const struct rr_segment *sx = &x->segs[g], *sy = &y->segs[g];
+			if (sx->offset != sy->offset || sx->length != sy->length ||
+			    sx->encoding != sy->encoding || sx->nchunks != sy->nchunks)
+				return 0;
+			for (size_t c = 0; c < sx->nchunks; c++)
+				if (strcmp(sx->chunks[c].sha256, sy->chunks[c].sha256) != 0)
+					return 0;
+		}
+	}
+	return 1;
+}
+
+/* The store holds a manifest of this name already: RR_EEXIST (success: the store has this
+ * very checkpoint) when it holds what this persist would have written, else RR_EPRECOND,
+ * so that no one is told a checkpoint is durable when the store holds another writer's
+ * (two machines at once both committing step-N from different states). */
+static int s_compare_existing(const struct rr_manifest *ours, const struct rr_manifest *theirs)
+{
+	if (s_same_content(ours, theirs))
+		return RR_EEXIST;
+	rr_error("%s is already in the store with other content (written by %s): this "
+		 "machine's %s is not stored; the next checkpoint is", ours->checkpoint,
+		 theirs->host ? theirs->host : "another machine", ours->checkpoint);
+	return RR_EPRECOND;
 }
 
 /* Hard-links every file of src into staging so the trainer may delete src meanwhile. */
@@ -721,6 +857,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	char *src = NULL, *staging_root = NULL, *staging = NULL;
 	unsigned threads = opts->threads ? opts->threads : 1;
 	struct rr_buf json;
+	struct rr_manifest *theirs = NULL;
 	int64_t t0 = rr_mono_ms();
 	int rc;
 
@@ -733,11 +870,11 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	if (rc)
 		goto out;
 	rc = rr_store_head(s, key, NULL);
-	if (rc == 0) {
-		rc = RR_EEXIST;
-		goto out;
-	}
-	if (rc != RR_ENOENT)
+	if (rc == 0)
+		rc = s_load_manifest(s, key, name, &theirs);
+	else if (rc == RR_ENOENT)
+		rc = 0;
+	if (rc)
 		goto out;
 
 	src = rr_path_join(ckpt_dir, name);
@@ -762,9 +899,10 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 
 	rc = s_build_manifest(&j, name, committed_ms, &l);
 	if (!rc)
-		rc = s_reuse_init(&j.reuse, opts->previous);
+		rc = s_reuse_init(&j.reuse, theirs ? theirs : opts->previous);
+	j.dry = theirs != NULL;
 	if (!rc)
-		rc = s_known_load(s, opts->run_id, &j.known);
+		rc = s_known_load(s, opts->run_id, opts->gc_grace_ms, opts->urgent, &j.known);
 	if (!rc)
 		rc = s_claims_init(&j.known, j.ntasks);
 	if (!rc)
@@ -780,16 +918,28 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	}
 	rr_progress_destroy(j.progress);
 	if (rc) {
-		if (j.why.text[0])
+		if (j.why.text[0] && rc != RR_ECANCELED) /* set aside: the caller says so */
 			rr_error("persist of %s failed: %s", name, j.why.text);
 		goto out;
 	}
 
+	if (theirs) {
+		/* Encoded and hashed only: identical segments were taken from it. */
+		rc = s_compare_existing(j.m, theirs);
+		goto out;
+	}
+	rc = s_check_still_stored(&j);
+	if (rc)
+		goto out;
 	j.m->created_unix_ms = rr_wall_ms();
 	rc = rr_manifest_to_json(j.m, &json);
 	if (!rc)
 		rc = rr_store_put(s, key, json.data, json.len,
 				  &(struct rr_put_opts){ .if_none_match = 1 }, NULL);
+	if (rc == RR_EEXIST && s_load_manifest(s, key, name, &theirs) == 0)
+		rc = s_compare_existing(j.m, theirs); /* another writer's landed meanwhile */
+	else if (rc == RR_EEXIST)
+		rc = RR_EPRECOND;
 	if (rc)
 		goto out;
 
@@ -797,6 +947,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	stats->bytes = rr_manifest_total_size(j.m);
 	stats->stored_bytes = rr_manifest_total_stored(j.m);
 	stats->new_bytes = atomic_load(&j.new_bytes) + json.len;
+	stats->refreshed_chunks = atomic_load(&j.refreshed);
 	s_count(&j, stats);
 	if (manifest_out) {
 		*manifest_out = j.m;
@@ -809,6 +960,7 @@ out:
 		rmdir(staging_root); /* only when empty */
 	}
 	s_job_free(&j, threads);
+	rr_manifest_destroy(theirs);
 	rr_dir_listing_free(&l);
 	rr_buf_free(&json);
 	free(src);

@@ -42,11 +42,17 @@ struct rr_persister {
 	int running;
 	char running_name[256];
 	int64_t running_ms;
-	volatile int cancel;
+	atomic_int cancel;
+	/* The store's cancel flag: set with cancel, but only while the persist proper runs
+	 * (chunks and manifest), so that LATEST and the ledger event of a checkpoint already
+	 * committed still go out; cleared when the persist returns. */
+	int persisting;
+	atomic_int store_cancel;
 
 	/* newest checkpoint known to be in the store, and its manifest for reuse */
 	char done[256];
 	int64_t done_ms;
+	char warned[256]; /* the far-future name already warned about */
 	struct rr_manifest *previous;
 
 	struct s_event *events, **events_tail;
@@ -63,7 +69,23 @@ static void s_notify(struct rr_persister *p)
 
 static int s_newer(const char *a, int64_t a_ms, const char *b, int64_t b_ms)
 {
-	return !b[0] || rr_checkpoint_compare(a, a_ms, b, b_ms) > 0;
+	return rr_checkpoint_later(a, a_ms, b, b_ms);
+}
+
+/* A commit that is later than the newest persisted checkpoint but sorts before it by name:
+ * that one has a far-future name (a stray "step-9999999999"). It is persisted all the same,
+ * by commit time; the warning, once per such name, says what the store will make of it,
+ * since LATEST and restore order by step number. Called with the lock held. */
+static void s_warn_outranked(struct rr_persister *p, const char *name, int64_t ms)
+{
+	if (!p->done[0] || rr_checkpoint_compare(name, ms, p->done, p->done_ms) >= 0 ||
+	    strcmp(p->warned, p->done) == 0)
+		return;
+	snprintf(p->warned, sizeof(p->warned), "%s", p->done);
+	rr_warn("checkpoint %s sorts after %s, which was committed later: persisting "
+		"checkpoints by commit time in this run; but LATEST and restore order by step "
+		"number, so a new machine would resume from %s until it is removed from the "
+		"store (checkpoints/%s/)", p->done, name, p->done, p->done);
 }
 
 /* Points LATEST at name unless it already points at something newer. LATEST is only a
@@ -137,6 +159,10 @@ static void s_log_persisted(const struct rr_manifest *m, const struct rr_persist
 		rr_format_bytes(st->stored_bytes, b2), rr_format_bytes(st->new_bytes, b3),
 		(unsigned long long)st->reused_segments, (unsigned long long)st->segments,
 		(double)st->elapsed_ms / 1000.0);
+	if (st->refreshed_chunks)
+		rr_info("%s: %llu chunks already stored were written again to renew their age "
+			"for retention's grace period", m->checkpoint,
+			(unsigned long long)st->refreshed_chunks);
 	if (st->tensors[RR_ENC_SHUFFLE_ZSTD] + st->tensors[RR_ENC_BF16] + st->tensors[RR_ENC_FP16])
 		rr_info("%s tensors: %llu fp16, %llu bf16, %llu exact", m->checkpoint,
 			(unsigned long long)st->tensors[RR_ENC_FP16],
@@ -170,7 +196,9 @@ static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
 		if (rr_event_record(p->cfg.store, p->cfg.run_id, "checkpoint", ev) != 0)
 			rr_warn("could not record the checkpoint event of %s", m->checkpoint);
 	}
-	if (rr_gc_run(p->cfg.store, p->cfg.run_id, p->cfg.keep, p->cfg.gc_grace_ms, &gs) != 0)
+	if (p->cancel) /* a notice's checkpoint is waiting: retention can wait instead */
+		rr_info("retention after %s left for a later checkpoint", m->checkpoint);
+	else if (rr_gc_run(p->cfg.store, p->cfg.run_id, p->cfg.keep, p->cfg.gc_grace_ms, &gs) != 0)
 		rr_warn("retention after %s did not complete; it runs again after the next "
 			"checkpoint", m->checkpoint);
 	else if (gs.chunks_deleted)
@@ -184,15 +212,24 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 		.run_id = p->cfg.run_id, .host = rr_hostname(), .zstd_level = p->cfg.zstd_level,
 		.threads = p->cfg.threads, .previous = p->previous, .cancel = &p->cancel,
 		.precision = p->cfg.precision, .exact_globs = p->cfg.exact_globs,
-		.n_exact_globs = p->cfg.n_exact_globs,
+		.n_exact_globs = p->cfg.n_exact_globs, .gc_grace_ms = p->cfg.gc_grace_ms,
+		.urgent = urgent,
 	};
 	struct rr_persist_result r = { .urgent = urgent };
 	struct rr_manifest *m = NULL, *written;
 
 	snprintf(r.name, sizeof(r.name), "%s", name);
 	rr_info("persisting %s%s", name, urgent ? " (notice: ahead of everything else)" : "");
+	pthread_mutex_lock(&p->lock);
+	p->persisting = 1;
+	p->store_cancel = p->cancel;
+	pthread_mutex_unlock(&p->lock);
 	r.rc = rr_persist_checkpoint(p->cfg.store, p->cfg.checkpoint_dir, name, ms, &opts, &m,
 				     &r.stats);
+	pthread_mutex_lock(&p->lock);
+	p->persisting = 0;
+	p->store_cancel = 0;
+	pthread_mutex_unlock(&p->lock);
 	if (r.rc == 0)
 		s_log_persisted(m, &r.stats);
 	else if (r.rc == RR_EEXIST)
@@ -295,8 +332,13 @@ int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *
 	}
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
+	/* The flag that sets a persist aside also ends its store requests in flight: an upload
+	 * crawling over a degraded link must not hold a notice's checkpoint back for the
+	 * minutes (or hours) it would take to finish. */
+	rr_store_set_cancel(cfg->store, &p->store_cancel);
 	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (p->efd < 0 || pthread_create(&p->thread, NULL, s_thread, p) != 0) {
+		rr_store_set_cancel(cfg->store, NULL);
 		if (p->efd >= 0)
 			close(p->efd);
 		rr_manifest_destroy(p->previous);
@@ -315,6 +357,7 @@ void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, i
 		rr_debug("%s is not newer than what is persisted or persisting; skipped", name);
 		goto out;
 	}
+	s_warn_outranked(p, name, ms);
 	if (!p->have_pending || s_newer(name, ms, p->pending, p->pending_ms)) {
 		if (p->have_pending)
 			rr_info("%s replaces %s in the persist queue (the newest wins)", name,
@@ -324,8 +367,10 @@ void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, i
 		p->have_pending = 1;
 		p->pending_urgent = urgent || p->pending_urgent;
 	}
-	if (urgent && p->running && p->running_name[0])
+	if (urgent && p->running && p->running_name[0]) {
 		p->cancel = 1; /* the older persist in progress steps aside */
+		p->store_cancel = p->persisting;
+	}
 	pthread_cond_signal(&p->wake);
 out:
 	pthread_mutex_unlock(&p->lock);
@@ -382,8 +427,10 @@ void rr_persister_cancel(struct rr_persister *p)
 	p->have_pending = 0;
 	/* Only a checkpoint clears the flag when it ends; set during a ledger event, it
 	 * would cancel the next checkpoint submitted instead. */
-	if (p->running && p->running_name[0])
+	if (p->running && p->running_name[0]) {
 		p->cancel = 1;
+		p->store_cancel = p->persisting;
+	}
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -396,6 +443,7 @@ void rr_persister_destroy(struct rr_persister *p)
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->thread, NULL);
+	rr_store_set_cancel(p->cfg.store, NULL);
 	while (p->events) {
 		struct s_event *e = p->events;
 		p->events = e->next;

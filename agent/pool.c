@@ -14,7 +14,7 @@ struct s_pool {
 	size_t ntasks;
 	atomic_size_t next;
 	atomic_int error;
-	const volatile int *cancel;
+	const atomic_int *cancel;
 };
 
 struct s_worker {
@@ -49,7 +49,7 @@ static void *s_work(void *arg)
 }
 
 int rr_pool_run(unsigned threads, size_t ntasks, rr_pool_fn fn, void *ud,
-		const volatile int *cancel)
+		const atomic_int *cancel)
 {
 	struct s_pool p = { .fn = fn, .ud = ud, .ntasks = ntasks, .cancel = cancel };
 	pthread_t *tids = NULL;

@@ -58,6 +58,7 @@ struct s_run {
 	/* newest checkpoint committed in the checkpoint directory */
 	char newest[256];
 	int64_t newest_ms;
+	int scanned; /* the start-up scan is done: commits are ordered by commit time too */
 
 	/* notice */
 	int notice_active;
@@ -355,7 +356,12 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	struct s_run *r = ud;
 	int urgent = 0;
 
-	if (r->newest[0] && rr_checkpoint_compare(name, ms, r->newest, r->newest_ms) <= 0) {
+	/* At start-up the newest by name is what the trainer resumes from (DESIGN §2); once it
+	 * runs, what it commits last is newest, whatever its name, so a stray far-future name
+	 * cannot hide every later commit, the notice's included (the persister warns). */
+	if (r->newest[0] &&
+	    (r->scanned ? !rr_checkpoint_later(name, ms, r->newest, r->newest_ms)
+			: rr_checkpoint_compare(name, ms, r->newest, r->newest_ms) <= 0)) {
 		rr_debug("checkpoint %s committed (not newer than %s)", name, r->newest);
 		return;
 	}
@@ -758,6 +764,7 @@ int rr_run(const struct rr_config *cfg)
 	/* Checkpoints already here: the newest is what the trainer resumes from, and is
 	 * persisted if the store does not have it yet. */
 	rr_watcher_scan(r.watcher, s_on_commit, &r);
+	r.scanned = 1;
 	if (cfg->every_ms)
 		r.next_every = rr_mono_ms() + cfg->every_ms;
 

@@ -13,6 +13,7 @@
 #include "rr/cloud.h"
 #include "rr/error.h"
 #include "rr/imds.h"
+#include "rr/json.h"
 #include "rr/s3_xml.h"
 
 #define S_DEFAULT_POLL_MS 2000
@@ -160,7 +161,7 @@ static int s_check_spot(struct s_aws *a, struct rr_buf *b, struct rr_notice *n, 
 
 	if (rc)
 		return rc == RR_ENOENT ? 0 : rc;
-	j = cJSON_ParseWithLength((const char *)b->data, b->len);
+	j = rr_json_parse((const char *)b->data, b->len, NULL);
 	action = j ? s_string(j, "action") : NULL;
 	when = j ? s_string(j, "time") : NULL;
 	if (!action || !when || rr_iso8601_to_unix_ms(when, &ms) != 0) {
@@ -188,7 +189,7 @@ static int s_check_rebalance(struct s_aws *a, struct rr_buf *b, struct rr_notice
 
 	if (rc)
 		return rc == RR_ENOENT ? 0 : rc;
-	j = cJSON_ParseWithLength((const char *)b->data, b->len);
+	j = rr_json_parse((const char *)b->data, b->len, NULL);
 	when = j ? s_string(j, "noticeTime") : NULL;
 	if (!when) {
 		cJSON_Delete(j);
@@ -224,7 +225,7 @@ static int s_check_maintenance(struct s_aws *a, struct rr_buf *b, struct rr_noti
 
 	if (rc)
 		return rc == RR_ENOENT ? 0 : rc;
-	j = cJSON_ParseWithLength((const char *)b->data, b->len);
+	j = rr_json_parse((const char *)b->data, b->len, NULL);
 	if (!cJSON_IsArray(j)) {
 		cJSON_Delete(j);
 		snprintf(why, cap, "IMDS scheduled maintenance is not a JSON array");

@@ -358,7 +358,7 @@ struct s_pending {
 
 struct s_azure {
 	struct rr_http *http;
-	const volatile int *stop;
+	const atomic_int *stop;
 	char events_url[S_URL_MAX];
 	char instance_url[S_URL_MAX];
 	int64_t poll_ms;

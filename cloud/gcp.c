@@ -60,7 +60,7 @@ struct s_slot {
 
 struct s_gcp {
 	struct rr_http *http;
-	const volatile int *stop;
+	const atomic_int *stop;
 	char base[S_BASE_MAX];  /* "http://host" + S_ROOT */
 	struct rr_http_batch *batch; /* NULL while nothing is in flight */
 	struct s_slot slot[S_NSLOTS];

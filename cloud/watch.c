@@ -23,7 +23,7 @@
 struct rr_cloud_watch {
 	enum rr_cloud cloud;
 	struct rr_cloud_opts o;
-	volatile int stop;
+	atomic_int stop;
 	atomic_int durable;          /* set by the event loop, consumed by the thread */
 	atomic_int settled;          /* detection done and the identity asked for */
 	atomic_int acks;             /* the provider acknowledges durable checkpoints */

@@ -14,6 +14,8 @@ if [ "$what" = test ]; then
 	# (systemd), dpkg-shlibdeps for the .deb's Depends (dpkg-dev), podman + debootstrap for
 	# the Dockerfile, a single-node Slurm (slurm-wlm, munge) for the sbatch flow.
 	pkgs+=(cloud-init shellcheck systemd dpkg-dev python3-yaml podman debootstrap slurm-wlm munge)
+	# stunnel4 terminates TLS in front of the S3 and GCS test servers (tests/integration/test_tls.sh).
+	pkgs+=(stunnel4)
 	# Node.js runs the S3 test server; this machine kind ships it (NodeSource), Debian's
 	# nodejs + npm are the fallback.
 	command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

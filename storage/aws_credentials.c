@@ -569,7 +569,7 @@ static cJSON *s_parse_object(const struct rr_http_response *resp)
 
 	if (!resp->body.data || resp->body.len == 0)
 		return NULL;
-	j = cJSON_ParseWithLength((const char *)resp->body.data, resp->body.len);
+	j = rr_json_parse((const char *)resp->body.data, resp->body.len, NULL);
 	if (j && !cJSON_IsObject(j)) {
 		rr_json_wipe_delete(j);
 		return NULL;
@@ -752,7 +752,7 @@ static int s_step_imds(struct s_chain *ch)
 		rc = s_fail(ch, rc, "%s: %s", step, mwhy);
 		goto out;
 	}
-	j = cJSON_ParseWithLength((const char *)body.data, body.len);
+	j = rr_json_parse((const char *)body.data, body.len, NULL);
 	if (!cJSON_IsObject(j)) {
 		rc = s_fail(ch, RR_EIO, "%s: IMDS did not answer a JSON object", step);
 		goto out;

@@ -88,6 +88,15 @@ int rr_http_new(const struct rr_http_opts *opts, struct rr_http **out)
 		h->opts.connect_timeout_ms = 5000;
 	if (h->opts.stall_timeout_ms <= 0)
 		h->opts.stall_timeout_ms = 20000;
+	/* libcurl itself ignores SSL_CERT_FILE (only the curl tool and OpenSSL's default paths,
+	 * which libcurl's built-in bundle overrides, read it), yet it is how a private CA is
+	 * named for every other TLS client on the machine: honour it when the caller has no
+	 * bundle of its own (AWS_CA_BUNDLE wins for S3, as the AWS SDKs do). */
+	if (!h->opts.ca_bundle) {
+		const char *env = getenv("SSL_CERT_FILE");
+		if (env && env[0])
+			h->opts.ca_bundle = env;
+	}
 	h->ca_bundle = h->opts.ca_bundle ? strdup(h->opts.ca_bundle) : NULL;
 	h->user_agent = strdup(h->opts.user_agent ? h->opts.user_agent : "resume-run/0.1");
 	h->share = curl_share_init();
@@ -313,6 +322,8 @@ static int s_setup(struct s_transfer *t)
 	CURL *e = t->easy;
 	struct curl_slist *l;
 	struct rr_buf line;
+	long long deadline;
+	long timeout_ms;
 	size_t i;
 	int rc = 0;
 
@@ -365,8 +376,17 @@ static int s_setup(struct s_transfer *t)
 		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, s_on_progress);
 		curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
 	}
-	if (r->timeout_ms > 0)
-		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+	timeout_ms = r->timeout_ms;
+	deadline = h->opts.deadline_mono_ms ? *h->opts.deadline_mono_ms : 0;
+	if (deadline) {
+		long long left = deadline - rr_mono_ms();
+		if (left < 1)
+			left = 1; /* past it: curl gives up at once */
+		if (timeout_ms <= 0 || left < timeout_ms)
+			timeout_ms = (long)left;
+	}
+	if (timeout_ms > 0)
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
 	if (h->ca_bundle)

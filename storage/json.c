@@ -1,4 +1,5 @@
 /* Strict JSON-object parsing for outside data (see include/rr/json.h). */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,20 @@ static size_t s_find_nul(const char *text, size_t len)
 	return limit;
 }
 
+cJSON *rr_json_parse(const char *text, size_t len, const char **end)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	const char *stop = NULL;
+	cJSON *j;
+
+	pthread_mutex_lock(&lock);
+	j = cJSON_ParseWithLengthOpts(text, len, &stop, 0);
+	pthread_mutex_unlock(&lock);
+	if (end)
+		*end = stop;
+	return j;
+}
+
 int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON **out,
 			 char *why, size_t cap)
 {
@@ -50,7 +65,7 @@ int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON *
 	if (len)
 		memcpy(copy, text, len);
 	copy[len] = '\0';
-	*out = cJSON_ParseWithLengthOpts(copy, len, &end, 0);
+	*out = rr_json_parse(copy, len, &end);
 	pos = end && end >= copy && end <= copy + len ? (size_t)(end - copy) : len;
 	if (*out) {
 		while (pos < len && strchr(" \t\r\n", copy[pos]))

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "rr/error.h"
+#include "rr/json.h"
 #include "rr/quote.h"
 #include "rr/safetensors.h"
 
@@ -811,7 +812,7 @@ int rr_st_parse(const uint8_t *buf, size_t len, uint64_t file_size, struct rr_st
 			goto out;
 		}
 	}
-	root = cJSON_ParseWithLengthOpts((const char *)text, json_end, &parse_end, 0);
+	root = rr_json_parse((const char *)text, json_end, &parse_end);
 	if (!root) {
 		/* s_scan leaves structure to cJSON; a failure here is bad structure (or, rarely,
 		 * cJSON running out of memory, which it does not tell apart). */

@@ -102,6 +102,11 @@ void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms)
 	s->deadline_mono_ms = deadline_mono_ms;
 }
 
+void rr_store_set_cancel(struct rr_store *s, const atomic_int *flag)
+{
+	s->cancel = flag;
+}
+
 int rr_store_del_many(struct rr_store *s, const char *const *keys, size_t n)
 {
 	size_t i;

@@ -31,6 +31,7 @@
 #define S_MAX_PARTS 10000u
 #define S_PARALLEL 4u      /* parts or ranges of one object in flight at once */
 #define S_DELETE_BATCH 1000u
+#define S_CLEANUP_MS 2000L /* the most a canceled upload's abort may hold up what follows */
 
 struct s_s3 {
 	struct rr_store base;
@@ -60,6 +61,9 @@ struct s_req {
 	size_t body_len;
 	const char *payload_sha256; /* NULL: computed from the body */
 	size_t response_max;
+	/* Cleans up after a canceled upload (the abort of its multipart upload): sent even
+	 * while the store is canceled, but given S_CLEANUP_MS at most. */
+	int cleanup;
 };
 
 /* A request signed and ready for the HTTP layer, with the storage behind it. */
@@ -116,10 +120,27 @@ static void s_finish_request(struct s_s3 *s3, const struct s_req *q, struct s_si
 	};
 	if (strcmp(q->method, "POST") == 0 && !q->body_len)
 		p->http.body = ""; /* an empty body, sent with Content-Length: 0 */
-	if (s3->base.deadline_mono_ms) {
-		int64_t left = s3->base.deadline_mono_ms - rr_mono_ms();
-		p->http.timeout_ms = left > 1000 ? left : 1000;
-	}
+	/* The HTTP client bounds every request by the notice's deadline (rr_http_opts). */
+	p->http.cancel = q->cleanup ? NULL : s3->base.cancel;
+	if (q->cleanup)
+		p->http.timeout_ms = S_CLEANUP_MS;
+}
+
+/* Nothing is sent once the store's work is canceled or the notice's deadline has passed:
+ * a request then could only delay what the notice needs, or be cut off by the machine's
+ * end. */
+static int s_may_send(struct s_s3 *s3, const struct s_req *q)
+{
+	const atomic_int *cancel = s3->base.cancel;
+	long long deadline = s3->base.deadline_mono_ms;
+	const char *what = q->key ? q->key : "the bucket listing";
+
+	if (cancel && *cancel && !q->cleanup)
+		return rr_store_fail(RR_ECANCELED, "%s %s %s canceled", s3->label, q->method, what);
+	if (deadline && rr_mono_ms() >= deadline)
+		return rr_store_fail(RR_EIO, "%s %s %s not sent: the notice's deadline has passed",
+				     s3->label, q->method, what);
+	return 0;
 }
 
 /* The wire URL of q: the raw path encoded once (as SigV4 encodes it), then the query. */
@@ -174,6 +195,9 @@ static int s_sign(struct s_s3 *s3, const struct s_req *q, int refresh_creds, str
 
 	memset(p, 0, sizeof(*p));
 	rr_buf_init(&p->url, 16384);
+	rc = s_may_send(s3, q);
+	if (rc)
+		return rc;
 	if (s3->gauth)
 		return s_sign_bearer(s3, q, refresh_creds, p);
 	rc = rr_aws_creds_get(s3->creds, refresh_creds, &p->cr, why, sizeof(why));
@@ -242,6 +266,9 @@ static int s_judge(struct s_s3 *s3, const struct s_req *q, const struct s_signed
 
 	*retry = 0;
 	*refresh = 0;
+	if (resp->error == RR_ECANCELED)
+		return rr_store_fail(RR_ECANCELED, "%s %s %s canceled in flight", s3->label,
+				     q->method, s_what(q));
 	if (resp->error) {
 		*retry = resp->retryable;
 		return rr_store_fail(resp->error == RR_ETOOBIG ? RR_ETOOBIG : RR_EIO,
@@ -285,12 +312,20 @@ static int s_judge(struct s_s3 *s3, const struct s_req *q, const struct s_signed
 			     e.message[0] ? ": " : "", e.message, p->cr.source);
 }
 
-static void s_sleep_ms(int64_t ms)
+/* Waits out a retry's backoff, in slices so that a cancel ends the wait (the next
+ * s_may_send then fails). */
+static void s_sleep_ms(const struct s_s3 *s3, int64_t ms)
 {
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+	const atomic_int *cancel = s3->base.cancel;
+	int64_t end = rr_mono_ms() + ms, left;
 
-	while (nanosleep(&ts, &ts) != 0)
-		;
+	while ((left = end - rr_mono_ms()) > 0 && !(cancel && *cancel)) {
+		if (left > 50)
+			left = 50;
+		struct timespec ts = { 0, (long)left * 1000000L };
+		while (nanosleep(&ts, &ts) != 0)
+			;
+	}
 }
 
 /* Sends q until it succeeds, fails for good, or retries run out (or would pass the
@@ -320,7 +355,7 @@ static int s_send_policy(struct s_s3 *s3, const struct s_req *q, struct rr_http_
 			return rc;
 		rr_debug("S3 %s %s: %s; retrying in %lld ms", q->method, s_what(q),
 			 rr_store_strerror(rc), (long long)delay);
-		s_sleep_ms(delay);
+		s_sleep_ms(s3, delay);
 	}
 }
 
@@ -387,7 +422,7 @@ static int s_run_jobs(struct s_s3 *s3, struct s_job *jobs, size_t n)
 		rc = rr_http_batch_wait(b, (long)(next - now), &tag);
 		if (rc == RR_ENOENT || rc == 0) {
 			if (!flying && next > rr_mono_ms())
-				s_sleep_ms(next - rr_mono_ms());
+				s_sleep_ms(s3, next - rr_mono_ms());
 			continue;
 		}
 		if (rc < 0)
@@ -519,6 +554,11 @@ static void s_abort_upload(struct s_s3 *s3, const char *key, const char *upload_
 	rr_http_response_init(&resp);
 	rr_retry_init(&r, s3->base.deadline_mono_ms);
 	r.max_attempts = 3;
+	if (s3->base.cancel && *s3->base.cancel) {
+		/* Canceled: one short try, so the parts sent do not linger in the bucket. */
+		q.cleanup = 1;
+		r.max_attempts = 1;
+	}
 	rc = s_send_policy(s3, &q, &resp, &r);
 	if (rc != 0)
 		rr_warn("could not abort the multipart upload of %s (%s); a bucket lifecycle rule "
@@ -583,7 +623,7 @@ static int s_complete(struct s_s3 *s3, const char *key, const char *upload_id,
 		delay = rr_retry_next(&r, rr_mono_ms());
 		if (delay < 0)
 			break;
-		s_sleep_ms(delay);
+		s_sleep_ms(s3, delay);
 	}
 out:
 	rr_buf_free(&body);
@@ -1235,7 +1275,8 @@ int rr_store_s3_new(const char *rest, const struct rr_store_opts *opts, struct r
 	rc = s_configure(s3, rest, opts, prof);
 	if (rc)
 		goto fail;
-	ho = (struct rr_http_opts){ .ca_bundle = s_env("AWS_CA_BUNDLE") };
+	ho = (struct rr_http_opts){ .ca_bundle = s_env("AWS_CA_BUNDLE"),
+				    .deadline_mono_ms = &s3->base.deadline_mono_ms };
 	rc = rr_http_new(&ho, &s3->http);
 	if (rc)
 		goto fail;
@@ -1302,7 +1343,9 @@ int rr_store_gcs_new(const char *rest, const struct rr_store_opts *opts, struct 
 	if (!rc)
 		rc = s_set_part_size(s3);
 	if (!rc)
-		rc = rr_http_new(&(struct rr_http_opts){ 0 }, &s3->http);
+		rc = rr_http_new(&(struct rr_http_opts){
+					 .deadline_mono_ms = &s3->base.deadline_mono_ms },
+				 &s3->http);
 	if (rc)
 		goto fail;
 	if (opts->gcs_hmac) {

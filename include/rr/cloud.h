@@ -6,6 +6,7 @@
 #ifndef RR_CLOUD_H
 #define RR_CLOUD_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,7 +38,7 @@ struct rr_cloud_opts {
 	const char *endpoint;
 	int64_t poll_interval_ms;     /* 0: the provider's default (AWS 2000, Azure 1000) */
 	int azure_ack;                /* Azure: approve the event once the checkpoint is durable */
-	const volatile int *stop;     /* nonzero: return from wait as soon as possible */
+	const atomic_int *stop;     /* nonzero: return from wait as soon as possible */
 };
 
 /* What every provider implements. A provider is used by one thread (the watcher's). */

@@ -10,6 +10,7 @@
 #ifndef RR_HTTP_H
 #define RR_HTTP_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,9 +23,13 @@ struct rr_http_opts {
 	/* A transfer that moves fewer than 1 KiB/s for this long is abandoned (a hung server
 	 * or a dead connection). 0: 20 s. */
 	long stall_timeout_ms;
-	const char *ca_bundle;   /* PEM file of trusted CAs; NULL: the system's (callers pass
-				  * AWS_CA_BUNDLE here) */
+	const char *ca_bundle;   /* PEM file of trusted CAs; NULL: $SSL_CERT_FILE when set,
+				  * else the system's (callers pass AWS_CA_BUNDLE here) */
 	const char *user_agent;  /* NULL: "resume-run/<version>" */
+	/* NULL, or where the client's owner keeps a CLOCK_MONOTONIC ms deadline (0: none) that
+	 * no request of this client outlives: a store's notice deadline, so the credential and
+	 * token requests made for a notice's checkpoint are bounded by it too. */
+	const _Atomic long long *deadline_mono_ms;
 };
 
 struct rr_http_header {
@@ -52,7 +57,7 @@ struct rr_http_request {
 	long timeout_ms;      /* whole-transfer limit; 0: none beyond the stall timeout */
 	/* Nonzero while the transfer runs: it stops within ~100 ms with RR_ECANCELED (a
 	 * hanging GET cut short at shutdown). May be NULL. */
-	const volatile int *cancel;
+	const atomic_int *cancel;
 	/* Nonzero: no stall timeout (a hanging GET that legitimately sends nothing for a
 	 * minute); timeout_ms then bounds the transfer. */
 	int may_idle;

@@ -14,6 +14,14 @@
 int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON **out,
 			 char *why, size_t cap);
 
+/* Every cJSON parse call writes cJSON's process-wide error position (the static
+ * global_error behind cJSON_GetErrorPtr), on success too, so two threads parsing at once
+ * (the cloud watcher, the persister, the persist pool, the event loop) race on it. All
+ * parsing goes through this function, which holds one lock around
+ * cJSON_ParseWithLengthOpts; nothing reads cJSON_GetErrorPtr. end (may be NULL) receives
+ * where this call's parsing stopped. Returns the tree (cJSON_Delete) or NULL. */
+cJSON *rr_json_parse(const char *text, size_t len, const char **end);
+
 /* Zeroes every string of a parsed document (it held a key or a token), then frees it.
  * NULL is fine. */
 void rr_json_wipe_delete(cJSON *j);

@@ -3,6 +3,7 @@
 #ifndef RR_PERSIST_H
 #define RR_PERSIST_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "rr/config.h"
@@ -19,7 +20,13 @@ struct rr_persist_opts {
 	unsigned n_exact_globs;
 	const struct rr_manifest *previous; /* segments whose original bytes are unchanged
 					     * since this manifest reuse its chunks */
-	const volatile int *cancel;         /* non-zero: stop soon with RR_ECANCELED */
+	const atomic_int *cancel;         /* non-zero: stop soon with RR_ECANCELED */
+	int64_t gc_grace_ms;                /* the store's gc grace (0: no gc runs): a chunk
+					     * already stored but older than half of it (for
+					     * an urgent persist: all but 10 min of it) is
+					     * written again instead of deduplicated, see
+					     * persist.c */
+	int urgent;                         /* a notice's checkpoint */
 };
 
 struct rr_persist_stats {
@@ -28,6 +35,7 @@ struct rr_persist_stats {
 	uint64_t stored_bytes;    /* bytes the checkpoint occupies in the store */
 	uint64_t new_bytes;       /* stored bytes written by this persist */
 	uint64_t segments, reused_segments;
+	uint64_t refreshed_chunks;  /* already stored but old: written again for gc's grace */
 	uint64_t tensors[4];      /* tensor segments by encoding (index: enum rr_encoding) */
 	int64_t elapsed_ms;
 };
@@ -36,7 +44,9 @@ struct rr_persist_stats {
  * directory (<ckpt_dir>/.resume-run-staging/<name>) so that a trainer deleting old
  * checkpoints cannot pull files away mid-read. On success *manifest_out (may be NULL) gets
  * the manifest written (caller destroys). Returns 0; RR_EEXIST when the store already holds
- * a manifest of that name (nothing written); RR_ENOENT when the directory is gone;
+ * a manifest of that name with the same content (its chunks may have been written again to
+ * renew their age); RR_EPRECOND when it holds one with other content, another writer's
+ * (logged: this checkpoint is not stored); RR_ENOENT when the directory is gone;
  * RR_ECANCELED; or the store's error (the store then has no manifest for it, so the
  * previous checkpoint stays the newest committed one). */
 int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *name,

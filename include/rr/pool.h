@@ -4,6 +4,7 @@
 #define RR_POOL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 /* Called for each task on some worker; worker is 0..threads-1 so callers can keep
@@ -15,7 +16,7 @@ typedef int (*rr_pool_fn)(size_t task, unsigned worker, void *ud);
  * first error; tasks not yet started when an error occurs are skipped. If cancel is
  * non-NULL and becomes non-zero, remaining tasks are skipped and RR_ECANCELED returned. */
 int rr_pool_run(unsigned threads, size_t ntasks, rr_pool_fn fn, void *ud,
-		const volatile int *cancel);
+		const atomic_int *cancel);
 
 /* The reason for the first failure among workers; later ones are dropped, so the log line
  * names what went wrong first. */

@@ -4,6 +4,7 @@
 #ifndef RR_STORE_H
 #define RR_STORE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +60,10 @@ struct rr_store {
 	/* CLOCK_MONOTONIC ms by which a notice needs the store's work done, 0 for none:
 	 * remote backends stop retrying when a retry could not finish before it. */
 	_Atomic long long deadline_mono_ms;
+	/* While *cancel is nonzero, remote backends end requests in flight (within ~100 ms)
+	 * and send no more, failing with RR_ECANCELED: a routine persist on a slow link steps
+	 * aside at once for a notice's checkpoint. NULL: never. */
+	const atomic_int *_Atomic cancel;
 };
 
 /* Options for remote backends (all may be NULL/0 for the defaults). */
@@ -78,8 +83,13 @@ struct rr_store_opts {
 int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_store **out);
 void rr_store_destroy(struct rr_store *s);
 
-/* Sets (or with 0 clears) the deadline remote backends bound their retries by. */
+/* Sets (or with 0 clears) the deadline remote backends bound their requests and retries
+ * by: no request outlives it, and none is sent once it has passed. */
 void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms);
+
+/* Sets (or with NULL clears) the flag that cancels this store's requests while nonzero
+ * (see struct rr_store). The flag must outlive its use here: clear it before freeing it. */
+void rr_store_set_cancel(struct rr_store *s, const atomic_int *flag);
 
 /* The reason for the last failed store call on this thread when its backend gave one
  * (e.g. "S3 said 403 SignatureDoesNotMatch: ..."), else rr_strerror(rc). Static storage

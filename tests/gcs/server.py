@@ -19,7 +19,7 @@ this proxy adds is what GCS enforces and s3rver does not:
 usage: server.py --port PORT --s3 http://127.0.0.1:S3PORT --bucket NAME
                  [--key-file SERVICE_ACCOUNT_JSON_OR_PEM]... [--accept-token TOKEN]...
                  [--token-lifetime SECONDS] [--allow-hmac] [--host 127.0.0.1]
-                 [--max-body BYTES]
+                 [--max-body BYTES] [--token-url https://127.0.0.1:TLSPORT/token]
 
 PORT 0 picks a free port; once listening it prints "ready PORT" (flushed) on stdout. One line
 per request goes to stderr: "<time> <method> <path> -> <status>" (never a header value).
@@ -1093,6 +1093,9 @@ def main(argv=None):
                     help="also forward AWS4-HMAC-SHA256-signed requests unchanged")
     ap.add_argument("--max-body", type=int, default=2 << 30,
                     help="largest request body accepted, bytes (default 2 GiB)")
+    ap.add_argument("--token-url", default=None,
+                    help="the token_uri clients sign JWTs for (aud), when they reach this "
+                         "server through a TLS terminator; default http://HOST:PORT/token")
     args = ap.parse_args(argv)
     if args.token_lifetime <= 0:
         ap.error("--token-lifetime must be positive")
@@ -1106,7 +1109,8 @@ def main(argv=None):
     srv = Server((args.host, args.port), app)
     port = srv.server_address[1]
     host = "[%s]" % args.host if ":" in args.host else args.host
-    app.tokens = Tokens(keys, "http://%s:%d/token" % (host, port), args.token_lifetime,
+    app.tokens = Tokens(keys, args.token_url or "http://%s:%d/token" % (host, port),
+                        args.token_lifetime,
                         args.accept_token)
     threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1},
                      daemon=True).start()

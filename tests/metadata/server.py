@@ -14,7 +14,9 @@ PORT 0 picks a free port. Once both sockets listen it prints on stdout, in one f
     control CONTROL_PORT
     ready PORT
 (so a reader that waits for either line has both numbers). One line per request
-goes to stderr: "<time> <method> <path> -> <status>".
+goes to stderr: "<time> <method> <path> -> <status>". RR_TEST_GCP_TOKEN in the environment
+sets the GCP service-account access token (default "gcp-token"; the secrets test makes it
+distinctive).
 
 Test control API (JSON answers, no cloud headers needed), served on the control port and, while
 it is up, on the main port too. Times are seconds; `in` delays the change (default 0):
@@ -398,7 +400,8 @@ class GcpCloud(Cloud):
                 "https://www.googleapis.com/auth/cloud-platform",
             # P§2: access_token, expires_in (seconds), token_type "Bearer".
             "instance/service-accounts/default/token": json.dumps(
-                {"access_token": "gcp-token", "expires_in": 3599, "token_type": "Bearer"}),
+                {"access_token": os.environ.get("RR_TEST_GCP_TOKEN", "gcp-token"),
+                 "expires_in": 3599, "token_type": "Bearer"}),
             "project/project-id": "resume-run",
             "project/numeric-project-id": "123",
         }

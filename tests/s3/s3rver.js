@@ -7,6 +7,13 @@
 const path = require('path');
 const dir = process.env.RR_S3RVER_DIR || '/var/tmp/resume-run-s3rver';
 const S3rver = require(path.join(dir, 'node_modules', '@20minutes', 's3rver'));
+// RR_S3RVER_KEYS="AKID:SECRET,...": key pairs accepted besides S3RVER/S3RVER (the secrets
+// test signs with distinctive secrets it then looks for everywhere).
+const Account = require(path.join(dir, 'node_modules', '@20minutes', 's3rver', 'lib', 'models', 'account'));
+for (const pair of (process.env.RR_S3RVER_KEYS || '').split(',').filter(Boolean)) {
+  const i = pair.indexOf(':');
+  Account.DUMMY_ACCOUNT.createKeyPair(pair.slice(0, i), pair.slice(i + 1));
+}
 
 const [port, directory, ...buckets] = process.argv.slice(2);
 if (!port || !directory || buckets.length === 0) {
@@ -20,6 +27,7 @@ const server = new S3rver({
   silent: !process.env.S3RVER_VERBOSE, // S3RVER_VERBOSE=1: log every request and stored part
   configureBuckets: buckets.map((name) => ({ name })),
 });
+require('./conditional')(server); // If-None-Match / If-Match on PUT, as real S3
 server.run().then(
   (info) => console.log(`ready ${info.port}`),
   (err) => { console.error(`s3rver: ${err.message}`); process.exit(1); });

@@ -36,6 +36,9 @@
  *                   split_at body bytes, then close (a response cut short)
  *   split_at + split_delay_ms  with FX_ANSWER: send split_at body bytes, pause, send the rest
  *                   (a stall in the middle of a body)
+ *   trickle_bytes + trickle_every_ms  with FX_ANSWER: send the body trickle_bytes at a time,
+ *                   pausing trickle_every_ms between pieces (a degraded link: slow, never
+ *                   stalled)
  *   close_after     send "Connection: close" and close after answering
  * A request with "Connection: close" also closes the connection after its answer.
  *
@@ -92,6 +95,8 @@ struct fx_response {
 	long delay_ms;
 	size_t split_at;
 	long split_delay_ms;
+	size_t trickle_bytes;
+	long trickle_every_ms;
 	int close_after;
 	/* Set through the helpers. */
 	char *head;             /* extra header lines, each ending in CRLF */
@@ -557,12 +562,23 @@ static inline int fx__respond(struct fx_conn *c, const struct fx_request *req,
 	free(head);
 	if (rc || no_body)
 		return rc ? -1 : (close_after ? -1 : 0);
-	if (resp->action == FX_CUT || resp->split_delay_ms > 0)
+	if (resp->trickle_bytes)
+		first = 0;
+	else if (resp->action == FX_CUT || resp->split_delay_ms > 0)
 		first = resp->split_at < resp->body_len ? resp->split_at : resp->body_len;
 	if (fx__send_all(c->fd, resp->body, first))
 		return -1;
 	if (resp->action == FX_CUT)
 		return -1;
+	while (resp->trickle_bytes && first < resp->body_len) {
+		size_t piece = resp->body_len - first;
+		if (piece > resp->trickle_bytes)
+			piece = resp->trickle_bytes;
+		if (fx__pause(s, resp->trickle_every_ms) ||
+		    fx__send_all(c->fd, resp->body + first, piece))
+			return -1;
+		first += piece;
+	}
 	if (first < resp->body_len) {
 		if (fx__pause(s, resp->split_delay_ms) ||
 		    fx__send_all(c->fd, resp->body + first, resp->body_len - first))

@@ -168,7 +168,24 @@ static void test_compare_is_antisymmetric(void)
 					-s_cmp(c[j].name, c[j].ms, c[i].name, c[i].ms));
 }
 
+static void test_later_commit_follows_a_far_future_name_within_a_run(void)
+{
+	/* A stray far-future name must not make later commits look old. */
+	CU_ASSERT_EQUAL(rr_checkpoint_later("step-200", 5000, "step-9999999999", 4000), 1);
+	CU_ASSERT_EQUAL(rr_checkpoint_later("step-9999999999", 4000, "step-200", 5000), 1);
+	/* Older by name and by commit time: not later. */
+	CU_ASSERT_EQUAL(rr_checkpoint_later("step-100", 3000, "step-200", 5000), 0);
+	/* Newer by name though committed earlier (a rescan of an older directory). */
+	CU_ASSERT_EQUAL(rr_checkpoint_later("step-300", 3000, "step-200", 5000), 1);
+	/* The same checkpoint reported again is never later than itself. */
+	CU_ASSERT_EQUAL(rr_checkpoint_later("step-200", 9000, "step-200", 5000), 0);
+	/* Nothing yet: anything is later. */
+	CU_ASSERT_EQUAL(rr_checkpoint_later("step-1", 0, "", 0), 1);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_later_commit_follows_a_far_future_name_within_a_run",
+	  test_later_commit_follows_a_far_future_name_within_a_run },
 	{ "test_step_is_parsed_from_step_names", test_step_is_parsed_from_step_names },
 	{ "test_step_may_be_followed_by_a_suffix", test_step_may_be_followed_by_a_suffix },
 	{ "test_names_that_are_not_steps_are_recognised",

@@ -98,7 +98,7 @@ struct s_env {
 	struct fx_server srv;
 	struct rr_http *http;
 	struct rr_cloud_opts o;
-	volatile int stop;
+	atomic_int stop;
 	void *state;
 	struct rr_notice n;
 	char why[512];
@@ -147,7 +147,7 @@ static void s_set(struct s_env *e, const char **field, const char *value)
 
 /* Sets *flag after ms, from another thread (the watcher's stop). */
 struct s_stopper {
-	volatile int *flag;
+	atomic_int *flag;
 	long ms;
 	pthread_t thread;
 };

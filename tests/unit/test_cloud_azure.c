@@ -75,7 +75,7 @@ struct s_env {
 	struct fx_server srv;
 	struct rr_http *http;
 	struct rr_cloud_opts o;
-	volatile int stop;
+	atomic_int stop;
 	void *state;
 	struct rr_notice n;
 	char why[512];

@@ -155,7 +155,7 @@ struct s_env {
 	struct fx_server srv;
 	struct rr_http *http;
 	struct rr_cloud_opts o;
-	volatile int stop;
+	atomic_int stop;
 	void *state;
 	struct rr_notice n;
 	char why[512];
@@ -218,7 +218,7 @@ static int s_wait(struct s_env *e)
 
 /* Sets *flag after ms, from another thread (the watcher's stop). */
 struct s_stopper {
-	volatile int *flag;
+	atomic_int *flag;
 	long ms;
 	pthread_t thread;
 };
@@ -232,7 +232,7 @@ static void *s_stopper_main(void *p)
 	return NULL;
 }
 
-static void s_stop_after(struct s_stopper *s, volatile int *flag, long ms)
+static void s_stop_after(struct s_stopper *s, atomic_int *flag, long ms)
 {
 	s->flag = flag;
 	s->ms = ms;

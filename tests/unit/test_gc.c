@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "rr/catalog.h"
 #include "rr/clock.h"
@@ -280,7 +281,301 @@ static void test_gc_ignores_other_runs(void)
 	s_teardown(&r);
 }
 
+/* A store that passes everything to the fixture's file store, and runs a hook once: before
+ * the first put of a key containing put_match, or after the first listing of a prefix
+ * containing list_match. The hook plays another machine acting at exactly that moment. */
+struct s_hook {
+	struct rr_store base;
+	struct rr_store *inner;
+	const char *put_match, *list_match;
+	void (*hook)(struct s_hook *h);
+	int fired;
+	/* for the hooks */
+	struct rr_gc_stats st;
+	int gc_rc;
+	char *manifest;
+	const char *manifest_name;
+	char doomed_key[RR_KEY_MAX];
+};
+
+static void s_hook_fire(struct s_hook *h, const char *key, const char *match)
+{
+	if (match && !h->fired && strstr(key, match)) {
+		h->fired = 1;
+		h->hook(h);
+	}
+}
+
+static int s_hook_put(struct rr_store *s, const char *key, const void *data, size_t len,
+		      const struct rr_put_opts *opts, char *etag_out)
+{
+	struct s_hook *h = (struct s_hook *)s;
+	s_hook_fire(h, key, h->put_match);
+	return rr_store_put(h->inner, key, data, len, opts, etag_out);
+}
+
+static int s_hook_get(struct rr_store *s, const char *key, struct rr_buf *out, char *etag_out)
+{
+	return rr_store_get(((struct s_hook *)s)->inner, key, out, etag_out);
+}
+
+static int s_hook_head(struct rr_store *s, const char *key, uint64_t *size_out)
+{
+	return rr_store_head(((struct s_hook *)s)->inner, key, size_out);
+}
+
+static int s_hook_list(struct rr_store *s, const char *prefix, rr_store_list_cb cb, void *ud)
+{
+	struct s_hook *h = (struct s_hook *)s;
+	int rc = rr_store_list(h->inner, prefix, cb, ud);
+	s_hook_fire(h, prefix, h->list_match);
+	return rc;
+}
+
+static int s_hook_del(struct rr_store *s, const char *key)
+{
+	return rr_store_del(((struct s_hook *)s)->inner, key);
+}
+
+static void s_hook_destroy(struct rr_store *s)
+{
+	(void)s; /* on the test's stack */
+}
+
+static const struct rr_store_vtable s_hook_vt = {
+	.scheme = "hook", .put = s_hook_put, .get = s_hook_get, .head = s_hook_head,
+	.list = s_hook_list, .del = s_hook_del, .destroy = s_hook_destroy,
+};
+
+static void s_hook_init(struct s_hook *h, struct rr_store *inner, void (*hook)(struct s_hook *))
+{
+	memset(h, 0, sizeof(*h));
+	h->base.vt = &s_hook_vt;
+	h->base.url = (char *)"hook://";
+	h->inner = inner;
+	h->hook = hook;
+}
+
+/* The old machine's retention, keeping two. */
+static void s_hook_gc(struct s_hook *h)
+{
+	h->gc_rc = rr_gc_run(h->inner, FX_RUN, 2, S_HOUR_MS, &h->st);
+}
+
+static int s_committed(struct rr_store *s, const char *name)
+{
+	struct rr_catalog *c = NULL;
+	const struct rr_catalog_entry *e;
+	int ok;
+
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(s, FX_RUN, &c), 0);
+	e = rr_catalog_find(c, name);
+	ok = e && e->committed;
+	rr_catalog_destroy(c);
+	return ok;
+}
+
+/* The handover: a new machine deduplicates against chunks first uploaded long ago (its
+ * step-6 holds the weights step-1 had) while the old machine's retention retires step-1 and
+ * runs between the new machine's chunk decisions and its manifest. The chunk must survive:
+ * the persist wrote it again (its age renewed) instead of relying on the old copy. */
+static void test_gc_handover_keeps_old_chunks_a_new_manifest_deduplicated(void)
+{
+	struct s_run r;
+	struct s_hook h;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_stats ps;
+	struct rr_catalog *c = NULL;
+	struct rr_restore_stats rs;
+	char *d, why[512];
+
+	s_setup(&r, 0); /* chunks 1.5 h old, grace 1 h */
+	d = fx_ckpt(&r.f, "step-6");
+	fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
+	fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644); /* step-1's weights */
+	free(d);
+	s_hook_init(&h, r.f.s, s_hook_gc);
+	h.put_match = "step-6/manifest.json";
+	o.previous = r.m[5]; /* what the new machine restored */
+	o.gc_grace_ms = S_HOUR_MS;
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(&h.base, r.f.ckpt_dir, "step-6", 6000, &o,
+						    NULL, &ps), 0);
+	CU_ASSERT_EQUAL(h.fired, 1);
+	CU_ASSERT_EQUAL(h.gc_rc, 0);
+	CU_ASSERT_EQUAL(h.st.checkpoints_deleted, 3);
+	CU_ASSERT_FALSE(s_has(&r, 1));
+	/* Both of step-6's chunks were old: written again, so young for that gc. */
+	CU_ASSERT_EQUAL(ps.refreshed_chunks, 2);
+	CU_ASSERT_EQUAL(ps.reused_segments, 0);
+	CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.own[1]));
+	CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.shared));
+	CU_ASSERT_TRUE(s_committed(r.f.s, "step-6"));
+
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(r.f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(r.f.s, FX_RUN, rr_catalog_find(c, "step-6")->manifest,
+					      r.f.restore_dir, 2, &rs, why, sizeof(why)), 0);
+	rr_catalog_destroy(c);
+	{
+		char *src = fx_ckpt(&r.f, "step-6"), *dst = fx_join(r.f.restore_dir, "step-6");
+		FX_ASSERT_SAME_TREE(src, dst);
+		free(src);
+		free(dst);
+	}
+	s_teardown(&r);
+}
+
+/* Chunks written within the last half of the grace period are relied on, not rewritten. */
+static void test_gc_persist_relies_on_recent_chunks_without_rewriting_them(void)
+{
+	struct s_run r;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_stats ps;
+	char *d;
+
+	s_setup(&r, 0);
+	s_age_chunks(&r, S_HOUR_MS / 4);
+	d = fx_ckpt(&r.f, "step-6");
+	fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
+	fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644);
+	free(d);
+	o.previous = r.m[5];
+	o.gc_grace_ms = S_HOUR_MS;
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(r.f.s, r.f.ckpt_dir, "step-6", 6000, &o, NULL,
+						    &ps), 0);
+	CU_ASSERT_EQUAL(ps.refreshed_chunks, 0);
+	CU_ASSERT_EQUAL(ps.reused_segments, 1); /* the tokenizer, from step-5 */
+	s_teardown(&r);
+}
+
+/* A notice's checkpoint, racing its deadline, relies on chunks up to 50 min old (grace
+ * 1 h less its 10 min margin) that a routine persist would upload again. */
+static void test_gc_urgent_persist_relies_on_older_chunks_than_a_routine_one(void)
+{
+	for (int urgent = 1; urgent >= 0; urgent--) {
+		struct s_run r;
+		struct rr_persist_opts o = fx_opts();
+		struct rr_persist_stats ps;
+		char *d;
+
+		s_setup(&r, 0);
+		s_age_chunks(&r, 40 * 60 * 1000);
+		d = fx_ckpt(&r.f, "step-6");
+		fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
+		fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644);
+		free(d);
+		o.previous = r.m[5];
+		o.gc_grace_ms = S_HOUR_MS;
+		o.urgent = urgent;
+		CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(r.f.s, r.f.ckpt_dir, "step-6", 6000, &o,
+							    NULL, &ps), 0);
+		CU_ASSERT_EQUAL(ps.refreshed_chunks, urgent ? 0 : 2);
+		s_teardown(&r);
+	}
+}
+
+static struct s_run *s_inject_run;
+
+static void s_hook_inject(struct s_hook *h)
+{
+	fx_put_manifest_bytes(&s_inject_run->f, h->manifest_name, h->manifest,
+			      strlen(h->manifest));
+}
+
+/* A checkpoint committed by another writer after gc read the catalog names chunks that gc
+ * found unreferenced and old: gc lists the manifests again and deletes no chunk. */
+static void test_gc_deletes_no_chunk_when_a_manifest_appears_during_its_run(void)
+{
+	struct s_run r;
+	struct s_hook h;
+	struct rr_gc_stats st;
+	char key[RR_KEY_MAX], *d;
+
+	s_setup(&r, 0);
+	d = fx_ckpt(&r.f, "step-6");
+	fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
+	fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644); /* step-1's chunk */
+	free(d);
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&r.f, "step-6", 6000, NULL, NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_key_manifest(key, FX_RUN, "step-6"), 0);
+	s_hook_init(&h, r.f.s, s_hook_inject);
+	h.manifest = fx_get_str(&r.f, key);
+	h.manifest_name = "step-6";
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h.manifest);
+	CU_ASSERT_EQUAL_FATAL(rr_store_del(r.f.s, key), 0);
+	s_inject_run = &r;
+	h.list_match = "/chunks/"; /* the catalog's chunk listing: its manifests are read */
+
+	CU_ASSERT_EQUAL(rr_gc_run(&h.base, FX_RUN, 2, S_HOUR_MS, &st), 0);
+	CU_ASSERT_EQUAL(h.fired, 1);
+	CU_ASSERT_EQUAL(st.checkpoints_deleted, 3);
+	CU_ASSERT_EQUAL(st.chunks_deleted, 0);
+	CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.own[1]));
+	CU_ASSERT_TRUE(s_committed(r.f.s, "step-6"));
+
+	/* The next run sees step-6: it keeps step-6 and step-5, and frees what nothing names. */
+	CU_ASSERT_EQUAL(rr_gc_run(r.f.s, FX_RUN, 2, S_HOUR_MS, &st), 0);
+	CU_ASSERT_EQUAL(st.checkpoints_deleted, 1);
+	CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.own[1]));
+	CU_ASSERT_FALSE(fx_chunk_exists(&r.f, r.own[2]));
+	CU_ASSERT_FALSE(fx_chunk_exists(&r.f, r.own[4]));
+	CU_ASSERT_TRUE(s_committed(r.f.s, "step-6"));
+	free(h.manifest);
+	s_teardown(&r);
+}
+
+/* Lets time pass (so the persist has outlasted half of a tiny grace), then deletes
+ * doomed_key if set: another machine's retention removing a chunk the persist named. */
+static void s_hook_slow_delete(struct s_hook *h)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = 20 * 1000000 };
+	nanosleep(&ts, NULL);
+	if (h->doomed_key[0])
+		CU_ASSERT_EQUAL(rr_store_del(h->inner, h->doomed_key), 0);
+}
+
+/* A persist that outlasted half the grace lists the chunks again before its manifest: a
+ * chunk it named that was deleted meanwhile fails it (no manifest naming a missing chunk);
+ * with nothing deleted it commits. */
+static void test_gc_long_persist_checks_its_chunks_before_the_manifest(void)
+{
+	for (int del = 1; del >= 0; del--) {
+		struct s_run r;
+		struct s_hook h;
+		struct rr_persist_opts o = fx_opts();
+		struct rr_persist_stats ps;
+		char key[RR_KEY_MAX], *d;
+
+		s_setup(&r, 0); /* every chunk old: written again, the hook's one included */
+		d = fx_ckpt(&r.f, "step-6");
+		fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
+		fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644); /* written last */
+		free(d);
+		s_hook_init(&h, r.f.s, s_hook_slow_delete);
+		CU_ASSERT_EQUAL_FATAL(rr_key_chunk(key, FX_RUN, r.own[1]), 0);
+		h.put_match = key;
+		if (del)
+			CU_ASSERT_EQUAL_FATAL(rr_key_chunk(h.doomed_key, FX_RUN, r.shared), 0);
+		o.threads = 1; /* files in path order: the tokenizer's chunk is written first */
+		o.gc_grace_ms = 4; /* everything stored is "old"; 20 ms is past half of it */
+		CU_ASSERT_EQUAL(rr_persist_checkpoint(&h.base, r.f.ckpt_dir, "step-6", 6000, &o,
+						      NULL, &ps), del ? RR_EPRECOND : 0);
+		CU_ASSERT_EQUAL(h.fired, 1);
+		CU_ASSERT_EQUAL(s_has(&r, 6), !del);
+		s_teardown(&r);
+	}
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "gc_urgent_persist_relies_on_older_chunks_than_a_routine_one",
+	  test_gc_urgent_persist_relies_on_older_chunks_than_a_routine_one },
+	{ "gc_long_persist_checks_its_chunks_before_the_manifest",
+	  test_gc_long_persist_checks_its_chunks_before_the_manifest },
+	{ "gc_handover_keeps_old_chunks_a_new_manifest_deduplicated",
+	  test_gc_handover_keeps_old_chunks_a_new_manifest_deduplicated },
+	{ "gc_persist_relies_on_recent_chunks_without_rewriting_them",
+	  test_gc_persist_relies_on_recent_chunks_without_rewriting_them },
+	{ "gc_deletes_no_chunk_when_a_manifest_appears_during_its_run",
+	  test_gc_deletes_no_chunk_when_a_manifest_appears_during_its_run },
 	{ "gc_keeps_newest_two_and_deletes_unreferenced_chunks",
 	  test_gc_keeps_newest_two_and_deletes_unreferenced_chunks },
 	{ "gc_grace_period_keeps_young_unreferenced_chunks",

@@ -530,6 +530,28 @@ static void test_timeout_ms_cuts_a_slow_answer_retryable(void)
 	s_teardown(&e);
 }
 
+static void test_the_owners_deadline_bounds_every_request(void)
+{
+	static _Atomic long long deadline;
+	struct rr_http_opts o = { .deadline_mono_ms = &deadline };
+	struct s_env e;
+
+	s_setup_opts(&e, &o);
+	e.m.delay_ms = 120000; /* far past the alarm: only the deadline can end the request */
+	deadline = rr_mono_ms() + 300;
+	alarm(60);
+	CU_ASSERT_EQUAL(s_perform(&e, "GET", NULL, 0), RR_EIO);
+	alarm(0);
+	CU_ASSERT_EQUAL(e.resp.status, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.resp.message, "timed out"));
+	/* Cleared, it bounds nothing. */
+	deadline = 0;
+	e.m.delay_ms = 0;
+	CU_ASSERT_EQUAL(s_perform(&e, "GET", NULL, 0), 0);
+	CU_ASSERT_EQUAL(e.resp.status, 200);
+	s_teardown(&e);
+}
+
 static void test_connection_refused_is_eio_retryable(void)
 {
 	struct rr_http *http;
@@ -780,8 +802,11 @@ static void test_batch_destroyed_with_transfers_unfinished_frees_them(void)
 	rr_http_batch_destroy(b); /* ASan checks that nothing leaks */
 	for (int i = 0; i < 4; i++)
 		rr_http_response_free(&resp[i]);
-	/* The client still works afterwards. */
+	/* The client still works afterwards. The server's connection threads may still be
+	 * handling the abandoned requests: its lock keeps the handler's state theirs. */
+	pthread_mutex_lock(&e.srv.mu);
 	e.m.delay_ms = 0;
+	pthread_mutex_unlock(&e.srv.mu);
 	CU_ASSERT_EQUAL(s_perform(&e, "GET", NULL, 0), 0);
 	CU_ASSERT_EQUAL(e.resp.status, 200);
 	s_teardown(&e);
@@ -868,6 +893,7 @@ static CU_TestInfo s_tests[] = {
 	  test_sequential_requests_reuse_one_connection },
 	{ "stalled_server_times_out_retryable", test_stalled_server_times_out_retryable },
 	{ "timeout_ms_cuts_a_slow_answer_retryable", test_timeout_ms_cuts_a_slow_answer_retryable },
+	{ "the_owners_deadline_bounds_every_request", test_the_owners_deadline_bounds_every_request },
 	{ "connection_refused_is_eio_retryable", test_connection_refused_is_eio_retryable },
 	{ "reset_connection_is_eio_retryable", test_reset_connection_is_eio_retryable },
 	{ "closed_without_answer_is_eio_retryable", test_closed_without_answer_is_eio_retryable },

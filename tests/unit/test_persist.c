@@ -97,7 +97,7 @@ static void test_persist_writes_manifest_every_chunk_and_stats(void)
 	fx_done(&f);
 }
 
-static void test_persist_same_name_again_is_eexist_and_changes_nothing(void)
+static void test_persist_same_name_again_is_eexist_or_eprecond_and_changes_nothing(void)
 {
 	struct fx f;
 	struct rr_persist_stats st;
@@ -114,13 +114,19 @@ static void test_persist_same_name_again_is_eexist_and_changes_nothing(void)
 	ino = fx_ino(f.store_dir, key);
 	nchunks = fx_count_chunks(&f);
 
-	/* Even with other contents now: the name is taken. */
+	/* The same content again: the store has this very checkpoint. */
+	CU_ASSERT_EQUAL(fx_persist(&f, "step-1", 1000, NULL, &m, &st), RR_EEXIST);
+	CU_ASSERT_PTR_NULL(m);
+	CU_ASSERT_EQUAL(st.new_bytes, 0);
+
+	/* Other contents now (another machine's step-1 got there first): the name is taken,
+	 * and that is not success, since the store does not hold these bytes. */
 	{
 		char *d = fx_ckpt(&f, "step-1");
 		fx_write_str(d, "run.sh", "#!/bin/sh\necho changed\n", 0755);
 		free(d);
 	}
-	CU_ASSERT_EQUAL(fx_persist(&f, "step-1", 2000, NULL, &m, &st), RR_EEXIST);
+	CU_ASSERT_EQUAL(fx_persist(&f, "step-1", 2000, NULL, &m, &st), RR_EPRECOND);
 	CU_ASSERT_PTR_NULL(m);
 	after = fx_get_str(&f, key);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(before);
@@ -264,7 +270,7 @@ static void test_persist_canceled_before_start_writes_no_manifest(void)
 	struct rr_persist_stats st;
 	struct rr_manifest *m = NULL;
 	struct rr_persist_opts o = fx_opts();
-	volatile int cancel = 1;
+	atomic_int cancel = 1;
 	char names[256];
 
 	fx_init(&f);
@@ -462,11 +468,110 @@ static void test_persist_manifest_store_failure_leaves_previous_checkpoint_newes
 	s_failure_keeps_previous("/manifest.json");
 }
 
+/* A store that passes everything to the fixture's, except that just before the first put of
+ * a key ending in "manifest.json" it stores `other` under that key: another writer's
+ * manifest landing between this persist's check and its create-only write. */
+struct s_race {
+	struct rr_store base;
+	struct rr_store *inner;
+	const char *other;
+	int fired;
+};
+
+static int s_race_put(struct rr_store *s, const char *key, const void *data, size_t len,
+		      const struct rr_put_opts *opts, char *etag_out)
+{
+	struct s_race *r = (struct s_race *)s;
+	size_t n = strlen(key);
+	if (!r->fired && n > 13 && strcmp(key + n - 13, "manifest.json") == 0) {
+		r->fired = 1;
+		CU_ASSERT_EQUAL(rr_store_put(r->inner, key, r->other, strlen(r->other), NULL, NULL),
+				0);
+	}
+	return rr_store_put(r->inner, key, data, len, opts, etag_out);
+}
+
+static int s_race_get(struct rr_store *s, const char *key, struct rr_buf *out, char *etag_out)
+{
+	return rr_store_get(((struct s_race *)s)->inner, key, out, etag_out);
+}
+
+static int s_race_head(struct rr_store *s, const char *key, uint64_t *size_out)
+{
+	return rr_store_head(((struct s_race *)s)->inner, key, size_out);
+}
+
+static int s_race_list(struct rr_store *s, const char *prefix, rr_store_list_cb cb, void *ud)
+{
+	return rr_store_list(((struct s_race *)s)->inner, prefix, cb, ud);
+}
+
+static int s_race_del(struct rr_store *s, const char *key)
+{
+	return rr_store_del(((struct s_race *)s)->inner, key);
+}
+
+static void s_race_destroy(struct rr_store *s)
+{
+	(void)s;
+}
+
+static const struct rr_store_vtable s_race_vt = {
+	.scheme = "race", .put = s_race_put, .get = s_race_get, .head = s_race_head,
+	.list = s_race_list, .del = s_race_del, .destroy = s_race_destroy,
+};
+
+/* Persists step-1 through a store where `other` lands first; returns persist's result. */
+static int s_persist_racing(struct fx *f, const char *other)
+{
+	struct s_race r = { .base = { .vt = &s_race_vt, .url = (char *)"race://" },
+			    .inner = f->s, .other = other };
+	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_stats st;
+	int rc = rr_persist_checkpoint(&r.base, f->ckpt_dir, "step-1", 2000, &o, NULL, &st);
+	CU_ASSERT_EQUAL(r.fired, 1);
+	return rc;
+}
+
+static void test_persist_manifest_landing_meanwhile_is_success_only_with_same_content(void)
+{
+	struct fx f;
+	char key[RR_KEY_MAX], *theirs, *after;
+
+	fx_init(&f);
+	s_make_mixed(&f, "step-1");
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1000, NULL, NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_key_manifest(key, FX_RUN, "step-1"), 0);
+	theirs = fx_get_str(&f, key);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(theirs);
+
+	/* The same bytes, written by the other writer first: the store has our checkpoint. */
+	CU_ASSERT_EQUAL_FATAL(rr_store_del(f.s, key), 0);
+	CU_ASSERT_EQUAL(s_persist_racing(&f, theirs), RR_EEXIST);
+
+	/* Other bytes: not success, and theirs stays. */
+	CU_ASSERT_EQUAL_FATAL(rr_store_del(f.s, key), 0);
+	{
+		char *d = fx_ckpt(&f, "step-1");
+		fx_write_str(d, "run.sh", "#!/bin/sh\necho changed\n", 0755);
+		free(d);
+	}
+	CU_ASSERT_EQUAL(s_persist_racing(&f, theirs), RR_EPRECOND);
+	after = fx_get_str(&f, key);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(after);
+	CU_ASSERT_STRING_EQUAL(after, theirs);
+	free(after);
+	free(theirs);
+	fx_done(&f);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "persist_manifest_landing_meanwhile_is_success_only_with_same_content",
+	  test_persist_manifest_landing_meanwhile_is_success_only_with_same_content },
 	{ "persist_writes_manifest_every_chunk_and_stats",
 	  test_persist_writes_manifest_every_chunk_and_stats },
-	{ "persist_same_name_again_is_eexist_and_changes_nothing",
-	  test_persist_same_name_again_is_eexist_and_changes_nothing },
+	{ "persist_same_name_again_is_eexist_or_eprecond_and_changes_nothing",
+	  test_persist_same_name_again_is_eexist_or_eprecond_and_changes_nothing },
 	{ "persist_with_previous_reuses_unchanged_segments",
 	  test_persist_with_previous_reuses_unchanged_segments },
 	{ "persist_identical_files_store_one_chunk", test_persist_identical_files_store_one_chunk },

@@ -72,7 +72,16 @@ struct s_gate {
 	const char *match;
 	int closed;
 	int blocked; /* puts waiting at the gate */
+	/* Like a remote backend: while the store's cancel flag (rr_store_set_cancel) is
+	 * raised, puts fail with RR_ECANCELED, and a put held at the gate ends so. */
+	int honour_cancel;
 };
+
+static int s_gate_canceled(const struct s_gate *g)
+{
+	const atomic_int *flag = g->base.cancel;
+	return g->honour_cancel && flag && *flag;
+}
 
 static int s_gate_put(struct rr_store *s, const char *key, const void *data, size_t len,
 		      const struct rr_put_opts *opts, char *etag_out)
@@ -82,11 +91,22 @@ static int s_gate_put(struct rr_store *s, const char *key, const void *data, siz
 	if (strstr(key, g->match)) {
 		g->blocked++;
 		pthread_cond_broadcast(&g->cond);
-		while (g->closed)
-			pthread_cond_wait(&g->cond, &g->lock);
+		while (g->closed && !s_gate_canceled(g)) {
+			/* The cancel flag is not announced on the condition: look every 10 ms. */
+			struct timespec t;
+			clock_gettime(CLOCK_REALTIME, &t);
+			t.tv_nsec += 10 * 1000000L;
+			if (t.tv_nsec >= 1000000000L) {
+				t.tv_sec++;
+				t.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&g->cond, &g->lock, &t);
+		}
 		g->blocked--;
 	}
 	pthread_mutex_unlock(&g->lock);
+	if (s_gate_canceled(g))
+		return RR_ECANCELED;
 	return rr_store_put(g->inner, key, data, len, opts, etag_out);
 }
 
@@ -597,6 +617,70 @@ static void test_persister_urgent_submission_sets_aside_older_persist_in_progres
 	fx_done(&e.f);
 }
 
+/* A routine persist stuck on a link that never delivers (the gate stays closed) ends as soon
+ * as a notice's checkpoint arrives: its store request in flight is canceled, not waited for.
+ * The notice's checkpoint then persists with the flag lowered again. */
+static void test_persister_urgent_submission_cancels_store_requests_in_flight(void)
+{
+	struct s_env e;
+	struct s_gate g;
+	const struct rr_persist_result *r1, *r2;
+
+	s_setup_gated(&e, &g, "/chunks/", 3);
+	g.honour_cancel = 1;
+	s_make(&e, "step-1", 1);
+	s_make(&e, "step-2", 2);
+	rr_persister_submit(e.p, "step-1", 1000, 0);
+	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g));
+	rr_persister_submit(e.p, "step-2", 2000, 1);
+	r1 = s_result(&e, "step-1"); /* with the gate still closed */
+	s_gate_open(&g);
+	r2 = s_result(&e, "step-2");
+	CU_ASSERT_PTR_NOT_NULL(r1);
+	CU_ASSERT_PTR_NOT_NULL(r2);
+	if (r1)
+		CU_ASSERT_EQUAL(r1->rc, RR_ECANCELED);
+	if (r2)
+		CU_ASSERT_EQUAL(r2->rc, 0);
+	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-1"));
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-2"));
+	rr_persister_destroy(e.p);
+	e.p = NULL;
+	CU_ASSERT_PTR_NULL(g.base.cancel); /* the persister's flag is not left behind */
+	s_gate_fini(&g);
+	fx_done(&e.f);
+}
+
+/* A notice's checkpoint arriving while the previous one, already committed, updates LATEST
+ * does not cancel that update or its ledger event: only the persist proper steps aside. */
+static void test_persister_urgent_submission_lets_a_committed_checkpoint_finish(void)
+{
+	struct s_env e;
+	struct s_gate g;
+	const struct rr_persist_result *r1, *r2;
+
+	s_setup_gated(&e, &g, "/LATEST", 3);
+	g.honour_cancel = 1;
+	s_make(&e, "step-1", 1);
+	s_make(&e, "step-2", 2);
+	rr_persister_submit(e.p, "step-1", 1000, 0);
+	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g)); /* step-1 committed, its LATEST held */
+	rr_persister_submit(e.p, "step-2", 2000, 1);
+	s_gate_open(&g);
+	r1 = s_result(&e, "step-1");
+	r2 = s_result(&e, "step-2");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r2);
+	CU_ASSERT_EQUAL(r1->rc, 0);
+	CU_ASSERT_EQUAL(r2->rc, 0);
+	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
+	CU_ASSERT_EQUAL(s_count_events(&e, "checkpoint", NULL), 2);
+	rr_persister_destroy(e.p);
+	e.p = NULL;
+	s_gate_fini(&g);
+	fx_done(&e.f);
+}
+
 static void test_persister_cancel_during_event_does_not_cancel_later_checkpoint(void)
 {
 	struct s_env e;
@@ -680,7 +764,60 @@ static void test_persister_destroy_after_work_is_clean(void)
 	s_teardown(&e);
 }
 
+/* A stray far-future name restored from the store (the baseline) must not make later
+ * commits "not newer": they are persisted by commit time, the notice's (urgent) one too,
+ * while LATEST, which orders by step number, stays where it is. */
+static void test_persister_persists_commits_after_far_future_name(void)
+{
+	struct s_env e;
+	struct rr_manifest *stray = NULL;
+	const struct rr_persist_result *r;
+	char latest[256], key[RR_KEY_MAX];
+	struct rr_buf b;
+
+	memset(&e, 0, sizeof(e));
+	fx_init(&e.f);
+	s_make(&e, "step-9999999999", 1);
+	s_make(&e, "step-200", 2);
+	s_make(&e, "step-300", 3);
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&e.f, "step-9999999999", 1000, NULL, &stray, NULL), 0);
+	rr_buf_init(&b, 64 * 1024);
+	CU_ASSERT_EQUAL_FATAL(rr_latest_to_json("step-9999999999", 1000, "other-host", &b), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_key_latest(key, FX_RUN), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_store_put(e.f.s, key, b.data, b.len, NULL, NULL), 0);
+	rr_buf_free(&b);
+	s_start(&e, 3, stray); /* taken over */
+
+	rr_persister_submit(e.p, "step-200", 2000, 0);
+	r = s_result(&e, "step-200");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-200"));
+	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
+
+	rr_persister_submit(e.p, "step-300", 3000, 1);
+	r = s_result(&e, "step-300");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_EQUAL(r->urgent, 1);
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-300"));
+	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
+
+	/* Still not persisted twice, nor anything older by both name and time. */
+	e.nres = 0;
+	rr_persister_submit(e.p, "step-300", 3000, 0);
+	rr_persister_submit(e.p, "step-200", 2000, 0);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	s_collect(&e);
+	CU_ASSERT_EQUAL(e.nres, 0);
+	s_latest(&e, latest, sizeof(latest));
+	CU_ASSERT_STRING_EQUAL(latest, "step-9999999999"); /* orders by step number */
+	s_teardown(&e);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "persister_persists_commits_after_far_future_name",
+	  test_persister_persists_commits_after_far_future_name },
 	{ "persister_persists_submitted_checkpoint", test_persister_persists_submitted_checkpoint },
 	{ "persister_urgent_submission_is_reported_urgent",
 	  test_persister_urgent_submission_is_reported_urgent },
@@ -702,6 +839,10 @@ static CU_TestInfo s_tests[] = {
 	{ "persister_newest_queued_checkpoint_wins", test_persister_newest_queued_checkpoint_wins },
 	{ "persister_urgent_submission_sets_aside_older_persist_in_progress",
 	  test_persister_urgent_submission_sets_aside_older_persist_in_progress },
+	{ "persister_urgent_submission_cancels_store_requests_in_flight",
+	  test_persister_urgent_submission_cancels_store_requests_in_flight },
+	{ "persister_urgent_submission_lets_a_committed_checkpoint_finish",
+	  test_persister_urgent_submission_lets_a_committed_checkpoint_finish },
 	{ "persister_cancel_during_event_does_not_cancel_later_checkpoint",
 	  test_persister_cancel_during_event_does_not_cancel_later_checkpoint },
 	{ "persister_cancel_drops_queued_checkpoint", test_persister_cancel_drops_queued_checkpoint },

@@ -24,7 +24,7 @@ struct s_count {
 	size_t fail_at2;          /* a second failing task, or S_TASKS */
 	int fail_rc2;
 	size_t cancel_at;         /* this task sets *cancel, or S_TASKS */
-	volatile int *cancel;
+	atomic_int *cancel;
 };
 
 static void s_count_init(struct s_count *c, unsigned threads)
@@ -227,7 +227,7 @@ static void test_error_on_many_threads_is_returned_and_no_task_runs_twice(void)
 static void test_cancel_already_set_runs_nothing_and_is_canceled(void)
 {
 	struct s_count *c = malloc(sizeof(*c));
-	volatile int cancel = 1;
+	atomic_int cancel = 1;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	s_count_init(c, 8);
@@ -242,7 +242,7 @@ static void test_cancel_already_set_runs_nothing_and_is_canceled(void)
 static void test_cancel_set_by_a_task_stops_the_rest_on_one_thread(void)
 {
 	struct s_count *c = malloc(sizeof(*c));
-	volatile int cancel = 0;
+	atomic_int cancel = 0;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	s_count_init(c, 1);
@@ -257,7 +257,7 @@ static void test_cancel_set_by_a_task_stops_the_rest_on_one_thread(void)
 static void test_cancel_set_by_a_task_on_many_threads_is_canceled(void)
 {
 	struct s_count *c = malloc(sizeof(*c));
-	volatile int cancel = 0;
+	atomic_int cancel = 0;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	s_count_init(c, 8);
@@ -273,7 +273,7 @@ static void test_cancel_set_by_a_task_on_many_threads_is_canceled(void)
 static void test_cancel_flag_left_clear_changes_nothing(void)
 {
 	struct s_count *c = malloc(sizeof(*c));
-	volatile int cancel = 0;
+	atomic_int cancel = 0;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	s_count_init(c, 8);

@@ -1313,6 +1313,155 @@ static void test_deadline_ends_retries_early(void)
 	s_teardown(&e);
 }
 
+/* ---- a cancel, or the notice's deadline, ends requests in flight ---- */
+
+/* Answers PUTs of keys ending in "slow" (parts included) with 200 and a 512 KiB body sent
+ * 2 KiB a second: a degraded link, fast enough for the stall rule (1 KiB/s), so only a
+ * cancel or a deadline ends such a request before about four minutes. */
+static int s_hook_trickle(struct s_fake *m, const struct s_target *t,
+			  const struct fx_request *req, struct fx_response *resp)
+{
+	static unsigned char body[512 * 1024];
+	size_t klen = strlen(t->key);
+
+	if (strcmp(req->method, "PUT") != 0 || klen < 4 || strcmp(t->key + klen - 4, "slow") != 0)
+		return 0;
+	m->hook_n++;
+	memset(body, ' ', sizeof(body));
+	fx_resp_header(resp, "ETag", "\"%s\"", "0123456789abcdef0123456789abcdef");
+	fx_resp_body(resp, body, sizeof(body));
+	resp->status = 200;
+	resp->trickle_bytes = 2048;
+	resp->trickle_every_ms = 1000;
+	return 1;
+}
+
+struct s_canceller {
+	struct fx_server *srv;
+	const char *method;
+	const char *prefix;
+	atomic_int *flag;
+};
+
+/* Sets the flag once the server has received a matching request (it is then in flight). */
+static void *s_cancel_when_seen(void *arg)
+{
+	struct s_canceller *c = arg;
+
+	while (fx_server_count(c->srv, c->method, c->prefix) == 0)
+		fx_sleep_ms(10);
+	*c->flag = 1;
+	return NULL;
+}
+
+/* Runs a put of len bytes to key while a thread cancels it once a PUT has arrived;
+ * returns the put's result. Without a working cancel the put outlives the alarm. */
+static int s_put_canceled_in_flight(struct s_env *e, const char *key, size_t len)
+{
+	static atomic_int flag;
+	unsigned char *data = s_pattern(len, 7);
+	struct s_canceller c = { &e->srv, "PUT", "/bkt/pre/fix/", &flag };
+	pthread_t th;
+	int rc;
+
+	flag = 0;
+	rr_store_set_cancel(e->s, &flag);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, s_cancel_when_seen, &c), 0);
+	alarm(120); /* the trickle alone would take minutes */
+	rc = rr_store_put(e->s, key, data, len, NULL, NULL);
+	alarm(0);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(flag, 1);
+	rr_store_set_cancel(e->s, NULL);
+	free(data);
+	return rc;
+}
+
+static void test_cancel_ends_a_put_whose_answer_trickles(void)
+{
+	struct s_env e;
+
+	s_setup(&e);
+	e.m.hook = s_hook_trickle;
+	CU_ASSERT_EQUAL(s_put_canceled_in_flight(&e, "slow", 1000), RR_ECANCELED);
+	CU_ASSERT_EQUAL(e.m.hook_n, 1); /* not retried */
+	CU_ASSERT_PTR_NOT_NULL(strstr(rr_store_strerror(RR_ECANCELED), "canceled"));
+	s_teardown(&e);
+}
+
+static void test_cancel_ends_a_multipart_put_in_flight(void)
+{
+	struct s_env e;
+
+	s_setup(&e);
+	e.m.hook = s_hook_trickle;
+	CU_ASSERT_EQUAL(s_put_canceled_in_flight(&e, "big-slow", (size_t)8 << 20), RR_ECANCELED);
+	CU_ASSERT(e.m.hook_n >= 1);
+	CU_ASSERT_EQUAL(e.m.completes, 0);
+	CU_ASSERT_EQUAL(e.m.aborts, 1); /* the parts sent do not linger */
+	s_teardown(&e);
+}
+
+static void test_cancel_ends_the_wait_between_retries(void)
+{
+	struct s_env e;
+
+	s_setup(&e);
+	e.m.hook = s_hook_always_503;
+	/* 503 for ever: 10 attempts with backoff would take about a minute and end in EIO. */
+	CU_ASSERT_EQUAL(s_put_canceled_in_flight(&e, "k", 4), RR_ECANCELED);
+	CU_ASSERT(e.m.hook_n >= 1 && e.m.hook_n < 10);
+	s_teardown(&e);
+}
+
+static void test_a_canceled_store_sends_nothing(void)
+{
+	static atomic_int flag = 1;
+	struct rr_buf b;
+	struct s_env e;
+
+	s_setup(&e);
+	rr_store_set_cancel(e.s, &flag);
+	rr_buf_init(&b, 1024);
+	CU_ASSERT_EQUAL(rr_store_put(e.s, "k", "data", 4, NULL, NULL), RR_ECANCELED);
+	CU_ASSERT_EQUAL(rr_store_get(e.s, "k", &b, NULL), RR_ECANCELED);
+	CU_ASSERT_EQUAL(fx_server_nrequests(&e.srv), 0);
+	flag = 0;
+	CU_ASSERT_EQUAL(rr_store_put(e.s, "k", "data", 4, NULL, NULL), 0);
+	rr_store_set_cancel(e.s, NULL);
+	rr_buf_free(&b);
+	s_teardown(&e);
+}
+
+static void test_the_deadline_ends_a_put_whose_answer_trickles(void)
+{
+	struct s_env e;
+
+	s_setup(&e);
+	e.m.hook = s_hook_trickle;
+	rr_store_set_deadline(e.s, rr_mono_ms() + 1500);
+	alarm(120);
+	CU_ASSERT_EQUAL(rr_store_put(e.s, "slow", "data", 4, NULL, NULL), RR_EIO);
+	alarm(0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rr_store_strerror(RR_EIO), "timed out"));
+	CU_ASSERT_EQUAL(e.m.hook_n, 1); /* no retry could finish before the deadline */
+	rr_store_set_deadline(e.s, 0);
+	s_teardown(&e);
+}
+
+static void test_nothing_is_sent_once_the_deadline_has_passed(void)
+{
+	struct s_env e;
+
+	s_setup(&e);
+	rr_store_set_deadline(e.s, rr_mono_ms() - 1);
+	CU_ASSERT_EQUAL(rr_store_put(e.s, "k", "data", 4, NULL, NULL), RR_EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rr_store_strerror(RR_EIO), "deadline"));
+	CU_ASSERT_EQUAL(fx_server_nrequests(&e.srv), 0);
+	rr_store_set_deadline(e.s, 0);
+	s_teardown(&e);
+}
+
 /* ---- list and delete many ---- */
 
 struct s_listed {
@@ -1934,6 +2083,14 @@ static CU_TestInfo s_tests[] = {
 	{ "expired_token_is_retried_once_with_fresh_credentials",
 	  test_expired_token_is_retried_once_with_fresh_credentials },
 	{ "deadline_ends_retries_early", test_deadline_ends_retries_early },
+	{ "cancel_ends_a_put_whose_answer_trickles", test_cancel_ends_a_put_whose_answer_trickles },
+	{ "cancel_ends_a_multipart_put_in_flight", test_cancel_ends_a_multipart_put_in_flight },
+	{ "cancel_ends_the_wait_between_retries", test_cancel_ends_the_wait_between_retries },
+	{ "a_canceled_store_sends_nothing", test_a_canceled_store_sends_nothing },
+	{ "the_deadline_ends_a_put_whose_answer_trickles",
+	  test_the_deadline_ends_a_put_whose_answer_trickles },
+	{ "nothing_is_sent_once_the_deadline_has_passed",
+	  test_nothing_is_sent_once_the_deadline_has_passed },
 	{ "list_follows_continuation_tokens_and_strips_the_prefix",
 	  test_list_follows_continuation_tokens_and_strips_the_prefix },
 	{ "list_stops_with_the_callbacks_value", test_list_stops_with_the_callbacks_value },
