@@ -34,7 +34,7 @@ read -r failed2 total2 < <(count "$log")
 # two-writers test (event loop, persister, pool and retention at once).
 tsan_suites="pool persist persister restore cloud_watch cloud_aws cloud_gcp cloud_azure cloud_detect http store_s3 store_gcs json"
 echo "== build with ThreadSanitizer (threaded suites: $tsan_suites; the agent)"
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRR_TSAN=ON >/dev/null
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRR_TSAN=ON -DRR_WERROR=ON >/dev/null
 # shellcheck disable=SC2046,SC2086 # the suite names are split into arguments on purpose
 cmake --build build-tsan -j"$jobs" --target resume-run $(printf 'test_%s ' $tsan_suites)
 echo "== threaded unit suites under TSan"
