@@ -112,6 +112,10 @@ static const char s_run_help[] =
 	"                         AWS_SESSION_TOKEN, GOOGLE_APPLICATION_CREDENTIALS, ...)\n"
 	"                         are not passed to the trainer (default pass)\n"
 	"                         [RESUME_RUN_TRAINER_ENV]\n"
+	"  --preempted-exit-code N  exit status when a preemption or termination notice\n"
+	"                         stopped the trainer, so relaunchers (Kubernetes, systemd,\n"
+	"                         Slurm) resume the job; 0: the trainer's own status\n"
+	"                         [RESUME_RUN_PREEMPTED_EXIT_CODE] (default 75, EX_TEMPFAIL)\n"
 	"  --threads N            persist/restore worker threads (default: number of cores;\n"
 	"                         twice that, up to 8, for a remote store)\n"
 	"  --metrics-file PATH    Prometheus text-format metrics, replaced atomically on every\n"
@@ -123,8 +127,8 @@ static const char s_run_help[] =
 	"\n"
 	"Signals: SIGTERM/SIGINT = a notice (checkpoint, persist, then SIGTERM to the trainer);\n"
 	"a second one forwards at once. SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH are forwarded.\n"
-	"Exit status: the trainer's; 128+N if it died of signal N; 127 command not found;\n"
-	"126 not executable; 125 agent error.\n";
+	"Exit status: the trainer's; 128+N if it died of signal N; --preempted-exit-code (75)\n"
+	"if a notice stopped it; 127 command not found; 126 not executable; 125 agent error.\n";
 
 static const char s_ls_help[] =
 	"usage: resume-run ls [--store URL] [--run-id ID]\n"
@@ -177,6 +181,7 @@ enum {
 	OPT_AZURE_ACK, OPT_GCS_HMAC, OPT_TRAINER_ENV,
 	OPT_ENCRYPTION_KEY_FILE, OPT_JSON, OPT_PRICE_SPOT, OPT_PRICE_ON_DEMAND,
 	OPT_METRICS_FILE,
+	OPT_PREEMPTED_EXIT_CODE,
 };
 
 static const struct option s_options[] = {
@@ -190,6 +195,7 @@ static const struct option s_options[] = {
 	{ "keep", required_argument, NULL, OPT_KEEP },
 	{ "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
 	{ "trainer-env", required_argument, NULL, OPT_TRAINER_ENV },
+	{ "preempted-exit-code", required_argument, NULL, OPT_PREEMPTED_EXIT_CODE },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL },
 	{ "precision", required_argument, NULL, OPT_PRECISION },
@@ -317,6 +323,18 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		snprintf(err, err_len, "RESUME_RUN_TRAINER_ENV must be pass or strip");
 		return RR_EINVAL;
 	}
+	/* EX_TEMPFAIL: "try again later" to whatever relaunches the job (DESIGN §1 step 6). */
+	cfg->preempted_exit_code = 75;
+	{
+		const char *pe = s_getenv("RESUME_RUN_PREEMPTED_EXIT_CODE", NULL);
+		if (pe && rr_parse_int(pe, 0, 255, &v)) {
+			snprintf(err, err_len, "RESUME_RUN_PREEMPTED_EXIT_CODE must be 0-255, not '%s'",
+				 pe);
+			return RR_EINVAL;
+		}
+		if (pe)
+			cfg->preempted_exit_code = (int)v;
+	}
 	cfg->threads = rr_pool_default_threads();
 	cfg->zstd_level = RR_ZSTD_LEVEL_DEFAULT;
 	cfg->gc_grace_ms = -1;
@@ -428,6 +446,11 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		case OPT_TRAINER_ENV:
 			if (s_trainer_env(a, &cfg->strip_trainer_env))
 				goto bad_value;
+			break;
+		case OPT_PREEMPTED_EXIT_CODE:
+			if (rr_parse_int(a, 0, 255, &v))
+				goto bad_value;
+			cfg->preempted_exit_code = (int)v;
 			break;
 		case OPT_THREADS:
 			if (rr_parse_int(a, 1, 256, &v))

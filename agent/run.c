@@ -85,6 +85,7 @@ struct s_run {
 
 	int64_t next_every;         /* monotonic ms; 0: off */
 	int finishing, exit_code;
+	int preempted;              /* a preemption/termination notice ended the run */
 };
 
 static void s_log_step(const struct s_run *r, const char *what)
@@ -525,6 +526,9 @@ static void s_on_child_exit(struct s_run *r)
 	if (code == 0 || going || r->terminate_after) {
 		r->finishing = 1;
 		r->exit_code = code;
+		/* Whatever the trainer's own status, the work is not done: a rebalance or
+		 * maintenance notice that training carried on past has already ended. */
+		r->preempted = going || r->terminate_after;
 		return;
 	}
 	if (r->restarts >= r->cfg->max_restarts) {
@@ -574,6 +578,10 @@ static void s_on_signal(struct s_run *r, int sig)
 			if (r->terminate_after)
 				rr_persister_cancel(r->persister);
 			r->restart_at = 0;
+			/* Told to go while waiting to restart the trainer: unfinished work, too.
+			 * (Once leaving, the status already decided stands.) */
+			if (!r->finishing)
+				r->preempted = 1;
 			r->finishing = 1;
 			if (!r->exit_code)
 				r->exit_code = 128 + sig;
@@ -704,6 +712,12 @@ static int s_loop(struct s_run *r)
 				r->exit_code = rc;
 			}
 		}
+	}
+	/* So that Kubernetes, systemd, docker and Slurm relaunch the job (DESIGN §1 step 6). */
+	if (r->preempted && r->cfg->preempted_exit_code) {
+		rr_info("leaving with status %d: stopped by a notice (trainer's own status %d)",
+			r->cfg->preempted_exit_code, r->exit_code);
+		return r->cfg->preempted_exit_code;
 	}
 	return r->exit_code;
 }

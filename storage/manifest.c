@@ -110,11 +110,16 @@ static int s_get_item(struct s_ctx *c, const cJSON *obj, const char *key, const 
 	return 0;
 }
 
+/* The getters below set their outputs on failure too: callers test rc, and an optimizer
+ * that cannot see through s_fail() (GCC 12 at -O3) must not see them read unset. */
 static int s_get_string(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
 			const char **out)
 {
 	const cJSON *it;
-	int rc = s_get_item(c, obj, key, where, &it);
+	int rc;
+
+	*out = NULL;
+	rc = s_get_item(c, obj, key, where, &it);
 	if (rc)
 		return rc;
 	if (!cJSON_IsString(it) || !it->valuestring)
@@ -126,7 +131,10 @@ static int s_get_string(struct s_ctx *c, const cJSON *obj, const char *key, cons
 static int s_get_array(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
 		       const cJSON **out, size_t *n)
 {
-	int rc = s_get_item(c, obj, key, where, out);
+	int rc;
+
+	*n = 0;
+	rc = s_get_item(c, obj, key, where, out);
 	if (rc)
 		return rc;
 	if (!cJSON_IsArray(*out))

@@ -34,6 +34,7 @@ struct rr_config {
 	unsigned keep;
 	unsigned max_restarts;
 	int strip_trainer_env;    /* --trainer-env strip: the agent's credentials stay out */
+	int preempted_exit_code;  /* status when a notice stopped the trainer; 0: its own */
 	int log_json;
 	int verbose;
 	unsigned threads;

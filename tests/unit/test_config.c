@@ -550,6 +550,39 @@ static void test_parse_max_restarts_may_be_zero(void)
 	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
 }
 
+static void test_parse_preempted_exit_code_flag_env_default(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	unsetenv("RESUME_RUN_PREEMPTED_EXIT_CODE");
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.preempted_exit_code, 75); /* EX_TEMPFAIL */
+	p = s_parse(ARGV("resume-run", "--preempted-exit-code", "0", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.preempted_exit_code, 0);
+	setenv("RESUME_RUN_PREEMPTED_EXIT_CODE", "99", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.preempted_exit_code, 99);
+	p = s_parse(ARGV("resume-run", "--preempted-exit-code=42", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.preempted_exit_code, 42); /* the flag beats the environment */
+	setenv("RESUME_RUN_PREEMPTED_EXIT_CODE", "256", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "RESUME_RUN_PREEMPTED_EXIT_CODE must be 0-255"));
+	unsetenv("RESUME_RUN_PREEMPTED_EXIT_CODE");
+	p = s_parse(ARGV("resume-run", "--preempted-exit-code", "-1", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "--preempted-exit-code", "75x", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	/* a run option: the subcommands refuse it */
+	p = s_parse(ARGV("resume-run", "ls", "--preempted-exit-code", "1"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+}
+
 static void test_parse_refuses_an_invalid_run_id(void)
 {
 	static const char *const bad[] = { "../x", ".hidden", "a/b", "..", ".", "", "x\ny" };
@@ -781,6 +814,8 @@ static CU_TestInfo s_tests[] = {
 	{ "test_parse_run_grace_is_whole_seconds", test_parse_run_grace_is_whole_seconds },
 	{ "test_parse_refuses_keep_zero", test_parse_refuses_keep_zero },
 	{ "test_parse_max_restarts_may_be_zero", test_parse_max_restarts_may_be_zero },
+	{ "test_parse_preempted_exit_code_flag_env_default",
+	  test_parse_preempted_exit_code_flag_env_default },
 	{ "test_parse_refuses_an_invalid_run_id", test_parse_refuses_an_invalid_run_id },
 	{ "test_parse_signal_by_name_with_or_without_sig_or_by_number",
 	  test_parse_signal_by_name_with_or_without_sig_or_by_number },
