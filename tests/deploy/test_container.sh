@@ -39,7 +39,11 @@ base_image() { # NAME: pulled if the registry answers, else debootstrap'd and im
 	if [ ! -x "$cache/bin/sh" ]; then
 		command -v debootstrap > /dev/null || fail "no registry and no debootstrap"
 		rm -rf "$cache.tmp"
-		debootstrap --variant=minbase bookworm "$cache.tmp" http://deb.debian.org/debian > debootstrap.log 2>&1 ||
+		# The mirror this machine's apt already uses (the first URIs: line that is not -security).
+		mirror=$(sed -nE 's/^URIs: *([^ ]+).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v -- -security | head -n 1)
+		[ -n "$mirror" ] || mirror=$(sed -nE 's/^deb +(\[[^]]*\] +)?([^ ]+) +bookworm .*/\2/p' /etc/apt/sources.list 2>/dev/null | head -n 1)
+		[ -n "$mirror" ] || fail "no Debian mirror found in apt's sources for debootstrap"
+		debootstrap --variant=minbase bookworm "$cache.tmp" "$mirror" > debootstrap.log 2>&1 ||
 			fail "debootstrap: $(tail -n 5 debootstrap.log)"
 		mv "$cache.tmp" "$cache"
 	fi
