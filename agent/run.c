@@ -181,7 +181,7 @@ static void s_ask_checkpoint(struct s_run *r)
 
 	if (!r->child || r->child_exited)
 		return;
-	n = rr_supervisor_signal_handlers(r->child, r->cfg->checkpoint_signal);
+	n = rr_supervisor_signal_tree(r->child, r->cfg->checkpoint_signal, 0);
 	if (n > 0) {
 		r->ask_pending = 0;
 		r->asked_wall_ms = rr_wall_ms();
@@ -206,7 +206,10 @@ static void s_forward_term(struct s_run *r, const char *why)
 	if (r->term_forwarded || !r->child || r->child_exited)
 		return;
 	rr_info("%s; sending SIGTERM to the trainer", why);
-	kill(-r->child, SIGTERM); /* the whole process group: wrappers and workers alike */
+	/* The whole process group, wrappers and workers alike, and the workers a launcher
+	 * started in sessions of their own (torchrun). */
+	if (rr_supervisor_signal_tree(r->child, SIGTERM, RR_TREE_ALL) < 0)
+		kill(-r->child, SIGTERM);
 	r->term_forwarded = 1;
 }
 
@@ -480,7 +483,8 @@ static void s_on_signal(struct s_run *r, int sig)
 		if (r->terminate_after) {
 			rr_info("SIG%s again: no more waiting, forwarding it to the trainer",
 				rr_signal_name(sig));
-			kill(-r->child, sig);
+			if (rr_supervisor_signal_tree(r->child, sig, RR_TREE_ALL) < 0)
+				kill(-r->child, sig);
 			r->term_forwarded = 1;
 			return;
 		}
