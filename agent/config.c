@@ -98,6 +98,9 @@ static const char s_run_help[] =
 	"  --grace SECONDS        deadline after SIGTERM/SIGINT to the agent (default 25)\n"
 	"  --signal SIG           signal asking the trainer for a checkpoint (default USR1)\n"
 	"  --every DURATION       also ask for a checkpoint periodically (90s, 30m, 2h)\n"
+	"  --commit RULE          what commits a checkpoint: auto (default: rename, plus HF's\n"
+	"                         trainer_state.json, DCP's .metadata, DeepSpeed's latest),\n"
+	"                         rename, marker:NAME or pointer:NAME [RESUME_RUN_COMMIT]\n"
 	"  --precision MODE       how F32 tensors of *.safetensors files are stored: auto\n"
 	"                         (default: scaled FP16 where that is as precise as BF16, else\n"
 	"                         BF16), fp16, bf16, or exact (lossless)\n"
@@ -154,6 +157,7 @@ enum {
 	OPT_TO, OPT_VERSION, OPT_ZSTD_LEVEL, OPT_PRECISION, OPT_EXACT, OPT_S3_ADDRESSING,
 	OPT_S3_SSE, OPT_S3_SSE_KMS_KEY_ID, OPT_CLOUD, OPT_METADATA_ENDPOINT, OPT_POLL_INTERVAL,
 	OPT_AZURE_ACK, OPT_GCS_HMAC,
+	OPT_COMMIT,
 };
 
 static const struct option s_options[] = {
@@ -164,6 +168,7 @@ static const struct option s_options[] = {
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "signal", required_argument, NULL, OPT_SIGNAL },
 	{ "every", required_argument, NULL, OPT_EVERY },
+	{ "commit", required_argument, NULL, OPT_COMMIT },
 	{ "keep", required_argument, NULL, OPT_KEEP },
 	{ "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
 	{ "threads", required_argument, NULL, OPT_THREADS },
@@ -249,6 +254,11 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	}
 	cfg->metadata_endpoint = s_getenv("RESUME_RUN_METADATA_ENDPOINT", NULL);
 	cfg->checkpoint_signal = 10; /* SIGUSR1 */
+	if (rr_commit_rule_parse(s_getenv("RESUME_RUN_COMMIT", "auto"), &cfg->commit)) {
+		snprintf(err, err_len, "RESUME_RUN_COMMIT must be auto, rename, marker:NAME or "
+			 "pointer:NAME");
+		return RR_EINVAL;
+	}
 	cfg->keep = 3;
 	cfg->max_restarts = 3;
 	cfg->threads = rr_pool_default_threads();
@@ -332,6 +342,10 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			/* KILL and STOP can have no handler: a notice would wait forever. */
 			if (rr_signal_from_name(a, &cfg->checkpoint_signal) ||
 			    cfg->checkpoint_signal == SIGKILL || cfg->checkpoint_signal == SIGSTOP)
+				goto bad_value;
+			break;
+		case OPT_COMMIT:
+			if (rr_commit_rule_parse(a, &cfg->commit))
 				goto bad_value;
 			break;
 		case OPT_EVERY:

@@ -847,6 +847,32 @@ static void s_job_free(struct s_job *j, unsigned threads)
 	rr_manifest_destroy(j->m);
 }
 
+/* Lists what checkpoint src holds: every file of a directory, or a regular file as a
+ * one-file checkpoint (DESIGN §2: Lightning's .ckpt, a renamed torch.save file), listed
+ * under its own name (*single = 1). */
+static int s_list_checkpoint(const char *src, const char *name, struct rr_dir_listing *l,
+			     int *single)
+{
+	struct stat st;
+
+	*single = 0;
+	if (lstat(src, &st) != 0)
+		return rr_error_from_errno(errno);
+	if (!S_ISREG(st.st_mode))
+		return rr_dir_list(src, l);
+	l->files = calloc(1, sizeof(*l->files));
+	if (!l->files)
+		return RR_ENOMEM;
+	l->files[0].path = strdup(name);
+	if (!l->files[0].path)
+		return RR_ENOMEM;
+	l->n = 1;
+	l->files[0].mode = st.st_mode & 07777;
+	l->files[0].size = (uint64_t)st.st_size;
+	*single = 1;
+	return 0;
+}
+
 int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *name,
 			  int64_t committed_ms, const struct rr_persist_opts *opts,
 			  struct rr_manifest **manifest_out, struct rr_persist_stats *stats)
@@ -855,6 +881,8 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	struct rr_dir_listing l = { 0 };
 	char key[RR_KEY_MAX], what[300];
 	char *src = NULL, *staging_root = NULL, *staging = NULL;
+	const char *src_root;
+	int single = 0;
 	unsigned threads = opts->threads ? opts->threads : 1;
 	struct rr_buf json;
 	struct rr_manifest *theirs = NULL;
@@ -884,20 +912,25 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		rc = RR_ENOMEM;
 		goto out;
 	}
-	rc = rr_dir_list(src, &l);
+	src_root = src;
+	rc = s_list_checkpoint(src, name, &l, &single);
 	if (rc)
 		goto out;
+	if (single) /* the file's path is its own name, relative to the checkpoint dir */
+		src_root = ckpt_dir;
 	if (l.skipped)
 		rr_warn("%s: %zu entries that are not regular files (e.g. %s) are not persisted",
 			name, l.skipped, l.first_skipped);
 	j.root = staging;
-	if (s_snapshot(src, staging, &l) != 0) {
+	if (s_snapshot(src_root, staging, &l) != 0) {
 		/* Another filesystem or no links allowed: read in place instead. */
 		rr_remove_tree(staging);
-		j.root = src;
+		j.root = src_root;
 	}
 
 	rc = s_build_manifest(&j, name, committed_ms, &l);
+	if (!rc)
+		j.m->single_file = single;
 	if (!rc)
 		rc = s_reuse_init(&j.reuse, theirs ? theirs : opts->previous);
 	j.dry = theirs != NULL;

@@ -341,7 +341,13 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	if (rc)
 		goto out;
 	exists = lstat(final, &st) == 0;
-	if (exists && S_ISDIR(st.st_mode) && s_dir_identical(final, m)) {
+	if (exists && m->single_file && S_ISREG(st.st_mode) && m->nfiles == 1 &&
+	    s_local_identical(final, &m->files[0])) {
+		stats->already_present = 1;
+		stats->kept_files = 1;
+		goto out;
+	}
+	if (exists && !m->single_file && S_ISDIR(st.st_mode) && s_dir_identical(final, m)) {
 		stats->already_present = 1;
 		stats->kept_files = m->nfiles;
 		goto out;
@@ -357,7 +363,8 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	/* Files to keep are taken only from a real directory, and only those its listing
 	 * (which follows no symlink) shows: a link to a file reached through a symlink would
 	 * put an inode from outside the target into the checkpoint. */
-	if (!rc && exists && S_ISDIR(st.st_mode) && rr_dir_list(final, &local) != 0)
+	if (!rc && exists && !m->single_file && S_ISDIR(st.st_mode) &&
+	    rr_dir_list(final, &local) != 0)
 		memset(&local, 0, sizeof(local));
 	for (size_t f = 0; !rc && f < m->nfiles; f++) {
 		const struct rr_file_entry *fe = &m->files[f];
@@ -413,7 +420,21 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 		rr_warn("%s existed locally with other contents; moved aside to %s", final, aside);
 		free(aside);
 	}
-	if (rename(tmp, final) != 0) {
+	if (m->single_file) {
+		/* A one-file checkpoint goes back as that file, where the framework looks
+		 * (Lightning's .ckpt); the staging directory only held it. */
+		char *inner = rr_path_join(tmp, m->files[0].path);
+		if (!inner) {
+			rc = RR_ENOMEM;
+			goto out;
+		}
+		if (rename(inner, final) != 0)
+			rc = rr_error_from_errno(errno);
+		free(inner);
+		if (rc)
+			goto out;
+		rr_remove_tree(tmp);
+	} else if (rename(tmp, final) != 0) {
 		rc = rr_error_from_errno(errno);
 		goto out;
 	}

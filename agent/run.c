@@ -610,6 +610,26 @@ static int s_loop(struct s_run *r)
 
 /* ---- start-up ---- */
 
+/* A framework that finds its checkpoint through a pointer file (DeepSpeed's `latest`)
+ * gets it back beside the restored directory (DESIGN §2, "Order"). */
+static void s_write_pointer(struct s_run *r, const char *name)
+{
+	const char *pointer = rr_commit_pointer_for(&r->cfg->commit, name);
+	char *path;
+	int rc;
+
+	if (!pointer)
+		return;
+	path = rr_path_join(r->ckpt_dir, pointer);
+	rc = path ? rr_write_file_durable(path, name, strlen(name), 0644) : RR_ENOMEM;
+	if (rc)
+		rr_warn("cannot write %s naming the restored %s: %s", pointer, name,
+			rr_strerror(rc));
+	else
+		rr_info("wrote %s naming %s", pointer, name);
+	free(path);
+}
+
 static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 {
 	struct rr_catalog *c = NULL;
@@ -640,6 +660,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 		return EXIT_AGENT_ERROR;
 	}
 	char b1[16], b2[16];
+	s_write_pointer(r, name);
 	if (st.already_present)
 		rr_info("checkpoint %s is already here and identical; nothing copied", name);
 	else
@@ -753,6 +774,7 @@ int rr_run(const struct rr_config *cfg)
 	}
 	/* Checkpoints already here: the newest is what the trainer resumes from, and is
 	 * persisted if the store does not have it yet. */
+	rr_watcher_set_rule(r.watcher, &r.cfg->commit);
 	rr_watcher_scan(r.watcher, s_on_commit, &r);
 	r.scanned = 1;
 	if (cfg->every_ms)
