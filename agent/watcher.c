@@ -24,7 +24,7 @@
 		      IN_MOVE_SELF | IN_ONLYDIR)
 /* Inside a directory that is not committed yet: its marker closed or renamed into place.
  * IN_MOVE_SELF: the directory was renamed, so the name kept for it is stale. */
-#define S_SUB_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVE_SELF | IN_ONLYDIR)
+#define S_SUB_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
 /* The pointer file holds one name (DeepSpeed writes the tag, no newline). */
 #define S_POINTER_MAX 512
 #define S_WARN_MAX 10
