@@ -364,18 +364,18 @@ static int s_scan_entry(struct rr_watcher *w, int fd, const char *name, const ch
 		cb(name, pointer_ms, ud);
 		return 0;
 	}
+	if (rr_commit_scan_takes_dir(&w->rule, name) &&
+	    !(w->rule.kind == RR_COMMIT_AUTO && s_has_distcp(fd, name))) {
+		cb(name, s_ctime_ms(&st), ud);
+		return 0;
+	}
 	if (rr_commit_has_markers(&w->rule)) {
 		int rc = s_sub_add(w, name); /* its marker may still come */
 		if (rc)
 			return rc;
-		if (s_has_marker(w, fd, name, &ms)) { /* it came meanwhile */
+		if (s_has_marker(w, fd, name, &ms)) /* it came meanwhile */
 			cb(name, ms, ud);
-			return 0;
-		}
 	}
-	if (rr_commit_scan_takes_dir(&w->rule, name) &&
-	    !(w->rule.kind == RR_COMMIT_AUTO && s_has_distcp(fd, name)))
-		cb(name, s_ctime_ms(&st), ud);
 	return 0;
 }
 
