@@ -1,8 +1,11 @@
 /* What commits a checkpoint (DESIGN §2, "Committing a checkpoint"). */
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "rr/commit_rule.h"
 #include "rr/error.h"
+#include "rr/fsutil.h"
 
 int rr_commit_rule_parse(const char *text, struct rr_commit_rule *out)
 {
@@ -122,4 +125,26 @@ const char *rr_commit_pointer_for(const struct rr_commit_rule *r, const char *na
 	if (r->kind == RR_COMMIT_AUTO && s_prefix_number(name, "global_step"))
 		return RR_COMMIT_DS_POINTER;
 	return NULL;
+}
+
+int rr_commit_write_pointer(const struct rr_commit_rule *r, const char *dir, const char *name,
+			    const char **pointer_out)
+{
+	const char *pointer = rr_commit_pointer_for(r, name);
+	char *path;
+	int rc;
+
+	if (pointer_out)
+		*pointer_out = NULL;
+	if (!pointer)
+		return 0;
+	path = rr_path_join(dir, pointer);
+	if (!path)
+		return RR_ENOMEM;
+	/* DeepSpeed writes the bare tag, no newline; so does this. */
+	rc = rr_write_file_durable(path, name, strlen(name), 0644);
+	free(path);
+	if (!rc && pointer_out)
+		*pointer_out = pointer;
+	return rc;
 }

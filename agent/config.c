@@ -128,6 +128,9 @@ static const char s_restore_help[] =
 	"usage: resume-run restore [--store URL] [--run-id ID] [--checkpoint NAME] --to DIR\n"
 	"Restores the newest committed checkpoint (or NAME) into DIR/NAME/, verifying every\n"
 	"chunk. Without --checkpoint, a damaged newest checkpoint falls back to an older one.\n"
+	"A one-file checkpoint (a Lightning .ckpt) lands as the file DIR/NAME. --commit RULE\n"
+	"(default auto) also writes the rule's pointer file: DIR/latest for DeepSpeed's\n"
+	"global_stepN, DIR/NAME2 for pointer:NAME2.\n"
 	S_STORE_HELP;
 
 static const char s_verify_help[] =
@@ -204,6 +207,8 @@ static int s_allowed(enum rr_command cmd, int opt)
 		return cmd == RR_CMD_RESTORE || cmd == RR_CMD_VERIFY;
 	case OPT_TO:
 		return cmd == RR_CMD_RESTORE;
+	case OPT_COMMIT: /* restore writes the rule's pointer file (DeepSpeed's latest) */
+		return cmd == RR_CMD_RUN || cmd == RR_CMD_RESTORE;
 	case OPT_KEEP:
 		return cmd == RR_CMD_RUN || cmd == RR_CMD_GC;
 	case OPT_GRACE:

@@ -614,20 +614,14 @@ static int s_loop(struct s_run *r)
  * gets it back beside the restored directory (DESIGN §2, "Order"). */
 static void s_write_pointer(struct s_run *r, const char *name)
 {
-	const char *pointer = rr_commit_pointer_for(&r->cfg->commit, name);
-	char *path;
-	int rc;
+	const char *pointer = NULL;
+	int rc = rr_commit_write_pointer(&r->cfg->commit, r->ckpt_dir, name, &pointer);
 
-	if (!pointer)
-		return;
-	path = rr_path_join(r->ckpt_dir, pointer);
-	rc = path ? rr_write_file_durable(path, name, strlen(name), 0644) : RR_ENOMEM;
 	if (rc)
-		rr_warn("cannot write %s naming the restored %s: %s", pointer, name,
+		rr_warn("cannot write the pointer file naming the restored %s: %s", name,
 			rr_strerror(rc));
-	else
+	else if (pointer)
 		rr_info("wrote %s naming %s", pointer, name);
-	free(path);
 }
 
 static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)

@@ -1,5 +1,6 @@
 /* What commits a checkpoint (DESIGN §2, "Committing a checkpoint"): --commit
- * auto|rename|marker:NAME|pointer:NAME. Pure name logic; the watcher applies it. */
+ * auto|rename|marker:NAME|pointer:NAME. Name logic, which the watcher applies, and the
+ * pointer file restore writes back. */
 #ifndef RR_COMMIT_RULE_H
 #define RR_COMMIT_RULE_H
 
@@ -48,5 +49,12 @@ int rr_commit_scan_takes_dir(const struct rr_commit_rule *r, const char *name);
 /* The pointer file restore writes beside checkpoint name, or NULL: pointer:NAME gives
  * NAME; auto gives "latest" for DeepSpeed's global_stepN names. */
 const char *rr_commit_pointer_for(const struct rr_commit_rule *r, const char *name);
+
+/* Writes the pointer file of the rule (rr_commit_pointer_for) into dir, naming the restored
+ * checkpoint name, durably (temp file, fsync, rename). Does nothing when the rule has no
+ * pointer for that name. Returns 0 or an rr_error; *pointer_out (may be NULL) is the file
+ * name written or NULL. */
+int rr_commit_write_pointer(const struct rr_commit_rule *r, const char *dir, const char *name,
+			    const char **pointer_out);
 
 #endif

@@ -57,4 +57,17 @@ shape_test dcp step-20 'test -f step-20/.metadata' 'test -f step-20/__0_0.distcp
 # plain PyTorch: torch.save to a temp name, os.replace onto the final name.
 shape_test plain model-step-20.pt 'test -f model-step-20.pt'
 
+# The restore subcommand puts them back the same way: DeepSpeed's latest beside
+# global_step20 (not under --commit rename), Lightning's .ckpt as a file.
+"$RR_BIN" restore --store "file://$W/s-deepspeed" --to "$W/r-ds" > r-ds.log 2>&1 || fail "restore deepspeed"
+[ -d "$W/r-ds/global_step20" ] && [ "$(cat "$W/r-ds/latest")" = global_step20 ] || fail "restore: latest"
+"$RR_BIN" restore --commit rename --store "file://$W/s-deepspeed" --to "$W/r-ds2" > r-ds2.log 2>&1 ||
+	fail "restore deepspeed under rename"
+[ -d "$W/r-ds2/global_step20" ] && [ ! -e "$W/r-ds2/latest" ] || fail "restore --commit rename wrote latest"
+"$RR_BIN" restore --store "file://$W/s-lightning" --to "$W/r-l" > r-l.log 2>&1 || fail "restore lightning"
+[ -f "$W/r-l/epoch=2-step=20.ckpt" ] || fail "restore: the .ckpt is not a file"
+"$PY" -c 'import sys, torch; assert torch.load(sys.argv[1])["global_step"] == 20' "$W/r-l/epoch=2-step=20.ckpt" ||
+	fail "restored .ckpt does not load"
+ok "restore subcommand: latest written for DeepSpeed (not under rename), .ckpt restored as a file"
+
 finish
