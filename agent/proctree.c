@@ -108,26 +108,30 @@ static int s_listed(const pid_t *list, size_t n, pid_t pid)
 	return 0;
 }
 
-/* Appends the pids of a space-separated list to out (skipping those already there). */
-static void s_append_pids(const char *text, pid_t *out, size_t cap, size_t *n)
+/* Appends the pids of a space-separated list to out (skipping those already there). 1 when
+ * some did not fit, else 0. */
+static int s_append_pids(const char *text, pid_t *out, size_t cap, size_t *n)
 {
 	const char *p = text;
 
-	while (*p && *n < cap) {
+	for (;;) {
 		long v;
 		while (*p == ' ' || *p == '\n')
 			p++;
 		v = s_number(&p);
 		if (v <= 0)
-			break;
-		if (!s_listed(out, *n, (pid_t)v))
-			out[(*n)++] = (pid_t)v;
+			return 0;
+		if (s_listed(out, *n, (pid_t)v))
+			continue;
+		if (*n == cap)
+			return 1;
+		out[(*n)++] = (pid_t)v;
 	}
 }
 
 /* Children of pid through /proc/PID/task/TID/children (a child belongs to the thread that
  * forked it, so every thread is read). RR_ENOENT when pid is gone. */
-static int s_children_files(pid_t pid, pid_t *out, size_t cap, size_t *n)
+static int s_children_files(pid_t pid, pid_t *out, size_t cap, size_t *n, int *truncated)
 {
 	char path[96];
 	char *buf = NULL;
@@ -159,7 +163,7 @@ static int s_children_files(pid_t pid, pid_t *out, size_t cap, size_t *n)
 			rc = (int)len;
 			goto out;
 		}
-		s_append_pids(buf, out, cap, n);
+		*truncated |= s_append_pids(buf, out, cap, n);
 	}
 out:
 	free(buf);
@@ -223,7 +227,7 @@ int rr_supervisor_descendants(pid_t root, unsigned flags, pid_t *out, size_t cap
 {
 	struct s_table t = { 0 };
 	size_t n = 0;
-	int rc = 0, scan, loaded = 0;
+	int rc = 0, scan, loaded = 0, truncated = 0;
 
 	if (n_out)
 		*n_out = 0;
@@ -234,9 +238,9 @@ int rr_supervisor_descendants(pid_t root, unsigned flags, pid_t *out, size_t cap
 	scan = (flags & RR_TREE_SCAN_PROC) || !s_have_children_files();
 	out[n++] = root;
 	/* Breadth first: out doubles as the queue, so each process is visited once. */
-	for (size_t i = 0; i < n && n < cap; i++) {
+	for (size_t i = 0; i < n && !truncated; i++) {
 		if (!scan) {
-			rc = s_children_files(out[i], out, cap, &n);
+			rc = s_children_files(out[i], out, cap, &n, &truncated);
 			if (rc == RR_ENOENT) {
 				rc = 0; /* exited while we walked: its children went to a reaper */
 				continue;
@@ -250,14 +254,19 @@ int rr_supervisor_descendants(pid_t root, unsigned flags, pid_t *out, size_t cap
 				if (rc)
 					goto out;
 			}
-			for (size_t k = 0; k < t.n && n < cap; k++)
-				if (t.ppid[k] == out[i] && !s_listed(out, n, t.pid[k]))
+			for (size_t k = 0; k < t.n && !truncated; k++) {
+				if (t.ppid[k] != out[i] || s_listed(out, n, t.pid[k]))
+					continue;
+				if (n == cap)
+					truncated = 1;
+				else
 					out[n++] = t.pid[k];
+			}
 		}
 	}
-	if (n == cap)
+	if (truncated)
 		rr_warn("the trainer has more than %zu processes; only the first %zu are signalled",
-			cap - 1, cap);
+			cap, cap);
 out:
 	free(t.pid);
 	free(t.ppid);
