@@ -36,8 +36,8 @@ int rr_supervisor_signal_handlers(pid_t pgid, int sig);
 /* Lists root and all its descendants, whatever their session or process group, breadth
  * first, root first: children through /proc/PID/task/TID/children where the kernel has
  * them, else (or with RR_TREE_SCAN_PROC) through one scan of /proc for PPid. At most cap
- * pids go to out (a warning is logged when there are more); *n_out says how many. Returns 0, RR_ENOENT when root is gone, RR_EINVAL,
- * RR_ENOMEM or RR_EIO. */
+ * pids go to out (a warning is logged when there are more); *n_out says how many.
+ * Returns 0, RR_ENOENT when root is gone, RR_EINVAL, RR_ENOMEM or RR_EIO. */
 int rr_supervisor_descendants(pid_t root, unsigned flags, pid_t *out, size_t cap,
 			      size_t *n_out);
 
