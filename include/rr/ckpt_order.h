@@ -13,9 +13,9 @@
 int rr_checkpoint_step(const char *name, uint64_t *step);
 
 /* Negative when a is older than b, positive when newer, 0 when the same checkpoint.
- * names with a step number compare by it, then commit time; other names by commit time, then name; a
- * step-N name is newer than any other name (so the order stays transitive when a run
- * mixes both). */
+ * Names with a step number compare by it, then commit time; other names by commit time,
+ * then name; a name with a step number is newer than any other name (so the order stays
+ * transitive when a run mixes both). */
 int rr_checkpoint_compare(const char *a, int64_t a_committed_ms, const char *b,
 			  int64_t b_committed_ms);
 
