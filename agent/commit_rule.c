@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include "rr/ckpt_order.h"
 #include "rr/commit_rule.h"
 #include "rr/error.h"
 #include "rr/fsutil.h"
@@ -116,6 +117,23 @@ int rr_commit_scan_takes_dir(const struct rr_commit_rule *r, const char *name)
 	if (r->kind != RR_COMMIT_AUTO)
 		return 0;
 	return !s_prefix_number(name, "checkpoint-") && !s_prefix_number(name, "global_step");
+}
+
+int rr_commit_scan_takes_file(const struct rr_commit_rule *r, const char *name)
+{
+	static const char *const exts[] = { ".ckpt", ".pt", ".pth", ".bin", ".safetensors",
+					    ".tar" };
+	uint64_t step;
+
+	if (!rr_commit_takes_renames(r) || rr_commit_is_pointer(r, name) ||
+	    rr_commit_is_temp_name(name))
+		return 0;
+	if (r->kind == RR_COMMIT_RENAME || rr_checkpoint_step(name, &step))
+		return 1;
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
+		if (s_ends_with(name, exts[i]))
+			return 1;
+	return 0;
 }
 
 const char *rr_commit_pointer_for(const struct rr_commit_rule *r, const char *name)

@@ -350,7 +350,7 @@ static int s_scan_entry(struct rr_watcher *w, int fd, const char *name, const ch
 	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		return errno == ENOENT ? 0 : rr_error_from_errno(errno);
 	if (S_ISREG(st.st_mode)) {
-		if (rr_commit_takes_renames(&w->rule) && !rr_commit_is_pointer(&w->rule, name))
+		if (rr_commit_scan_takes_file(&w->rule, name))
 			cb(name, s_ctime_ms(&st), ud);
 		return 0;
 	}

@@ -46,6 +46,13 @@ int rr_commit_has_markers(const struct rr_commit_rule *r);
  * DeepSpeed), since those are committed by their marker or pointer only. */
 int rr_commit_scan_takes_dir(const struct rr_commit_rule *r, const char *name);
 
+/* For a regular file found by a scan (its rename, if any, went unseen): 1 when it is taken
+ * as a one-file checkpoint. rename: any file but the pointer's. auto: only files that look
+ * like checkpoints (a step number in the name, or .ckpt, .pt, .pth, .bin, .safetensors,
+ * .tar), since frameworks leave other files beside their checkpoints written in place
+ * (DeepSpeed's zero_to_fp32.py, `latest`). */
+int rr_commit_scan_takes_file(const struct rr_commit_rule *r, const char *name);
+
 /* The pointer file restore writes beside checkpoint name, or NULL: pointer:NAME gives
  * NAME; auto gives "latest" for DeepSpeed's global_stepN names. */
 const char *rr_commit_pointer_for(const struct rr_commit_rule *r, const char *name);

@@ -42,7 +42,8 @@ int rr_watcher_fd(const struct rr_watcher *w);
  * temporary names skipped): a directory holding its marker, the directory the pointer
  * names, and, when the rule takes renames, every other directory and regular file but the
  * pointer file (under auto: except directories a framework writes in place, checkpoint-N,
- * global_stepN or holding *.distcp files, which need their marker or pointer). Directories
+ * global_stepN or holding *.distcp files, which need their marker or pointer, and files
+ * that do not look like checkpoints: rr_commit_scan_takes_file). Directories
  * still without a marker are watched for it. Entries that vanish during the scan are
  * skipped. Returns 0 or an rr_error. */
 int rr_watcher_scan(struct rr_watcher *w, rr_watcher_cb cb, void *ud);

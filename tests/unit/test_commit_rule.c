@@ -92,7 +92,28 @@ static void test_scan_and_restore_treat_framework_names_by_their_rule(void)
 	CU_ASSERT_PTR_NULL(rr_commit_pointer_for(&r, "global_step7"));
 }
 
+static void test_scan_takes_only_checkpoint_looking_files_under_auto(void)
+{
+	struct rr_commit_rule a, r, m;
+
+	rr_commit_rule_parse("auto", &a);
+	rr_commit_rule_parse("rename", &r);
+	rr_commit_rule_parse("marker:DONE", &m);
+	CU_ASSERT(rr_commit_scan_takes_file(&a, "epoch=2-step=20.ckpt"));
+	CU_ASSERT(rr_commit_scan_takes_file(&a, "model.pt"));
+	CU_ASSERT(rr_commit_scan_takes_file(&a, "weights.safetensors"));
+	CU_ASSERT(rr_commit_scan_takes_file(&a, "step-7"));
+	CU_ASSERT(!rr_commit_scan_takes_file(&a, "zero_to_fp32.py"));
+	CU_ASSERT(!rr_commit_scan_takes_file(&a, "latest"));
+	CU_ASSERT(!rr_commit_scan_takes_file(&a, "tmpa1b2c3d4"));
+	CU_ASSERT(!rr_commit_scan_takes_file(&a, "model.pt.tmp"));
+	CU_ASSERT(rr_commit_scan_takes_file(&r, "zero_to_fp32.py"));
+	CU_ASSERT(!rr_commit_scan_takes_file(&m, "model.pt"));
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_scan_takes_only_checkpoint_looking_files_under_auto",
+	  test_scan_takes_only_checkpoint_looking_files_under_auto },
 	{ "test_parse_accepts_the_four_forms", test_parse_accepts_the_four_forms },
 	{ "test_parse_rejects_bad_rules_and_names", test_parse_rejects_bad_rules_and_names },
 	{ "test_temporary_names_are_never_checkpoints",

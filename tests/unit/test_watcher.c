@@ -783,6 +783,9 @@ static void test_auto_commits_a_deepspeed_directory_when_latest_names_it(void)
 	CU_ASSERT(s_count(&r, "global_step10") == 1);
 	CU_ASSERT(s_count(&r, "global_step20") == 0);
 	CU_ASSERT(s_count(&r, "latest") == 0);
+	CU_ASSERT(s_count(&r, "zero_to_fp32.py") == 0);
+	CU_ASSERT(s_count(&r, "junk-pointer-target") == 0);
+	CU_ASSERT(r.n == 2); /* global_step10 and the renamed sentinel */
 	rr_watcher_destroy(w2);
 	/* a pointer naming something that is not a directory commits nothing */
 	r.n = 0;
