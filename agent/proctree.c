@@ -312,6 +312,8 @@ static int s_still_in_tree(const pid_t *list, size_t n, size_t i, pid_t *pgrp)
 int rr_supervisor_signal_tree(pid_t root, int sig, unsigned flags)
 {
 	pid_t list[RR_TREE_MAX];
+	int fds[RR_TREE_MAX];
+	unsigned char take[RR_TREE_MAX];
 	size_t n = 0;
 	int count = 0, rc;
 
@@ -324,22 +326,31 @@ int rr_supervisor_signal_tree(pid_t root, int sig, unsigned flags)
 		return 0;
 	if (rc)
 		return rc;
+	/* Then pin every process and decide who gets it, still before any signal: a worker's
+	 * parent that dies of the signal would make it look like a stranger afterwards. */
+	for (size_t i = 0; i < n; i++) {
+		pid_t pgrp = 0;
+
+		take[i] = 0;
+		fds[i] = s_pidfd_open(list[i]);
+		if (fds[i] < 0 && errno == ESRCH)
+			continue;
+		if (!s_still_in_tree(list, n, i, &pgrp))
+			continue;
+		if (flags & RR_TREE_ALL)
+			take[i] = pgrp != root; /* the group gets it below, all at once */
+		else
+			take[i] = rr_proc_handles_signal(list[i], sig) == 1;
+	}
 	if (flags & RR_TREE_ALL) {
-		/* The trainer's own group at once, as a shell would; below, only those that
-		 * left it, so no process gets the signal twice. */
+		/* The trainer's own group at once, as a shell would; then only those that left
+		 * it, so no process gets the signal twice. */
 		if (kill(-root, sig) == 0)
 			count++;
 	}
 	for (size_t i = 0; i < n; i++) {
-		int pidfd = s_pidfd_open(list[i]);
-		pid_t pgrp = 0;
-
-		if (pidfd < 0 && errno == ESRCH)
-			continue;
-		if (s_still_in_tree(list, n, i, &pgrp) &&
-		    (!(flags & RR_TREE_ALL) || pgrp != root) &&
-		    ((flags & RR_TREE_ALL) || rr_proc_handles_signal(list[i], sig) == 1)) {
-			if (s_send(list[i], pidfd, sig) == 0) {
+		if (take[i]) {
+			if (s_send(list[i], fds[i], sig) == 0) {
 				rr_debug("sent signal %d to pid %ld", sig, (long)list[i]);
 				count++;
 			} else if (errno != ESRCH) {
@@ -347,8 +358,8 @@ int rr_supervisor_signal_tree(pid_t root, int sig, unsigned flags)
 					strerror(errno));
 			}
 		}
-		if (pidfd >= 0)
-			close(pidfd);
+		if (fds[i] >= 0)
+			close(fds[i]);
 	}
 	return count;
 }
