@@ -102,6 +102,9 @@ static const char s_run_help[] =
 	"  --grace SECONDS        deadline after SIGTERM/SIGINT to the agent (default 25)\n"
 	"  --signal SIG           signal asking the trainer for a checkpoint (default USR1)\n"
 	"  --every DURATION       also ask for a checkpoint periodically (90s, 30m, 2h)\n"
+	"  --commit RULE          what commits a checkpoint: auto (default: rename, plus HF's\n"
+	"                         trainer_state.json, DCP's .metadata, DeepSpeed's latest),\n"
+	"                         rename, marker:NAME or pointer:NAME [RESUME_RUN_COMMIT]\n"
 	"  --precision MODE       how F32 tensors of *.safetensors files are stored: auto\n"
 	"                         (default: scaled FP16 where that is as precise as BF16, else\n"
 	"                         BF16), fp16, bf16, or exact (lossless)\n"
@@ -139,6 +142,9 @@ static const char s_restore_help[] =
 	"usage: resume-run restore [--store URL] [--run-id ID] [--checkpoint NAME] --to DIR\n"
 	"Restores the newest committed checkpoint (or NAME) into DIR/NAME/, verifying every\n"
 	"chunk. Without --checkpoint, a damaged newest checkpoint falls back to an older one.\n"
+	"A one-file checkpoint (a Lightning .ckpt) lands as the file DIR/NAME. --commit RULE\n"
+	"(default auto) also writes the rule's pointer file: DIR/latest for DeepSpeed's\n"
+	"global_stepN, DIR/NAME2 for pointer:NAME2.\n"
 	S_STORE_HELP;
 
 static const char s_verify_help[] =
@@ -182,6 +188,7 @@ enum {
 	OPT_ENCRYPTION_KEY_FILE, OPT_JSON, OPT_PRICE_SPOT, OPT_PRICE_ON_DEMAND,
 	OPT_METRICS_FILE,
 	OPT_PREEMPTED_EXIT_CODE,
+	OPT_COMMIT,
 };
 
 static const struct option s_options[] = {
@@ -192,6 +199,7 @@ static const struct option s_options[] = {
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "signal", required_argument, NULL, OPT_SIGNAL },
 	{ "every", required_argument, NULL, OPT_EVERY },
+	{ "commit", required_argument, NULL, OPT_COMMIT },
 	{ "keep", required_argument, NULL, OPT_KEEP },
 	{ "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
 	{ "trainer-env", required_argument, NULL, OPT_TRAINER_ENV },
@@ -237,6 +245,8 @@ static int s_allowed(enum rr_command cmd, int opt)
 		return cmd == RR_CMD_RESTORE;
 	case OPT_JSON: case OPT_PRICE_SPOT: case OPT_PRICE_ON_DEMAND:
 		return cmd == RR_CMD_REPORT;
+	case OPT_COMMIT: /* restore writes the rule's pointer file (DeepSpeed's latest) */
+		return cmd == RR_CMD_RUN || cmd == RR_CMD_RESTORE;
 	case OPT_KEEP:
 		return cmd == RR_CMD_RUN || cmd == RR_CMD_GC;
 	case OPT_GRACE:
@@ -317,6 +327,11 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	cfg->metadata_endpoint = s_getenv("RESUME_RUN_METADATA_ENDPOINT", NULL);
 	cfg->metrics_file = s_getenv("RESUME_RUN_METRICS_FILE", NULL);
 	cfg->checkpoint_signal = 10; /* SIGUSR1 */
+	if (rr_commit_rule_parse(s_getenv("RESUME_RUN_COMMIT", "auto"), &cfg->commit)) {
+		snprintf(err, err_len, "RESUME_RUN_COMMIT must be auto, rename, marker:NAME or "
+			 "pointer:NAME");
+		return RR_EINVAL;
+	}
 	cfg->keep = 3;
 	cfg->max_restarts = 3;
 	if (s_trainer_env(s_getenv("RESUME_RUN_TRAINER_ENV", "pass"), &cfg->strip_trainer_env)) {
@@ -427,6 +442,10 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			/* KILL and STOP can have no handler: a notice would wait forever. */
 			if (rr_signal_from_name(a, &cfg->checkpoint_signal) ||
 			    cfg->checkpoint_signal == SIGKILL || cfg->checkpoint_signal == SIGSTOP)
+				goto bad_value;
+			break;
+		case OPT_COMMIT:
+			if (rr_commit_rule_parse(a, &cfg->commit))
 				goto bad_value;
 			break;
 		case OPT_EVERY:

@@ -259,7 +259,7 @@ static void s_ask_checkpoint(struct s_run *r)
 
 	if (!r->child || r->child_exited)
 		return;
-	n = rr_supervisor_signal_handlers(r->child, r->cfg->checkpoint_signal);
+	n = rr_supervisor_signal_tree(r->child, r->cfg->checkpoint_signal, 0);
 	if (n > 0) {
 		r->ask_pending = 0;
 		r->asked_wall_ms = rr_wall_ms();
@@ -284,7 +284,10 @@ static void s_forward_term(struct s_run *r, const char *why)
 	if (r->term_forwarded || !r->child || r->child_exited)
 		return;
 	rr_info("%s; sending SIGTERM to the trainer", why);
-	kill(-r->child, SIGTERM); /* the whole process group: wrappers and workers alike */
+	/* The whole process group, wrappers and workers alike, and the workers a launcher
+	 * started in sessions of their own (torchrun). */
+	if (rr_supervisor_signal_tree(r->child, SIGTERM, RR_TREE_ALL) < 0)
+		kill(-r->child, SIGTERM);
 	r->term_forwarded = 1;
 }
 
@@ -591,7 +594,8 @@ static void s_on_signal(struct s_run *r, int sig)
 		if (r->terminate_after) {
 			rr_info("SIG%s again: no more waiting, forwarding it to the trainer",
 				rr_signal_name(sig));
-			kill(-r->child, sig);
+			if (rr_supervisor_signal_tree(r->child, sig, RR_TREE_ALL) < 0)
+				kill(-r->child, sig);
 			r->term_forwarded = 1;
 			return;
 		}
@@ -724,6 +728,20 @@ static int s_loop(struct s_run *r)
 
 /* ---- start-up ---- */
 
+/* A framework that finds its checkpoint through a pointer file (DeepSpeed's `latest`)
+ * gets it back beside the restored directory (DESIGN §2, "Order"). */
+static void s_write_pointer(struct s_run *r, const char *name)
+{
+	const char *pointer = NULL;
+	int rc = rr_commit_write_pointer(&r->cfg->commit, r->ckpt_dir, name, &pointer);
+
+	if (rc)
+		rr_warn("cannot write the pointer file naming the restored %s: %s", name,
+			rr_strerror(rc));
+	else if (pointer)
+		rr_info("wrote %s naming %s", pointer, name);
+}
+
 static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 {
 	struct rr_catalog *c = NULL;
@@ -770,6 +788,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 		return EXIT_AGENT_ERROR;
 	}
 	char b1[16], b2[16];
+	s_write_pointer(r, name);
 	if (st.already_present)
 		rr_info("checkpoint %s is already here and identical; nothing copied", name);
 	else
@@ -988,6 +1007,7 @@ int rr_run(const struct rr_config *cfg)
 	}
 	/* Checkpoints already here: the newest is what the trainer resumes from, and is
 	 * persisted if the store does not have it yet. */
+	rr_watcher_set_rule(r.watcher, &r.cfg->commit);
 	rr_watcher_scan(r.watcher, s_on_commit, &r);
 	r.scanned = 1;
 	if (cfg->every_ms)

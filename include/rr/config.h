@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "rr/cloud.h"
+#include "rr/commit_rule.h"
 #include "rr/store.h"
 
 #define RR_MAX_EXACT_GLOBS 64
@@ -31,6 +32,7 @@ struct rr_config {
 	int64_t grace_ms;
 	int checkpoint_signal;
 	int64_t every_ms;         /* 0: off */
+	struct rr_commit_rule commit; /* --commit (DESIGN §2) */
 	unsigned keep;
 	unsigned max_restarts;
 	int strip_trainer_env;    /* --trainer-env strip: the agent's credentials stay out */

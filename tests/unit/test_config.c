@@ -32,6 +32,7 @@ static void s_clear_env(void)
 	unsetenv("RESUME_RUN_STORE");
 	unsetenv("RESUME_RUN_ID");
 	unsetenv("RESUME_RUN_CHECKPOINT_DIR");
+	unsetenv("RESUME_RUN_COMMIT");
 }
 
 static struct s_parsed s_parse(char **argv)
@@ -775,7 +776,39 @@ static void test_parse_trainer_env_takes_pass_or_strip_from_flag_or_environment(
 	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
 }
 
+static void test_commit_rule_defaults_to_auto_and_comes_from_flag_or_environment(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.commit.kind, RR_COMMIT_AUTO);
+	setenv("RESUME_RUN_COMMIT", "pointer:latest", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT(p.cfg.commit.kind == RR_COMMIT_POINTER &&
+		  strcmp(p.cfg.commit.name, "latest") == 0);
+	p = s_parse(ARGV("resume-run", "--commit", "marker:DONE", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT(p.cfg.commit.kind == RR_COMMIT_MARKER && strcmp(p.cfg.commit.name, "DONE") == 0);
+	p = s_parse(ARGV("resume-run", "restore", "--commit", "rename", "--to", "/x"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	p = s_parse(ARGV("resume-run", "--commit", "marker:a/b", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "invalid value 'marker:a/b' for --commit"));
+	p = s_parse(ARGV("resume-run", "ls", "--commit", "rename"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	setenv("RESUME_RUN_COMMIT", "sometimes", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "RESUME_RUN_COMMIT"));
+	s_clear_env();
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_commit_rule_defaults_to_auto_and_comes_from_flag_or_environment",
+	  test_commit_rule_defaults_to_auto_and_comes_from_flag_or_environment },
 	{ "test_duration_accepts_each_unit", test_duration_accepts_each_unit },
 	{ "test_duration_of_exactly_30_days_is_accepted_in_every_unit",
 	  test_duration_of_exactly_30_days_is_accepted_in_every_unit },
