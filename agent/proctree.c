@@ -274,9 +274,7 @@ out:
 	return rc;
 }
 
-/* A pidfd pins the process so a pid recycled between the walk and the kill cannot be
- * signalled by mistake. -1 when unavailable (old kernel, seccomp): plain kill then. */
-static int s_pidfd_open(pid_t pid)
+int rr_proc_pidfd_open(pid_t pid)
 {
 #ifdef SYS_pidfd_open
 	return (int)syscall(SYS_pidfd_open, pid, 0);
@@ -287,7 +285,7 @@ static int s_pidfd_open(pid_t pid)
 #endif
 }
 
-static int s_send(pid_t pid, int pidfd, int sig)
+int rr_proc_send(pid_t pid, int pidfd, int sig)
 {
 #ifdef SYS_pidfd_send_signal
 	if (pidfd >= 0)
@@ -332,7 +330,7 @@ int rr_supervisor_signal_tree(pid_t root, int sig, unsigned flags)
 		pid_t pgrp = 0;
 
 		take[i] = 0;
-		fds[i] = s_pidfd_open(list[i]);
+		fds[i] = rr_proc_pidfd_open(list[i]);
 		if (fds[i] < 0 && errno == ESRCH)
 			continue;
 		if (!s_still_in_tree(list, n, i, &pgrp))
@@ -350,7 +348,7 @@ int rr_supervisor_signal_tree(pid_t root, int sig, unsigned flags)
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (take[i]) {
-			if (s_send(list[i], fds[i], sig) == 0) {
+			if (rr_proc_send(list[i], fds[i], sig) == 0) {
 				rr_debug("sent signal %d to pid %ld", sig, (long)list[i]);
 				count++;
 			} else if (errno != ESRCH) {

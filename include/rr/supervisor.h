@@ -26,9 +26,11 @@ int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[]
  * /proc/PID/status), 0 when not, RR_ENOENT when the process is gone. */
 int rr_proc_handles_signal(pid_t pid, int sig);
 
-/* Sends sig to every process of process group pgid that handles it (SigCgt), and to no
- * other. Returns how many processes were signalled (0 when none has a handler yet). */
-int rr_supervisor_signal_handlers(pid_t pgid, int sig);
+/* A pidfd pins a process so that a pid recycled between a check and the kill cannot be
+ * signalled by mistake: the fd (close it), or -1 when unavailable (old kernel, seccomp). */
+int rr_proc_pidfd_open(pid_t pid);
+/* Sends sig through pidfd when it is >= 0, else with kill(pid). 0 or -1 with errno. */
+int rr_proc_send(pid_t pid, int pidfd, int sig);
 
 /* Makes the agent's memory (credentials, tokens) unreachable: not dumpable (no core file,
  * no ptrace or /proc/PID/mem by the same user) and a core-file soft limit of 0. The

@@ -667,7 +667,7 @@ static void test_proc_handles_signal_treats_zombie_as_not_handling(void)
 	CU_ASSERT_EQUAL(rr_proc_handles_signal(pid, SIGUSR1), RR_ENOENT);
 }
 
-static void test_signal_handlers_signals_only_processes_with_handler(void)
+static void test_signal_tree_signals_only_processes_with_handler(void)
 {
 	/* One group: a shell wrapper (no handler), two Python workers with a handler (one
 	 * with a comm that fools a parser reading up to the first ')'), and a sleep
@@ -706,7 +706,7 @@ static void test_signal_handlers_signals_only_processes_with_handler(void)
 	if (sleeper <= 0)
 		goto out;
 
-	CU_ASSERT_EQUAL(rr_supervisor_signal_handlers(leader, SIGUSR1), 2);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(leader, SIGUSR1, 0), 2);
 
 	CU_ASSERT(s_wait_for_content(a, "got"));
 	CU_ASSERT(s_wait_for_content(b, "got"));
@@ -728,16 +728,16 @@ out:
 	s_rm_rf(dir);
 }
 
-static void test_signal_handlers_returns_zero_while_no_handler_is_installed(void)
+static void test_signal_tree_returns_zero_while_no_handler_is_installed(void)
 {
 	char *argv[] = { "sleep", "1000", NULL };
 	pid_t pid = -1;
 
 	CU_ASSERT_EQUAL_FATAL(s_spawn_argv(argv, &pid), 0);
-	CU_ASSERT_EQUAL(rr_supervisor_signal_handlers(pid, SIGUSR1), 0);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(pid, SIGUSR1, 0), 0);
 	CU_ASSERT(s_alive_without_pending(pid, SIGUSR1));
-	CU_ASSERT_EQUAL(rr_supervisor_signal_handlers(pid, 0), RR_EINVAL);
-	CU_ASSERT_EQUAL(rr_supervisor_signal_handlers(0, SIGUSR1), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(pid, 0, 0), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(0, SIGUSR1, 0), RR_EINVAL);
 	s_kill_and_wait(pid);
 }
 
@@ -844,9 +844,6 @@ static void test_signal_tree_reaches_workers_in_new_sessions_not_the_launcher(vo
 	char path[160];
 
 	CU_ASSERT_FATAL(s_tree_start(&t) == 0 || (s_tree_stop(&t), 0));
-	/* what the old process-group delivery did: nobody in the group has a handler */
-	CU_ASSERT_EQUAL(rr_supervisor_signal_handlers(t.launcher, SIGUSR1), 0);
-
 	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(t.launcher, SIGUSR1, 0), 2);
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/w%d", t.dir, i);
@@ -1252,8 +1249,8 @@ static CU_TestInfo s_tests[] = {
 	S_TEST(test_signal_tree_all_terminates_workers_in_new_sessions),
 	S_TEST(test_signal_tree_of_a_gone_process_signals_nobody),
 	S_TEST(test_proc_handles_signal_treats_zombie_as_not_handling),
-	S_TEST(test_signal_handlers_signals_only_processes_with_handler),
-	S_TEST(test_signal_handlers_returns_zero_while_no_handler_is_installed),
+	S_TEST(test_signal_tree_signals_only_processes_with_handler),
+	S_TEST(test_signal_tree_returns_zero_while_no_handler_is_installed),
 	S_TEST(test_reap_returns_child_status),
 	S_TEST(test_reap_with_no_children_returns_zero),
 	S_TEST(test_reap_collects_orphaned_grandchild_as_subreaper),
