@@ -23,6 +23,7 @@
 #include "rr/metrics.h"
 #include "rr/notice.h"
 #include "rr/persister.h"
+#include "rr/throughput.h"
 #include "rr/progress.h"
 #include "rr/restore.h"
 #include "rr/run.h"
@@ -317,6 +318,25 @@ static void s_flush_restore_event(struct s_run *r, int now)
 	r->restore_event = NULL;
 }
 
+/* Whether the checkpoint the notice asks for can be durable in time, from the recent
+ * persist rate (agent/throughput.c): the operator learns at once what a miss would cost. */
+static void s_log_deadline_estimate(struct s_run *r, int64_t left_ms)
+{
+	struct rr_throughput t;
+	struct rr_deadline_estimate e;
+	char line[1024];
+
+	if (!r->persister)
+		return;
+	rr_persister_throughput(r->persister, &t);
+	rr_throughput_estimate(&t, left_ms, &e);
+	rr_throughput_describe(&t, &e, rr_wall_ms(), line, sizeof(line));
+	if (e.fits)
+		rr_info("notice: %s", line);
+	else
+		rr_warn("notice: %s", line);
+}
+
 static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 {
 	struct rr_buf json;
@@ -342,6 +362,8 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 		rr_info("notice: %s from %s, deadline in %lld s", rr_notice_kind_name(n->kind),
 			rr_notice_source_name(n->source),
 			(long long)(n->deadline_unix - n->received_unix));
+	if (n->deadline_unix)
+		s_log_deadline_estimate(r, (n->deadline_unix - n->received_unix) * 1000);
 	else
 		rr_info("notice: %s from %s, no deadline", rr_notice_kind_name(n->kind),
 			rr_notice_source_name(n->source));
@@ -963,7 +985,7 @@ int rr_run(const struct rr_config *cfg)
 		.keep = cfg->keep, .threads = cfg->threads, .zstd_level = cfg->zstd_level,
 		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
 		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
-		.metrics = r.metrics,
+		.metrics = r.metrics, .store_url = cfg->store_url,
 	};
 	rc = rr_persister_new(&pc, baseline, &r.persister);
 	if (!rc)
