@@ -74,7 +74,7 @@ const char *rr_throughput_describe(const struct rr_throughput *t,
 				   const struct rr_deadline_estimate *e, int64_t now_ms,
 				   char *out, size_t size)
 {
-	char rate[16], whole[16], changed[16], like[300], verdict[400];
+	char rate[16], whole[16], changed[16], like[340], verdict[512];
 	double need_s = (double)e->need_ms / 1000.0, left_s = (double)e->left_ms / 1000.0;
 
 	rr_format_bytes((uint64_t)t->bps, rate);
