@@ -19,7 +19,7 @@ mkdir a && cd a
 export RESUME_RUN_STORE="s3://$S3_BUCKET/every"
 (
 	# Two routine checkpoints durable first: the rate is measured, the store current.
-	wait_for 120 sh -c "[ \$(grep -c 'persisted step-[0-9]*:' ../a.log) -ge 2 ]"
+	wait_for 120 sh -c "[ \$(grep -cs 'persisted step-[0-9]*:' ../a.log) -ge 2 ]"
 	printf '{"kind":"preempt","deadline_in":10}\n' > NOTICE
 ) &
 notice_pid=$!
@@ -48,6 +48,32 @@ routine=$(($(grep -c 'persisted step-[0-9]*:' a.log) - 1))
 ok "with --every: $routine checkpoints persisted in the background; the notice's $name wrote $new of 8.5 MB, durable $before s before the 10 s deadline"
 grep -E 'notice: deadline in' a.log | sed 's/^/    /'
 
+# --- 1b. The same through SIGTERM with --grace 5 (the deadline a container stop gives).
+mkdir c && cd c
+export RESUME_RUN_STORE="s3://$S3_BUCKET/grace"
+"$RR_BIN" -v --every 1s --grace 5 -- "$PY" "$T" $FROZEN $FRESH > ../c.log 2>&1 &
+agent=$!
+wait_for 120 sh -c "[ \$(grep -c 'persisted step-[0-9]*:' ../c.log) -ge 2 ]" ||
+	fail "no routine checkpoints persisted"
+kill -TERM $agent
+set +e
+wait $agent
+RC=$?
+set -e
+cd ..
+expect_grep 'notice: deadline in 5 s; at the recent .* of which about [0-9.]+ kB new\) needs ~[0-9]+ s: it should be durable with [0-9]+ s to spare' \
+	c.log "SIGTERM: the estimate says it fits"
+durable=$(grep -E 'checkpoint step-[0-9]+ is durable in the store: [0-9.]+ s after the notice, [0-9.]+ s before the deadline' c.log | head -n 1)
+[ -n "$durable" ] || fail "SIGTERM: the notice checkpoint was not durable before the deadline"
+name=$(sed -nE 's/.*checkpoint (step-[0-9]+) is durable.*/\1/p' <<< "$durable")
+after=$(sed -nE 's/.*durable in the store: ([0-9.]+) s after the notice.*/\1/p' <<< "$durable")
+new=$(grep -E "persisted $name: " c.log | sed -nE 's/.*stored, ([0-9.]+ [kMG]?B) new.*/\1/p' | head -n 1)
+case "$new" in
+*" kB" | *" B") ;;
+*) fail "SIGTERM: the notice checkpoint $name wrote $new (expected only its fresh part)" ;;
+esac
+ok "SIGTERM with --grace 5: $name wrote $new, durable $after s after the signal (exit status $RC)"
+
 # --- 2. A link too slow for the deadline: the miss is predicted, with what a new machine
 # would restore.
 RATE=200000
@@ -61,7 +87,7 @@ mkdir b && cd b
 export AWS_ENDPOINT_URL="http://127.0.0.1:$PPORT"
 export RESUME_RUN_STORE="s3://$S3_BUCKET/slow"
 (
-	wait_for 120 grep -q 'persisted step-1:' ../b.log
+	wait_for 120 grep -qs 'persisted step-1:' ../b.log
 	printf '{"kind":"preempt","deadline_in":3}\n' > NOTICE
 ) &
 notice_pid=$!
