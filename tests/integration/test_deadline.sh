@@ -2,9 +2,10 @@
 # Deadline awareness (issue 18). With --every the newest committed checkpoint is kept
 # durable in the background, so a notice with a short deadline only has to persist what
 # changed since: the log says up front that it fits, the notice checkpoint writes only its
-# fresh bytes, and it is durable before the deadline. Then, over a throttled link where
-# the deadline cannot be met, the log predicts the miss and names the checkpoint a new
-# machine would restore.
+# fresh bytes, and it is durable before the deadline; the same through SIGTERM with
+# --grace. Then, over a throttled link where the deadline cannot be met, the log predicts
+# the miss and names the checkpoint a new machine would restore, and the ledger's notice
+# event keeps the prediction.
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 
@@ -81,7 +82,7 @@ RATE=200000
 	> proxy.out 2> proxy.log &
 PROXY_PID=$!
 trap 'p_rc=$?; kill $PROXY_PID 2>/dev/null; stop_s3; (exit $p_rc); cleanup' EXIT
-wait_for 20 grep -q '^ready' proxy.out || fail "the throttling proxy did not start"
+wait_for 20 grep -qs '^ready' proxy.out || fail "the throttling proxy did not start"
 PPORT=$(sed -nE 's/^ready ([0-9]+)/\1/p' proxy.out)
 mkdir b && cd b
 export AWS_ENDPOINT_URL="http://127.0.0.1:$PPORT"
@@ -106,6 +107,18 @@ export AWS_ENDPOINT_URL="http://127.0.0.1:$S3_PORT"
 "$RR_BIN" ls > ls.out 2>&1 || fail "ls: $(cat ls.out)"
 expect_grep '^\* step-1 +committed' ls.out "step-1 is LATEST"
 expect_eq "$(grep -c committed ls.out)" 1 "committed checkpoints in the slow store"
+# The ledger's notice event keeps the prediction beside the outcome.
+nkey=$(s3cli s3 ls --recursive "s3://$S3_BUCKET/slow/" | awk '{print $4}' | grep -E 'events/[0-9]+-notice\.json$' | head -n 1)
+[ -n "$nkey" ] || fail "no notice event in the slow store's ledger"
+s3cli s3 cp --quiet "s3://$S3_BUCKET/$nkey" notice-event.json
+"$PY" - notice-event.json <<'PYEOF' || fail "notice event: $(cat notice-event.json)"
+import json, sys
+ev = json.load(open(sys.argv[1]))
+assert ev["expected_to_fit"] is False, ev
+assert ev["expected_bytes"] == 1 << 20, ev
+assert ev["expected_persist_ms"] > 3000, ev
+assert 100000 < ev["throughput_bps"] < 400000, ev
+PYEOF
 ok "over $RATE B/s: predicted ~$need s for the notice checkpoint against a 3 s deadline, missed as said; step-1 is what the store offers (exit status $RC)"
 sed 's/^/    /' <<< "$miss"
 finish
