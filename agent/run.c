@@ -23,6 +23,7 @@
 #include "rr/metrics.h"
 #include "rr/notice.h"
 #include "rr/persister.h"
+#include "rr/throughput.h"
 #include "rr/progress.h"
 #include "rr/restore.h"
 #include "rr/run.h"
@@ -321,9 +322,32 @@ static void s_flush_restore_event(struct s_run *r, int now)
 	r->restore_event = NULL;
 }
 
+/* Whether the checkpoint the notice asks for can be durable in time, from the recent
+ * persist rate (agent/throughput.c): the operator learns at once what a miss would cost.
+ * Returns 1 with *t and *e filled, 0 when there is nothing to estimate with. */
+static int s_log_deadline_estimate(struct s_run *r, int64_t left_ms, struct rr_throughput *t,
+				   struct rr_deadline_estimate *e)
+{
+	char line[1024];
+
+	if (!r->persister)
+		return 0;
+	rr_persister_throughput(r->persister, t);
+	rr_throughput_estimate(t, left_ms, e);
+	rr_throughput_describe(t, e, rr_wall_ms(), line, sizeof(line));
+	if (e->fits)
+		rr_info("notice: %s", line);
+	else
+		rr_warn("notice: %s", line);
+	return 1;
+}
+
 static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 {
 	struct rr_buf json;
+	struct rr_throughput tp;
+	struct rr_deadline_estimate est;
+	int estimated = 0;
 	cJSON *ev;
 
 	if (r->notice_active) {
@@ -346,6 +370,9 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 		rr_info("notice: %s from %s, deadline in %lld s", rr_notice_kind_name(n->kind),
 			rr_notice_source_name(n->source),
 			(long long)(n->deadline_unix - n->received_unix));
+	if (n->deadline_unix)
+		estimated = s_log_deadline_estimate(r, (n->deadline_unix - n->received_unix) *
+								1000, &tp, &est);
 	else
 		rr_info("notice: %s from %s, no deadline", rr_notice_kind_name(n->kind),
 			rr_notice_source_name(n->source));
@@ -368,6 +395,15 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 		/* The event is written behind the notice's own checkpoint: the report measures
 		 * from here, not from the event's time. */
 		cJSON_AddNumberToObject(ev, "received_unix_ms", (double)rr_wall_ms());
+		if (estimated) {
+			/* The prediction beside the outcome (the checkpoint event's durable
+			 * time), so a report can tell how good the estimates are. */
+			cJSON_AddNumberToObject(ev, "throughput_bps", tp.bps);
+			cJSON_AddNumberToObject(ev, "expected_bytes", (double)est.expect_bytes);
+			cJSON_AddNumberToObject(ev, "expected_new_bytes", (double)est.expect_work);
+			cJSON_AddNumberToObject(ev, "expected_persist_ms", (double)est.need_ms);
+			cJSON_AddBoolToObject(ev, "expected_to_fit", est.fits);
+		}
 		s_add_instance(r, ev);
 		rr_persister_record(r->persister, "notice", ev);
 	}
@@ -996,7 +1032,7 @@ int rr_run(const struct rr_config *cfg)
 		.keep = cfg->keep, .threads = cfg->threads, .zstd_level = cfg->zstd_level,
 		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
 		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
-		.metrics = r.metrics,
+		.metrics = r.metrics, .store_url = cfg->store_url,
 	};
 	rc = rr_persister_new(&pc, baseline, &r.persister);
 	if (!rc)
