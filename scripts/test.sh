@@ -31,8 +31,9 @@ read -r failed2 total2 < <(count "$log")
 # The threaded parts (persist pool, persister, restore, cloud watcher and its providers'
 # stop flags, HTTP batches, the stores' parallel requests, JSON parsing) under
 # ThreadSanitizer: their unit suites, which drive those threads, and the whole agent in the
-# two-writers test (event loop, persister, pool and retention at once).
-tsan_suites="pool persist persister restore cloud_watch cloud_aws cloud_gcp cloud_azure cloud_detect http store_s3 store_gcs json"
+# two-writers test (event loop, persister, pool and retention at once) and the slow-link
+# test (a notice cancelling requests in flight from another thread).
+tsan_suites="pool persist persister restore cloud_watch cloud_aws cloud_gcp cloud_azure cloud_detect http store_s3 store_gcs store_sealed metrics json"
 echo "== build with ThreadSanitizer (threaded suites: $tsan_suites; the agent)"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRR_TSAN=ON -DRR_WERROR=ON >/dev/null
 # shellcheck disable=SC2046,SC2086 # the suite names are split into arguments on purpose
@@ -47,7 +48,7 @@ if grep -rn 'cJSON_Parse' agent storage cloud | grep -v '^storage/json.c:'; then
 fi
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	ctest --test-dir build-tsan --output-on-failure -j"$jobs" \
-	-R "^(unit_($(echo "$tsan_suites" | tr ' ' '|'))|integration_two_writers)\$" | tee "$log"
+	-R "^(unit_($(echo "$tsan_suites" | tr ' ' '|'))|integration_(two_writers|slow_link))\$" | tee "$log"
 read -r failed3 total3 < <(count "$log")
 
 echo "== fuzzing (libFuzzer, ${FUZZ_SECONDS:-20} s per target)"
