@@ -151,7 +151,7 @@ s3pid=$!
 trap 'kill $s3pid 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 100); do grep -q '^ready' "$work/s3rver.log" && break; sleep 0.1; done
 export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
-	AWS_ENDPOINT_URL=http://127.0.0.1:$s3port AWS_EC2_METADATA_DISABLED=true AWS_PAGER= \
+	AWS_ENDPOINT_URL=http://127.0.0.1:$s3port AWS_EC2_METADATA_DISABLED=true AWS_PAGER="" \
 	RESUME_RUN_CLOUD=none
 # Debian's AWS CLI v2 (a pip-installed one earlier on PATH would be another program);
 # it predates AWS_ENDPOINT_URL, so the endpoint is given explicitly.

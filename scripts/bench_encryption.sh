@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # RR, PY, ckpt, work, ... come from bench.sh, which sources this
 # The encryption case of scripts/bench.sh (sourced by it; uses its RR, PY, ckpt, work, STEPS,
 # RUNS, OUT and stats): persist of the bench checkpoint into a tmpfs file:// store with and
 # without --encryption-key-file, runs interleaved, medians; then writes (or replaces) the
@@ -52,7 +53,6 @@ bench_encryption() {
 		off_b=$(head -n1 "$work/enc-$p-off.txt" | cut -d' ' -f3)
 		on_b=$(head -n1 "$work/enc-$p-on.txt" | cut -d' ' -f3)
 		rows+="| \`--precision $p\` | $off_ms ms ($off_min–$off_max) | $on_ms ms ($on_min–$on_max) | **$(awk -v a="$on_ms" -v b="$off_ms" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }')** | $(awk -v b="$in_bytes" -v ms="$off_ms" 'BEGIN { printf "%.2f", b / ms / 1e6 }') → $(awk -v b="$in_bytes" -v ms="$on_ms" 'BEGIN { printf "%.2f", b / ms / 1e6 }') | $off_c → $on_c ms (**$(awk -v a="$on_c" -v b="$off_c" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }')**) | $off_w → $on_w ms | $off_b → $on_b |"$'\n'
-		ENC_LAST="$p $off_ms $on_ms"
 	done
 	# The encrypted exact store restores byte-identical (and only with the key).
 	"$RR" restore --store "file://$work/enc-exact-on-1" --encryption-key-file "$work/enc.key" \

@@ -97,6 +97,7 @@ check=$($PY tests/integration/check_tensors.py "$work/src/torch" "$work/r/step-$
 
 gbps() { awk -v b="$1" -v ms="$2" 'BEGIN { printf "%.2f", b / ms / 1e6 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+check_md="- After a restore, ${check//$'\n'/$'\n'- After a restore, }"
 section=$(cat <<MD
 ## torch.save checkpoints
 
@@ -117,7 +118,7 @@ median of $RUNS interleaved runs (min–max). The machine was shared with other 
 
 - Per file (torch.save layout): $(echo "$per_file" | paste -sd';' - | sed 's/;/; /g').
 - Encodings chosen: $t_enc.
-$(echo "$check" | sed 's/^/- After a restore, /')
+$check_md
 - "Before" is what this checkpoint took when only \`*.safetensors\` files were read tensor by
   tensor: model.safetensors as above, every torch.save file as zstd (level 3) of its bytes
   (issue 15 measured 1.45x on a smaller checkpoint of the same shape).

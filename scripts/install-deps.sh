@@ -10,6 +10,10 @@ if [ "$what" = test ]; then
 	# unshare (PID 1 and disk-full tests); python3-torch for the PyTorch helper tests.
 	# awscli, python3-boto3 and rclone read back what the agent writes to S3.
 	pkgs+=(clang libclang-rt-14-dev zstd util-linux python3-torch awscli python3-boto3 rclone time curl)
+	# The deployment tests (tests/deploy): cloud-init's schema check, ShellCheck, systemd-analyze
+	# (systemd), dpkg-shlibdeps for the .deb's Depends (dpkg-dev), podman + debootstrap for
+	# the Dockerfile, a single-node Slurm (slurm-wlm, munge) for the sbatch flow.
+	pkgs+=(cloud-init shellcheck systemd dpkg-dev python3-yaml podman debootstrap slurm-wlm munge)
 	# stunnel4 terminates TLS in front of the S3 and GCS test servers (tests/integration/test_tls.sh).
 	pkgs+=(stunnel4)
 	# python3-cryptography: service-account keys for the GCS tests (test_gcs_store,

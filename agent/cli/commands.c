@@ -8,6 +8,7 @@
 #include "rr/gc.h"
 #include "rr/log.h"
 #include "rr/progress.h"
+#include "rr/commit_rule.h"
 #include "rr/restore.h"
 
 #define EXIT_ERROR 125
@@ -99,6 +100,15 @@ int rr_cmd_restore(const struct rr_config *cfg)
 		rr_info("restored %s into %s/%s: %llu files, %s%s", name, cfg->to, name,
 			(unsigned long long)st.files, rr_format_bytes(st.bytes, b1),
 			st.already_present ? " (already there and identical)" : "");
+	if (!rc) {
+		const char *pointer = NULL;
+		rc = rr_commit_write_pointer(&cfg->commit, cfg->to, name, &pointer);
+		if (rc)
+			rr_error("cannot write the pointer file naming %s: %s", name,
+				 rr_strerror(rc));
+		else if (pointer)
+			rr_info("wrote %s/%s naming %s", cfg->to, pointer, name);
+	}
 out:
 	rr_catalog_destroy(c);
 	rr_store_destroy(s);

@@ -1,23 +1,59 @@
+/* Checkpoint order (README, "The trainer contract", "Order"): the step number in the name,
+ * else commit time. */
 #include <string.h>
 
 #include "rr/ckpt_order.h"
 
-int rr_checkpoint_step(const char *name, uint64_t *step)
+/* The names frameworks put before a step number: the Python helper (step-N), HF Trainer
+ * (checkpoint-N), DeepSpeed (global_stepN), Lightning (epoch=E-step=S.ckpt). */
+static const char *const s_step_keys[] = { "step-", "step=", "checkpoint-", "global_step" };
+
+/* A key counts only at the start of the name or after a separator, so "xstep-1" or
+ * "epoch=3-mystep=9" do not borrow a number that means something else. */
+static int s_at_boundary(const char *name, const char *p)
 {
-	const char *p;
-	uint64_t n = 0;
+	return p == name || p[-1] == '-' || p[-1] == '_' || p[-1] == '=' || p[-1] == '.';
+}
+
+/* Digits at p: 1 to 19 of them (so the value fits in 64 bits), the number in *n. */
+static int s_parse_digits(const char *p, uint64_t *n)
+{
+	uint64_t v = 0;
 	int digits = 0;
 
-	if (strncmp(name, "step-", 5) != 0)
-		return 0;
-	for (p = name + 5; *p >= '0' && *p <= '9'; p++) {
+	for (; *p >= '0' && *p <= '9'; p++) {
 		if (++digits > 19)
 			return 0;
-		n = n * 10 + (uint64_t)(*p - '0');
+		v = v * 10 + (uint64_t)(*p - '0');
 	}
 	if (digits == 0)
 		return 0;
-	*step = n;
+	*n = v;
+	return 1;
+}
+
+int rr_checkpoint_step(const char *name, uint64_t *step)
+{
+	const char *best = NULL;
+	uint64_t best_n = 0;
+
+	/* The last key in the name wins: "epoch=3-step=1200.ckpt" is step 1200. */
+	for (size_t k = 0; k < sizeof(s_step_keys) / sizeof(s_step_keys[0]); k++) {
+		size_t klen = strlen(s_step_keys[k]);
+		for (const char *p = strstr(name, s_step_keys[k]); p;
+		     p = strstr(p + 1, s_step_keys[k])) {
+			uint64_t n;
+			if (!s_at_boundary(name, p) || !s_parse_digits(p + klen, &n))
+				continue;
+			if (!best || p > best) {
+				best = p;
+				best_n = n;
+			}
+		}
+	}
+	if (!best)
+		return 0;
+	*step = best_n;
 	return 1;
 }
 

@@ -937,16 +937,34 @@ static int s_names_ok(const char *name, const struct rr_dir_listing *l)
 }
 
 /* Lists <ckpt_dir>/<name> through descriptors: the checkpoint itself must be a directory
- * reached without a symlink, and nothing below it is reached through one. */
+ * reached without a symlink, and nothing below it is reached through one. A regular file
+ * there is a one-file checkpoint (Lightning's .ckpt, a renamed torch.save file): listed
+ * under its own name, read below the checkpoint dir itself (*single = 1). */
 static int s_open_checkpoint(const char *ckpt_dir, const char *name, int *root_fd,
-			     struct rr_dir_listing *l)
+			     struct rr_dir_listing *l, int *single)
 {
 	char q[RR_QUOTE_CAP];
+	struct stat st;
 	int parent, rc;
 
+	*single = 0;
 	parent = open(ckpt_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (parent < 0)
 		return rr_error_from_errno(errno);
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+		l->files = calloc(1, sizeof(*l->files));
+		if (!l->files || !(l->files[0].path = strdup(name))) {
+			close(parent);
+			return RR_ENOMEM;
+		}
+		l->n = 1;
+		l->files[0].mode = st.st_mode & 07777;
+		l->files[0].size = (uint64_t)st.st_size;
+		l->files[0].st = st;
+		*root_fd = parent;
+		*single = 1;
+		return 0;
+	}
 	rc = rr_opendir_beneath(parent, name, root_fd);
 	close(parent);
 	if (rc == RR_EPATH)
@@ -981,6 +999,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	struct s_job j = { .store = s, .opts = opts, .why = RR_REASON_INIT, .root_fd = -1 };
 	struct rr_dir_listing l = { 0 };
 	char key[RR_KEY_MAX], what[300], q[RR_QUOTE_CAP];
+	int single = 0;
 	unsigned threads = opts->threads ? opts->threads : 1;
 	struct rr_buf json;
 	struct rr_manifest *theirs = NULL;
@@ -1006,7 +1025,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	if (rc)
 		goto out;
 
-	rc = s_open_checkpoint(ckpt_dir, name, &j.root_fd, &l);
+	rc = s_open_checkpoint(ckpt_dir, name, &j.root_fd, &l, &single);
 	if (rc)
 		goto out;
 	j.l = &l;
@@ -1020,6 +1039,8 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		rc = s_hold_files(&j);
 	if (!rc)
 		rc = s_build_manifest(&j, name, committed_ms, &l);
+	if (!rc)
+		j.m->single_file = single;
 	if (!rc)
 		rc = s_reuse_init(&j.reuse, theirs ? theirs : opts->previous);
 	j.dry = theirs != NULL;

@@ -452,14 +452,28 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	}
 	j.rec = rec;
 	exists = lstat(final, &st) == 0;
+	if (exists && m->single_file && S_ISREG(st.st_mode) && m->nfiles == 1) {
+		/* A one-file checkpoint already in place: opened as the regular file it is. */
+		int fd = open(final, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		struct stat fst;
+		int same = fd >= 0 && fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) &&
+			   s_local_identical(fd, &m->files[0], rec);
+		if (fd >= 0)
+			close(fd);
+		if (same) {
+			stats->already_present = 1;
+			stats->kept_files = 1;
+			goto out;
+		}
+	}
 	/* Files to keep are taken only from a real directory, and only those its listing
 	 * (which follows no symlink) shows, opened below it as the inode listed: a link to a
 	 * file reached through a symlink would put an inode from outside the target into the
 	 * checkpoint. */
-	if (exists && S_ISDIR(st.st_mode) &&
+	if (exists && !m->single_file && S_ISDIR(st.st_mode) &&
 	    s_open_local(parent, m->checkpoint, &local_fd, &local) != 0)
 		local_fd = -1;
-	if (s_dir_identical(local_fd, &local, m, rec)) {
+	if (!m->single_file && s_dir_identical(local_fd, &local, m, rec)) {
 		stats->already_present = 1;
 		stats->kept_files = m->nfiles;
 		goto out;
@@ -532,7 +546,21 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 			goto out;
 		}
 	}
-	if (rename(tmp, final) != 0) {
+	if (m->single_file) {
+		/* A one-file checkpoint goes back as that file, where the framework looks
+		 * (Lightning's .ckpt); the staging directory only held it. */
+		char *inner = rr_path_join(tmp, m->files[0].path);
+		if (!inner) {
+			rc = RR_ENOMEM;
+			goto out;
+		}
+		if (rename(inner, final) != 0)
+			rc = rr_error_from_errno(errno);
+		free(inner);
+		if (rc)
+			goto out;
+		rr_remove_tree(tmp);
+	} else if (rename(tmp, final) != 0) {
 		rc = rr_error_from_errno(errno);
 		if (aside && rename(aside, final) != 0)
 			rr_warn("%s existed locally with other contents and is now at %s", final,

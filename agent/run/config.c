@@ -170,6 +170,23 @@ static int s_set_every(struct rr_config *c, enum rr_command cmd, const char *v)
 	return rr_parse_duration_ms(v, &c->every_ms) || c->every_ms < 1000 ? RR_EINVAL : 0;
 }
 
+static int s_set_commit(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_commit_rule_parse(v, &c->commit) ? RR_EINVAL : 0;
+}
+
+static int s_set_preempted_exit_code(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	long long n;
+
+	(void)cmd;
+	if (rr_parse_int(v, 0, 255, &n))
+		return RR_EINVAL;
+	c->preempted_exit_code = (int)n;
+	return 0;
+}
+
 static int s_set_precision(struct rr_config *c, enum rr_command cmd, const char *v)
 {
 	static const char *const modes[] = { "auto", "fp16", "bf16", "exact" };
@@ -399,6 +416,12 @@ static const struct s_option s_table[] = {
 	  "signal asking the trainer for a checkpoint (default USR1)" },
 	{ "every", 0, "DURATION", "RESUME_RUN_EVERY", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_every,
 	  "also ask for a checkpoint periodically (90s, 30m, 2h)" },
+	/* restore takes it too: it writes the rule's pointer file (DeepSpeed's latest) */
+	{ "commit", 0, "RULE", "RESUME_RUN_COMMIT", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_RESTORE),
+	  S_GROUP_MAIN, s_set_commit,
+	  "what commits a checkpoint: auto (default: rename, plus HF's\n"
+	  "trainer_state.json, DCP's .metadata, DeepSpeed's latest),\n"
+	  "rename, marker:NAME or pointer:NAME" },
 	{ "precision", 0, "MODE", "RESUME_RUN_PRECISION", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_precision,
 	  "how F32 tensors of *.safetensors files are stored: auto\n"
@@ -416,6 +439,12 @@ static const struct s_option s_table[] = {
 	  "strip: the agent's credential variables (AWS_*KEY*,\n"
 	  "AWS_SESSION_TOKEN, GOOGLE_APPLICATION_CREDENTIALS, ...)\n"
 	  "are not passed to the trainer (default pass)" },
+	{ "preempted-exit-code", 0, "N", "RESUME_RUN_PREEMPTED_EXIT_CODE", S_ON(RR_CMD_RUN),
+	  S_GROUP_MAIN, s_set_preempted_exit_code,
+	  "exit status when a preemption or termination notice\n"
+	  "stopped the trainer, so relaunchers (Kubernetes, systemd,\n"
+	  "Slurm) resume the job; 0: the trainer's own status\n"
+	  "(default 75, EX_TEMPFAIL)" },
 	{ "threads", 0, "N", "RESUME_RUN_THREADS", S_ALL, S_GROUP_MAIN, s_set_threads,
 	  "persist/restore worker threads (default: number of cores;\n"
 	  "twice that, up to 8, for a remote store)" },
@@ -508,8 +537,8 @@ static const char s_run_tail[] =
 	"\n"
 	"Signals: SIGTERM/SIGINT = a notice (checkpoint, persist, then SIGTERM to the trainer);\n"
 	"a second one forwards at once. SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH are forwarded.\n"
-	"Exit status: the trainer's; 128+N if it died of signal N; 127 command not found;\n"
-	"126 not executable; 125 agent error.\n";
+	"Exit status: the trainer's; 128+N if it died of signal N; --preempted-exit-code (75)\n"
+	"if a notice stopped it; 127 command not found; 126 not executable; 125 agent error.\n";
 
 static const char s_ls_head[] =
 	"usage: resume-run ls [--store URL] [--run-id ID]\n"
@@ -519,7 +548,10 @@ static const char s_ls_head[] =
 static const char s_restore_head[] =
 	"usage: resume-run restore [--store URL] [--run-id ID] [--checkpoint NAME] --to DIR\n"
 	"Restores the newest committed checkpoint (or NAME) into DIR/NAME/, verifying every\n"
-	"chunk. Without --checkpoint, a damaged newest checkpoint falls back to an older one.\n";
+	"chunk. Without --checkpoint, a damaged newest checkpoint falls back to an older one.\n"
+	"A one-file checkpoint (a Lightning .ckpt) lands as the file DIR/NAME. --commit RULE\n"
+	"(default auto) also writes the rule's pointer file: DIR/latest for DeepSpeed's\n"
+	"global_stepN, DIR/NAME2 for pointer:NAME2.\n";
 
 static const char s_verify_head[] =
 	"usage: resume-run verify [--store URL] [--run-id ID] [--checkpoint NAME]\n"
@@ -673,6 +705,10 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	cfg->checkpoint_signal = SIGUSR1;
 	cfg->keep = 3;
 	cfg->max_restarts = 3;
+	/* EX_TEMPFAIL: "try again later" to whatever relaunches the job (README, "How it
+	 * works"). */
+	cfg->preempted_exit_code = 75;
+	(void)rr_commit_rule_parse("auto", &cfg->commit);
 	cfg->zstd_level = RR_ZSTD_LEVEL_DEFAULT;
 	cfg->gc_grace_ms = 3600 * 1000;
 

@@ -54,6 +54,7 @@ struct rr_persister {
 	int64_t done_ms;
 	char warned[256]; /* the far-future name already warned about */
 	struct rr_manifest *previous;
+	struct rr_throughput throughput; /* learned from each persist (agent/run/throughput.c) */
 
 	struct s_event *events, **events_tail;
 	struct rr_persist_result results[MAX_RESULTS];
@@ -263,6 +264,9 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 			m = NULL;
 		}
 	}
+	if (r.rc == 0)
+		rr_throughput_observe(&p->throughput, name, r.stats.bytes, r.stats.stored_bytes,
+				      r.stats.new_bytes, r.stats.elapsed_ms, durable_ms);
 	if (p->nresults < MAX_RESULTS)
 		p->results[p->nresults++] = r;
 	pthread_mutex_unlock(&p->lock);
@@ -336,9 +340,14 @@ int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *
 	p->cfg = *cfg;
 	p->events_tail = &p->events;
 	p->previous = baseline;
+	rr_throughput_init(&p->throughput, cfg->store_url);
 	if (baseline) {
+		uint64_t bytes = 0;
+		for (size_t i = 0; i < baseline->nfiles; i++)
+			bytes += baseline->files[i].size;
 		snprintf(p->done, sizeof(p->done), "%s", baseline->checkpoint);
 		p->done_ms = baseline->committed_unix_ms;
+		rr_throughput_baseline(&p->throughput, baseline->checkpoint, bytes);
 	}
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
@@ -430,6 +439,13 @@ int rr_persister_busy(struct rr_persister *p)
 	busy = p->running || p->have_pending || p->events != NULL;
 	pthread_mutex_unlock(&p->lock);
 	return busy;
+}
+
+void rr_persister_throughput(struct rr_persister *p, struct rr_throughput *out)
+{
+	pthread_mutex_lock(&p->lock);
+	*out = p->throughput;
+	pthread_mutex_unlock(&p->lock);
 }
 
 void rr_persister_cancel(struct rr_persister *p)

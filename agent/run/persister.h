@@ -14,6 +14,7 @@
 #include "metrics.h"
 #include "rr/persist.h"
 #include "rr/store.h"
+#include "throughput.h"
 
 struct rr_persister_config {
 	struct rr_store *store;
@@ -29,6 +30,8 @@ struct rr_persister_config {
 	/* NULL: none. Fed every ledger event as it is queued; the file is rewritten on this
 	 * thread, after the work in hand, so it never holds a notice's checkpoint back. */
 	struct rr_metrics *metrics;
+	/* The store's URL: its scheme seeds the throughput estimate (NULL: a remote store). */
+	const char *store_url;
 };
 
 struct rr_persist_result {
@@ -62,6 +65,10 @@ size_t rr_persister_collect(struct rr_persister *p, struct rr_persist_result *ou
 
 /* 1 while anything is queued or running. */
 int rr_persister_busy(struct rr_persister *p);
+
+/* Copies the recent persist throughput and the newest persisted checkpoint into out, for a
+ * notice's deadline estimate. */
+void rr_persister_throughput(struct rr_persister *p, struct rr_throughput *out);
 
 /* Cancels the persist in progress (it ends with RR_ECANCELED) and drops queued work. */
 void rr_persister_cancel(struct rr_persister *p);

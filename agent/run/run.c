@@ -23,6 +23,7 @@
 #include "metrics.h"
 #include "rr/notice.h"
 #include "persister.h"
+#include "throughput.h"
 #include "rr/progress.h"
 #include "rr/restore.h"
 #include "rr/run.h"
@@ -96,6 +97,7 @@ struct s_run {
 
 	int64_t next_every;         /* monotonic ms; 0: off */
 	int exit_code;
+	int preempted;              /* a preemption/termination notice ended the run */
 };
 
 static const char *s_phase_name(enum s_phase p)
@@ -314,7 +316,7 @@ static void s_ask_checkpoint(struct s_run *r)
 
 	if (!r->child || r->child_exited)
 		return;
-	n = rr_supervisor_signal_handlers(r->child, r->cfg->checkpoint_signal);
+	n = rr_supervisor_signal_tree(r->child, r->cfg->checkpoint_signal, 0);
 	if (n > 0) {
 		r->ask_pending = 0;
 		r->asked_wall_ms = rr_wall_ms();
@@ -339,7 +341,10 @@ static void s_forward_term(struct s_run *r, const char *why)
 	if (r->term_forwarded || !r->child || r->child_exited)
 		return;
 	rr_info("%s; sending SIGTERM to the trainer", why);
-	kill(-r->child, SIGTERM); /* the whole process group: wrappers and workers alike */
+	/* The whole process group, wrappers and workers alike, and the workers a launcher
+	 * started in sessions of their own (torchrun). */
+	if (rr_supervisor_signal_tree(r->child, SIGTERM, RR_TREE_ALL) < 0)
+		kill(-r->child, SIGTERM);
 	r->term_forwarded = 1;
 }
 
@@ -373,9 +378,32 @@ static void s_flush_restore_event(struct s_run *r, int now)
 	r->restore_event = NULL;
 }
 
+/* Whether the checkpoint the notice asks for can be durable in time, from the recent
+ * persist rate (agent/run/throughput.c): the operator learns at once what a miss would cost.
+ * Returns 1 with *t and *e filled, 0 when there is nothing to estimate with. */
+static int s_log_deadline_estimate(struct s_run *r, int64_t left_ms, struct rr_throughput *t,
+				   struct rr_deadline_estimate *e)
+{
+	char line[1024];
+
+	if (!r->persister)
+		return 0;
+	rr_persister_throughput(r->persister, t);
+	rr_throughput_estimate(t, left_ms, e);
+	rr_throughput_describe(t, e, rr_wall_ms(), line, sizeof(line));
+	if (e->fits)
+		rr_info("notice: %s", line);
+	else
+		rr_warn("notice: %s", line);
+	return 1;
+}
+
 static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 {
 	struct rr_buf json;
+	struct rr_throughput tp;
+	struct rr_deadline_estimate est;
+	int estimated = 0;
 	cJSON *ev;
 
 	if (s_notice_active(r)) {
@@ -397,6 +425,9 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 		rr_info("notice: %s from %s, deadline in %lld s", rr_notice_kind_name(n->kind),
 			rr_notice_source_name(n->source),
 			(long long)(n->deadline_unix - n->received_unix));
+	if (n->deadline_unix)
+		estimated = s_log_deadline_estimate(r, (n->deadline_unix - n->received_unix) *
+								1000, &tp, &est);
 	else
 		rr_info("notice: %s from %s, no deadline", rr_notice_kind_name(n->kind),
 			rr_notice_source_name(n->source));
@@ -419,6 +450,15 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 		/* The event is written behind the notice's own checkpoint: the report measures
 		 * from here, not from the event's time. */
 		cJSON_AddNumberToObject(ev, "received_unix_ms", (double)rr_wall_ms());
+		if (estimated) {
+			/* The prediction beside the outcome (the checkpoint event's durable
+			 * time), so a report can tell how good the estimates are. */
+			cJSON_AddNumberToObject(ev, "throughput_bps", tp.bps);
+			cJSON_AddNumberToObject(ev, "expected_bytes", (double)est.expect_bytes);
+			cJSON_AddNumberToObject(ev, "expected_new_bytes", (double)est.expect_work);
+			cJSON_AddNumberToObject(ev, "expected_persist_ms", (double)est.need_ms);
+			cJSON_AddBoolToObject(ev, "expected_to_fit", est.fits);
+		}
 		s_add_instance(r, ev);
 		rr_persister_record(r->persister, "notice", ev);
 	}
@@ -581,6 +621,9 @@ static void s_on_child_exit(struct s_run *r)
 	if (code == 0 || going || r->terminate_after) {
 		s_transition(r, S_FINISHING, r->nstate);
 		r->exit_code = code;
+		/* Whatever the trainer's own status, the work is not done: a rebalance or
+		 * maintenance notice that training carried on past has already ended. */
+		r->preempted = going || r->terminate_after;
 		return;
 	}
 	if (r->restarts >= r->cfg->max_restarts) {
@@ -630,6 +673,10 @@ static void s_on_signal(struct s_run *r, int sig)
 			rr_info("SIG%s with no trainer running: leaving", rr_signal_name(sig));
 			if (r->terminate_after)
 				rr_persister_cancel(r->persister);
+			/* Told to go while waiting to restart the trainer: unfinished work, too.
+			 * (Once leaving, the status already decided stands.) */
+			if (r->phase != S_FINISHING)
+				r->preempted = 1;
 			s_transition(r, S_FINISHING, r->nstate);
 			if (!r->exit_code)
 				r->exit_code = 128 + sig;
@@ -639,7 +686,8 @@ static void s_on_signal(struct s_run *r, int sig)
 		if (r->terminate_after) {
 			rr_info("SIG%s again: no more waiting, forwarding it to the trainer",
 				rr_signal_name(sig));
-			kill(-r->child, sig);
+			if (rr_supervisor_signal_tree(r->child, sig, RR_TREE_ALL) < 0)
+				kill(-r->child, sig);
 			r->term_forwarded = 1;
 			return;
 		}
@@ -761,10 +809,31 @@ static int s_loop(struct s_run *r)
 			}
 		}
 	}
+	/* So that Kubernetes, systemd, docker and Slurm relaunch the job (README, "How it
+	 * works" step 6). */
+	if (r->preempted && r->cfg->preempted_exit_code) {
+		rr_info("leaving with status %d: stopped by a notice (trainer's own status %d)",
+			r->cfg->preempted_exit_code, r->exit_code);
+		return r->cfg->preempted_exit_code;
+	}
 	return r->exit_code;
 }
 
 /* ---- start-up ---- */
+
+/* A framework that finds its checkpoint through a pointer file (DeepSpeed's `latest`)
+ * gets it back beside the restored directory (README, "The trainer contract", "Order"). */
+static void s_write_pointer(struct s_run *r, const char *name)
+{
+	const char *pointer = NULL;
+	int rc = rr_commit_write_pointer(&r->cfg->commit, r->ckpt_dir, name, &pointer);
+
+	if (rc)
+		rr_warn("cannot write the pointer file naming the restored %s: %s", name,
+			rr_strerror(rc));
+	else if (pointer)
+		rr_info("wrote %s naming %s", pointer, name);
+}
 
 static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 {
@@ -812,6 +881,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 		return EXIT_AGENT_ERROR;
 	}
 	char b1[16], b2[16];
+	s_write_pointer(r, name);
 	if (st.already_present)
 		rr_info("checkpoint %s is already here and identical; nothing copied", name);
 	else
@@ -1019,7 +1089,7 @@ int rr_run(const struct rr_config *cfg)
 		.keep = cfg->keep, .threads = cfg->threads, .zstd_level = cfg->zstd_level,
 		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
 		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
-		.metrics = r.metrics,
+		.metrics = r.metrics, .store_url = cfg->store_url,
 	};
 	rc = rr_persister_new(&pc, baseline, &r.persister);
 	if (!rc)
@@ -1030,6 +1100,7 @@ int rr_run(const struct rr_config *cfg)
 	}
 	/* Checkpoints already here: the newest is what the trainer resumes from, and is
 	 * persisted if the store does not have it yet. */
+	rr_watcher_set_rule(r.watcher, &r.cfg->commit);
 	rr_watcher_scan(r.watcher, s_on_commit, &r);
 	r.scanned = 1;
 	if (cfg->every_ms)

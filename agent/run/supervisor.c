@@ -520,82 +520,6 @@ static int s_proc_stat(pid_t pid, struct rr_buf *b, char *state, pid_t *ppid, pi
 	return 0;
 }
 
-static int s_proc_pgrp(pid_t pid, struct rr_buf *b, pid_t *pgrp)
-{
-	return s_proc_stat(pid, b, NULL, NULL, pgrp, NULL);
-}
-
-/* A pidfd pins the process so a pid recycled between our checks and the kill cannot
- * be signalled by mistake. -1 when unavailable (old kernel, seccomp): plain kill then. */
-static int s_pidfd_open(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	(void)pid;
-	errno = ENOSYS;
-	return -1;
-#endif
-}
-
-static int s_send(pid_t pid, int pidfd, int sig)
-{
-#ifdef SYS_pidfd_send_signal
-	if (pidfd >= 0)
-		return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
-#endif
-	(void)pidfd;
-	return kill(pid, sig);
-}
-
-int rr_supervisor_signal_handlers(pid_t pgid, int sig)
-{
-	struct rr_buf b;
-	struct dirent *de;
-	DIR *dir;
-	int count = 0;
-
-	if (pgid <= 0 || sig < 1 || sig > S_MAX_SIGNAL)
-		return RR_EINVAL;
-	dir = opendir("/proc");
-	if (!dir)
-		return rr_error_from_errno(errno);
-	rr_buf_init(&b, S_STATUS_MAX);
-
-	while ((de = readdir(dir)) != NULL) {
-		const char *name = de->d_name;
-		pid_t pid, pgrp;
-		long v;
-		int pidfd, rc;
-
-		v = s_parse_long(&name);
-		if (v <= 0 || *name != '\0')
-			continue;
-		pid = (pid_t)v;
-
-		pidfd = s_pidfd_open(pid);
-		if (pidfd < 0 && errno == ESRCH)
-			continue;
-		if (s_proc_pgrp(pid, &b, &pgrp) == 0 && pgrp == pgid) {
-			rc = s_proc_handles_signal(pid, sig, &b);
-			if (rc == 1) {
-				if (s_send(pid, pidfd, sig) == 0) {
-					rr_debug("sent signal %d to pid %ld", sig, (long)pid);
-					count++;
-				} else if (errno != ESRCH) {
-					rr_warn("cannot send signal %d to pid %ld: %s", sig,
-						(long)pid, strerror(errno));
-				}
-			}
-		}
-		if (pidfd >= 0)
-			close(pidfd);
-	}
-
-	rr_buf_free(&b);
-	closedir(dir);
-	return count;
-}
 
 /* ---- leftovers ------------------------------------------------------------------- */
 
@@ -706,7 +630,7 @@ int rr_supervisor_signal_descendants(pid_t pgid, int sig)
 		count++;
 		if (!sig)
 			continue;
-		pidfd = s_pidfd_open(v[i].pid);
+		pidfd = rr_proc_pidfd_open(v[i].pid);
 		if (pidfd < 0 && errno == ESRCH)
 			continue;
 		/* Still the process we listed (same start time), now pinned by the pidfd: its
@@ -714,7 +638,7 @@ int rr_supervisor_signal_descendants(pid_t pgid, int sig)
 		 * changed: the group signal above can make it our orphan.) */
 		if (s_proc_stat(v[i].pid, &b, &state, &ppid, &pgrp, &start) == 0 &&
 		    start == v[i].start && state != 'Z' && state != 'X')
-			(void)s_send(v[i].pid, pidfd, sig);
+			(void)rr_proc_send(v[i].pid, pidfd, sig);
 		if (pidfd >= 0)
 			close(pidfd);
 	}

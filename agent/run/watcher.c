@@ -1,15 +1,19 @@
-/* Checkpoint-directory watcher: inotify on one directory, reporting renames into final names
- * (README, "The trainer contract", "Committing a checkpoint"). */
+/* Checkpoint-directory watcher: inotify on one directory, reporting commits by the rule of
+ * --commit (README, "The trainer contract", "Committing a checkpoint"): renames into final
+  * names, a marker file
+ * closed inside a directory (one more watch per directory), a pointer file naming one. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rr/commit_rule.h"
 #include "rr/error.h"
 #include "rr/fsutil.h"
 #include "rr/log.h"
@@ -17,11 +21,20 @@
 #include "rr/quote.h"
 #include "watcher.h"
 
-/* IN_CREATE is watched only to warn about directories made directly under a final name. */
-#define S_WATCH_MASK (IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+/* IN_CREATE: directories to watch inside for a marker (or to warn about under rename);
+ * IN_CLOSE_WRITE: the pointer file written in place. */
+#define S_WATCH_MASK (IN_MOVED_TO | IN_CREATE | IN_CLOSE_WRITE | IN_DELETE_SELF | \
+		      IN_MOVE_SELF | IN_ONLYDIR)
+/* Inside a directory that is not committed yet: its marker closed or renamed into place.
+ * IN_MOVE_SELF: the directory was renamed, so the name kept for it is stale. */
+#define S_SUB_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
+/* The pointer file holds one name (DeepSpeed writes the tag, no newline). */
+#define S_POINTER_MAX 512
 #define S_WARN_MAX 10
 /* Room for several events per read; one full-length name always fits. */
 #define S_EVENT_BUF (16 * (sizeof(struct inotify_event) + NAME_MAX + 1))
+
+struct s_sub;
 
 struct rr_watcher {
 	char *dir;
@@ -32,6 +45,14 @@ struct rr_watcher {
 	size_t n_warned;
 	char *refused[S_WARN_MAX]; /* committed names already refused as unrestorable */
 	size_t n_refused;
+	struct rr_commit_rule rule;
+	struct s_sub *subs; /* directories watched for their marker */
+	size_t nsubs, cap_subs;
+};
+
+struct s_sub {
+	int wd;
+	char *name;
 };
 
 /* 1 when a committed name is one restore would refuse (rr_checkpoint_name_valid: control
@@ -53,6 +74,22 @@ static int s_refused(struct rr_watcher *w, const char *name)
 		"characters, or longer than 255 bytes); rename it%s", rr_quote_str(q, name),
 		w->n_refused == S_WARN_MAX ? "; further such names are not logged" : "");
 	return 1;
+}
+
+/* The caller's callback behind the refusal check: every way a commit is found (rename,
+ * marker, pointer, scan) reports through it. */
+struct s_report {
+	struct rr_watcher *w;
+	rr_watcher_cb cb;
+	void *ud;
+};
+
+static void s_report(const char *name, int64_t committed_unix_ms, void *arg)
+{
+	struct s_report *r = arg;
+
+	if (!s_refused(r->w, name))
+		r->cb(name, committed_unix_ms, r->ud);
 }
 
 /* mkdir -p with mode 0755. Kept local: it needs nothing more than this. */
@@ -112,6 +149,192 @@ static void s_detach(struct rr_watcher *w)
 	w->lost = 1;
 }
 
+static void s_sub_drop_at(struct rr_watcher *w, size_t i)
+{
+	free(w->subs[i].name);
+	w->subs[i] = w->subs[--w->nsubs];
+}
+
+static struct s_sub *s_sub_find(struct rr_watcher *w, int wd)
+{
+	for (size_t i = 0; i < w->nsubs; i++)
+		if (w->subs[i].wd == wd)
+			return &w->subs[i];
+	return NULL;
+}
+
+/* Stops watching inside a directory (committed, gone or renamed). */
+static void s_sub_remove(struct rr_watcher *w, int wd)
+{
+	for (size_t i = 0; i < w->nsubs; i++)
+		if (w->subs[i].wd == wd) {
+			inotify_rm_watch(w->ifd, wd);
+			s_sub_drop_at(w, i);
+			return;
+		}
+}
+
+static void s_subs_clear(struct rr_watcher *w)
+{
+	while (w->nsubs)
+		s_sub_drop_at(w, w->nsubs - 1);
+}
+
+/* Watches directory name for its marker. inotify returns the same wd for a path already
+ * watched, so a name seen twice (event and rescan) holds one entry. */
+static int s_sub_add(struct rr_watcher *w, const char *name)
+{
+	char path[PATH_MAX];
+	struct s_sub *old;
+	int wd;
+
+	if (snprintf(path, sizeof(path), "%s/%s", w->dir, name) >= (int)sizeof(path))
+		return RR_ETOOBIG;
+	wd = inotify_add_watch(w->ifd, path, S_SUB_MASK);
+	if (wd < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : rr_error_from_errno(errno);
+	old = s_sub_find(w, wd);
+	if (old) {
+		if (strcmp(old->name, name) != 0) {
+			char *n = strdup(name);
+			if (!n)
+				return RR_ENOMEM;
+			free(old->name);
+			old->name = n;
+		}
+		return 0;
+	}
+	if (w->nsubs == w->cap_subs) {
+		size_t cap = w->cap_subs ? w->cap_subs * 2 : 16;
+		struct s_sub *a = realloc(w->subs, cap * sizeof(*a));
+		if (!a)
+			return RR_ENOMEM;
+		w->subs = a;
+		w->cap_subs = cap;
+	}
+	w->subs[w->nsubs].name = strdup(name);
+	if (!w->subs[w->nsubs].name)
+		return RR_ENOMEM;
+	w->subs[w->nsubs++].wd = wd;
+	return 0;
+}
+
+/* The commit time of a marker inside directory name: its ctime (set when it was last
+ * written or renamed into place). 1 when present, 0 when not. */
+static int s_marker_time(int dirfd, const char *name, const char *marker, int64_t *ms)
+{
+	char rel[NAME_MAX * 2 + 2];
+	struct stat st;
+
+	snprintf(rel, sizeof(rel), "%s/%s", name, marker);
+	if (fstatat(dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+		return 0;
+	*ms = s_ctime_ms(&st);
+	return 1;
+}
+
+/* 1 with the time when directory name holds a marker of the rule. */
+static int s_has_marker(const struct rr_watcher *w, int dirfd, const char *name, int64_t *ms)
+{
+	if (w->rule.kind == RR_COMMIT_MARKER)
+		return s_marker_time(dirfd, name, w->rule.name, ms);
+	if (w->rule.kind == RR_COMMIT_AUTO)
+		return s_marker_time(dirfd, name, RR_COMMIT_HF_MARKER, ms) ||
+		       s_marker_time(dirfd, name, RR_COMMIT_DCP_MARKER, ms);
+	return 0;
+}
+
+/* Reads the pointer file: the directory name it holds, whitespace trimmed, checked as a
+ * checkpoint name. 1 with target filled, 0 when absent or not a usable name. */
+static int s_read_pointer(int dirfd, const char *pointer, char *target, size_t cap,
+			  int64_t *ms)
+{
+	char buf[S_POINTER_MAX + 1];
+	struct stat st;
+	ssize_t n;
+	size_t len;
+	int fd = openat(dirfd, pointer, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n <= 0 || (size_t)n > S_POINTER_MAX)
+		return 0;
+	len = (size_t)n;
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' ' ||
+		       buf[len - 1] == '\t'))
+		len--;
+	buf[len] = '\0';
+	if (len >= cap || !rr_checkpoint_name_valid(buf) || rr_commit_is_temp_name(buf))
+		return 0;
+	memcpy(target, buf, len + 1);
+	*ms = s_ctime_ms(&st);
+	return 1;
+}
+
+/* The pointer file was written: reports the directory it names, if it is one. */
+static int s_pointer_commit(struct rr_watcher *w, int dirfd, const char *pointer,
+			    rr_watcher_cb cb, void *ud)
+{
+	char target[NAME_MAX + 1];
+	struct stat st;
+	int64_t ms;
+
+	if (!s_read_pointer(dirfd, pointer, target, sizeof(target), &ms)) {
+		rr_warn("%s/%s does not name a checkpoint directory; ignored", w->dir, pointer);
+		return 0;
+	}
+	if (fstatat(dirfd, target, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) {
+		rr_warn("%s/%s names %s, which is not a directory there; ignored", w->dir,
+			pointer, target);
+		return 0;
+	}
+	cb(target, ms, ud);
+	return 0;
+}
+
+/* 1 when directory name holds a torch.distributed.checkpoint shard (*.distcp): such a
+ * directory is written in place and committed by its .metadata only. */
+static int s_has_distcp(int dirfd, const char *name)
+{
+	struct dirent *de;
+	DIR *d;
+	int found = 0;
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while (!found && (de = readdir(d)) != NULL) {
+		size_t n = strlen(de->d_name);
+		found = n > 7 && strcmp(de->d_name + n - 7, ".distcp") == 0;
+	}
+	closedir(d);
+	return found;
+}
+
+/* The watched directory was lost: the watches inside it go too (a rescan adds them). */
+static void s_subs_forget(struct rr_watcher *w)
+{
+	for (size_t i = 0; i < w->nsubs; i++)
+		inotify_rm_watch(w->ifd, w->subs[i].wd);
+	s_subs_clear(w);
+}
+
+void rr_watcher_set_rule(struct rr_watcher *w, const struct rr_commit_rule *rule)
+{
+	w->rule = *rule;
+}
+
 int rr_watcher_new(const char *dir, struct rr_watcher **out)
 {
 	struct rr_watcher *w = NULL;
@@ -126,6 +349,7 @@ int rr_watcher_new(const char *dir, struct rr_watcher **out)
 		return RR_ENOMEM;
 	w->wd = -1;
 	w->ifd = -1;
+	w->rule.kind = RR_COMMIT_RENAME;
 	w->dir = strdup(dir);
 	if (!w->dir) {
 		rc = RR_ENOMEM;
@@ -155,37 +379,83 @@ int rr_watcher_fd(const struct rr_watcher *w)
 	return w->ifd;
 }
 
+/* One entry found by a scan: reported when committed by the rule. */
+static int s_scan_entry(struct rr_watcher *w, int fd, const char *name, const char *pointed,
+			int64_t pointer_ms, rr_watcher_cb cb, void *ud)
+{
+	struct stat st;
+	int64_t ms;
+
+	if (rr_commit_is_temp_name(name))
+		return 0;
+	/* d_type is not reliable on every filesystem, so always stat. */
+	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return errno == ENOENT ? 0 : rr_error_from_errno(errno);
+	if (S_ISREG(st.st_mode)) {
+		if (rr_commit_scan_takes_file(&w->rule, name))
+			cb(name, s_ctime_ms(&st), ud);
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	if (s_has_marker(w, fd, name, &ms)) {
+		cb(name, ms, ud);
+		return 0;
+	}
+	if (pointed && strcmp(pointed, name) == 0) {
+		cb(name, pointer_ms, ud);
+		return 0;
+	}
+	if (rr_commit_scan_takes_dir(&w->rule, name) &&
+	    !(w->rule.kind == RR_COMMIT_AUTO && s_has_distcp(fd, name))) {
+		cb(name, s_ctime_ms(&st), ud);
+		return 0;
+	}
+	if (rr_commit_has_markers(&w->rule)) {
+		int rc = s_sub_add(w, name); /* its marker may still come */
+		if (rc)
+			return rc;
+		if (s_has_marker(w, fd, name, &ms)) /* it came meanwhile */
+			cb(name, ms, ud);
+	}
+	return 0;
+}
+
 struct s_scan {
 	struct rr_watcher *w;
+	const char *pointed; /* the name the pointer file holds, or NULL */
+	int64_t pointer_ms;
 	rr_watcher_cb cb;
 	void *ud;
 };
 
-/* One entry of the checkpoint directory: a committed checkpoint is a directory. */
-static int s_scan_entry(int dfd, const char *name, unsigned char type, void *ud)
+static int s_scan_one(int dfd, const char *name, unsigned char type, void *ud)
 {
 	struct s_scan *sc = ud;
-	struct stat st;
 
-	(void)type; /* d_type is not reliable on every filesystem, so always stat. */
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-		return errno == ENOENT ? 0 : rr_error_from_errno(errno);
-	if (S_ISDIR(st.st_mode) && !s_refused(sc->w, name))
-		sc->cb(name, s_ctime_ms(&st), sc->ud);
-	return 0;
+	(void)type;
+	return s_scan_entry(sc->w, dfd, name, sc->pointed, sc->pointer_ms, sc->cb, sc->ud);
 }
 
-int rr_watcher_scan(struct rr_watcher *w, rr_watcher_cb cb, void *ud)
+int rr_watcher_scan(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_ud)
 {
-	struct s_scan sc = { w, cb, ud };
+	struct s_report rep = { w, user_cb, user_ud };
+	char pointed[NAME_MAX + 1] = "";
+	struct s_scan sc = { w, NULL, 0, s_report, &rep };
 	int fd;
 
-	if (!w || !cb)
+	if (!w || !user_cb)
 		return RR_EINVAL;
 	fd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return rr_error_from_errno(errno);
-	return rr_dir_each(fd, 1, s_scan_entry, &sc);
+	if (w->rule.kind == RR_COMMIT_POINTER || w->rule.kind == RR_COMMIT_AUTO) {
+		const char *p = w->rule.kind == RR_COMMIT_POINTER ? w->rule.name
+								  : RR_COMMIT_DS_POINTER;
+		if (s_read_pointer(fd, p, pointed, sizeof(pointed), &sc.pointer_ms) && pointed[0])
+			sc.pointed = pointed;
+	}
+	return rr_dir_each(fd, 0, s_scan_one, &sc);
 }
 
 /* Warns about a directory made under a final name, once per name, for S_WARN_MAX names. */
@@ -206,22 +476,95 @@ static void s_warn_direct_create(struct rr_watcher *w, const char *name)
 		w->n_warned == S_WARN_MAX ? "; further such directories are not logged" : "");
 }
 
-/* Reports a directory renamed into a final name. *dirfd is opened on first use and closed
- * by the caller at the end of the batch. Returns 0 or an rr_error. */
-static int s_report_commit(struct rr_watcher *w, int *dirfd, const char *name,
-			   rr_watcher_cb cb, void *ud)
+/* Opens the watched directory for a batch of events (closed by the caller). 0 with *dirfd
+ * set, 1 when it is gone (its IN_DELETE_SELF or IN_MOVE_SELF follows), or an rr_error. */
+static int s_dirfd(struct rr_watcher *w, int *dirfd)
+{
+	if (*dirfd >= 0)
+		return 0;
+	*dirfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*dirfd < 0)
+		return errno == ENOENT ? 1 : rr_error_from_errno(errno);
+	return 0;
+}
+
+/* Something was renamed into name: a checkpoint when the rule takes renames (a directory
+ * or a regular file); under a marker rule a directory moved in is watched for its marker. */
+static int s_on_moved_in(struct rr_watcher *w, int dirfd, const char *name, rr_watcher_cb cb,
+			 void *ud)
 {
 	struct stat st;
+	int64_t ms;
 
-	if (*dirfd < 0) {
-		*dirfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (*dirfd < 0) /* gone: its IN_DELETE_SELF or IN_MOVE_SELF follows */
-			return errno == ENOENT ? 0 : rr_error_from_errno(errno);
-	}
-	if (fstatat(*dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		return errno == ENOENT ? 0 : rr_error_from_errno(errno); /* gone already */
-	if (S_ISDIR(st.st_mode) && !s_refused(w, name))
+	if (S_ISREG(st.st_mode) && rr_commit_is_pointer(&w->rule, name))
+		return s_pointer_commit(w, dirfd, name, cb, ud);
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return 0;
+	if (rr_commit_takes_renames(&w->rule)) {
 		cb(name, s_ctime_ms(&st), ud);
+		return 0;
+	}
+	if (S_ISDIR(st.st_mode) && rr_commit_has_markers(&w->rule)) {
+		int rc = s_sub_add(w, name);
+		if (!rc && s_has_marker(w, dirfd, name, &ms))
+			cb(name, ms, ud);
+		return rc;
+	}
+	return 0;
+}
+
+/* A directory was made under a final name: under a marker rule its marker is awaited;
+ * under rename alone this is the classic mistake, worth a warning. */
+static int s_on_dir_created(struct rr_watcher *w, int dirfd, const char *name,
+			    rr_watcher_cb cb, void *ud)
+{
+	int64_t ms;
+	int rc;
+
+	if (w->rule.kind == RR_COMMIT_RENAME) {
+		s_warn_direct_create(w, name);
+		return 0;
+	}
+	if (!rr_commit_has_markers(&w->rule))
+		return 0; /* pointer: it commits when the pointer names it */
+	rc = s_sub_add(w, name);
+	/* Files may have landed before the watch was added: a marker already there is the
+	 * commit (the agent is far behind the trainer if so). */
+	if (!rc && s_has_marker(w, dirfd, name, &ms))
+		cb(name, ms, ud);
+	return rc;
+}
+
+/* An event inside a watched directory: its marker closed or moved into place. */
+static int s_on_sub_event(struct rr_watcher *w, struct s_sub *sub,
+			  const struct inotify_event *ev, const char *name, int *dirfd,
+			  rr_watcher_cb cb, void *ud)
+{
+	char dname[NAME_MAX + 1];
+	int64_t ms;
+	int rc;
+
+	if (ev->mask & IN_IGNORED) {
+		s_sub_drop_at(w, (size_t)(sub - w->subs)); /* deleted: the kernel dropped it */
+		return 0;
+	}
+	if (ev->mask & IN_MOVE_SELF) {
+		s_sub_remove(w, sub->wd); /* renamed: a rename in is seen on the parent */
+		return 0;
+	}
+	if (!name || !(ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO)) || (ev->mask & IN_ISDIR) ||
+	    !rr_commit_is_marker(&w->rule, name))
+		return 0;
+	rc = s_dirfd(w, dirfd);
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	snprintf(dname, sizeof(dname), "%s", sub->name);
+	if (!s_marker_time(*dirfd, dname, name, &ms))
+		return 0;
+	s_sub_remove(w, sub->wd); /* committed: nothing more to wait for in it */
+	cb(dname, ms, ud);
 	return 0;
 }
 
@@ -229,23 +572,34 @@ static int s_report_commit(struct rr_watcher *w, int *dirfd, const char *name,
 static int s_handle(struct rr_watcher *w, const struct inotify_event *ev, const char *name,
 		    int *dirfd, rr_watcher_cb cb, void *ud, int *need_scan)
 {
+	int rc;
+
 	if (ev->mask & IN_Q_OVERFLOW) {
 		*need_scan = 1;
 		return 0;
 	}
-	if (w->lost || ev->wd != w->wd)
-		return 0; /* a watch we dropped: the old directory's events are not ours */
+	if (ev->wd != w->wd || w->lost) {
+		struct s_sub *sub = s_sub_find(w, ev->wd);
+		return sub ? s_on_sub_event(w, sub, ev, name, dirfd, cb, ud) : 0;
+	}
 	if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
 		s_detach(w);
 		return 0;
 	}
-	if (!name || name[0] == '.' || !(ev->mask & IN_ISDIR))
+	if (!name || rr_commit_is_temp_name(name))
 		return 0;
+	if (!(ev->mask & (IN_MOVED_TO | IN_CLOSE_WRITE)) &&
+	    !((ev->mask & IN_CREATE) && (ev->mask & IN_ISDIR)))
+		return 0;
+	rc = s_dirfd(w, dirfd);
+	if (rc)
+		return rc > 0 ? 0 : rc;
 	if (ev->mask & IN_MOVED_TO)
-		return s_report_commit(w, dirfd, name, cb, ud);
-	if (ev->mask & IN_CREATE)
-		s_warn_direct_create(w, name);
-	return 0;
+		return s_on_moved_in(w, *dirfd, name, cb, ud);
+	if (ev->mask & IN_CLOSE_WRITE)
+		return rr_commit_is_pointer(&w->rule, name) ?
+			       s_pointer_commit(w, *dirfd, name, cb, ud) : 0;
+	return s_on_dir_created(w, *dirfd, name, cb, ud);
 }
 
 /* Reads events until the queue is empty. Returns 0 or an rr_error (the first one met; the
@@ -299,18 +653,23 @@ static int s_drain(struct rr_watcher *w, int *dirfd, rr_watcher_cb cb, void *ud,
 	}
 }
 
-int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb cb, void *ud)
+int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_ud)
 {
+	struct s_report rep = { w, user_cb, user_ud };
+	rr_watcher_cb cb = s_report;
+	void *ud = &rep;
 	int need_scan = 0, dirfd = -1;
 	int rc;
 
-	if (!w || !cb)
+	if (!w || !user_cb)
 		return RR_EINVAL;
 	rc = s_drain(w, &dirfd, cb, ud, &need_scan);
 	if (dirfd >= 0)
 		close(dirfd);
 	if (w->lost) {
-		int arc = s_attach(w);
+		int arc;
+		s_subs_forget(w);
+		arc = s_attach(w);
 		if (arc)
 			return arc; /* still lost: the next call tries again */
 		rr_warn("checkpoint directory %s was deleted or moved away; recreated it if "
@@ -318,7 +677,7 @@ int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb cb, void *ud)
 		need_scan = 1;
 	}
 	if (need_scan) {
-		int src = rr_watcher_scan(w, cb, ud);
+		int src = rr_watcher_scan(w, user_cb, user_ud);
 		if (!rc)
 			rc = src;
 	}
@@ -335,6 +694,8 @@ void rr_watcher_destroy(struct rr_watcher *w)
 		free(w->warned[i]);
 	for (size_t i = 0; i < w->n_refused; i++)
 		free(w->refused[i]);
+	s_subs_clear(w);
+	free(w->subs);
 	free(w->dir);
 	free(w);
 }

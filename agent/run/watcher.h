@@ -1,8 +1,10 @@
 /* Watches the checkpoint directory for committed checkpoints (README, "The trainer
- * contract"): a checkpoint is a
- * directory directly inside it, written under a dot-name and renamed to its final name; the
- * rename is the commit. Dot-directories are never reported. Built on inotify, so the agent's
- * event loop can poll() rr_watcher_fd() next to its other descriptors.
+ * contract", "Committing a
+ * checkpoint"): a checkpoint is a directory or a regular file directly inside it, committed
+ * by the rule of --commit (rr_commit_rule): renamed into its final name, a marker file
+ * closed inside the directory, or a pointer file naming it. Dot-names and temporary names
+ * (rr_commit_is_temp_name) are never reported. Built on inotify, so the agent's event loop
+ * can poll() rr_watcher_fd() next to its other descriptors.
  *
  * A name may be reported more than once (a rescan after a queue overflow or after the
  * directory was recreated reports everything present); the caller de-duplicates. */
@@ -11,11 +13,14 @@
 
 #include <stdint.h>
 
+#include "rr/commit_rule.h"
+
 struct rr_watcher;
 
 /* Called once per committed checkpoint. name is the directory's name inside the watched
- * directory (no '/'), valid only during the call. committed_unix_ms is the directory's
- * st_ctim in milliseconds since the epoch (a rename sets it, so it is the commit time).
+ * directory (no '/'), valid only during the call. committed_unix_ms is the commit time in
+ * milliseconds since the epoch: the st_ctim of what was renamed, of the marker, or of the
+ * pointer file.
  * The callback must not destroy the watcher. */
 typedef void (*rr_watcher_cb)(const char *name, int64_t committed_unix_ms, void *ud);
 
@@ -23,25 +28,37 @@ typedef void (*rr_watcher_cb)(const char *name, int64_t committed_unix_ms, void 
  * *out is owned by the caller (rr_watcher_destroy); on failure *out is NULL. Returns 0,
  * RR_EINVAL (NULL or empty argument), RR_ENOENT (a path component is not a directory),
  * RR_EACCES, RR_ENOMEM or RR_EIO. Hitting an inotify limit is logged here with the sysctl
- * to raise. Existing checkpoints are not reported: call rr_watcher_scan for them. */
+ * to raise. Existing checkpoints are not reported: call rr_watcher_scan for them. The rule
+ * is rename until rr_watcher_set_rule says otherwise. */
 int rr_watcher_new(const char *dir, struct rr_watcher **out);
+
+/* Sets the commit rule; call it before the first scan. */
+void rr_watcher_set_rule(struct rr_watcher *w, const struct rr_commit_rule *rule);
 
 /* Returns the descriptor to poll() for POLLIN: readable while events are pending. It stays
  * the same for the watcher's lifetime and is owned by the watcher (do not close it). */
 int rr_watcher_fd(const struct rr_watcher *w);
 
-/* Calls cb for every committed checkpoint present now: every entry of the directory that is
- * itself a directory (symlinks are not followed) and whose name does not start with '.'.
- * Entries that vanish during the scan are skipped. Returns 0 or an rr_error. */
+/* Calls cb for every committed checkpoint present now (symlinks are not followed, dot- and
+ * temporary names skipped): a directory holding its marker, the directory the pointer
+ * names, and, when the rule takes renames, every other directory and regular file but the
+ * pointer file (under auto: except directories a framework writes in place, checkpoint-N,
+ * global_stepN or holding *.distcp files, which need their marker or pointer, and files
+ * that do not look like checkpoints: rr_commit_scan_takes_file). Directories
+ * still without a marker are watched for it. Entries that vanish during the scan are
+ * skipped. Returns 0 or an rr_error. */
 int rr_watcher_scan(struct rr_watcher *w, rr_watcher_cb cb, void *ud);
 
-/* Drains the pending events without blocking and calls cb for each commit: a directory
- * renamed (or moved in) to a name that does not start with '.'. On an event-queue overflow
+/* Drains the pending events without blocking and calls cb for each commit by the rule: a
+ * directory or regular file renamed (or moved in) to a final name; a marker file closed
+ * (or renamed into place) inside a directory; the pointer file written, naming a directory
+ * beside it. On an event-queue overflow
  * it does a full rr_watcher_scan instead. If the watched directory itself was deleted or
  * moved away, it recreates it, watches it again, logs a warning and scans it; if that
  * fails, the error is returned and the next call tries again. A directory created directly
- * under a final name (mkdir, no rename) is not a commit: it is logged as a warning, once
- * per name and for at most 10 names. Returns 0 or an rr_error; on an error some events of
+ * under a final name (mkdir, no rename) is not a commit: under a marker rule (or auto) it
+ * is watched for its marker; under rename it is logged as a warning, once per name and for
+ * at most 10 names. Returns 0 or an rr_error; on an error some events of
  * this call may have been reported already. */
 int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb cb, void *ud);
 

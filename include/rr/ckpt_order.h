@@ -1,19 +1,22 @@
-/* Which checkpoint is newest (README, "The trainer contract"): the greatest step-N number,
- * else the latest
- * commit time. */
+/* Which checkpoint is newest (README, "The trainer contract", "Order"): the greatest step
+ * number in the name
+ * (step-N, checkpoint-N, global_stepN, epoch=E-step=N.ckpt), else the latest commit time. */
 #ifndef RR_CKPT_ORDER_H
 #define RR_CKPT_ORDER_H
 
 #include <stdint.h>
 
-/* 1 and the number when name is "step-N" (N decimal, at most 19 digits, optionally followed
- * by a suffix that starts with a non-digit, e.g. "step-1200.final"); else 0. */
+/* 1 and the number when name holds a step number: one of "step-N", "step=N", "checkpoint-N",
+ * "global_stepN" at the start of the name or after '-', '_', '=' or '.', N decimal of 1 to
+ * 19 digits, optionally followed by a suffix that starts with a non-digit ("step-1200.final",
+ * "epoch=3-step=1200.ckpt"). When several are present the last one in the name counts.
+ * Else 0, and *step is untouched. */
 int rr_checkpoint_step(const char *name, uint64_t *step);
 
 /* Negative when a is older than b, positive when newer, 0 when the same checkpoint.
- * step-N names compare by N, then commit time; other names by commit time, then name; a
- * step-N name is newer than any other name (so the order stays transitive when a run
- * mixes both). */
+ * Names with a step number compare by it, then commit time; other names by commit time,
+ * then name; a name with a step number is newer than any other name (so the order stays
+ * transitive when a run mixes both). */
 int rr_checkpoint_compare(const char *a, int64_t a_committed_ms, const char *b,
 			  int64_t b_committed_ms);
 

@@ -7,6 +7,7 @@
 
 #include "rr/cloud.h"
 #include "rr/codec.h"
+#include "rr/commit_rule.h"
 #include "rr/store.h"
 
 #define RR_MAX_EXACT_GLOBS 64
@@ -28,9 +29,11 @@ struct rr_config {
 	int64_t grace_ms;
 	int checkpoint_signal;
 	int64_t every_ms;         /* 0: off */
+	struct rr_commit_rule commit; /* --commit (README, "The trainer contract") */
 	unsigned keep;
 	unsigned max_restarts;
 	int strip_trainer_env;    /* --trainer-env strip: the agent's credentials stay out */
+	int preempted_exit_code;  /* status when a notice stopped the trainer; 0: its own */
 	int log_json;
 	int verbose;
 	unsigned threads;

@@ -68,6 +68,8 @@ struct rr_manifest {
 	char *host;         /* machine that wrote it; malloc'd, may be NULL */
 	int64_t committed_unix_ms; /* when the trainer committed it (orders checkpoints) */
 	int64_t created_unix_ms;   /* when the manifest was written */
+	int single_file;    /* "kind":"file": a one-file checkpoint (README, "The trainer contract"); its only file
+			     * is named like the checkpoint and is restored as that file */
 	size_t nfiles;
 	struct rr_file_entry *files; /* malloc'd */
 };

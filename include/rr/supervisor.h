@@ -26,9 +26,11 @@ int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[]
  * /proc/PID/status), 0 when not, RR_ENOENT when the process is gone. */
 int rr_proc_handles_signal(pid_t pid, int sig);
 
-/* Sends sig to every process of process group pgid that handles it (SigCgt), and to no
- * other. Returns how many processes were signalled (0 when none has a handler yet). */
-int rr_supervisor_signal_handlers(pid_t pgid, int sig);
+/* A pidfd pins a process so that a pid recycled between a check and the kill cannot be
+ * signalled by mistake: the fd (close it), or -1 when unavailable (old kernel, seccomp). */
+int rr_proc_pidfd_open(pid_t pid);
+/* Sends sig through pidfd when it is >= 0, else with kill(pid). 0 or -1 with errno. */
+int rr_proc_send(pid_t pid, int pidfd, int sig);
 
 /* Makes the agent's memory (credentials, tokens) unreachable: not dumpable (no core file,
  * no ptrace or /proc/PID/mem by the same user) and a core-file soft limit of 0. The
@@ -40,6 +42,29 @@ int rr_supervisor_protect_secrets(void);
  * to process group pgid as a whole when one of them is in it (pgid <= 0: none). sig 0
  * only counts. Returns how many living descendants there were, or an RR_E... error. */
 int rr_supervisor_signal_descendants(pid_t pgid, int sig);
+
+/* rr_supervisor_descendants / rr_supervisor_signal_tree flags. */
+#define RR_TREE_SCAN_PROC 1u /* find children by a /proc scan on PPid, not the children files */
+#define RR_TREE_ALL 2u       /* signal every process of the tree, not only those with a handler */
+/* At most this many processes of a tree are signalled (the trainer counts). */
+#define RR_TREE_MAX 4096
+
+/* Lists root and all its descendants, whatever their session or process group, breadth
+ * first, root first: children through /proc/PID/task/TID/children where the kernel has
+ * them, else (or with RR_TREE_SCAN_PROC) through one scan of /proc for PPid. At most cap
+ * pids go to out (a warning is logged when there are more); *n_out says how many.
+ * Returns 0, RR_ENOENT when root is gone, RR_EINVAL, RR_ENOMEM or RR_EIO. */
+int rr_supervisor_descendants(pid_t root, unsigned flags, pid_t *out, size_t cap,
+			      size_t *n_out);
+
+/* Sends sig to root and every descendant (README, "The trainer contract", "Who gets the
+ * signal") that has a
+ * handler for it (SigCgt), and to no other; with RR_TREE_ALL (the final SIGTERM) to root's
+ * process group (root leads it) and every descendant outside that group, each once. The
+ * tree is listed before any signal is sent, so workers of a launcher that dies of it are
+ * still reached. Returns how many processes (the group counting as one) were signalled
+ * (0 when none has a handler yet, or root is gone) or a negative RR_E… code. */
+int rr_supervisor_signal_tree(pid_t root, int sig, unsigned flags);
 
 /* Reaps every exited child without blocking (a PID 1 must reap orphans too). When child
  * is among them, sets *exited = 1 and its wait status in *status. Returns how many

@@ -112,11 +112,16 @@ static int s_get_item(struct s_ctx *c, const cJSON *obj, const char *key, const 
 	return 0;
 }
 
+/* The getters below set their outputs on failure too: callers test rc, and an optimizer
+ * that cannot see through s_fail() (GCC 12 at -O3) must not see them read unset. */
 static int s_get_string(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
 			const char **out)
 {
 	const cJSON *it;
-	int rc = s_get_item(c, obj, key, where, &it);
+	int rc;
+
+	*out = NULL;
+	rc = s_get_item(c, obj, key, where, &it);
 	if (rc)
 		return rc;
 	if (!cJSON_IsString(it) || !it->valuestring)
@@ -128,7 +133,10 @@ static int s_get_string(struct s_ctx *c, const cJSON *obj, const char *key, cons
 static int s_get_array(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
 		       const cJSON **out, size_t *n)
 {
-	int rc = s_get_item(c, obj, key, where, out);
+	int rc;
+
+	*n = 0;
+	rc = s_get_item(c, obj, key, where, out);
 	if (rc)
 		return rc;
 	if (!cJSON_IsArray(*out))
@@ -656,7 +664,7 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 {
 	static const char *const keys[] = { "format",	  "run_id",	     "checkpoint",
 					    "host",	  "committed_unix_ms", "created_unix_ms",
-					    "files",	  "checksum" };
+					    "files",	  "checksum",	     "kind" };
 	struct s_ctx c = { why, why_len, 0 };
 	struct rr_manifest *m = NULL;
 	cJSON *root = NULL;
@@ -756,6 +764,26 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 	rc = s_check_paths(&c, m);
 	if (rc)
 		goto out;
+	it = cJSON_GetObjectItemCaseSensitive(root, "kind");
+	if (it) {
+		const char *kind;
+		rc = s_get_string(&c, root, "kind", "", &kind);
+		if (rc)
+			goto out;
+		if (strcmp(kind, "file") == 0) {
+			/* A one-file checkpoint: its only file has the checkpoint's own name. */
+			if (m->nfiles != 1 || strcmp(m->files[0].path, m->checkpoint) != 0) {
+				rc = s_fail(&c, RR_ECORRUPT, "a file checkpoint must hold exactly "
+					    "one file named like the checkpoint");
+				goto out;
+			}
+			m->single_file = 1;
+		} else if (strcmp(kind, "dir") != 0) {
+			rc = s_fail(&c, RR_ECORRUPT, "kind %s is neither \"file\" nor \"dir\"",
+				    rr_quote_str(q, kind));
+			goto out;
+		}
+	}
 	*out = m;
 	m = NULL;
 out:
@@ -958,6 +986,8 @@ int rr_manifest_to_json(const struct rr_manifest *m, struct rr_buf *out)
 		rc = s_add_int64(root, "committed_unix_ms", m->committed_unix_ms);
 	if (!rc)
 		rc = s_add_int64(root, "created_unix_ms", m->created_unix_ms);
+	if (!rc && m->single_file)
+		rc = s_add_string(root, "kind", "file");
 	if (!rc)
 		rc = s_add_container(root, "files", 1, &files);
 	for (size_t i = 0; !rc && i < m->nfiles; i++)

@@ -13,7 +13,8 @@ start_faults() {
 	wait_for 20 grep -q '^ready' "$W/faults.out" || fail "the fault proxy did not start"
 	FAULT_CTL="http://127.0.0.1:$(sed -nE 's/^control ([0-9]+)/\1/p' "$W/faults.out")"
 	S3_DIRECT="http://127.0.0.1:$S3_PORT"
-	export AWS_ENDPOINT_URL="http://127.0.0.1:$(sed -nE 's/^ready ([0-9]+)/\1/p' "$W/faults.out")"
+	AWS_ENDPOINT_URL="http://127.0.0.1:$(sed -nE 's/^ready ([0-9]+)/\1/p' "$W/faults.out")"
+	export AWS_ENDPOINT_URL
 }
 
 stop_faults() {
@@ -43,6 +44,7 @@ stop_bg() {
 
 # set +e: under set -e the "(exit $f_rc)" that hands the status to cleanup would end the
 # trap before cleanup reports the failure.
+# shellcheck disable=SC2154 # assigned inside the trap string itself
 trap 'f_rc=$?; set +e; stop_bg; stop_faults; stop_s3; (exit $f_rc); cleanup' EXIT
 
 . "$RR_SRC/tests/integration/faultlib_commit.sh"

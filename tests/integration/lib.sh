@@ -26,6 +26,11 @@ cleanup() {
 trap cleanup EXIT
 cd "$W"
 
+# The agent's status when a preemption/termination notice stopped the trainer (its default
+# --preempted-exit-code, EX_TEMPFAIL): tests of notice-driven stops expect this.
+# shellcheck disable=SC2034 # used by the tests that source this file
+RR_PREEMPTED=75
+
 PASSED=0
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
@@ -52,6 +57,7 @@ run_rr() {
 	local log=$1; shift
 	set +e
 	"$RR_BIN" "$@" >"$log" 2>&1
+	# shellcheck disable=SC2034 # the result, for the test that sourced this file
 	RC=$?
 	set -e
 }

@@ -8,6 +8,7 @@ start_meta() {
 		> "$W/meta-$1.out" 2> "$W/meta-$1.log" &
 	META_PID=$!
 	wait_for 20 grep -q '^control' "$W/meta-$1.out" || fail "the $1 metadata test server did not start"
+	# shellcheck disable=SC2034 # for the test that sourced this file
 	META_URL="http://127.0.0.1:$(sed -nE 's/^ready ([0-9]+)/\1/p' "$W/meta-$1.out")"
 	META_CTL="http://127.0.0.1:$(sed -nE 's/^control ([0-9]+)/\1/p' "$W/meta-$1.out")"
 }
@@ -24,4 +25,5 @@ ctl() { curl -fsS -X POST "$META_CTL/_test/$1" > /dev/null || fail "control call
 # state FIELD: a field of the server's /_test/state JSON.
 state() { curl -fsS "$META_CTL/_test/state" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
+# shellcheck disable=SC2154 # assigned inside the trap string itself
 trap 'meta_rc=$?; stop_meta; (exit $meta_rc); cleanup' EXIT

@@ -41,4 +41,5 @@ s3_env() {
 # predates AWS_ENDPOINT_URL.
 s3cli() { /usr/bin/aws --endpoint-url "$AWS_ENDPOINT_URL" "$@"; }
 
+# shellcheck disable=SC2154 # assigned inside the trap string itself
 trap 's3_rc=$?; stop_s3; (exit $s3_rc); cleanup' EXIT

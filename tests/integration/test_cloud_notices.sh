@@ -10,17 +10,18 @@
 unset RESUME_RUN_CLOUD
 
 # drill CLOUD LOG [AGENT OPTIONS...]: trains until step-20 is committed, then has the server
-# announce a preemption; the agent must get the trainer's checkpoint durable and exit 0.
+# announce a preemption; the agent must get the trainer's checkpoint durable and exit
+# $RR_PREEMPTED (the job is not finished: whatever relaunches it must).
 drill() {
 	local cloud=$1 log=$2; shift 2
-	rm -rf ck store-$cloud
+	rm -rf ck "store-$cloud"
 	( wait_for 60 has_checkpoint && ctl "announce?in=0" ) &
 	local announcer=$!
 	run_rr "$log" --log-format json --cloud "$cloud" --metadata-endpoint "$META_URL" \
 		--checkpoint-dir ck --store "file://$W/store-$cloud" "$@" \
 		-- "$PY" "$TRAINER" --steps 100000 --step-time 0.01 --checkpoint-every 20 --out out.json
 	wait $announcer
-	expect_eq "$RC" 0 "$cloud drill exit status"
+	expect_eq "$RC" "$RR_PREEMPTED" "$cloud drill exit status"
 	expect_grep '"msg":"notice: preempt from '"$cloud" "$log" "$cloud notice logged"
 	expect_grep 'exiting for preemption' "$log" "the trainer checkpointed and left"
 	expect_grep 'is durable in the store' "$log" "$cloud checkpoint durable"
@@ -57,7 +58,7 @@ run_rr aws-expiry.log --cloud aws --metadata-endpoint "$META_URL" --poll-interva
 	--checkpoint-dir ck --store "file://$W/store-aws2" \
 	-- "$PY" "$TRAINER" --steps 100000 --step-time 0.01 --checkpoint-every 20 --out out.json
 wait $announcer
-expect_eq "$RC" 0 "exit status after token expiry"
+expect_eq "$RC" "$RR_PREEMPTED" "exit status after token expiry"
 expect_grep 'is durable in the store' aws-expiry.log "notice handled after token expiry"
 [ "$(state unauthorized_sent)" -ge 1 ] || fail "the server never refused an expired token"
 [ "$(state tokens_issued)" -gt "$tokens0" ] || fail "no new token after expiry"
@@ -74,7 +75,7 @@ run_rr aws-rebalance.log --cloud aws --metadata-endpoint "$META_URL" --poll-inte
 	--checkpoint-dir ck --store "file://$W/store-aws3" \
 	-- "$PY" "$TRAINER" --steps 100000 --step-time 0.01 --checkpoint-every 20 --out out.json
 wait $announcer
-expect_eq "$RC" 0 "exit status after rebalance + interruption"
+expect_eq "$RC" "$RR_PREEMPTED" "exit status after rebalance + interruption"
 expect_grep 'notice: rebalance from aws' aws-rebalance.log "rebalance seen"
 expect_grep 'rebalance notice handled; training goes on' aws-rebalance.log "training went on"
 expect_grep 'notice: preempt from aws' aws-rebalance.log "then the interruption"
@@ -91,7 +92,7 @@ run_rr aws-outage.log --cloud aws --metadata-endpoint "$META_URL" --poll-interva
 	--checkpoint-dir ck --store "file://$W/store-aws4" \
 	-- "$PY" "$TRAINER" --steps 100000 --step-time 0.01 --checkpoint-every 20 --out out.json
 wait $announcer
-expect_eq "$RC" 0 "exit status after an outage"
+expect_eq "$RC" "$RR_PREEMPTED" "exit status after an outage"
 expect_grep 'aws metadata service: .*training goes on' aws-outage.log "the outage is reported"
 [ "$(grep -c 'aws metadata service: ' aws-outage.log)" -le 2 ] || fail "more than two lines for one outage: $(grep -c 'aws metadata service: ' aws-outage.log)"
 expect_grep 'aws metadata service answers again' aws-outage.log "the recovery is reported"

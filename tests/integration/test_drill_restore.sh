@@ -12,7 +12,7 @@ reference_run $STEPS ref.json
 ( wait_for 30 test -d .resume-run/checkpoints/step-50 && touch NOTICE ) &
 run_rr m1.log --precision exact --notice-file NOTICE --keep 5 -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out m1.json
 wait
-expect_eq "$RC" 0 "machine 1 exit status"
+expect_eq "$RC" "$RR_PREEMPTED" "machine 1 exit status"
 [ ! -f m1.json ] || fail "machine 1 should have stopped for the preemption, not finished"
 expect_grep 'notice: preempt from file' m1.log "notice logged"
 expect_grep 'asked the trainer for a checkpoint' m1.log "trainer asked"

@@ -11,6 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 . "$RR_SRC/tests/integration/metalib.sh"
+# shellcheck disable=SC2154 # assigned inside the trap string itself
 trap 'e_rc=$?; stop_meta; stop_s3; (exit $e_rc); cleanup' EXIT
 
 start_s3

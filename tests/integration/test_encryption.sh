@@ -233,6 +233,7 @@ PY
 "$PY" "$RR_SRC/tests/gcs/server.py" --port "$GPORT" --s3 "http://127.0.0.1:$S3_PORT" \
 	--bucket "$S3_BUCKET" --key-file sa.json --accept-token gcp-token > gcs.out 2> gcs.log &
 GCS_PID=$!
+# shellcheck disable=SC2154 # assigned inside the trap string itself
 trap 'g_rc=$?; kill $GCS_PID 2>/dev/null; stop_s3; (exit $g_rc); cleanup' EXIT
 wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
 (

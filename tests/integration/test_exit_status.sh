@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The agent exits with the trainer's status, like a shell: the code itself, 128+N for
-# signal N, 127 command not found, 126 not executable, 125 for its own errors.
+# signal N, 127 command not found, 126 not executable, 125 for its own errors; and
+# --preempted-exit-code (75) when a preemption/termination notice stopped the trainer.
 . "$(dirname "$0")/lib.sh"
 
 check() { # EXPECTED WHAT ARGS...
@@ -21,6 +22,38 @@ expect_grep 'cannot run .no-such-command-here.: command not found' exit-127.log 
 check 125 "agent error: unknown option" --no-such-option -- true
 check 125 "agent error: unsupported store" --store s3://bucket/prefix -- true
 expect_grep 'cannot open store s3://bucket/prefix' exit-125.log "store error names the URL"
+
+# A notice stopped the trainer: the preempted status, whatever the trainer's own. The
+# trainers are shell scripts whose USR1 trap is their checkpoint handler (the notice file
+# exists from the start: the request waits for the handler, then goes out at once).
+printf '{"kind":"preempt"}' > PREEMPT
+printf '{"kind":"rebalance"}' > REBALANCE
+cat > exits_on_notice.sh <<'SH'
+trap 'echo "notice seen"; exit $1' USR1
+while :; do sleep 0.05; done
+SH
+cat > goes_on.sh <<'SH'
+trap 'got=1' USR1
+while [ -z "${got:-}" ]; do sleep 0.05; done
+echo "carried on past the notice"
+exit 0
+SH
+check 75 "notice, trainer exits 0" --notice-file PREEMPT -- sh exits_on_notice.sh 0
+expect_grep 'notice seen' exit-75.log "the trainer got the checkpoint request"
+expect_grep 'leaving with status 75: stopped by a notice \(trainer.s own status 0\)' exit-75.log "said why"
+check 75 "notice, trainer exits 3" --notice-file PREEMPT -- sh exits_on_notice.sh 3
+check 0 "notice, --preempted-exit-code 0, trainer exits 0" --preempted-exit-code 0 --notice-file PREEMPT -- sh exits_on_notice.sh 0
+check 3 "notice, --preempted-exit-code 0, trainer exits 3" --preempted-exit-code 0 --notice-file PREEMPT -- sh exits_on_notice.sh 3
+expect_no_grep 'leaving with status' exit-3.log "no preempted status with 0"
+RESUME_RUN_PREEMPTED_EXIT_CODE=99 check 99 "notice, RESUME_RUN_PREEMPTED_EXIT_CODE=99" --notice-file PREEMPT -- sh exits_on_notice.sh 0
+RESUME_RUN_PREEMPTED_EXIT_CODE=99 check 42 "the flag beats the environment" --preempted-exit-code 42 --notice-file PREEMPT -- sh exits_on_notice.sh 0
+check 0 "rebalance notice, training goes on and finishes" --notice-file REBALANCE -- sh goes_on.sh
+expect_grep 'carried on past the notice' exit-0.log "the trainer went on"
+expect_grep 'notice: rebalance from file' exit-0.log "the rebalance notice was seen"
+check 0 "no notice, trainer exits 0 on its own" --notice-file NO-SUCH-NOTICE -- sh -c 'exit 0'
+check 125 "agent error: --preempted-exit-code 256" --preempted-exit-code 256 -- true
+RESUME_RUN_PREEMPTED_EXIT_CODE=x check 125 "agent error: RESUME_RUN_PREEMPTED_EXIT_CODE=x" -- true
+expect_grep 'RESUME_RUN_PREEMPTED_EXIT_CODE must be 0-255' exit-125.log "one clear line"
 
 # stdin, stdout and stderr pass through untouched.
 out=$(printf 'hello' | "$RR_BIN" --store "file://$W/store" --checkpoint-dir "$W/ck" -- sh -c 'cat; echo " err" >&2' 2>err.txt)

@@ -24,6 +24,7 @@ PY
 "$PY" "$RR_SRC/tests/gcs/server.py" --port "$GPORT" --s3 "http://127.0.0.1:$S3_PORT" \
 	--bucket "$S3_BUCKET" --key-file sa.json --accept-token gcp-token > gcs.out 2> gcs.log &
 GCS_PID=$!
+# shellcheck disable=SC2154 # assigned inside the trap string itself
 trap 'g_rc=$?; kill $GCS_PID 2>/dev/null; stop_s3; (exit $g_rc); cleanup' EXIT
 wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
 gstate() { curl -fsS "http://127.0.0.1:$GPORT/_test/state" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
@@ -39,7 +40,7 @@ reference_run $STEPS ref.json
 notice_pid=$!
 run_rr m1.log --precision exact --notice-file NOTICE -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out m1.json
 wait $notice_pid
-expect_eq "$RC" 0 "machine 1 exit status"
+expect_eq "$RC" "$RR_PREEMPTED" "machine 1 exit status"
 expect_grep 'checkpoint step-[0-9]+ is durable in the store' m1.log "durable before exit"
 saved=$(sed -nE 's/.*checkpointed at step ([0-9]+), exiting for preemption.*/\1/p' m1.log)
 [ -n "$saved" ] || fail "trainer did not checkpoint on the notice"

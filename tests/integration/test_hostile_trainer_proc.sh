@@ -69,7 +69,7 @@ for att in 0 1; do
 	[ -s "fds-$att.txt" ] || fail "attempt $att did not list its fds"
 	# 0-2 are ours to keep; the one left is listdir's own directory fd.
 	extra=$(awk '$1 > 2 && $2 !~ /^\/proc\/[0-9]+\/fd$/' "fds-$att.txt")
-	[ -z "$extra" ] || fail "attempt $att inherited fds from the agent: $(echo $extra)"
+	[ -z "$extra" ] || fail "attempt $att inherited fds from the agent: ${extra//$'\n'/ }"
 done
 "$RR_BIN" ls --store "s3://$S3_BUCKET/runs" > ls1.out 2>&1 || fail "ls: $(cat ls1.out)"
 expect_grep '^\* step-1 +committed' ls1.out "step-1 durable in S3"

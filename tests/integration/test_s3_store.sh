@@ -18,7 +18,7 @@ reference_run $STEPS ref.json
 notice_pid=$!
 run_rr m1.log --precision exact --notice-file NOTICE -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out m1.json
 wait $notice_pid
-expect_eq "$RC" 0 "machine 1 exit status"
+expect_eq "$RC" "$RR_PREEMPTED" "machine 1 exit status"
 expect_grep 'checkpoint step-[0-9]+ is durable in the store' m1.log "durable before exit"
 saved=$(sed -nE 's/.*checkpointed at step ([0-9]+), exiting for preemption.*/\1/p' m1.log)
 [ -n "$saved" ] || fail "trainer did not checkpoint on the notice"
@@ -61,17 +61,17 @@ print(f"boto3 downloaded {n} objects")
 PY
 run_rr boto-restore.log restore --store "file://$W/boto-copy" --to from-boto
 expect_eq "$RC" 0 "restore from the boto3 copy"
-run_rr hand.log restore --checkpoint $last --to by-hand
-diff -r from-boto/$last by-hand/$last || fail "boto3 copy and S3 restore differ"
-diff -r by-hand/$last .resume-run/checkpoints/$last || fail "restore from S3 differs from the original"
+run_rr hand.log restore --checkpoint "$last" --to by-hand
+diff -r "from-boto/$last" "by-hand/$last" || fail "boto3 copy and S3 restore differ"
+diff -r "by-hand/$last" ".resume-run/checkpoints/$last" || fail "restore from S3 differs from the original"
 ok "interop: aws s3 ls/cp read the run; boto3's download restores to the trainer's own files"
 
 # The AWS CLI writes a run (a file:// store synced up, big objects as multipart); the agent
 # restores it from S3.
 s3cli s3 sync --quiet "$W/boto-copy" "s3://$S3_BUCKET/synced/"
-run_rr synced.log restore --store "s3://$S3_BUCKET/synced" --checkpoint $last --to from-synced
+run_rr synced.log restore --store "s3://$S3_BUCKET/synced" --checkpoint "$last" --to from-synced
 expect_eq "$RC" 0 "restore of a run the AWS CLI uploaded"
-diff -r from-synced/$last by-hand/$last || fail "restore of the CLI-uploaded run differs"
+diff -r "from-synced/$last" "by-hand/$last" || fail "restore of the CLI-uploaded run differs"
 ok "interop: a run uploaded by aws s3 sync restores from S3"
 
 # --- a multipart object: 8 MiB of random bytes does not compress, so with 5 MiB parts its
@@ -150,7 +150,7 @@ ok "container credentials: fetched with the authorization token, then used to si
 
 # --- the server goes away in the middle of a persist and comes back ---
 mkdir -p outage-ckpt/.step-1.tmp
-for i in $(seq 24); do head -c 2000000 /dev/urandom > outage-ckpt/.step-1.tmp/part$i.bin; done
+for i in $(seq 24); do head -c 2000000 /dev/urandom > "outage-ckpt/.step-1.tmp/part$i.bin"; done
 cat > slow-trainer.sh <<'SH'
 #!/bin/sh
 # Commits step-1, then trains on until 8 s after the server came back.
@@ -164,11 +164,11 @@ chmod +x slow-trainer.sh
 	# server for 3 s, then start the server again on the same port and data.
 	wait_for 60 sh -c "ls -R '$S3_DIR/$S3_BUCKET/outage' 2>/dev/null | grep -q '[0-9a-f]\{64\}'"
 	agent=$(pgrep -f -- "--store s3://$S3_BUCKET/outage")
-	kill -STOP $agent
+	kill -STOP "$agent"
 	# SIGKILL: the server dies at once, as in a crash (a SIGTERM would wait for the frozen
 	# agent's open connections).
 	kill -KILL "$S3_PID"; wait_for 10 sh -c "! kill -0 $S3_PID 2>/dev/null" || true
-	kill -CONT $agent
+	kill -CONT "$agent"
 	echo "server stopped" > outage-marker
 	sleep 3
 	S3RVER_VERBOSE=1 node --openssl-legacy-provider "$RR_SRC/tests/s3/s3rver.js" "$S3_PORT" "$S3_DIR" "$S3_BUCKET" > "$W/s3rver2.log" 2>&1 &

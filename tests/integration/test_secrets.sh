@@ -66,6 +66,7 @@ print("ready", flush=True)
 http.server.HTTPServer(("127.0.0.1", int(port)), H).serve_forever()
 PY
 CREDS_PID=$!
+# shellcheck disable=SC2154 # assigned inside the trap string itself
 trap 's_rc=$?; kill $GCS_PID $META_PID $CREDS_PID 2>/dev/null; stop_s3; (exit $s_rc); cleanup' EXIT
 wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
 wait_for 20 grep -q '^ready' meta.out || fail "the metadata test server did not start"
@@ -120,7 +121,7 @@ run_watched() {
 	pid=$!
 	while kill -0 $pid 2>/dev/null; do
 		for p in $pid $(pgrep -P $pid || true); do
-			c=$(tr '\0' ' ' 2>/dev/null < /proc/$p/cmdline) || c=
+			c=$(tr '\0' ' ' 2>/dev/null < "/proc/$p/cmdline") || c=
 			[ -z "$c" ] || { printf '%s\n' "$c" > "seen/$log.cmdline.$p"; n=$((n + 1)); }
 		done
 		cp .resume-run/checkpoints/.resume-run-notice.json "seen/$log.notice.json" 2>/dev/null || true
@@ -182,10 +183,10 @@ ok "S3 with a wrong secret: exit 125 naming SignatureDoesNotMatch"
 	export AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE="$IN/container-token"
 	export RESUME_RUN_STORE="s3://$S3_BUCKET/container"
 	drill s3-container
-	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE= AWS_CONTAINER_AUTHORIZATION_TOKEN=$C_AUTH \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE="" AWS_CONTAINER_AUTHORIZATION_TOKEN=$C_AUTH \
 		run_rr s3-container-env.log ls -v
 	expect_eq "$RC" 0 "ls with the container token from a variable"
-	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE= AWS_CONTAINER_AUTHORIZATION_TOKEN="${C_AUTH}x" \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE="" AWS_CONTAINER_AUTHORIZATION_TOKEN="${C_AUTH}x" \
 		run_rr s3-container-refused.log ls -v
 	expect_eq "$RC" 125 "a container token the endpoint refuses"
 )

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # TLS helpers, sourced after s3lib.sh: a private CA made here (openssl), server certificates
 # signed by it, and stunnel in front of plain-HTTP test servers on 127.0.0.1.
 TLS_DIR="$W/tls"

@@ -184,7 +184,48 @@ static void test_later_commit_follows_a_far_future_name_within_a_run(void)
 	CU_ASSERT_EQUAL(rr_checkpoint_later("step-1", 0, "", 0), 1);
 }
 
+static void test_framework_names_give_their_step_numbers(void)
+{
+	uint64_t n = 0;
+
+	/* HF Trainer, DeepSpeed, Lightning (README, "The trainer contract", "Order") */
+	CU_ASSERT(rr_checkpoint_step("checkpoint-1200", &n) == 1 && n == 1200);
+	CU_ASSERT(rr_checkpoint_step("global_step1200", &n) == 1 && n == 1200);
+	CU_ASSERT(rr_checkpoint_step("epoch=3-step=1200.ckpt", &n) == 1 && n == 1200);
+	CU_ASSERT(rr_checkpoint_step("epoch=3-step=1200-v1.ckpt", &n) == 1 && n == 1200);
+	/* the last key in the name counts */
+	CU_ASSERT(rr_checkpoint_step("step-5-checkpoint-7", &n) == 1 && n == 7);
+	CU_ASSERT(rr_checkpoint_step("run_global_step42", &n) == 1 && n == 42);
+}
+
+static void test_framework_keys_need_a_boundary_and_digits(void)
+{
+	static const char *const not_steps[] = {
+		"mycheckpoint-3", "checkpoint-", "checkpoint_3", "global_step", "xglobal_step3",
+		"epoch=3-mystep=9.ckpt", "epoch=3.ckpt", "last.ckpt", "latest", "Checkpoint-3",
+	};
+	uint64_t n = 777;
+
+	for (size_t i = 0; i < sizeof(not_steps) / sizeof(not_steps[0]); i++)
+		CU_ASSERT_EQUAL(rr_checkpoint_step(not_steps[i], &n), 0);
+	CU_ASSERT_EQUAL(n, 777);
+}
+
+static void test_framework_names_order_by_step_not_text(void)
+{
+	CU_ASSERT_EQUAL(s_cmp("checkpoint-500", 2000, "checkpoint-1000", 1000), -1);
+	CU_ASSERT_EQUAL(s_cmp("global_step9", 2000, "global_step10", 1000), -1);
+	CU_ASSERT_EQUAL(s_cmp("epoch=9-step=90.ckpt", 2000, "epoch=10-step=100.ckpt", 1000), -1);
+	CU_ASSERT_EQUAL(s_cmp("epoch=10-step=100.ckpt", 1, "last.ckpt", 2), 1);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_framework_names_give_their_step_numbers",
+	  test_framework_names_give_their_step_numbers },
+	{ "test_framework_keys_need_a_boundary_and_digits",
+	  test_framework_keys_need_a_boundary_and_digits },
+	{ "test_framework_names_order_by_step_not_text",
+	  test_framework_names_order_by_step_not_text },
 	{ "test_later_commit_follows_a_far_future_name_within_a_run",
 	  test_later_commit_follows_a_far_future_name_within_a_run },
 	{ "test_step_is_parsed_from_step_names", test_step_is_parsed_from_step_names },

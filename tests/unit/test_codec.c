@@ -433,7 +433,7 @@ static void test_shuffle_form_round_trips_and_stores_one_frame_per_plane(void)
 	struct rr_codec *c = rr_codec_new(RR_ZSTD_LEVEL_DEFAULT);
 	struct rr_buf out;
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(raw && back && c);
+	CU_ASSERT_FATAL(raw && back && c);
 	for (size_t i = 0; i < len; i++)
 		raw[i] = (unsigned char)((i % 8 == 7) ? 0x3f : rand());
 	rr_buf_init(&out, S_BUF_MAX);
@@ -464,7 +464,7 @@ static void test_fp16_and_bf16_forms_decode_to_the_converters_result(void)
 	struct rr_codec *c = rr_codec_new(RR_ZSTD_LEVEL_DEFAULT);
 	struct rr_buf out;
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(x && back && want && planes && c);
+	CU_ASSERT_FATAL(x && back && want && planes && c);
 	for (size_t i = 0; i < n; i++)
 		x[i] = (float)((int)(rand() % 20001) - 10000) * 1e-6f;
 	rr_buf_init(&out, S_BUF_MAX);

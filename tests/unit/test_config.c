@@ -1039,7 +1039,74 @@ static void test_help_lists_every_option_a_command_takes_with_its_variable(void)
 	}
 }
 
+static void test_parse_preempted_exit_code_flag_env_default(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	unsetenv("RESUME_RUN_PREEMPTED_EXIT_CODE");
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.preempted_exit_code, 75); /* EX_TEMPFAIL */
+	p = s_parse(ARGV("resume-run", "--preempted-exit-code", "0", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.preempted_exit_code, 0);
+	setenv("RESUME_RUN_PREEMPTED_EXIT_CODE", "99", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.preempted_exit_code, 99);
+	p = s_parse(ARGV("resume-run", "--preempted-exit-code=42", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.preempted_exit_code, 42); /* the flag beats the environment */
+	setenv("RESUME_RUN_PREEMPTED_EXIT_CODE", "256", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "RESUME_RUN_PREEMPTED_EXIT_CODE") && s_has(p.err, "'256'"));
+	unsetenv("RESUME_RUN_PREEMPTED_EXIT_CODE");
+	p = s_parse(ARGV("resume-run", "--preempted-exit-code", "-1", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "--preempted-exit-code", "75x", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	/* a run option: the subcommands refuse it */
+	p = s_parse(ARGV("resume-run", "ls", "--preempted-exit-code", "1"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+}
+
+static void test_commit_rule_defaults_to_auto_and_comes_from_flag_or_environment(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.commit.kind, RR_COMMIT_AUTO);
+	setenv("RESUME_RUN_COMMIT", "pointer:latest", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT(p.cfg.commit.kind == RR_COMMIT_POINTER &&
+		  strcmp(p.cfg.commit.name, "latest") == 0);
+	p = s_parse(ARGV("resume-run", "--commit", "marker:DONE", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT(p.cfg.commit.kind == RR_COMMIT_MARKER && strcmp(p.cfg.commit.name, "DONE") == 0);
+	p = s_parse(ARGV("resume-run", "restore", "--commit", "rename", "--to", "/x"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	p = s_parse(ARGV("resume-run", "--commit", "marker:a/b", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "invalid value 'marker:a/b' for --commit"));
+	p = s_parse(ARGV("resume-run", "ls", "--commit", "rename"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	setenv("RESUME_RUN_COMMIT", "sometimes", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "RESUME_RUN_COMMIT"));
+	s_clear_env();
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_commit_rule_defaults_to_auto_and_comes_from_flag_or_environment",
+	  test_commit_rule_defaults_to_auto_and_comes_from_flag_or_environment },
+	{ "test_parse_preempted_exit_code_flag_env_default",
+	  test_parse_preempted_exit_code_flag_env_default },
 	{ "test_every_option_but_help_and_version_has_its_environment_variable",
 	  test_every_option_but_help_and_version_has_its_environment_variable },
 	{ "test_parse_takes_every_run_option_from_the_environment",

@@ -335,6 +335,44 @@ static void s_assert_equal(const struct rr_manifest *a, const struct rr_manifest
 
 /* --- writing and reading back -------------------------------------------------------- */
 
+static void test_file_checkpoint_kind_round_trips_and_needs_its_one_file(void)
+{
+	struct rr_manifest *m = s_one_file("epoch=2-step=20.ckpt"), *back = NULL;
+	char why[256] = "";
+	char *text;
+
+	free(m->checkpoint);
+	m->checkpoint = s_strdup("epoch=2-step=20.ckpt");
+	m->single_file = 1;
+	text = s_to_json(m);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"kind\":\"file\""));
+	CU_ASSERT_EQUAL(rr_manifest_parse(text, strlen(text), &back, why, sizeof(why)), 0);
+	CU_ASSERT(back && back->single_file == 1);
+	rr_manifest_destroy(back);
+	back = NULL;
+	free(text);
+
+	/* the one file must carry the checkpoint's name */
+	free(m->files[0].path);
+	m->files[0].path = s_strdup("other.ckpt");
+	text = s_to_json(m);
+	CU_ASSERT_EQUAL(rr_manifest_parse(text, strlen(text), &back, why, sizeof(why)),
+			RR_ECORRUPT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "file checkpoint"));
+	free(text);
+	rr_manifest_destroy(m);
+
+	/* a directory checkpoint carries no kind at all */
+	m = s_sample();
+	text = s_to_json(m);
+	CU_ASSERT_PTR_NULL(strstr(text, "\"kind\""));
+	CU_ASSERT_EQUAL(rr_manifest_parse(text, strlen(text), &back, why, sizeof(why)), 0);
+	CU_ASSERT(back && back->single_file == 0);
+	rr_manifest_destroy(back);
+	free(text);
+	rr_manifest_destroy(m);
+}
+
 static void test_roundtrip_multi_file_multi_segment_is_equal_field_by_field(void)
 {
 	struct rr_manifest *m = s_sample(), *back = NULL;
@@ -1846,6 +1884,8 @@ static void test_latest_refuses_input_above_64k(void)
 }
 
 static CU_TestInfo s_tests[] = {
+	{ "test_file_checkpoint_kind_round_trips_and_needs_its_one_file",
+	  test_file_checkpoint_kind_round_trips_and_needs_its_one_file },
 	{ "test_roundtrip_multi_file_multi_segment_is_equal_field_by_field",
 	  test_roundtrip_multi_file_multi_segment_is_equal_field_by_field },
 	{ "test_to_json_writes_documented_shape_with_checksum_last",

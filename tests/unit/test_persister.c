@@ -815,6 +815,46 @@ static void test_persister_persists_commits_after_far_future_name(void)
 	s_teardown(&e);
 }
 
+/* The throughput a notice's estimate starts from: the baseline until the first persist,
+ * then the newest persisted checkpoint with its changed share. */
+static void test_persister_throughput_follows_persists(void)
+{
+	struct s_env e;
+	struct rr_manifest *m2 = NULL;
+	struct rr_throughput t;
+	const struct rr_persist_result *r;
+	int64_t before = rr_wall_ms();
+
+	memset(&e, 0, sizeof(e));
+	fx_init(&e.f);
+	s_make(&e, "step-2", 2);
+	s_make(&e, "step-3", 2); /* same weights as step-2 */
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&e.f, "step-2", 2000, NULL, &m2, NULL), 0);
+	s_start(&e, 3, m2); /* taken over */
+
+	rr_persister_throughput(e.p, &t);
+	CU_ASSERT_STRING_EQUAL(t.last_name, "step-2");
+	CU_ASSERT_EQUAL(t.last_bytes, 256 * 1024 + strlen("{\"hidden\": 64}\n"));
+	CU_ASSERT_DOUBLE_EQUAL(t.last_new_fraction, 1.0, 1e-9);
+	CU_ASSERT_EQUAL(t.last_durable_ms, 0);
+	CU_ASSERT_EQUAL(t.samples, 0);
+	CU_ASSERT_DOUBLE_EQUAL(t.bps, RR_THROUGHPUT_SEED_REMOTE_BPS, 1); /* no URL: remote */
+
+	rr_persister_submit(e.p, "step-3", 3000, 0);
+	r = s_result(&e, "step-3");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	rr_persister_throughput(e.p, &t);
+	CU_ASSERT_STRING_EQUAL(t.last_name, "step-3");
+	CU_ASSERT_EQUAL(t.last_bytes, r->stats.bytes);
+	CU_ASSERT(t.last_durable_ms >= before);
+	/* Only the manifest-sized remainder is new: the weights were reused. */
+	CU_ASSERT(t.last_new_fraction < 0.5);
+	CU_ASSERT_DOUBLE_EQUAL(t.last_new_fraction,
+			       (double)r->stats.new_bytes / (double)r->stats.stored_bytes, 1e-9);
+	s_teardown(&e);
+}
+
 static CU_TestInfo s_tests[] = {
 	{ "persister_persists_commits_after_far_future_name",
 	  test_persister_persists_commits_after_far_future_name },
@@ -848,6 +888,7 @@ static CU_TestInfo s_tests[] = {
 	{ "persister_cancel_drops_queued_checkpoint", test_persister_cancel_drops_queued_checkpoint },
 	{ "persister_destroy_while_idle_is_clean", test_persister_destroy_while_idle_is_clean },
 	{ "persister_destroy_after_work_is_clean", test_persister_destroy_after_work_is_clean },
+	{ "throughput follows persists", test_persister_throughput_follows_persists },
 	CU_TEST_INFO_NULL,
 };
 

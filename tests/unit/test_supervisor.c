@@ -667,7 +667,7 @@ static void test_proc_handles_signal_treats_zombie_as_not_handling(void)
 	CU_ASSERT_EQUAL(rr_proc_handles_signal(pid, SIGUSR1), RR_ENOENT);
 }
 
-static void test_signal_handlers_signals_only_processes_with_handler(void)
+static void test_signal_tree_signals_only_processes_with_handler(void)
 {
 	/* One group: a shell wrapper (no handler), two Python workers with a handler (one
 	 * with a comm that fools a parser reading up to the first ')'), and a sleep
@@ -706,7 +706,7 @@ static void test_signal_handlers_signals_only_processes_with_handler(void)
 	if (sleeper <= 0)
 		goto out;
 
-	CU_ASSERT_EQUAL(rr_supervisor_signal_handlers(leader, SIGUSR1), 2);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(leader, SIGUSR1, 0), 2);
 
 	CU_ASSERT(s_wait_for_content(a, "got"));
 	CU_ASSERT(s_wait_for_content(b, "got"));
@@ -728,17 +728,186 @@ out:
 	s_rm_rf(dir);
 }
 
-static void test_signal_handlers_returns_zero_while_no_handler_is_installed(void)
+static void test_signal_tree_returns_zero_while_no_handler_is_installed(void)
 {
 	char *argv[] = { "sleep", "1000", NULL };
 	pid_t pid = -1;
 
 	CU_ASSERT_EQUAL_FATAL(s_spawn_argv(argv, &pid), 0);
-	CU_ASSERT_EQUAL(rr_supervisor_signal_handlers(pid, SIGUSR1), 0);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(pid, SIGUSR1, 0), 0);
 	CU_ASSERT(s_alive_without_pending(pid, SIGUSR1));
-	CU_ASSERT_EQUAL(rr_supervisor_signal_handlers(pid, 0), RR_EINVAL);
-	CU_ASSERT_EQUAL(rr_supervisor_signal_handlers(0, SIGUSR1), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(pid, 0, 0), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(0, SIGUSR1, 0), RR_EINVAL);
 	s_kill_and_wait(pid);
+}
+
+/* ---- the process tree: workers in sessions of their own -------------------------- */
+
+/* A launcher the way torchrun >= 2.2 starts workers (torch/distributed/elastic/
+ * multiprocessing/subprocess_handler/subprocess_handler.py: Popen(..., start_new_session=
+ * True)): two workers with a SIGUSR1 handler and a sleep without one, each in a new
+ * session; the launcher itself installs no SIGUSR1 handler. It writes the three pids to
+ * argv[3]/pids once they are started. */
+static const char s_launcher_py[] =
+	"import os, subprocess, sys, time\n"
+	"py, code, d = sys.argv[1], sys.argv[2], sys.argv[3]\n"
+	"ws = [subprocess.Popen([py, '-c', code, d + '/w%d' % i], start_new_session=True)\n"
+	"      for i in range(2)]\n"
+	"s = subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
+	"with open(d + '/pids.tmp', 'w') as f:\n"
+	"    f.write(' '.join(str(p.pid) for p in ws + [s]))\n"
+	"os.rename(d + '/pids.tmp', d + '/pids')\n"
+	"while True:\n"
+	"    time.sleep(3600)\n";
+
+struct s_tree {
+	char dir[64];
+	pid_t launcher, w[2], sleeper;
+};
+
+/* Starts the launcher and waits until both workers have their handler. 0 on success. */
+static int s_tree_start(struct s_tree *t)
+{
+	char path[160], buf[96];
+	char *argv[] = { S_PYTHON, "-c", (char *)s_launcher_py, S_PYTHON, (char *)s_handler_py,
+			 t->dir, NULL };
+	int exec_errno;
+	char *p;
+
+	memset(t, 0, sizeof(*t));
+	s_mkdtemp(t->dir, sizeof(t->dir));
+	if (rr_supervisor_spawn(S_PYTHON, argv, environ, &t->launcher, &exec_errno))
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/w%d.ready", t->dir, i);
+		if (!s_wait_for_file(path))
+			return -1;
+	}
+	snprintf(path, sizeof(path), "%s/pids", t->dir);
+	if (!s_wait_for_file(path) || s_read_small(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	t->w[0] = (pid_t)strtol(buf, &p, 10);
+	t->w[1] = (pid_t)strtol(p, &p, 10);
+	t->sleeper = (pid_t)strtol(p, &p, 10);
+	return (t->w[0] > 0 && t->w[1] > 0 && t->sleeper > 0) ? 0 : -1;
+}
+
+static void s_tree_stop(struct s_tree *t)
+{
+	for (int i = 0; i < 2; i++)
+		if (t->w[i] > 0)
+			kill(t->w[i], SIGKILL);
+	if (t->sleeper > 0)
+		kill(t->sleeper, SIGKILL);
+	s_kill_and_wait(t->launcher);
+	s_rm_rf(t->dir);
+}
+
+static int s_pid_in(const pid_t *list, size_t n, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (list[i] == pid)
+			return 1;
+	return 0;
+}
+
+static void test_descendants_lists_workers_in_new_sessions_both_ways(void)
+{
+	static const unsigned modes[] = { 0, RR_TREE_SCAN_PROC };
+	struct s_tree t;
+	pid_t list[64];
+	size_t n = 0;
+
+	CU_ASSERT_FATAL(s_tree_start(&t) == 0 || (s_tree_stop(&t), 0));
+	/* the premise: the workers really left the launcher's session and group */
+	CU_ASSERT_NOT_EQUAL(getsid(t.w[0]), getsid(t.launcher));
+	CU_ASSERT_NOT_EQUAL(getpgid(t.w[1]), t.launcher);
+	for (size_t m = 0; m < 2; m++) {
+		CU_ASSERT_EQUAL(rr_supervisor_descendants(t.launcher, modes[m], list, 64, &n), 0);
+		CU_ASSERT_EQUAL(n, 4);
+		CU_ASSERT_EQUAL(list[0], t.launcher);
+		CU_ASSERT(s_pid_in(list, n, t.w[0]));
+		CU_ASSERT(s_pid_in(list, n, t.w[1]));
+		CU_ASSERT(s_pid_in(list, n, t.sleeper));
+		CU_ASSERT_FALSE(s_pid_in(list, n, getpid()));
+	}
+	/* the list is bounded by the caller's room */
+	CU_ASSERT_EQUAL(rr_supervisor_descendants(t.launcher, 0, list, 2, &n), 0);
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT_EQUAL(rr_supervisor_descendants(0, 0, list, 64, &n), RR_EINVAL);
+	s_tree_stop(&t);
+}
+
+static void test_signal_tree_reaches_workers_in_new_sessions_not_the_launcher(void)
+{
+	struct s_tree t;
+	char path[160];
+
+	CU_ASSERT_FATAL(s_tree_start(&t) == 0 || (s_tree_stop(&t), 0));
+	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(t.launcher, SIGUSR1, 0), 2);
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/w%d", t.dir, i);
+		CU_ASSERT(s_wait_for_content(path, "got"));
+	}
+	CU_ASSERT(s_alive_without_pending(t.launcher, SIGUSR1));
+	CU_ASSERT(s_alive_without_pending(t.sleeper, SIGUSR1));
+	s_tree_stop(&t);
+}
+
+static void test_signal_tree_with_proc_scan_reaches_the_same_workers(void)
+{
+	struct s_tree t;
+	char path[160];
+
+	CU_ASSERT_FATAL(s_tree_start(&t) == 0 || (s_tree_stop(&t), 0));
+	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(t.launcher, SIGUSR1, RR_TREE_SCAN_PROC), 2);
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/w%d", t.dir, i);
+		CU_ASSERT(s_wait_for_content(path, "got"));
+	}
+	CU_ASSERT(s_alive_without_pending(t.launcher, SIGUSR1));
+	CU_ASSERT(s_alive_without_pending(t.sleeper, SIGUSR1));
+	s_tree_stop(&t);
+}
+
+/* Gone or a zombie: killed by the signal (nobody reaps the workers but the launcher). */
+static int s_wait_dead(pid_t pid)
+{
+	for (int i = 0; i < S_POLL_TRIES; i++) {
+		char st = s_proc_state(pid);
+		if (st == 0 || st == 'Z' || st == 'X')
+			return 1;
+		s_nap();
+	}
+	return 0;
+}
+
+static void test_signal_tree_all_terminates_workers_in_new_sessions(void)
+{
+	struct s_tree t;
+	int status = 0;
+
+	CU_ASSERT_FATAL(s_tree_start(&t) == 0 || (s_tree_stop(&t), 0));
+	/* group + the three processes outside it */
+	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(t.launcher, SIGTERM, RR_TREE_ALL), 4);
+	CU_ASSERT(s_wait_dead(t.w[0]));
+	CU_ASSERT(s_wait_dead(t.w[1]));
+	CU_ASSERT(s_wait_dead(t.sleeper));
+	CU_ASSERT_EQUAL(waitpid(t.launcher, &status, 0), t.launcher);
+	CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+	t.launcher = -1;
+	s_tree_stop(&t);
+}
+
+static void test_signal_tree_of_a_gone_process_signals_nobody(void)
+{
+	char *argv[] = { "true", NULL };
+	pid_t pid = -1;
+
+	CU_ASSERT_EQUAL_FATAL(s_spawn_argv(argv, &pid), 0);
+	s_waitpid(pid);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(pid, SIGUSR1, 0), 0);
+	CU_ASSERT_EQUAL(rr_supervisor_signal_tree(pid, 0, 0), RR_EINVAL);
 }
 
 /* ---- reaping ---------------------------------------------------------------------- */
@@ -1074,9 +1243,14 @@ static CU_TestInfo s_tests[] = {
 	S_TEST(test_spawn_leaves_parent_signal_mask_unchanged),
 	S_TEST(test_spawn_child_leads_its_own_process_group),
 	S_TEST(test_proc_handles_signal_sees_installed_handler),
+	S_TEST(test_descendants_lists_workers_in_new_sessions_both_ways),
+	S_TEST(test_signal_tree_reaches_workers_in_new_sessions_not_the_launcher),
+	S_TEST(test_signal_tree_with_proc_scan_reaches_the_same_workers),
+	S_TEST(test_signal_tree_all_terminates_workers_in_new_sessions),
+	S_TEST(test_signal_tree_of_a_gone_process_signals_nobody),
 	S_TEST(test_proc_handles_signal_treats_zombie_as_not_handling),
-	S_TEST(test_signal_handlers_signals_only_processes_with_handler),
-	S_TEST(test_signal_handlers_returns_zero_while_no_handler_is_installed),
+	S_TEST(test_signal_tree_signals_only_processes_with_handler),
+	S_TEST(test_signal_tree_returns_zero_while_no_handler_is_installed),
 	S_TEST(test_reap_returns_child_status),
 	S_TEST(test_reap_with_no_children_returns_zero),
 	S_TEST(test_reap_collects_orphaned_grandchild_as_subreaper),

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rr/commit_rule.h"
 #include "watcher.h"
 #include "cunit_main.h"
 
@@ -338,7 +339,10 @@ static void test_scan_reports_existing_checkpoints_only(void)
 
 	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
 	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
-	CU_ASSERT(r.n == 2);
+	/* a regular file may be a one-file checkpoint (README, "The trainer contract");
+	 * links and fifos never */
+	CU_ASSERT(r.n == 3);
+	CU_ASSERT(s_count(&r, "notes.txt") == 1);
 	CU_ASSERT(s_count(&r, "step-1") == 1);
 	CU_ASSERT(s_count(&r, "step-2") == 1);
 	CU_ASSERT(s_index(&r, "step-1") >= 0 &&
@@ -348,7 +352,7 @@ static void test_scan_reports_existing_checkpoints_only(void)
 
 	/* A scan is a snapshot: repeating it reports the same set again. */
 	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
-	CU_ASSERT(r.n == 4);
+	CU_ASSERT(r.n == 6);
 	CU_ASSERT(s_count(&r, "step-1") == 2);
 	CU_ASSERT(s_count(&r, "step-2") == 2);
 	rr_watcher_destroy(w);
@@ -445,7 +449,7 @@ static void test_directory_moved_in_from_elsewhere_is_a_commit(void)
 	s_rm_rf(e.root);
 }
 
-static void test_file_renamed_to_a_final_name_is_not_reported(void)
+static void test_file_renamed_to_a_final_name_is_a_one_file_checkpoint(void)
 {
 	struct s_env e;
 	struct rr_watcher *w;
@@ -454,10 +458,12 @@ static void test_file_renamed_to_a_final_name_is_not_reported(void)
 	s_env_init(&e);
 	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
 	s_write(e.dir, ".model.bin.tmp", "bytes");
+	s_write(e.dir, "written-in-place.pt", "bytes"); /* not renamed: not a commit */
 	s_rename(e.dir, ".model.bin.tmp", "model.bin");
 	s_sync(w, &r, e.dir);
-	CU_ASSERT(r.n == 1);
-	CU_ASSERT(s_count(&r, "model.bin") == 0);
+	CU_ASSERT(r.n == 2);
+	CU_ASSERT(s_count(&r, "model.bin") == 1);
+	CU_ASSERT(s_count(&r, "written-in-place.pt") == 0);
 	rr_watcher_destroy(w);
 	s_rm_rf(e.root);
 }
@@ -702,7 +708,233 @@ static void test_queue_overflow_falls_back_to_a_full_scan(void)
 	s_rm_rf(e.root);
 }
 
+/* ---- commit rules (README, "The trainer contract" table): auto, marker:NAME, pointer:NAME
+ * ------------- */
+
+/* Like s_sync, with a sentinel name of its own so one test can sync twice. */
+static void s_sync_as(struct rr_watcher *w, struct s_rec *r, const char *dir, const char *name)
+{
+	s_commit(dir, name);
+	s_pump_until(w, r, name);
+}
+
+static struct rr_watcher *s_new_with(const char *dir, const char *rule_text)
+{
+	struct rr_commit_rule rule;
+	struct rr_watcher *w = NULL;
+
+	CU_ASSERT_FATAL(rr_commit_rule_parse(rule_text, &rule) == 0);
+	CU_ASSERT_FATAL(rr_watcher_new(dir, &w) == 0);
+	rr_watcher_set_rule(w, &rule);
+	return w;
+}
+
+static void s_mkdir_at(const char *dir, const char *name, const char *sub)
+{
+	char p[PATH_MAX];
+	s_path(p, sizeof(p), dir, name);
+	s_mkdir(p, sub);
+}
+
+static void s_write_in(const char *dir, const char *name, const char *file, const char *text)
+{
+	char p[PATH_MAX];
+	s_path(p, sizeof(p), dir, name);
+	s_write(p, file, text);
+}
+
+/* HF Trainer (transformers Trainer._save_checkpoint): checkpoint-N made in place, weights,
+ * optimizer, scheduler, rng state, then trainer_state.json last. */
+static void test_auto_commits_an_hf_directory_when_trainer_state_is_closed(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	char d[PATH_MAX];
+
+	s_env_init(&e);
+	w = s_new_with(e.dir, "auto");
+	s_mkdir(e.dir, "checkpoint-500");
+	s_write_in(e.dir, "checkpoint-500", "model.safetensors", "w");
+	s_write_in(e.dir, "checkpoint-500", "optimizer.pt", "o");
+	s_write_in(e.dir, "checkpoint-500", "scheduler.pt", "s");
+	s_write_in(e.dir, "checkpoint-500", "rng_state.pth", "r");
+	s_sync_as(w, &r, e.dir, "sentinel-1");
+	CU_ASSERT(s_count(&r, "checkpoint-500") == 0); /* no marker yet */
+	s_write_in(e.dir, "checkpoint-500", "trainer_state.json", "{}");
+	s_pump_until(w, &r, "checkpoint-500");
+	s_path(d, sizeof(d), e.dir, "checkpoint-500");
+	CU_ASSERT(r.ms[s_index(&r, "checkpoint-500")] == s_ctime_ms(d, "trainer_state.json"));
+	/* a crash mid-write: the next directory never gets its marker, in events or scans */
+	s_mkdir(e.dir, "checkpoint-1000");
+	s_write_in(e.dir, "checkpoint-1000", "model.safetensors", "half");
+	r.n = 0;
+	s_sync_as(w, &r, e.dir, "sentinel-2");
+	CU_ASSERT(s_count(&r, "checkpoint-1000") == 0);
+	r.n = 0;
+	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
+	CU_ASSERT(s_count(&r, "checkpoint-1000") == 0);
+	CU_ASSERT(s_count(&r, "checkpoint-500") == 1);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+/* DeepSpeed (DeepSpeedEngine.save_checkpoint): global_stepN/ in place, then `latest`
+ * rewritten in place to name it. */
+static void test_auto_commits_a_deepspeed_directory_when_latest_names_it(void)
+{
+	struct s_env e;
+	struct rr_watcher *w, *w2;
+	struct s_rec r = { .n = 0 };
+
+	s_env_init(&e);
+	w = s_new_with(e.dir, "auto");
+	s_mkdir(e.dir, "global_step10");
+	s_write_in(e.dir, "global_step10", "mp_rank_00_model_states.pt", "m");
+	s_write(e.dir, "zero_to_fp32.py", "# copied in place, never a checkpoint");
+	s_sync_as(w, &r, e.dir, "sentinel-3");
+	CU_ASSERT(s_count(&r, "global_step10") == 0);
+	s_write(e.dir, "latest", "global_step10");
+	s_pump_until(w, &r, "global_step10");
+	CU_ASSERT(r.ms[s_index(&r, "global_step10")] == s_ctime_ms(e.dir, "latest"));
+	/* crash mid-write of global_step20: latest still names global_step10 */
+	s_mkdir(e.dir, "global_step20");
+	s_write_in(e.dir, "global_step20", "mp_rank_00_model_states.pt", "half");
+	s_write(e.dir, "junk-pointer-target", "x");
+	r.n = 0;
+	w2 = s_new_with(e.dir, "auto");
+	CU_ASSERT(rr_watcher_scan(w2, s_record, &r) == 0);
+	CU_ASSERT(s_count(&r, "global_step10") == 1);
+	CU_ASSERT(s_count(&r, "global_step20") == 0);
+	CU_ASSERT(s_count(&r, "latest") == 0);
+	CU_ASSERT(s_count(&r, "zero_to_fp32.py") == 0);
+	CU_ASSERT(s_count(&r, "junk-pointer-target") == 0);
+	CU_ASSERT(r.n == 2); /* global_step10 and the renamed sentinel */
+	rr_watcher_destroy(w2);
+	/* a pointer naming something that is not a directory commits nothing */
+	r.n = 0;
+	s_write(e.dir, "latest", "junk-pointer-target\n");
+	s_write(e.dir, "latest", "../escape");
+	s_sync_as(w, &r, e.dir, "sentinel-4");
+	CU_ASSERT(r.n == 1);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+/* torch.distributed.checkpoint (FileSystemWriter): *.distcp shards, then .metadata
+ * (written to .metadata.tmp and renamed in recent torch). */
+static void test_auto_commits_a_dcp_directory_when_metadata_lands(void)
+{
+	struct s_env e;
+	struct rr_watcher *w, *w2;
+	struct s_rec r = { .n = 0 };
+	char d[PATH_MAX];
+
+	s_env_init(&e);
+	w = s_new_with(e.dir, "auto");
+	s_mkdir(e.dir, "step-30");
+	s_write_in(e.dir, "step-30", "__0_0.distcp", "a");
+	s_write_in(e.dir, "step-30", "__1_0.distcp", "b");
+	s_sync_as(w, &r, e.dir, "sentinel-5");
+	CU_ASSERT(s_count(&r, "step-30") == 0);
+	/* a fresh scan does not take it by rename either: it holds shards, no .metadata */
+	w2 = s_new_with(e.dir, "auto");
+	r.n = 0;
+	CU_ASSERT(rr_watcher_scan(w2, s_record, &r) == 0);
+	CU_ASSERT(s_count(&r, "step-30") == 0);
+	rr_watcher_destroy(w2);
+	s_write_in(e.dir, "step-30", ".metadata.tmp", "meta");
+	s_path(d, sizeof(d), e.dir, "step-30");
+	s_rename(d, ".metadata.tmp", ".metadata");
+	s_pump_until(w, &r, "step-30");
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+/* Lightning (ModelCheckpoint -> lightning.fabric.utilities.cloud_io._atomic_save): an
+ * fsspec transaction writes tempfile.mkstemp()'s "tmpXXXXXXXX" and moves it onto
+ * epoch=E-step=S.ckpt; with TMPDIR on the checkpoint dir the temp file sits beside it. */
+static void test_auto_commits_a_lightning_file_moved_from_a_tmp_name(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+
+	s_env_init(&e);
+	w = s_new_with(e.dir, "auto");
+	s_write(e.dir, "tmpa1b2c3d4", "torch zip bytes");
+	s_write(e.dir, "other.ckpt.tmp", "x");
+	s_sync_as(w, &r, e.dir, "sentinel-6");
+	CU_ASSERT(r.n == 1); /* the sentinel only */
+	s_rename(e.dir, "tmpa1b2c3d4", "epoch=0-step=10.ckpt");
+	s_pump_until(w, &r, "epoch=0-step=10.ckpt");
+	r.n = 0;
+	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
+	CU_ASSERT(s_count(&r, "epoch=0-step=10.ckpt") == 1);
+	CU_ASSERT(s_count(&r, "other.ckpt.tmp") == 0);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_custom_marker_and_pointer_rules(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+
+	s_env_init(&e);
+	w = s_new_with(e.dir, "marker:DONE");
+	s_mkdir(e.dir, "run-a");
+	s_write_in(e.dir, "run-a", "trainer_state.json", "{}"); /* not this rule's marker */
+	s_mkdir_at(e.dir, "run-a", "sub");
+	s_commit(e.dir, "renamed"); /* renames do not commit under marker: */
+	s_write_in(e.dir, "renamed", "DONE", ""); /* ... but its marker does */
+	s_pump_until(w, &r, "renamed");
+	CU_ASSERT(s_count(&r, "run-a") == 0);
+	s_write_in(e.dir, "run-a", "DONE", "");
+	s_pump_until(w, &r, "run-a");
+	rr_watcher_destroy(w);
+
+	r.n = 0;
+	w = s_new_with(e.dir, "pointer:CURRENT");
+	s_write(e.dir, "latest", "run-a"); /* not this rule's pointer */
+	s_mkdir(e.dir, "run-b");
+	s_write(e.dir, "CURRENT", "run-b\n");
+	s_pump_until(w, &r, "run-b");
+	CU_ASSERT(r.n == 1);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
+static void test_rename_rule_ignores_markers(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+
+	s_env_init(&e);
+	w = s_new_with(e.dir, "rename");
+	s_mkdir(e.dir, "checkpoint-1");
+	s_write_in(e.dir, "checkpoint-1", "trainer_state.json", "{}");
+	s_write(e.dir, "latest", "checkpoint-1");
+	s_sync_as(w, &r, e.dir, "sentinel-7");
+	CU_ASSERT(r.n == 1);
+	CU_ASSERT(s_count(&r, "checkpoint-1") == 0);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_auto_commits_an_hf_directory_when_trainer_state_is_closed",
+	  test_auto_commits_an_hf_directory_when_trainer_state_is_closed },
+	{ "test_auto_commits_a_deepspeed_directory_when_latest_names_it",
+	  test_auto_commits_a_deepspeed_directory_when_latest_names_it },
+	{ "test_auto_commits_a_dcp_directory_when_metadata_lands",
+	  test_auto_commits_a_dcp_directory_when_metadata_lands },
+	{ "test_auto_commits_a_lightning_file_moved_from_a_tmp_name",
+	  test_auto_commits_a_lightning_file_moved_from_a_tmp_name },
+	{ "test_custom_marker_and_pointer_rules", test_custom_marker_and_pointer_rules },
+	{ "test_rename_rule_ignores_markers", test_rename_rule_ignores_markers },
 	{ "test_new_creates_missing_directory_with_parents",
 	  test_new_creates_missing_directory_with_parents },
 	{ "test_new_rejects_a_path_that_is_a_file", test_new_rejects_a_path_that_is_a_file },
@@ -725,8 +957,8 @@ static CU_TestInfo s_tests[] = {
 	  test_final_name_renamed_to_another_final_name_is_a_commit },
 	{ "test_directory_moved_in_from_elsewhere_is_a_commit",
 	  test_directory_moved_in_from_elsewhere_is_a_commit },
-	{ "test_file_renamed_to_a_final_name_is_not_reported",
-	  test_file_renamed_to_a_final_name_is_not_reported },
+	{ "test_file_renamed_to_a_final_name_is_a_one_file_checkpoint",
+	  test_file_renamed_to_a_final_name_is_a_one_file_checkpoint },
 	{ "test_commit_that_vanished_before_processing_is_skipped",
 	  test_commit_that_vanished_before_processing_is_skipped },
 	{ "test_directory_created_directly_with_final_name_is_not_reported",

@@ -1,0 +1,47 @@
+# `cmake --install`: the agent in bin/, the trainer-side Python helper where the system
+# Python imports it from; CPack: a .deb whose Depends come from the libraries it links.
+
+install(TARGETS resume-run RUNTIME DESTINATION bin)
+
+# Debian's Python searches <prefix>/lib/python3/dist-packages for /usr (packages) and
+# /usr/local/lib/python3.X/dist-packages for /usr/local (local installs). The prefix is only
+# known at install time (`cmake --install --prefix`, CPack's /usr), so the choice is made then.
+# RR_PYTHON_INSTALL_DIR (relative to the prefix, or absolute) overrides it.
+set(RR_PYTHON_INSTALL_DIR "" CACHE STRING
+  "Where scripts/resume_run.py is installed (default: the Debian dist-packages dir of the prefix)")
+set(rr_py_minor "")
+if(EXISTS /usr/bin/python3)
+  execute_process(COMMAND /usr/bin/python3 -c "import sys; print(sys.version_info[1])"
+    OUTPUT_VARIABLE rr_py_minor OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+endif()
+install(CODE "
+  set(rr_py_dir \"${RR_PYTHON_INSTALL_DIR}\")
+  if(NOT rr_py_dir)
+    if(CMAKE_INSTALL_PREFIX STREQUAL \"/usr/local\" AND NOT \"${rr_py_minor}\" STREQUAL \"\")
+      set(rr_py_dir lib/python3.${rr_py_minor}/dist-packages)
+    else()
+      set(rr_py_dir lib/python3/dist-packages)
+    endif()
+  endif()
+  if(NOT IS_ABSOLUTE \"\${rr_py_dir}\")
+    set(rr_py_dir \"\${CMAKE_INSTALL_PREFIX}/\${rr_py_dir}\")
+  endif()
+  file(INSTALL DESTINATION \"\${rr_py_dir}\" TYPE FILE
+       FILES \"${PROJECT_SOURCE_DIR}/scripts/resume_run.py\")
+")
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME resume-run)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "resume-run maintainers <resume-run@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+  "run training on preemptible machines without losing work")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION utils)
+# dpkg-shlibdeps turns the linked sonames into package names with minimum versions
+# (libcurl4, libssl3, libzstd1, libcjson1, libxxhash0, libexpat1, libc6); the test in
+# tests/deploy checks the result.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3")
+include(CPack)
