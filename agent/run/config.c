@@ -80,6 +80,7 @@ struct s_option {
 	enum s_group group;
 	s_setter set;
 	const char *help;   /* the help's lines after the option column, '\n' between them */
+	const char *values; /* for a bad variable's message: "must be <values>"; NULL: generic */
 };
 
 static int s_set_store(struct rr_config *c, enum rr_command cmd, const char *v)
@@ -387,110 +388,120 @@ static int s_set_price_on_demand(struct rr_config *c, enum rr_command cmd, const
 static const struct s_option s_table[] = {
 	{ "store", 0, "URL", "RESUME_RUN_STORE", S_ALL, S_GROUP_MAIN, s_set_store,
 	  "file:///abs/path, file://./rel, s3://bucket/prefix or\n"
-	  "gs://bucket/prefix (default " DEFAULT_STORE ")" },
+	  "gs://bucket/prefix (default " DEFAULT_STORE ")", NULL },
 	{ "run-id", 0, "ID", "RESUME_RUN_ID", S_ALL, S_GROUP_MAIN, s_set_run_id,
-	  "names the run inside the store (default: default)" },
+	  "names the run inside the store (default: default)", NULL },
 	{ "checkpoint-dir", 0, "DIR", "RESUME_RUN_CHECKPOINT_DIR", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_checkpoint_dir,
-	  "where the trainer writes checkpoints\n(default " DEFAULT_CHECKPOINT_DIR ")" },
+	  "where the trainer writes checkpoints\n(default " DEFAULT_CHECKPOINT_DIR ")", NULL },
 	{ "cloud", 0, "NAME", "RESUME_RUN_CLOUD", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_cloud,
 	  "auto (default: detect), none, aws, gcp or azure: whose\n"
-	  "preemption notices to watch" },
+	  "preemption notices to watch",
+	  "auto, none, aws, gcp or azure" },
 	{ "metadata-endpoint", 0, "URL", "RESUME_RUN_METADATA_ENDPOINT", S_ON(RR_CMD_RUN),
 	  S_GROUP_MAIN, s_set_metadata_endpoint,
-	  "base URL of the metadata service (tests, proxies)" },
+	  "base URL of the metadata service (tests, proxies)", NULL },
 	{ "poll-interval", 0, "DURATION", "RESUME_RUN_POLL_INTERVAL", S_ON(RR_CMD_RUN),
 	  S_GROUP_MAIN, s_set_poll_interval,
 	  "metadata poll period (default aws 2s, azure 1s; GCP\n"
-	  "waits on a hanging GET instead)" },
+	  "waits on a hanging GET instead)", NULL },
 	{ "azure-ack", 0, NULL, "RESUME_RUN_AZURE_ACK", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
-	  s_set_azure_ack, "approve the Azure event once the checkpoint is durable" },
+	  s_set_azure_ack, "approve the Azure event once the checkpoint is durable", NULL },
 	{ "notice-file", 0, "PATH", "RESUME_RUN_NOTICE_FILE", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
-	  s_set_notice_file, "treat the appearance of PATH as a preemption notice (drills)" },
+	  s_set_notice_file, "treat the appearance of PATH as a preemption notice (drills)", NULL },
 	{ "grace", 0, "SECONDS", "RESUME_RUN_GRACE", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_grace,
-	  "deadline after SIGTERM/SIGINT to the agent (default 25)" },
+	  "deadline after SIGTERM/SIGINT to the agent (default 25)", NULL },
 	{ "grace", 0, "DURATION", "RESUME_RUN_GRACE", S_ON(RR_CMD_GC), S_GROUP_MAIN, s_set_grace,
 	  "chunks no checkpoint references are deleted once older\n"
-	  "than this (default 1h)" },
+	  "than this (default 1h)", NULL },
 	{ "signal", 0, "SIG", "RESUME_RUN_SIGNAL", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_signal,
-	  "signal asking the trainer for a checkpoint (default USR1)" },
+	  "signal asking the trainer for a checkpoint (default USR1)", NULL },
 	{ "every", 0, "DURATION", "RESUME_RUN_EVERY", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_every,
-	  "also ask for a checkpoint periodically (90s, 30m, 2h)" },
+	  "also ask for a checkpoint periodically (90s, 30m, 2h)", NULL },
 	/* restore takes it too: it writes the rule's pointer file (DeepSpeed's latest) */
 	{ "commit", 0, "RULE", "RESUME_RUN_COMMIT", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_RESTORE),
 	  S_GROUP_MAIN, s_set_commit,
 	  "what commits a checkpoint: auto (default: rename, plus HF's\n"
 	  "trainer_state.json, DCP's .metadata, DeepSpeed's latest),\n"
-	  "rename, marker:NAME or pointer:NAME" },
+	  "rename, marker:NAME or pointer:NAME",
+	  "auto, rename, marker:NAME or pointer:NAME" },
 	{ "precision", 0, "MODE", "RESUME_RUN_PRECISION", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_precision,
 	  "how F32 tensors of *.safetensors files are stored: auto\n"
 	  "(default: scaled FP16 where that is as precise as BF16, else\n"
-	  "BF16), fp16, bf16, or exact (lossless)" },
+	  "BF16), fp16, bf16, or exact (lossless)",
+	  "auto, fp16, bf16 or exact" },
 	{ "exact", 0, "GLOB", "RESUME_RUN_EXACT", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_exact,
 	  "tensors whose names match are stored bit-exact (repeatable;\n"
-	  "the environment holds one GLOB)" },
+	  "the environment holds one GLOB)", NULL },
 	{ "keep", 0, "N", "RESUME_RUN_KEEP", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC), S_GROUP_MAIN,
-	  s_set_keep, "committed checkpoints kept in the store (default 3)" },
+	  s_set_keep, "committed checkpoints kept in the store (default 3)",
+	  "1-1000000" },
 	{ "max-restarts", 0, "N", "RESUME_RUN_MAX_RESTARTS", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
-	  s_set_max_restarts, "restarts after a trainer failure (default 3)" },
+	  s_set_max_restarts, "restarts after a trainer failure (default 3)",
+	  "0-1000000" },
 	{ "trainer-env", 0, "pass|strip", "RESUME_RUN_TRAINER_ENV", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_trainer_env,
 	  "strip: the agent's credential variables (AWS_*KEY*,\n"
 	  "AWS_SESSION_TOKEN, GOOGLE_APPLICATION_CREDENTIALS, ...)\n"
-	  "are not passed to the trainer (default pass)" },
+	  "are not passed to the trainer (default pass)",
+	  "pass or strip" },
 	{ "preempted-exit-code", 0, "N", "RESUME_RUN_PREEMPTED_EXIT_CODE", S_ON(RR_CMD_RUN),
 	  S_GROUP_MAIN, s_set_preempted_exit_code,
 	  "exit status when a preemption or termination notice\n"
 	  "stopped the trainer, so relaunchers (Kubernetes, systemd,\n"
 	  "Slurm) resume the job; 0: the trainer's own status\n"
-	  "(default 75, EX_TEMPFAIL)" },
+	  "(default 75, EX_TEMPFAIL)",
+	  "0-255" },
 	{ "threads", 0, "N", "RESUME_RUN_THREADS", S_ALL, S_GROUP_MAIN, s_set_threads,
 	  "persist/restore worker threads (default: number of cores;\n"
-	  "twice that, up to 8, for a remote store)" },
+	  "twice that, up to 8, for a remote store)",
+	  "1-256" },
 	{ "zstd-level", 0, "N", "RESUME_RUN_ZSTD_LEVEL", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_zstd_level,
 	  "zstd level of plain files, 1..19 (default 3; tensors'\n"
-	  "byte planes always use 1)" },
+	  "byte planes always use 1)",
+	  "1-19" },
 	{ "metrics-file", 0, "PATH", "RESUME_RUN_METRICS_FILE", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_metrics_file,
 	  "Prometheus text-format metrics, replaced atomically on every\n"
-	  "change (node_exporter textfile collector)" },
+	  "change (node_exporter textfile collector)", NULL },
 	{ "checkpoint", 0, "NAME", "RESUME_RUN_CHECKPOINT",
 	  S_ON(RR_CMD_RESTORE) | S_ON(RR_CMD_VERIFY), S_GROUP_MAIN, s_set_checkpoint,
-	  "this checkpoint instead of the newest committed one" },
+	  "this checkpoint instead of the newest committed one", NULL },
 	{ "to", 0, "DIR", "RESUME_RUN_TO", S_ON(RR_CMD_RESTORE), S_GROUP_MAIN, s_set_to,
-	  "where the checkpoint lands: DIR/NAME/ (required)" },
+	  "where the checkpoint lands: DIR/NAME/ (required)", NULL },
 	{ "json", 0, NULL, "RESUME_RUN_JSON", S_ON(RR_CMD_REPORT), S_GROUP_MAIN, s_set_json,
-	  "the report as JSON for tools (shape in the README)" },
+	  "the report as JSON for tools (shape in the README)", NULL },
 	{ "price-spot", 0, "PRICE", "RESUME_RUN_PRICE_SPOT", S_ON(RR_CMD_REPORT), S_GROUP_MAIN,
 	  s_set_price_spot,
 	  "price of a spot machine-hour; with --price-on-demand, an\n"
-	  "estimate of what the run cost against on-demand machines" },
+	  "estimate of what the run cost against on-demand machines", NULL },
 	{ "price-on-demand", 0, "PRICE", "RESUME_RUN_PRICE_ON_DEMAND", S_ON(RR_CMD_REPORT),
 	  S_GROUP_MAIN, s_set_price_on_demand,
-	  "price of an on-demand machine-hour" },
+	  "price of an on-demand machine-hour", NULL },
 	{ "log-format", 0, "text|json", "RESUME_RUN_LOG_FORMAT", S_ALL, S_GROUP_MAIN,
-	  s_set_log_format, "log lines on stderr (default text)" },
+	  s_set_log_format, "log lines on stderr (default text)",
+	  "text or json" },
 	{ "verbose", 'v', NULL, "RESUME_RUN_VERBOSE", S_ALL, S_GROUP_MAIN, s_set_verbose,
-	  "also log debug lines" },
-	{ "help", 'h', NULL, NULL, S_ALL, S_GROUP_MAIN, s_set_help, "this help" },
-	{ "version", 0, NULL, NULL, S_ALL, S_GROUP_MAIN, s_set_version, "the version" },
+	  "also log debug lines", NULL },
+	{ "help", 'h', NULL, NULL, S_ALL, S_GROUP_MAIN, s_set_help, "this help", NULL },
+	{ "version", 0, NULL, NULL, S_ALL, S_GROUP_MAIN, s_set_version, "the version", NULL },
 	{ "s3-addressing", 0, "MODE", "RESUME_RUN_S3_ADDRESSING", S_ALL, S_GROUP_S3,
 	  s_set_s3_addressing,
 	  "auto (path-style with an endpoint URL, else virtual-hosted),\n"
-	  "path or virtual" },
+	  "path or virtual", NULL },
 	{ "s3-sse", 0, "MODE", "RESUME_RUN_S3_SSE", S_ALL, S_GROUP_S3, s_set_s3_sse,
-	  "server-side encryption: AES256 or aws:kms" },
+	  "server-side encryption: AES256 or aws:kms", NULL },
 	{ "s3-sse-kms-key-id", 0, "ID", "RESUME_RUN_S3_SSE_KMS_KEY_ID", S_ALL, S_GROUP_S3,
-	  s_set_s3_sse_kms_key_id, "the KMS key for aws:kms" },
+	  s_set_s3_sse_kms_key_id, "the KMS key for aws:kms", NULL },
 	{ "gcs-hmac", 0, NULL, "RESUME_RUN_GCS_HMAC", S_ALL, S_GROUP_GCS, s_set_gcs_hmac,
-	  "sign with HMAC keys (AWS_ACCESS_KEY_ID/...) instead" },
+	  "sign with HMAC keys (AWS_ACCESS_KEY_ID/...) instead", NULL },
 	{ "encryption-key-file", 0, "FILE", "RESUME_RUN_ENCRYPTION_KEY_FILE", S_ALL,
 	  S_GROUP_ENCRYPTION, s_set_encryption_key_file,
 	  "seal every stored object with AES-256-GCM; FILE holds\n"
 	  "a 256-bit key as 64 hex digits (keep it: without it nothing\n"
-	  "restores)" },
+	  "restores)", NULL },
 };
 #define S_N_OPTIONS (sizeof(s_table) / sizeof(s_table[0]))
 #define S_VAL 256 /* getopt_long's value for s_table[i] is S_VAL + i */
@@ -786,8 +797,12 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		if (given[i] || !(s_table[i].commands & S_ON(cmd)) || !(v = s_option_env(&s_table[i])))
 			continue;
 		if (s_table[i].set(cfg, cmd, v)) {
-			snprintf(err, err_len, "invalid value '%s' in %s (see %s%s --help)", v,
-				 s_table[i].env, first == 2 ? "resume-run " : "", cmd_name);
+			if (s_table[i].values)
+				snprintf(err, err_len, "%s must be %s, not '%s'", s_table[i].env,
+					 s_table[i].values, v);
+			else
+				snprintf(err, err_len, "invalid value '%s' in %s (see %s%s --help)", v,
+					 s_table[i].env, first == 2 ? "resume-run " : "", cmd_name);
 			return RR_EINVAL;
 		}
 	}
