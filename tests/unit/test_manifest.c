@@ -369,7 +369,7 @@ static void test_to_json_writes_documented_shape_with_checksum_last(void)
 	memcpy(raw, m->files[0].segs[0].chunks[0].raw_xxh128, sizeof(raw));
 	memcpy(chunk, m->files[0].segs[0].chunks[0].sha256, sizeof(chunk));
 	snprintf(expect, sizeof(expect),
-		 "{\"format\":\"resume-run/manifest-1\",\"run_id\":\"default\","
+		 "{\"format\":\"resume-run/manifest-2\",\"run_id\":\"default\","
 		 "\"checkpoint\":\"step-200\",\"host\":\"node-1\","
 		 "\"committed_unix_ms\":1700000000000,\"created_unix_ms\":1700000000123,"
 		 "\"files\":[{\"path\":\"model.safetensors\",\"mode\":420,\"size\":12345,"
@@ -1567,8 +1567,8 @@ static void test_parse_refuses_bad_format_and_not_json(void)
 	char *text = s_to_json(m);
 	char *t;
 
-	s_expect_edit(m, "manifest-1", "manifest-2", RR_ECORRUPT,
-		      "format \"resume-run/manifest-2\" is not");
+	s_expect_edit(m, "manifest-2", "manifest-3", RR_ECORRUPT,
+		      "format \"resume-run/manifest-3\" is neither");
 	s_expect("", RR_ECORRUPT, "not valid JSON");
 	s_expect("[1,2]", RR_ECORRUPT, "not a JSON object");
 	s_expect("{\"format\":\"resume-run/manifest-1\"", RR_ECORRUPT, "not valid JSON");
