@@ -266,6 +266,14 @@ static int s_create_file(const char *root, const char *rel, uint64_t size)
 		return rr_error_from_errno(errno);
 	if (ftruncate(fd, (off_t)size) != 0)
 		rc = rr_error_from_errno(errno);
+	/* Blocks reserved up front: workers pwrite chunks in any order without fragmenting
+	 * the file, and a disk too small fails here, before anything is downloaded. Where
+	 * the file system cannot (EOPNOTSUPP), the sparse file is written as it is. */
+	if (!rc && size > 0) {
+		int err = posix_fallocate(fd, 0, (off_t)size);
+		if (err && err != EOPNOTSUPP && err != EINVAL)
+			rc = rr_error_from_errno(err);
+	}
 	close(fd);
 	return rc;
 }
