@@ -192,6 +192,22 @@ static int s_do_task(size_t g, unsigned worker, void *ud)
 	return rc;
 }
 
+/* The name a lossy chunk has in the restore record: its object's sha256, or for a packed
+ * chunk (several share one object) the sha256 of "<pack sha256>@<offset>". */
+static const char *s_record_key(const struct rr_chunk_ref *ref,
+				char out[RR_SHA256_HEX_LEN + 1])
+{
+	char slice[RR_SHA256_HEX_LEN + 32];
+	int n;
+
+	if (!ref->packed)
+		return ref->sha256;
+	n = snprintf(slice, sizeof(slice), "%s@%llu", ref->sha256,
+		     (unsigned long long)ref->pack_offset);
+	rr_sha256_hex(slice, (size_t)n, out);
+	return out;
+}
+
 /* 1 when the local file open as fd holds exactly the bytes a restore of fe gives (size,
  * permission bits, every chunk's hash): the original bytes' hash, or for a lossy chunk the
  * hash of the rounded values an earlier restore wrote, as its record (rec) remembers. */
@@ -219,8 +235,9 @@ static int s_local_identical(int fd, const struct rr_file_entry *fe,
 			rr_xxh128_hex(buf, got, xxh);
 			same = got == ref->size && strcmp(xxh, ref->raw_xxh128) == 0;
 			if (!same && got == ref->size && !s_lossless(seg->encoding)) {
-				const char *was = rr_restored_find(rec, ref->sha256, seg->encoding,
-								   seg->scale_exp);
+				char rk[RR_SHA256_HEX_LEN + 1];
+				const char *was = rr_restored_find(rec, s_record_key(ref, rk),
+								   seg->encoding, seg->scale_exp);
 				same = was && strcmp(xxh, was) == 0;
 			}
 			at += ref->size;
@@ -511,13 +528,16 @@ static void s_save_record(const struct s_job *j, const char *parent)
 		const struct rr_segment *seg = &j->m->files[task->file].segs[task->seg];
 		const struct rr_chunk_ref *ref = &seg->chunks[task->chunk];
 		const char *xxh = j->decoded[t];
+		char rk[RR_SHA256_HEX_LEN + 1];
 		if (s_lossless(seg->encoding))
 			continue;
 		lossy++;
 		if (!xxh[0])
-			xxh = rr_restored_find(j->rec, ref->sha256, seg->encoding, seg->scale_exp);
+			xxh = rr_restored_find(j->rec, s_record_key(ref, rk), seg->encoding,
+					       seg->scale_exp);
 		if (xxh)
-			rc = rr_restored_add(now, ref->sha256, seg->encoding, seg->scale_exp, xxh);
+			rc = rr_restored_add(now, s_record_key(ref, rk), seg->encoding,
+					     seg->scale_exp, xxh);
 	}
 	if (!rc && (lossy || rr_restored_count(j->rec)))
 		rc = rr_restored_save(now, parent);

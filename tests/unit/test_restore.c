@@ -804,7 +804,45 @@ static void test_restore_fetches_each_pack_once(void)
 	fx_done(&f);
 }
 
+
+/* The same with packs: several lossy tensors share one stored object, and the record
+ * tells their rounded bytes apart (each by its pack and offset), so the second restore
+ * still finds the directory identical. */
+static void test_restore_of_lossy_packed_checkpoint_again_copies_nothing(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_persist_stats ps;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_manifest *m = NULL;
+	char why[512], *d;
+
+	fx_init(&f);
+	d = fx_ckpt(&f, "step-1");
+	s_write_f32_tensor(d, "a.safetensors", 3000);
+	s_write_f32_tensor(d, "b.safetensors", 4000);
+	s_write_f32_tensor(d, "c.safetensors", 5000);
+	free(d);
+	o.precision = RR_PRECISION_FP16;
+	o.no_packs = 0;
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(f.s, f.ckpt_dir, "step-1", 1000, &o, &m, &ps),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(ps.tensors[RR_ENC_FP16], 3);
+	CU_ASSERT_EQUAL_FATAL(fx_count_chunks(&f), 1); /* headers and tensors: one pack */
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)), 0);
+	CU_ASSERT(st.downloaded_bytes > 0);
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(st.already_present, 1);
+	CU_ASSERT_EQUAL(st.downloaded_bytes, 0);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_restore_of_lossy_packed_checkpoint_again_copies_nothing",
+	  test_restore_of_lossy_packed_checkpoint_again_copies_nothing },
 	{ "test_restore_fetches_each_pack_once", test_restore_fetches_each_pack_once },
 	{ "restore_of_lossy_checkpoint_again_copies_nothing",
 	  test_restore_of_lossy_checkpoint_again_copies_nothing },
