@@ -31,6 +31,15 @@ ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 objects() { find "$1" -type f -name '*object' | wc -l; } # s3rver: one "*object" file per key
 
 for c in mixed smalls; do $PY scripts/bench_make_ckpt.py "$c" "$work/$c"; done
+cases="mixed smalls"
+# The full bench's transformer checkpoint (scripts/bench.sh trains it once), when cached.
+STEPS=${STEPS:-30}
+tf=${BENCH_CACHE:-/var/tmp/resume-run-bench}/transformer-27m/step-$STEPS
+if [ -f "$tf/optimizer.safetensors" ]; then
+	mkdir -p "$work/transformer" && cp "$tf"/*.safetensors "$work/transformer/"
+	cases="transformer $cases"
+fi
+tput_case=${cases%% *}
 
 echo "== s3rver"
 tests/s3/install-s3rver.sh >/dev/null
@@ -49,7 +58,7 @@ export RCLONE_CONFIG_S3_TYPE=s3 RCLONE_CONFIG_S3_PROVIDER=Other RCLONE_CONFIG_S3
 RCLONE="rclone --config /dev/null -q"
 
 rows=""
-for c in mixed smalls; do
+for c in $cases; do
 	echo "== $c: resume-run vs aws s3 cp vs rclone ($RUNS runs, interleaved)"
 	src=$work/$c; bytes=$(cat "$src"/* | wc -c)
 	ntensors=$($PY -c 'import json,struct,sys,glob
@@ -99,18 +108,18 @@ mv "$inc/ck/.next.tmp" "$inc/ck/step-2"
 "$RR" --store "file://$inc/store" --checkpoint-dir "$inc/ck" -- true 2> "$inc/log2"
 inc_line=$(grep -h 'persisted step-2' "$inc/log2" | sed 's/.*persisted step-2: //')
 
-echo "== F32 through a whole run into a tmpfs file store (mixed, exact and auto)"
+echo "== F32 through a whole run into a tmpfs file store ($tput_case, exact and auto)"
 fs_rows=""
 for p in auto exact; do
 	: > "$work/fs-$p.txt"
 	for i in $(seq "$RUNS"); do
-		cdir=$work/fsck-$p-$i; mkdir -p "$cdir" && cp -al "$work/mixed" "$cdir/step-1"
+		cdir=$work/fsck-$p-$i; mkdir -p "$cdir" && cp -al "$work/$tput_case" "$cdir/step-1"
 		t0=$(date +%s%N); "$RR" --precision "$p" --store "file://$work/fs-$p-$i" --checkpoint-dir "$cdir" -- true 2> /dev/null
 		ms_since "$t0" >> "$work/fs-$p.txt"
 		rm -rf "$cdir" "$work/fs-$p-$i"
 	done
 	read -r m lo hi < <(stats < "$work/fs-$p.txt")
-	fs_rows+="| \`--precision $p\` | $m ms ($lo–$hi) | **$(gbps "$(cat "$work"/mixed/* | wc -c)" "$m") GB/s** |
+	fs_rows+="| \`--precision $p\` | $m ms ($lo–$hi) | **$(gbps "$(cat "$work/$tput_case"/* | wc -c)" "$m") GB/s** |
 "
 done
 
@@ -148,7 +157,8 @@ section=$(cat <<MD
 
 Produced by \`BENCH_SECTIONS=packs scripts/bench.sh\` (\`scripts/bench_packs.sh\`, RUNS=$RUNS) on
 $(date -u +%Y-%m-%d), $(nproc) cores shared with other work. Checkpoints from
-\`scripts/bench_make_ckpt.py\`: **mixed**, 4 safetensors files of F32 (two 14 MB matrices and
+\`scripts/bench_make_ckpt.py\` and, when cached, **transformer** (the full bench's 27M-parameter
+model and AdamW state); **mixed**, 4 safetensors files of F32 (two 14 MB matrices and
 76 tensors of 1–128 kB each); **smalls**, one file of 400 tensors of 1–64 kB (LayerNorm
 weights and biases). Against \`@20minutes/s3rver\` 5.0.0 on 127.0.0.1 (data on tmpfs), each tool
 started from scratch per run, runs interleaved, medians (min–max). Small chunks share packs
@@ -159,7 +169,7 @@ of up to 8 MiB, so a checkpoint is a few objects, not one per tensor.
 $rows
 - Incremental with packs: smalls again with one 16 kB tensor changed: $inc_line.
 - A whole run (\`resume-run --store file:///dev/shm/... -- true\`: start, persist, LATEST,
-  ledger) of mixed into a tmpfs file store, GB/s of F32 input:
+  ledger) of $tput_case into a tmpfs file store, GB/s of F32 input:
 
 | | time | F32 throughput |
 |---|---|---|
