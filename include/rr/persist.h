@@ -27,6 +27,9 @@ struct rr_persist_opts {
 					     * written again instead of deduplicated, see
 					     * persist.c */
 	int urgent;                         /* a notice's checkpoint */
+	int no_packs;                       /* 1: every chunk is an object of its own (as
+					     * before manifest-2); 0 (default): chunks stored
+					     * in fewer than RR_PACK_SMALL_BYTES share packs */
 };
 
 struct rr_persist_stats {
