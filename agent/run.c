@@ -22,6 +22,7 @@
 #include "rr/log.h"
 #include "rr/metrics.h"
 #include "rr/notice.h"
+#include "rr/parts.h"
 #include "rr/persister.h"
 #include "rr/progress.h"
 #include "rr/restore.h"
@@ -743,6 +744,11 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 		}
 		return 0;
 	}
+	/* Each node restores its own part; a store of another --nnodes is refused. */
+	if (rr_parts_catalog_view(c, r->cfg->nnodes, r->cfg->node_rank) != 0) {
+		rr_catalog_destroy(c);
+		return EXIT_AGENT_ERROR;
+	}
 	rc = rr_restore_newest(r->store, r->cfg->run_id, c, r->ckpt_dir, r->cfg->threads, name,
 			       sizeof(name), &st);
 	if (rc && r->store->stopped) {
@@ -963,7 +969,7 @@ int rr_run(const struct rr_config *cfg)
 		.keep = cfg->keep, .threads = cfg->threads, .zstd_level = cfg->zstd_level,
 		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
 		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
-		.metrics = r.metrics,
+		.metrics = r.metrics, .nnodes = cfg->nnodes, .node_rank = cfg->node_rank,
 	};
 	rc = rr_persister_new(&pc, baseline, &r.persister);
 	if (!rc)

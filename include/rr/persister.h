@@ -29,6 +29,8 @@ struct rr_persister_config {
 	/* NULL: none. Fed every ledger event as it is queued; the file is rewritten on this
 	 * thread, after the work in hand, so it never holds a notice's checkpoint back. */
 	struct rr_metrics *metrics;
+	unsigned nnodes;    /* > 1: checkpoints are stored as this node's part (rr/parts.h) */
+	unsigned node_rank;
 };
 
 struct rr_persist_result {
