@@ -38,11 +38,14 @@ agent() {
 
 # --- the uninterrupted reference: two nodes, no agent ---
 port=$(free_port)
+refs=()
 for k in 0 1; do
+	# shellcheck disable=SC2046
 	( RESUME_RUN_CHECKPOINT_DIR="$W/ref$k" $(torchrun_args $k "$port" --steps $STEPS --out "$W/ref$k.json") \
 		>"$W/ref$k.log" 2>&1 ) &
+	refs+=($!)
 done
-wait
+wait "${refs[@]}" # not the S3 server
 for k in 0 1; do [ -f "$W/ref$k.json" ] || fail "reference run of node $k did not finish"; done
 ok "reference: an uninterrupted 2-node DDP run"
 
