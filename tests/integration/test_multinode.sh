@@ -100,17 +100,22 @@ cd "$W"
 ok "a single-node agent on the 2-node store exits 125 with a clear line"
 
 # --- node 1's agent SIGKILLed mid-persist ---
+# A process and all its descendants, by parent PID (the agent, torchrun, the worker).
+tree() { local c; echo "$1"; for c in $(pgrep -P "$1"); do tree "$c"; done; }
+rm -rf "$W/node0" "$W/node1"
 export RESUME_RUN_ID=mn-kill
 port=$(free_port)
 agent 0 "$port" k0.log -- --steps $STEPS --step-time 0.1 --checkpoint-every 20 --ballast-mb 24 --out "$W/k0.json"
 agent 1 "$port" k1.log -- --steps $STEPS --step-time 0.1 --checkpoint-every 20 --ballast-mb 24 --out "$W/k1.json"
 wait_for 120 grep -q "step-20 committed: all 2 parts" "$W/k0.log" "$W/k1.log" || fail "step-20 was never committed"
 wait_for 60 grep -q "persisting step-40" "$W/k1.log" || fail "node 1 never started persisting step-40"
-kill -9 "$PID_1"
+victims=$(tree "$PID_1")
+kill -9 $victims 2>/dev/null || true
 wait "$PID_1" 2>/dev/null || true
-pkill -9 -f "node_rank 1 .*$DDP" 2>/dev/null || true
 "$RR_BIN" ls > "$W/kls.out" 2>&1 || true
-kill -TERM "$PID_0" 2>/dev/null || true
+# Node 0's trainer now waits on a dead peer: that machine is lost too.
+victims=$(tree "$PID_0")
+kill -9 $victims 2>/dev/null || true
 wait "$PID_0" 2>/dev/null || true
 newest=$(sed -nE 's/^[* ] (step-[0-9]+) +committed.*/\1/p' "$W/kls.out" | head -1)
 expect_no_grep "step-40 +committed" "$W/kls.out" "step-40 committed without node 1's part"
