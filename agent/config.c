@@ -123,6 +123,10 @@ static const char s_run_help[] =
 	"                         twice that, up to 8, for a remote store)\n"
 	"  --metrics-file PATH    Prometheus text-format metrics, replaced atomically on every\n"
 	"                         change (node_exporter textfile collector) [RESUME_RUN_METRICS_FILE]\n"
+	"  --nnodes N             nodes of a multi-node job, one agent each (default 1)\n"
+	"                         [RESUME_RUN_NNODES, SLURM_NNODES, NNODES]\n"
+	"  --node-rank K          this node's rank, 0..N-1 (default 0)\n"
+	"                         [RESUME_RUN_NODE_RANK, SLURM_NODEID, NODE_RANK]\n"
 	"  --log-format text|json log lines on stderr (default text)\n"
 	"  -v, --verbose          also log debug lines\n"
 	"  -h, --help             this help;  --version  the version\n"
@@ -189,6 +193,8 @@ enum {
 	OPT_METRICS_FILE,
 	OPT_PREEMPTED_EXIT_CODE,
 	OPT_COMMIT,
+	OPT_NNODES,
+	OPT_NODE_RANK,
 };
 
 static const struct option s_options[] = {
@@ -224,6 +230,8 @@ static const struct option s_options[] = {
 	{ "price-spot", required_argument, NULL, OPT_PRICE_SPOT },
 	{ "price-on-demand", required_argument, NULL, OPT_PRICE_ON_DEMAND },
 	{ "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
+	{ "nnodes", required_argument, NULL, OPT_NNODES },
+	{ "node-rank", required_argument, NULL, OPT_NODE_RANK },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -243,6 +251,8 @@ static int s_allowed(enum rr_command cmd, int opt)
 		return cmd == RR_CMD_RESTORE || cmd == RR_CMD_VERIFY;
 	case OPT_TO:
 		return cmd == RR_CMD_RESTORE;
+	case OPT_NNODES: case OPT_NODE_RANK:
+		return cmd == RR_CMD_RUN || cmd == RR_CMD_RESTORE;
 	case OPT_JSON: case OPT_PRICE_SPOT: case OPT_PRICE_ON_DEMAND:
 		return cmd == RR_CMD_REPORT;
 	case OPT_COMMIT: /* restore writes the rule's pointer file (DeepSpeed's latest) */
@@ -283,6 +293,50 @@ static const char *s_getenv(const char *name, const char *fallback)
 {
 	const char *v = getenv(name);
 	return v && *v ? v : fallback;
+}
+
+/* The first of the variables named that is set (multi-node: the agent's own, then
+ * Slurm's, then the generic ones torchrun recipes export), or NULL. */
+static const char *s_getenv_first(const char *const *names, size_t n, const char **which)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *v = s_getenv(names[i], NULL);
+		if (v) {
+			*which = names[i];
+			return v;
+		}
+	}
+	return NULL;
+}
+
+/* --nnodes / --node-rank from the environment; a flag given later overrides. */
+static int s_nodes_from_env(struct rr_config *cfg, char *err, size_t err_len)
+{
+	static const char *const nn[] = { "RESUME_RUN_NNODES", "SLURM_NNODES", "NNODES" };
+	static const char *const nr[] = { "RESUME_RUN_NODE_RANK", "SLURM_NODEID", "NODE_RANK" };
+	const char *which = NULL, *v;
+	long long x;
+
+	cfg->nnodes = 1;
+	v = s_getenv_first(nn, 3, &which);
+	if (v) {
+		if (rr_parse_int(v, 1, RR_MAX_NODES, &x)) {
+			snprintf(err, err_len, "%s must be a number of nodes, 1-%d", which,
+				 RR_MAX_NODES);
+			return RR_EINVAL;
+		}
+		cfg->nnodes = (unsigned)x;
+	}
+	v = s_getenv_first(nr, 3, &which);
+	if (v) {
+		if (rr_parse_int(v, 0, RR_MAX_NODES - 1, &x)) {
+			snprintf(err, err_len, "%s must be a node rank, 0-%d", which,
+				 RR_MAX_NODES - 1);
+			return RR_EINVAL;
+		}
+		cfg->node_rank = (unsigned)x;
+	}
+	return 0;
 }
 
 /* --trainer-env: "pass" (0) or "strip" (1). */
@@ -350,6 +404,8 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		if (pe)
 			cfg->preempted_exit_code = (int)v;
 	}
+	if (s_nodes_from_env(cfg, err, err_len))
+		return RR_EINVAL;
 	cfg->threads = rr_pool_default_threads();
 	cfg->zstd_level = RR_ZSTD_LEVEL_DEFAULT;
 	cfg->gc_grace_ms = -1;
@@ -417,6 +473,16 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		case OPT_TO: cfg->to = a; break;
 		case OPT_JSON: cfg->report_json = 1; break;
 		case OPT_METRICS_FILE: cfg->metrics_file = a; break;
+		case OPT_NNODES:
+			if (rr_parse_int(a, 1, RR_MAX_NODES, &v))
+				goto bad_value;
+			cfg->nnodes = (unsigned)v;
+			break;
+		case OPT_NODE_RANK:
+			if (rr_parse_int(a, 0, RR_MAX_NODES - 1, &v))
+				goto bad_value;
+			cfg->node_rank = (unsigned)v;
+			break;
 		case OPT_PRICE_SPOT:
 			if (s_parse_price(a, &cfg->price_spot))
 				goto bad_value;
@@ -520,6 +586,11 @@ bad_value:
 	if (!rr_checkpoint_name_valid(cfg->run_id)) {
 		snprintf(err, err_len, "invalid run id '%s': use 1-255 characters, no '/', not "
 			 "starting with '.'", cfg->run_id);
+		return RR_EINVAL;
+	}
+	if (cfg->node_rank >= cfg->nnodes) {
+		snprintf(err, err_len, "node rank %u is not below the number of nodes %u "
+			 "(--node-rank K needs K < --nnodes N)", cfg->node_rank, cfg->nnodes);
 		return RR_EINVAL;
 	}
 	if (cfg->checkpoint && !rr_checkpoint_name_valid(cfg->checkpoint)) {

@@ -936,7 +936,8 @@ static int s_same_content(const struct rr_manifest *a, const struct rr_manifest 
  * very checkpoint) when it holds what this persist would have written, else RR_EPRECOND,
  * so that no one is told a checkpoint is durable when the store holds another writer's
  * (two machines at once both committing step-N from different states). */
-static int s_compare_existing(const struct rr_manifest *ours, const struct rr_manifest *theirs)
+int rr_persist_compare_existing(const struct rr_manifest *ours,
+				const struct rr_manifest *theirs)
 {
 	if (s_same_content(ours, theirs))
 		return RR_EEXIST;
@@ -1092,7 +1093,11 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	rc = s_names_ok(name, &l);
 	if (rc)
 		goto out;
-	rc = rr_key_manifest(key, opts->run_id, name);
+	/* Multi-node: this node's files are one part; the commit manifest is rr_parts_commit's. */
+	if (opts->nnodes > 1)
+		rc = rr_key_part(key, opts->run_id, name, opts->node_rank);
+	else
+		rc = rr_key_manifest(key, opts->run_id, name);
 	if (rc)
 		goto out;
 	rc = rr_store_head(s, key, NULL);
@@ -1157,7 +1162,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 
 	if (theirs) {
 		/* Encoded and hashed only: identical segments were taken from it. */
-		rc = s_compare_existing(j.m, theirs);
+		rc = rr_persist_compare_existing(j.m, theirs);
 		goto out;
 	}
 	rc = s_check_still_stored(&j);
@@ -1171,7 +1176,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		rc = rr_store_put(s, key, json.data, json.len,
 				  &(struct rr_put_opts){ .if_none_match = 1 }, NULL);
 	if (rc == RR_EEXIST && s_load_manifest(s, key, name, &theirs) == 0)
-		rc = s_compare_existing(j.m, theirs); /* another writer's landed meanwhile */
+		rc = rr_persist_compare_existing(j.m, theirs); /* another writer's landed meanwhile */
 	else if (rc == RR_EEXIST)
 		rc = RR_EPRECOND;
 	if (rc)

@@ -10,6 +10,7 @@
 #include "rr/store.h"
 
 #define RR_MAX_EXACT_GLOBS 64
+#define RR_MAX_NODES 4096 /* --nnodes at most */
 
 /* How F32 tensors are stored (DESIGN §4). */
 enum rr_precision { RR_PRECISION_AUTO, RR_PRECISION_FP16, RR_PRECISION_BF16,
@@ -51,6 +52,8 @@ struct rr_config {
 	int report_json;          /* report --json */
 	double price_spot, price_on_demand; /* report: per machine-hour, 0: not given */
 	const char *metrics_file; /* run: Prometheus text file, NULL: none */
+	unsigned nnodes;          /* --nnodes (1: a single-node job, the store as always) */
+	unsigned node_rank;       /* --node-rank, below nnodes */
 	/* the trainer command (run): argv[0..argc-1], NULL-terminated */
 	char **argv;
 	int argc;
