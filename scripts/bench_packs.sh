@@ -87,6 +87,7 @@ print(n)' "$src")
 	for t in rr-put aws-put rc-put rr-get aws-get rc-get; do
 		read -r m lo hi < <(stats < "$work/$c-$t.txt"); eval "m_${t//-/_}=$m r_${t//-/_}='$lo–$hi'"
 	done
+	# shellcheck disable=SC2154 # m_* and r_* are set by the eval above
 	rows+="| $c: $ntensors tensors, $(mb "$bytes"), **$nobj objects** | persist | $m_rr_put ms ($r_rr_put) | $m_aws_put ms ($r_aws_put) | **$(ratio "$m_aws_put" "$m_rr_put")x** | $m_rc_put ms ($r_rc_put) | **$(ratio "$m_rc_put" "$m_rr_put")x** |
 | | restore | $m_rr_get ms ($r_rr_get) | $m_aws_get ms ($r_aws_get) | **$(ratio "$m_aws_get" "$m_rr_get")x** | $m_rc_get ms ($r_rc_get) | **$(ratio "$m_rc_get" "$m_rr_get")x** |
 "

@@ -40,9 +40,11 @@ agent() {
 port=$(free_port)
 refs=()
 for k in 0 1; do
-	# shellcheck disable=SC2046
-	( RESUME_RUN_CHECKPOINT_DIR="$W/ref$k" $(torchrun_args $k "$port" --steps $STEPS --out "$W/ref$k.json") \
-		>"$W/ref$k.log" 2>&1 ) &
+	(
+		# shellcheck disable=SC2046,SC2091 # torchrun_args prints the command line to run
+		RESUME_RUN_CHECKPOINT_DIR="$W/ref$k" $(torchrun_args $k "$port" --steps $STEPS --out "$W/ref$k.json") \
+			>"$W/ref$k.log" 2>&1
+	) &
 	refs+=($!)
 done
 wait "${refs[@]}" # not the S3 server
@@ -110,11 +112,13 @@ agent 1 "$port" k1.log -- --steps $STEPS --step-time 0.1 --checkpoint-every 20 -
 wait_for 120 grep -q "step-20 committed: all 2 parts" "$W/k0.log" "$W/k1.log" || fail "step-20 was never committed"
 wait_for 60 grep -q "persisting step-40" "$W/k1.log" || fail "node 1 never started persisting step-40"
 victims=$(tree "$PID_1")
+# shellcheck disable=SC2086 # one pid per word
 kill -9 $victims 2>/dev/null || true
 wait "$PID_1" 2>/dev/null || true
 "$RR_BIN" ls > "$W/kls.out" 2>&1 || true
 # Node 0's trainer now waits on a dead peer: that machine is lost too.
 victims=$(tree "$PID_0")
+# shellcheck disable=SC2086 # one pid per word
 kill -9 $victims 2>/dev/null || true
 wait "$PID_0" 2>/dev/null || true
 newest=$(sed -nE 's/^[* ] (step-[0-9]+) +committed.*/\1/p' "$W/kls.out" | head -1)
