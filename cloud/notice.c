@@ -9,7 +9,7 @@
 #include "rr/notice.h"
 
 static const char *const s_kinds[] = { "preempt", "rebalance", "maintenance", "terminate" };
-static const char *const s_sources[] = { "aws", "gcp", "azure", "signal", "file" };
+static const char *const s_sources[] = { "aws", "gcp", "azure", "signal", "file", "node" };
 
 const char *rr_notice_kind_name(enum rr_notice_kind k)
 {
@@ -18,7 +18,7 @@ const char *rr_notice_kind_name(enum rr_notice_kind k)
 
 const char *rr_notice_source_name(enum rr_notice_source s)
 {
-	return (unsigned)s < 5 ? s_sources[s] : "file";
+	return (unsigned)s < 6 ? s_sources[s] : "file";
 }
 
 int rr_notice_to_json(const struct rr_notice *n, struct rr_buf *out)

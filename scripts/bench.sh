@@ -19,6 +19,8 @@ OUT=${BENCH_OUT:-$root/BENCHMARKS.md}
 scripts/install-deps.sh test
 # The torch.save case runs alone when asked (it is also run at the end of the full bench).
 if [ "${BENCH_ONLY:-}" = torch ]; then exec scripts/bench_torch.sh; fi
+# BENCH_SECTIONS=packs: packs vs aws/rclone on two checkpoints, tmpfs throughput, scale.
+if [ "${BENCH_SECTIONS:-all}" = packs ]; then exec scripts/bench_packs.sh; fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 RR=$root/build/resume-run
@@ -304,5 +306,6 @@ $kern
 MD
 scripts/bench_torch.sh > /dev/null  # adds its section to $OUT
 bench_encryption > /dev/null
+scripts/bench_packs.sh > /dev/null  # replaces its section of $OUT
 echo "== wrote $OUT"
 cat "$OUT"

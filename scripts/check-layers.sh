@@ -13,9 +13,10 @@ declare -A below=(
 	[storage/format]="storage/common"
 	[storage/store]="storage/auth storage/net storage/common"
 	[cloud]="storage/net storage/common"
-	[agent/pipeline]="storage/store storage/format storage/auth storage/net storage/common"
-	[agent/run]="agent/pipeline cloud storage/store storage/format storage/auth storage/net storage/common"
-	[agent/cli]="agent/run agent/pipeline cloud storage/store storage/format storage/auth storage/net storage/common"
+	[agent/catalog]="storage/store storage/format storage/auth storage/net storage/common"
+	[agent/pipeline]="agent/catalog storage/store storage/format storage/auth storage/net storage/common"
+	[agent/run]="agent/pipeline agent/catalog cloud storage/store storage/format storage/auth storage/net storage/common"
+	[agent/cli]="agent/run agent/pipeline agent/catalog cloud storage/store storage/format storage/auth storage/net storage/common"
 )
 # Public headers without a .c of the same name, and the folder they belong to.
 declare -A header_home=(

@@ -49,7 +49,7 @@ import sys
 
 __all__ = [
     "restore_dir", "checkpoint_dir", "attempt", "notice", "parse_signal",
-    "Checkpointer", "list_checkpoints", "latest_checkpoint",
+    "Checkpointer", "list_checkpoints", "latest_checkpoint", "agree",
     "SafetensorsError", "DTYPE_BITS", "MAX_HEADER_SIZE",
     "save_safetensors_raw", "load_safetensors_raw", "read_safetensors_metadata",
     "save_safetensors", "load_safetensors", "save_state_dict", "load_state_dict",
@@ -59,7 +59,7 @@ DEFAULT_CHECKPOINT_DIR = "./.resume-run/checkpoints"
 EXIT_KINDS = ("preempt", "terminate")
 _NOTICE_MAX_BYTES = 1 << 20
 # "step-N": 1 to 19 decimal digits, optionally followed by a suffix that does not start with
-# a digit ("step-1200.final"), exactly as agent/pipeline/ckpt_order.c parses it.
+# a digit ("step-1200.final"), exactly as agent/catalog/ckpt_order.c parses it.
 _STEP_NAME = re.compile(r"step-([0-9]{1,19})(?![0-9])")
 
 
@@ -134,7 +134,7 @@ def parse_signal(name):
 # --------------------------------------------------------------------------------------------
 
 def _order_key(entry):
-    """Sort key of a (name, commit_ms) pair, as rr_checkpoint_compare in agent/pipeline/ckpt_order.c:
+    """Sort key of a (name, commit_ms) pair, as rr_checkpoint_compare in agent/catalog/ckpt_order.c:
     step-N names are newer than any other name and compare by N; then the later commit time
     (the directory's ctime, in ms); then the greater name."""
     name, ms = entry
@@ -342,6 +342,46 @@ DTYPE_BITS = {
 }
 
 _MAX_BYTES = (1 << 64) - 1
+
+
+def agree(checkpointer, all_reduce_max=None):
+    """Multi-node: the (checkpoint, exit) decision every rank of the job takes this step.
+
+    A notice reaches one node first; its agent writes it to the store, the other agents see it
+    about a second later and signal their trainers.  So the ranks learn of it at different
+    steps, and each must still write the same step.  Call this once per step on every rank:
+    it all-reduces (MAX) the "checkpoint requested" and "exit" flags, so when any rank was
+    asked, all checkpoint this step, and when any rank's machine is going away, all exit
+    after it.  Returns (checkpoint, exit) as booleans.  A request is counted as handled on
+    every rank (`clear()`), also on ranks that were not asked yet, whose signal may come a
+    moment later: ask again on such a late signal only if you want one more checkpoint.
+
+    `all_reduce_max` takes a list of ints and returns the element-wise maximum over all
+    ranks; by default torch.distributed's all_reduce (MAX) on the default process group, or
+    the local flags when torch.distributed is not initialised (a single process).
+    """
+    flags = [1 if checkpointer.requested() else 0, 1 if checkpointer.should_exit() else 0]
+    if all_reduce_max is None:
+        all_reduce_max = _torch_all_reduce_max
+    agreed = list(all_reduce_max(flags))
+    if len(agreed) != 2:
+        raise ValueError("all_reduce_max must return two flags")
+    if agreed[0]:
+        checkpointer.clear()
+    return bool(agreed[0]), bool(agreed[1])
+
+
+def _torch_all_reduce_max(flags):
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError:
+        return flags
+    if not (dist.is_available() and dist.is_initialized()):
+        return flags
+    t = torch.tensor(flags, dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return [int(v) for v in t.tolist()]
 
 
 class SafetensorsError(ValueError):

@@ -9,6 +9,7 @@
 #include "rr/log.h"
 #include "rr/progress.h"
 #include "rr/commit_rule.h"
+#include "rr/parts.h"
 #include "rr/restore.h"
 
 #define EXIT_ERROR 125
@@ -76,6 +77,9 @@ int rr_cmd_restore(const struct rr_config *cfg)
 
 	if (s_open(cfg, &s, &c))
 		return EXIT_ERROR;
+	rc = rr_parts_catalog_view(c, cfg->nnodes, cfg->node_rank);
+	if (rc)
+		goto out;
 	if (cfg->checkpoint) {
 		const struct rr_catalog_entry *e = rr_catalog_find(c, cfg->checkpoint);
 		if (!e || !e->committed) {

@@ -7,6 +7,7 @@
 #include "rr/error.h"
 #include "rr/gc.h"
 #include "rr/layout.h"
+#include "rr/parts.h"
 #include "rr/log.h"
 
 struct s_sweep {
@@ -224,6 +225,10 @@ int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t gra
 	}
 	if (!rc)
 		rc = s_delete_chunks(s, run_id, &w, stats);
+	/* Multi-node: parts no commit names (a node that never finished, or a checkpoint
+	 * deleted above) go once past the grace. Single-node runs have none to list. */
+	if (!rc && c->has_parts)
+		rc = rr_parts_sweep(s, run_id, grace_ms, NULL);
 out:
 	free(w.live);
 	free(w.doomed);

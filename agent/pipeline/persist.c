@@ -21,6 +21,7 @@
 #include "rr/fsutil.h"
 #include "rr/layout.h"
 #include "rr/log.h"
+#include "packer.h"
 #include "rr/persist.h"
 #include "rr/pool.h"
 #include "rr/progress.h"
@@ -121,6 +122,7 @@ struct s_job {
 	struct s_known known;
 	int dry; /* the store has a manifest of this name: compare with it, write nothing */
 	struct rr_progress *progress;
+	struct rr_packer *packer;    /* phase 2: small chunks into packs, slot = todo index */
 	atomic_uint_fast64_t new_bytes;
 	atomic_uint_fast64_t refreshed;
 	struct rr_reason why;
@@ -715,6 +717,60 @@ static void s_count(const struct s_job *j, struct rr_persist_stats *st)
 
 /* ---- phase 2: encode, hash, store ---- */
 
+/* Stores one closed pack (unless the store has it) and points its chunks at it. */
+static int s_store_pack(struct s_job *j, struct rr_pack *pk)
+{
+	char sha[RR_SHA256_HEX_LEN + 1], key[RR_KEY_MAX];
+	unsigned char *data = pk->buf + pk->before;
+	int rc = rr_store_chunk_address(j->store, data, pk->len, sha);
+
+	for (size_t k = 0; !rc && k < pk->n; k++) {
+		const struct s_task *t = &j->tasks[j->todo[pk->slots[k]]];
+		struct rr_chunk_ref *ref = &j->m->files[t->file].segs[t->seg].chunks[t->chunk];
+		memcpy(ref->sha256, sha, sizeof(sha));
+		ref->pack_offset = pk->offsets[k];
+	}
+	if (!rc)
+		rc = rr_key_chunk(key, j->opts->run_id, sha);
+	if (rc || j->dry || !s_claim(&j->known, sha))
+		return rc;
+	rc = rr_store_put_scratch(j->store, key, data, pk->len,
+				  &(struct rr_put_opts){ .sha256_hex = sha }, NULL);
+	if (rc) {
+		rr_reason_set(&j->why, "cannot store a pack of %zu chunks: %s", pk->n,
+			      rr_store_strerror(rc));
+		return rc;
+	}
+	atomic_fetch_add(&j->new_bytes, pk->len);
+	if (s_known_stored(&j->known, sha))
+		atomic_fetch_add(&j->refreshed, 1);
+	return 0;
+}
+
+/* Hands todo slot i to the packer (stored bytes to pack, or NULL) and stores the packs
+ * that closes. */
+static int s_to_packer(struct s_job *j, size_t i, const unsigned char *stored, size_t len,
+		       const char *raw_xxh128)
+{
+	struct rr_pack **closed = NULL;
+	size_t nclosed = 0;
+	char head[17] = "0";
+	int rc;
+
+	if (raw_xxh128)
+		memcpy(head, raw_xxh128, 16);
+	head[16] = '\0';
+	rc = rr_packer_put(j->packer, i, stored, len, strtoull(head, NULL, 16), &closed,
+			   &nclosed);
+	for (size_t k = 0; k < nclosed; k++) {
+		if (!rc)
+			rc = s_store_pack(j, closed[k]);
+		rr_pack_free(closed[k]);
+	}
+	free(closed);
+	return rc;
+}
+
 static int s_encode(size_t i, unsigned worker, void *ud)
 {
 	struct s_job *j = ud;
@@ -732,7 +788,7 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 	if (seg->nchunks == 1) {
 		s_hash_and_stats(j, j->todo[i], w->raw);
 		if (s_settle(j, t->file, t->seg))
-			return 0;
+			return s_to_packer(j, i, NULL, 0, NULL);
 		form = rr_chunk_form_of(seg);
 	} else {
 		/* Hashed in phase 1, read again now: the bytes encoded must be the bytes hashed,
@@ -757,6 +813,15 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 	}
 	unsigned char *stored = w->stored.data + before;
 	size_t stored_len = w->stored.len - before;
+	if (!j->opts->no_packs && stored_len < RR_PACK_SMALL_BYTES) {
+		/* Small: it goes into a pack, stored when the pack closes. */
+		ref->stored_size = stored_len;
+		ref->packed = 1;
+		rc = s_to_packer(j, i, stored, stored_len, ref->raw_xxh128);
+		if (!rc)
+			rr_progress_add(j->progress, t->length);
+		return rc;
+	}
 	/* The SHA-256 of the stored bytes, or with encryption a keyed hash of them. */
 	rc = rr_store_chunk_address(j->store, stored, stored_len, ref->sha256);
 	ref->stored_size = stored_len;
@@ -779,7 +844,17 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 			atomic_fetch_add(&j->refreshed, 1);
 	}
 	rr_progress_add(j->progress, t->length);
-	return 0;
+	return s_to_packer(j, i, NULL, 0, NULL);
+}
+
+/* After phase 2: stores the last pack. */
+static int s_pack_last(struct s_job *j)
+{
+	struct rr_pack *pk = rr_packer_finish(j->packer);
+	int rc = pk ? s_store_pack(j, pk) : 0;
+
+	rr_pack_free(pk);
+	return rc;
 }
 
 /* A persist that took longer than its margin since it listed the store's chunks may
@@ -848,7 +923,9 @@ static int s_same_content(const struct rr_manifest *a, const struct rr_manifest 
 			    sx->encoding != sy->encoding || sx->nchunks != sy->nchunks)
 				return 0;
 			for (size_t c = 0; c < sx->nchunks; c++)
-				if (strcmp(sx->chunks[c].sha256, sy->chunks[c].sha256) != 0)
+				if (strcmp(sx->chunks[c].sha256, sy->chunks[c].sha256) != 0 ||
+				    sx->chunks[c].packed != sy->chunks[c].packed ||
+				    sx->chunks[c].pack_offset != sy->chunks[c].pack_offset)
 					return 0;
 		}
 	}
@@ -859,7 +936,8 @@ static int s_same_content(const struct rr_manifest *a, const struct rr_manifest 
  * very checkpoint) when it holds what this persist would have written, else RR_EPRECOND,
  * so that no one is told a checkpoint is durable when the store holds another writer's
  * (two machines at once both committing step-N from different states). */
-static int s_compare_existing(const struct rr_manifest *ours, const struct rr_manifest *theirs)
+int rr_persist_compare_existing(const struct rr_manifest *ours,
+				const struct rr_manifest *theirs)
 {
 	if (s_same_content(ours, theirs))
 		return RR_EEXIST;
@@ -911,6 +989,7 @@ static void s_job_free(struct s_job *j, unsigned threads)
 	free(j->first);
 	free(j->todo);
 	free(j->reuse.segs);
+	rr_packer_destroy(j->packer);
 	rr_manifest_destroy(j->m);
 }
 
@@ -1014,7 +1093,11 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	rc = s_names_ok(name, &l);
 	if (rc)
 		goto out;
-	rc = rr_key_manifest(key, opts->run_id, name);
+	/* Multi-node: this node's files are one part; the commit manifest is rr_parts_commit's. */
+	if (opts->nnodes > 1)
+		rc = rr_key_part(key, opts->run_id, name, opts->node_rank);
+	else
+		rc = rr_key_manifest(key, opts->run_id, name);
 	if (rc)
 		goto out;
 	rc = rr_store_head(s, key, NULL);
@@ -1060,7 +1143,15 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	rc = rr_pool_run(threads, j.nfirst, s_analyse, &j, opts->cancel);
 	if (!rc) {
 		s_between_phases(&j);
-		rc = rr_pool_run(threads, j.ntodo, s_encode, &j, opts->cancel);
+		j.packer = rr_packer_new(j.ntodo, rr_store_scratch_before(s),
+					 RR_STORE_SCRATCH_AFTER);
+		rc = j.packer ? rr_pool_run(threads, j.ntodo, s_encode, &j, opts->cancel)
+			      : RR_ENOMEM;
+		if (!rc)
+			rc = s_pack_last(&j);
+		/* The last pack is stored after the pool: a cancel during it still counts. */
+		if (!rc && opts->cancel && atomic_load(opts->cancel))
+			rc = RR_ECANCELED;
 	}
 	rr_progress_destroy(j.progress);
 	if (rc) {
@@ -1071,7 +1162,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 
 	if (theirs) {
 		/* Encoded and hashed only: identical segments were taken from it. */
-		rc = s_compare_existing(j.m, theirs);
+		rc = rr_persist_compare_existing(j.m, theirs);
 		goto out;
 	}
 	rc = s_check_still_stored(&j);
@@ -1085,7 +1176,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		rc = rr_store_put(s, key, json.data, json.len,
 				  &(struct rr_put_opts){ .if_none_match = 1 }, NULL);
 	if (rc == RR_EEXIST && s_load_manifest(s, key, name, &theirs) == 0)
-		rc = s_compare_existing(j.m, theirs); /* another writer's landed meanwhile */
+		rc = rr_persist_compare_existing(j.m, theirs); /* another writer's landed meanwhile */
 	else if (rc == RR_EEXIST)
 		rc = RR_EPRECOND;
 	if (rc)

@@ -33,7 +33,7 @@ struct s_task {
 
 struct s_worker {
 	struct rr_codec *codec;
-	struct rr_buf stored;
+	struct rr_buf stored; /* the object fetched: one chunk, or a pack */
 	unsigned char *raw;
 	size_t raw_cap;
 };
@@ -48,6 +48,11 @@ struct s_job {
 	char (*decoded)[RR_XXH128_HEX_LEN + 1]; /* per task: xxh128 of lossy chunks' bytes */
 	struct s_task *tasks;
 	size_t ntasks;
+	/* The unit of work: one stored object, a chunk or a pack (fetched once for all the
+	 * chunks this manifest takes from it). groups[g] is order[first .. first + n). */
+	size_t *order;
+	struct { size_t first, n; } *groups;
+	size_t ngroups;
 	struct s_worker *workers;
 	struct rr_progress *progress;
 	atomic_uint_fast64_t downloaded;
@@ -60,31 +65,24 @@ static int s_lossless(enum rr_encoding e)
 	return e == RR_ENC_ZSTD || e == RR_ENC_SHUFFLE_ZSTD;
 }
 
-/* Fetches, checks and decodes one chunk into w->raw (ref->size bytes). */
-static int s_fetch_chunk(struct s_job *j, struct s_worker *w, const struct rr_file_entry *fe,
-			 const struct rr_segment *seg, const struct rr_chunk_ref *ref)
+/* Fetches the object ref names (a chunk, or the whole pack it lies in) into w->stored
+ * and checks its address. */
+static int s_get_object(struct s_job *j, struct s_worker *w, const struct rr_file_entry *fe,
+			const struct rr_chunk_ref *ref)
 {
-	struct rr_chunk_form form = rr_chunk_form_of(seg);
-	char key[RR_KEY_MAX], sha[RR_SHA256_HEX_LEN + 1], xxh[RR_XXH128_HEX_LEN + 1];
+	char key[RR_KEY_MAX], sha[RR_SHA256_HEX_LEN + 1];
 	int rc;
 
-	if (ref->size > w->raw_cap) {
-		unsigned char *p = realloc(w->raw, ref->size);
-		if (!p)
-			return RR_ENOMEM;
-		w->raw = p;
-		w->raw_cap = ref->size;
-	}
 	rr_buf_reset(&w->stored);
 	/* A chunk bigger than its manifest says is damaged; the bound also lets a remote
-	 * store fetch a small chunk in one plain request. */
-	w->stored.max = ref->stored_size;
+	 * store fetch a small chunk in one plain request. A pack is bounded by its ceiling. */
+	w->stored.max = ref->packed ? RR_PACK_MAX_BYTES : ref->stored_size;
 	rc = rr_key_chunk(key, j->run_id, ref->sha256);
 	if (!rc)
 		rc = rr_store_get(j->store, key, &w->stored, NULL);
 	if (rc == RR_ETOOBIG)
 		rr_reason_set(&j->why, "chunk %s of %s is bigger than the %llu bytes its manifest "
-			      "says", ref->sha256, fe->path, (unsigned long long)ref->stored_size);
+			      "says", ref->sha256, fe->path, (unsigned long long)w->stored.max);
 	else if (rc)
 		rr_reason_set(&j->why, "chunk %s of %s cannot be read: %s", ref->sha256, fe->path,
 			      rr_store_strerror(rc));
@@ -97,7 +95,33 @@ static int s_fetch_chunk(struct s_job *j, struct s_worker *w, const struct rr_fi
 		rr_reason_set(&j->why, "chunk %s of %s does not match its sha256", ref->sha256, fe->path);
 		return RR_ECORRUPT;
 	}
-	rc = rr_codec_decode(w->codec, &form, w->stored.data, w->stored.len, w->raw, ref->size);
+	return 0;
+}
+
+/* Decodes ref's stored bytes, taken from the object in w->stored, into w->raw (ref->size
+ * bytes) and checks them. */
+static int s_decode_chunk(struct s_job *j, struct s_worker *w, const struct rr_file_entry *fe,
+			  const struct rr_segment *seg, const struct rr_chunk_ref *ref)
+{
+	struct rr_chunk_form form = rr_chunk_form_of(seg);
+	char xxh[RR_XXH128_HEX_LEN + 1];
+	uint64_t at = ref->packed ? ref->pack_offset : 0;
+	int rc;
+
+	if (ref->size > w->raw_cap) {
+		unsigned char *p = realloc(w->raw, ref->size);
+		if (!p)
+			return RR_ENOMEM;
+		w->raw = p;
+		w->raw_cap = ref->size;
+	}
+	if (at > w->stored.len || ref->stored_size > w->stored.len - at) {
+		rr_reason_set(&j->why, "chunk %s of %s is shorter than its manifest says",
+			      ref->sha256, fe->path);
+		return RR_ECORRUPT;
+	}
+	rc = rr_codec_decode(w->codec, &form, w->stored.data + at, ref->stored_size, w->raw,
+			     ref->size);
 	if (rc) {
 		rr_reason_set(&j->why, "chunk %s of %s does not decode", ref->sha256, fe->path);
 		return RR_ECORRUPT;
@@ -113,20 +137,17 @@ static int s_fetch_chunk(struct s_job *j, struct s_worker *w, const struct rr_fi
 	return 0;
 }
 
-static int s_do_task(size_t t, unsigned worker, void *ud)
+/* Decodes task t from the object in w->stored and writes it into its file. */
+static int s_place_chunk(struct s_job *j, size_t t, struct s_worker *w)
 {
-	struct s_job *j = ud;
 	const struct s_task *task = &j->tasks[t];
-	struct s_worker *w = &j->workers[worker];
 	const struct rr_file_entry *fe = &j->m->files[task->file];
 	const struct rr_segment *seg = &fe->segs[task->seg];
 	const struct rr_chunk_ref *ref = &seg->chunks[task->chunk];
 	char path[8192];
 	int fd, rc;
 
-	if (j->kept && j->kept[task->file])
-		return 0;
-	rc = s_fetch_chunk(j, w, fe, seg, ref);
+	rc = s_decode_chunk(j, w, fe, seg, ref);
 	if (rc || !j->root)
 		goto done;
 	/* Rounded values no manifest hash describes: remembered for the next start. */
@@ -147,6 +168,44 @@ done:
 	if (!rc)
 		rr_progress_add(j->progress, ref->size);
 	return rc;
+}
+
+/* One object: fetched once, every chunk this manifest takes from it placed. */
+static int s_do_task(size_t g, unsigned worker, void *ud)
+{
+	struct s_job *j = ud;
+	struct s_worker *w = &j->workers[worker];
+	const size_t *members = j->order + j->groups[g].first;
+	size_t n = j->groups[g].n, wanted = 0;
+	const struct s_task *first = &j->tasks[members[0]];
+	const struct rr_file_entry *fe = &j->m->files[first->file];
+	int rc;
+
+	for (size_t k = 0; k < n; k++)
+		wanted += !(j->kept && j->kept[j->tasks[members[k]].file]);
+	if (!wanted)
+		return 0;
+	rc = s_get_object(j, w, fe, &fe->segs[first->seg].chunks[first->chunk]);
+	for (size_t k = 0; !rc && k < n; k++)
+		if (!(j->kept && j->kept[j->tasks[members[k]].file]))
+			rc = s_place_chunk(j, members[k], w);
+	return rc;
+}
+
+/* The name a lossy chunk has in the restore record: its object's sha256, or for a packed
+ * chunk (several share one object) the sha256 of "<pack sha256>@<offset>". */
+static const char *s_record_key(const struct rr_chunk_ref *ref,
+				char out[RR_SHA256_HEX_LEN + 1])
+{
+	char slice[RR_SHA256_HEX_LEN + 32];
+	int n;
+
+	if (!ref->packed)
+		return ref->sha256;
+	n = snprintf(slice, sizeof(slice), "%s@%llu", ref->sha256,
+		     (unsigned long long)ref->pack_offset);
+	rr_sha256_hex(slice, (size_t)n, out);
+	return out;
 }
 
 /* 1 when the local file open as fd holds exactly the bytes a restore of fe gives (size,
@@ -176,8 +235,9 @@ static int s_local_identical(int fd, const struct rr_file_entry *fe,
 			rr_xxh128_hex(buf, got, xxh);
 			same = got == ref->size && strcmp(xxh, ref->raw_xxh128) == 0;
 			if (!same && got == ref->size && !s_lossless(seg->encoding)) {
-				const char *was = rr_restored_find(rec, ref->sha256, seg->encoding,
-								   seg->scale_exp);
+				char rk[RR_SHA256_HEX_LEN + 1];
+				const char *was = rr_restored_find(rec, s_record_key(ref, rk),
+								   seg->encoding, seg->scale_exp);
 				same = was && strcmp(xxh, was) == 0;
 			}
 			at += ref->size;
@@ -223,6 +283,14 @@ static int s_create_file(const char *root, const char *rel, uint64_t size)
 		return rr_error_from_errno(errno);
 	if (ftruncate(fd, (off_t)size) != 0)
 		rc = rr_error_from_errno(errno);
+	/* Blocks reserved up front: workers pwrite chunks in any order without fragmenting
+	 * the file, and a disk too small fails here, before anything is downloaded. Where
+	 * the file system cannot (EOPNOTSUPP), the sparse file is written as it is. */
+	if (!rc && size > 0) {
+		int err = posix_fallocate(fd, 0, (off_t)size);
+		if (err && err != EOPNOTSUPP && err != EINVAL)
+			rc = rr_error_from_errno(err);
+	}
 	close(fd);
 	return rc;
 }
@@ -253,9 +321,63 @@ static int s_finish_file(const char *root, const struct rr_file_entry *fe)
 	return rc;
 }
 
+static const struct rr_chunk_ref *s_ref_of(const struct s_job *j, size_t t)
+{
+	const struct s_task *task = &j->tasks[t];
+	return &j->m->files[task->file].segs[task->seg].chunks[task->chunk];
+}
+
+static const struct s_job *s_sorting; /* qsort has no context argument */
+
+/* Chunks on their own first, in file order; then packed chunks by pack and offset. */
+static int s_cmp_order(const void *pa, const void *pb)
+{
+	size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+	const struct rr_chunk_ref *x = s_ref_of(s_sorting, a), *y = s_ref_of(s_sorting, b);
+	int c;
+
+	if (x->packed != y->packed)
+		return x->packed - y->packed;
+	if (x->packed && (c = strcmp(x->sha256, y->sha256)) != 0)
+		return c;
+	if (x->packed && x->pack_offset != y->pack_offset)
+		return x->pack_offset < y->pack_offset ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+/* Groups the tasks by the object they are read from, so that a pack is fetched once. */
+static int s_group_tasks(struct s_job *j)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+	j->order = malloc((j->ntasks ? j->ntasks : 1) * sizeof(*j->order));
+	j->groups = malloc((j->ntasks ? j->ntasks : 1) * sizeof(*j->groups));
+	if (!j->order || !j->groups)
+		return RR_ENOMEM;
+	for (size_t t = 0; t < j->ntasks; t++)
+		j->order[t] = t;
+	pthread_mutex_lock(&lock);
+	s_sorting = j;
+	qsort(j->order, j->ntasks, sizeof(*j->order), s_cmp_order);
+	pthread_mutex_unlock(&lock);
+	for (size_t k = 0; k < j->ntasks; k++) {
+		const struct rr_chunk_ref *r = s_ref_of(j, j->order[k]);
+		const struct rr_chunk_ref *prev = k ? s_ref_of(j, j->order[k - 1]) : NULL;
+		if (prev && r->packed && prev->packed && strcmp(r->sha256, prev->sha256) == 0) {
+			j->groups[j->ngroups - 1].n++;
+			continue;
+		}
+		j->groups[j->ngroups].first = k;
+		j->groups[j->ngroups++].n = 1;
+	}
+	return 0;
+}
+
 static int s_job_init(struct s_job *j, unsigned *threads)
 {
 	size_t nt = 0;
+	int rc;
+
 	for (size_t f = 0; f < j->m->nfiles; f++)
 		for (size_t g = 0; g < j->m->files[f].nsegs; g++)
 			nt += j->m->files[f].segs[g].nchunks;
@@ -271,10 +393,13 @@ static int s_job_init(struct s_job *j, unsigned *threads)
 				at += seg->chunks[c].size;
 			}
 		}
+	rc = s_group_tasks(j);
+	if (rc)
+		return rc;
 	if (*threads < 1)
 		*threads = 1;
-	if (*threads > j->ntasks && j->ntasks)
-		*threads = (unsigned)j->ntasks;
+	if (*threads > j->ngroups && j->ngroups)
+		*threads = (unsigned)j->ngroups;
 	j->workers = calloc(*threads, sizeof(*j->workers));
 	if (!j->workers)
 		return RR_ENOMEM;
@@ -296,6 +421,8 @@ static void s_job_free(struct s_job *j, unsigned threads)
 	}
 	free(j->workers);
 	free(j->tasks);
+	free(j->order);
+	free(j->groups);
 	free(j->kept);
 	free(j->decoded);
 }
@@ -311,7 +438,7 @@ int rr_verify_checkpoint(struct rr_store *s, const char *run_id, const struct rr
 	if (!rc) {
 		snprintf(what, sizeof(what), "verify %s", m->checkpoint);
 		j.progress = rr_progress_new(what, rr_manifest_total_size(m));
-		rc = rr_pool_run(threads, j.ntasks, s_do_task, &j, NULL);
+		rc = rr_pool_run(threads, j.ngroups, s_do_task, &j, NULL);
 		rr_progress_destroy(j.progress);
 	}
 	if (why && why_len)
@@ -401,13 +528,16 @@ static void s_save_record(const struct s_job *j, const char *parent)
 		const struct rr_segment *seg = &j->m->files[task->file].segs[task->seg];
 		const struct rr_chunk_ref *ref = &seg->chunks[task->chunk];
 		const char *xxh = j->decoded[t];
+		char rk[RR_SHA256_HEX_LEN + 1];
 		if (s_lossless(seg->encoding))
 			continue;
 		lossy++;
 		if (!xxh[0])
-			xxh = rr_restored_find(j->rec, ref->sha256, seg->encoding, seg->scale_exp);
+			xxh = rr_restored_find(j->rec, s_record_key(ref, rk), seg->encoding,
+					       seg->scale_exp);
 		if (xxh)
-			rc = rr_restored_add(now, ref->sha256, seg->encoding, seg->scale_exp, xxh);
+			rc = rr_restored_add(now, s_record_key(ref, rk), seg->encoding,
+					     seg->scale_exp, xxh);
 	}
 	if (!rc && (lossy || rr_restored_count(j->rec)))
 		rc = rr_restored_save(now, parent);
@@ -519,7 +649,7 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	j.progress = rr_progress_new(what, stats->bytes);
 	/* A cancelled store stops the chunks not yet started; the half-built directory is
 	 * removed below, so the final name never holds part of a checkpoint. */
-	rc = rr_pool_run(threads, j.ntasks, s_do_task, &j, &s->stopped);
+	rc = rr_pool_run(threads, j.ngroups, s_do_task, &j, &s->stopped);
 	if (!rc && s->stopped)
 		rc = RR_ECANCELED;
 	rr_progress_destroy(j.progress);

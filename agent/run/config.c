@@ -220,6 +220,18 @@ static int s_set_unsigned(unsigned *out, const char *v, long long min, long long
 	return 0;
 }
 
+static int s_set_nnodes(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return s_set_unsigned(&c->nnodes, v, 1, RR_MAX_NODES);
+}
+
+static int s_set_node_rank(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return s_set_unsigned(&c->node_rank, v, 0, RR_MAX_NODES - 1);
+}
+
 static int s_set_keep(struct rr_config *c, enum rr_command cmd, const char *v)
 {
 	(void)cmd;
@@ -466,6 +478,16 @@ static const struct s_option s_table[] = {
 	  s_set_metrics_file,
 	  "Prometheus text-format metrics, replaced atomically on every\n"
 	  "change (node_exporter textfile collector)", NULL },
+	{ "nnodes", 0, "N", "RESUME_RUN_NNODES", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_RESTORE),
+	  S_GROUP_MAIN, s_set_nnodes,
+	  "nodes of a multi-node job, one agent each (default 1; also\n"
+	  "SLURM_NNODES, NNODES)",
+	  "a number of nodes, 1-4096" },
+	{ "node-rank", 0, "K", "RESUME_RUN_NODE_RANK", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_RESTORE),
+	  S_GROUP_MAIN, s_set_node_rank,
+	  "this node's rank, 0..N-1 (default 0; also SLURM_NODEID,\n"
+	  "NODE_RANK)",
+	  "a node rank, 0-4095" },
 	{ "checkpoint", 0, "NAME", "RESUME_RUN_CHECKPOINT",
 	  S_ON(RR_CMD_RESTORE) | S_ON(RR_CMD_VERIFY), S_GROUP_MAIN, s_set_checkpoint,
 	  "this checkpoint instead of the newest committed one", NULL },
@@ -673,12 +695,30 @@ static const char *s_opt_word(char **av, const char *value)
 	return value && optind >= 2 && av[optind - 1] == value ? av[optind - 2] : av[optind - 1];
 }
 
+/* Variables read, in this order, when an option's own is not set: a multi-node job's node
+ * count and rank as Slurm and torchrun recipes export them. */
+static const struct {
+	const char *env;
+	const char *also[2];
+} s_env_fallbacks[] = {
+	{ "RESUME_RUN_NNODES", { "SLURM_NNODES", "NNODES" } },
+	{ "RESUME_RUN_NODE_RANK", { "SLURM_NODEID", "NODE_RANK" } },
+};
+
 /* An environment variable counts when set and not empty; a flag's variable turns it on
- * unless it says 0, false, no or off. */
-static const char *s_option_env(const struct s_option *o)
+ * unless it says 0, false, no or off. *which: the variable the value came from. */
+static const char *s_option_env(const struct s_option *o, const char **which)
 {
 	const char *v = o->env ? getenv(o->env) : NULL;
 
+	*which = o->env;
+	for (size_t i = 0; o->env && (!v || !*v) &&
+			   i < sizeof(s_env_fallbacks) / sizeof(s_env_fallbacks[0]); i++)
+		if (strcmp(s_env_fallbacks[i].env, o->env) == 0)
+			for (size_t k = 0; k < 2 && (!v || !*v); k++) {
+				v = getenv(s_env_fallbacks[i].also[k]);
+				*which = s_env_fallbacks[i].also[k];
+			}
 	if (!v || !*v)
 		return NULL;
 	if (!o->arg && (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
@@ -716,6 +756,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	cfg->checkpoint_signal = SIGUSR1;
 	cfg->keep = 3;
 	cfg->max_restarts = 3;
+	cfg->nnodes = 1;
 	/* EX_TEMPFAIL: "try again later" to whatever relaunches the job (README, "How it
 	 * works"). */
 	cfg->preempted_exit_code = 75;
@@ -793,16 +834,17 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	}
 	/* The environment stands in for each flag the command takes and was not given. */
 	for (size_t i = 0; i < S_N_OPTIONS; i++) {
-		const char *v;
-		if (given[i] || !(s_table[i].commands & S_ON(cmd)) || !(v = s_option_env(&s_table[i])))
+		const char *v, *which;
+		if (given[i] || !(s_table[i].commands & S_ON(cmd)) ||
+		    !(v = s_option_env(&s_table[i], &which)))
 			continue;
 		if (s_table[i].set(cfg, cmd, v)) {
 			if (s_table[i].values)
-				snprintf(err, err_len, "%s must be %s, not '%s'", s_table[i].env,
+				snprintf(err, err_len, "%s must be %s, not '%s'", which,
 					 s_table[i].values, v);
 			else
 				snprintf(err, err_len, "invalid value '%s' in %s (see %s%s --help)", v,
-					 s_table[i].env, first == 2 ? "resume-run " : "", cmd_name);
+					 which, first == 2 ? "resume-run " : "", cmd_name);
 			return RR_EINVAL;
 		}
 	}
@@ -818,6 +860,11 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	if (!rr_checkpoint_name_valid(cfg->run_id)) {
 		snprintf(err, err_len, "invalid run id '%s': use 1-255 characters, no '/', not "
 			 "starting with '.'", cfg->run_id);
+		return RR_EINVAL;
+	}
+	if (cfg->node_rank >= cfg->nnodes) {
+		snprintf(err, err_len, "node rank %u is not below the number of nodes %u "
+			 "(--node-rank K needs K < --nnodes N)", cfg->node_rank, cfg->nnodes);
 		return RR_EINVAL;
 	}
 	if (cfg->checkpoint && !rr_checkpoint_name_valid(cfg->checkpoint)) {

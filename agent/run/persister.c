@@ -15,6 +15,7 @@
 #include "rr/layout.h"
 #include "rr/log.h"
 #include "persister.h"
+#include "rr/parts.h"
 #include "rr/progress.h"
 
 #define MAX_RESULTS 64
@@ -174,14 +175,15 @@ static void s_log_persisted(const struct rr_manifest *m, const struct rr_persist
 /* What follows a persist once its manifest is written: LATEST, the ledger, retention. The
  * checkpoint is already committed (and reported) by then. */
 static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
-			    const struct rr_persist_stats *st, int urgent, int64_t committed_ms,
-			    int64_t durable_ms)
+			    const struct rr_manifest *latest, const struct rr_persist_stats *st,
+			    int urgent, int64_t committed_ms, int64_t durable_ms)
 {
 	char b1[16];
 	struct rr_gc_stats gs;
 	cJSON *ev = cJSON_CreateObject();
 
-	s_update_latest(p, m);
+	if (latest)
+		s_update_latest(p, latest);
 	if (ev) {
 		cJSON_AddStringToObject(ev, "checkpoint", m->checkpoint);
 		cJSON_AddNumberToObject(ev, "files", (double)st->files);
@@ -219,8 +221,9 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 		.threads = p->cfg.threads, .previous = p->previous, .cancel = &p->cancel,
 		.precision = p->cfg.precision, .exact_globs = p->cfg.exact_globs,
 		.n_exact_globs = p->cfg.n_exact_globs, .gc_grace_ms = p->cfg.gc_grace_ms,
-		.urgent = urgent,
+		.urgent = urgent, .nnodes = p->cfg.nnodes, .node_rank = p->cfg.node_rank,
 	};
+	struct rr_manifest *commit = NULL;
 	struct rr_persist_result r = { .urgent = urgent };
 	struct rr_manifest *m = NULL, *written;
 
@@ -272,8 +275,24 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 	pthread_mutex_unlock(&p->lock);
 	s_notify(p);
 
+	/* Multi-node: this node's part is stored; LATEST moves only when a commit manifest
+	 * names every part, written by whichever agent sees the last one (rr/parts.h). */
+	if (p->cfg.nnodes > 1 && (r.rc == 0 || r.rc == RR_EEXIST)) {
+		int crc = rr_parts_commit(p->cfg.store, p->cfg.run_id, name, p->cfg.nnodes,
+					  rr_hostname(), &commit);
+		if (crc == RR_PARTS_NOT_YET)
+			rr_info("part %u of %s is stored; the last node's agent commits it",
+				p->cfg.node_rank, name);
+		else if (crc)
+			rr_error("%s could not be committed (%s); the store's previous checkpoint "
+				 "stays the newest", name, rr_strerror(crc));
+		else if (r.rc == RR_EEXIST)
+			s_update_latest(p, commit);
+	}
 	if (r.rc == 0)
-		s_after_persist(p, written, &r.stats, urgent, ms, durable_ms);
+		s_after_persist(p, written, p->cfg.nnodes > 1 ? commit : written, &r.stats,
+				urgent, ms, durable_ms);
+	rr_manifest_destroy(commit);
 	pthread_mutex_lock(&p->lock);
 	p->running = 0;
 	p->cancel = 0;

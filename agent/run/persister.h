@@ -32,6 +32,8 @@ struct rr_persister_config {
 	struct rr_metrics *metrics;
 	/* The store's URL: its scheme seeds the throughput estimate (NULL: a remote store). */
 	const char *store_url;
+	unsigned nnodes;    /* > 1: checkpoints are stored as this node's part (rr/parts.h) */
+	unsigned node_rank;
 };
 
 struct rr_persist_result {

@@ -23,6 +23,8 @@
 #include "metrics.h"
 #include "rr/notice.h"
 #include "persister.h"
+#include "fanout.h"
+#include "rr/parts.h"
 #include "throughput.h"
 #include "rr/progress.h"
 #include "rr/restore.h"
@@ -59,6 +61,7 @@ struct s_run {
 	struct rr_persister *persister;
 	struct rr_http *http;          /* the metadata services' client */
 	struct rr_cloud_watch *cloud;
+	struct rr_fanout *fanout;      /* --nnodes > 1: notices to and from the other nodes */
 	struct rr_metrics *metrics;    /* --metrics-file; NULL: none */
 	cJSON *restore_event;          /* written once the instance identity is known */
 	const char *restore_event_kind; /* "restore", or "start" for a fresh start */
@@ -413,6 +416,10 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 	}
 	s_transition(r, r->phase, S_NOTICE);
 	r->notice = *n;
+	/* Multi-node: the other nodes' agents take this notice from the store (a notice that
+	 * came from them is not written back). */
+	if (n->source != RR_SOURCE_NODE)
+		rr_fanout_announce(r->fanout, n);
 	r->notice_mono = rr_mono_ms();
 	r->deadline_mono = n->deadline_unix ?
 				   r->notice_mono + (n->deadline_unix - n->received_unix) * 1000 : 0;
@@ -728,11 +735,12 @@ static int64_t s_min_timeout(int64_t cur, int64_t at, int64_t now)
 
 static int s_loop(struct s_run *r)
 {
-	struct pollfd fds[4] = {
+	struct pollfd fds[5] = {
 		{ .fd = r->sfd, .events = POLLIN },
 		{ .fd = rr_watcher_fd(r->watcher), .events = POLLIN },
 		{ .fd = rr_persister_fd(r->persister), .events = POLLIN },
 		{ .fd = rr_cloud_watch_fd(r->cloud), .events = POLLIN }, /* -1: ignored */
+		{ .fd = rr_fanout_fd(r->fanout), .events = POLLIN },      /* -1: ignored */
 	};
 
 	for (;;) {
@@ -764,7 +772,7 @@ static int s_loop(struct s_run *r)
 		if (r->deadline_mono && (r->terminate_after || r->phase == S_FINISHING))
 			timeout = s_min_timeout(timeout, r->deadline_mono, now);
 
-		int n = poll(fds, 4, (int)(timeout < 0 ? -1 : timeout > 60000 ? 60000 : timeout));
+		int n = poll(fds, 5, (int)(timeout < 0 ? -1 : timeout > 60000 ? 60000 : timeout));
 		if (n < 0 && errno != EINTR) {
 			rr_error("poll: %s", strerror(errno));
 			return EXIT_AGENT_ERROR;
@@ -783,6 +791,13 @@ static int s_loop(struct s_run *r)
 			struct rr_notice cn;
 			while (rr_cloud_watch_next(r->cloud, &cn))
 				s_on_cloud_notice(r, &cn);
+		}
+		if (fds[4].revents & POLLIN) {
+			struct rr_notice nn;
+			while (rr_fanout_next(r->fanout, &nn)) {
+				rr_info("notice from another node of the job");
+				s_on_cloud_notice(r, &nn);
+			}
 		}
 		if (r->child && r->child_exited)
 			s_on_child_exit(r);
@@ -867,6 +882,11 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 			r->restore_event_by = rr_mono_ms() + 10000;
 		}
 		return 0;
+	}
+	/* Each node restores its own part; a store of another --nnodes is refused. */
+	if (rr_parts_catalog_view(c, r->cfg->nnodes, r->cfg->node_rank) != 0) {
+		rr_catalog_destroy(c);
+		return EXIT_AGENT_ERROR;
 	}
 	rc = rr_restore_newest(r->store, r->cfg->run_id, c, r->ckpt_dir, r->cfg->threads, name,
 			       sizeof(name), &st);
@@ -1090,10 +1110,14 @@ int rr_run(const struct rr_config *cfg)
 		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
 		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
 		.metrics = r.metrics, .store_url = cfg->store_url,
+		.nnodes = cfg->nnodes, .node_rank = cfg->node_rank,
 	};
 	rc = rr_persister_new(&pc, baseline, &r.persister);
 	if (!rc)
 		rc = rr_watcher_new(r.ckpt_dir, &r.watcher);
+	if (!rc && cfg->nnodes > 1)
+		rc = rr_fanout_start(r.store, cfg->run_id, cfg->node_rank, r.started_wall_ms,
+				     &r.fanout);
 	if (rc) {
 		rr_error("cannot start: %s", rr_strerror(rc));
 		goto out;
@@ -1115,6 +1139,7 @@ out:
 		s_flush_restore_event(&r, 1);
 	cJSON_Delete(r.restore_event);
 	rr_cloud_watch_stop(r.cloud);
+	rr_fanout_stop(r.fanout); /* writes a notice still queued: the others need it */
 	rr_http_destroy(r.http);
 	if (r.persister && rr_persister_busy(r.persister) && code != EXIT_AGENT_ERROR)
 		rr_warn("leaving with a persist unfinished");

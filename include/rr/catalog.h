@@ -23,6 +23,7 @@ struct rr_catalog {
 	size_t nchunks;
 	char (*chunks)[RR_SHA256_HEX_LEN + 1]; /* sorted, for rr_catalog_has_chunk */
 	char latest[256];                      /* LATEST's checkpoint name, "" when none */
+	int has_parts;  /* the listing showed multi-node parts (checkpoints/<name>/parts/) */
 };
 
 /* Lists and reads everything of run_id. On success *out is the caller's (destroy it).

@@ -11,6 +11,7 @@
 #include "rr/store.h"
 
 #define RR_MAX_EXACT_GLOBS 64
+#define RR_MAX_NODES 4096 /* --nnodes at most */
 
 enum rr_command { RR_CMD_RUN, RR_CMD_LS, RR_CMD_RESTORE, RR_CMD_VERIFY, RR_CMD_GC,
 		  RR_CMD_HELP, RR_CMD_VERSION, RR_CMD_REPORT };
@@ -48,6 +49,8 @@ struct rr_config {
 	int report_json;          /* report --json */
 	double price_spot, price_on_demand; /* report: per machine-hour, 0: not given */
 	const char *metrics_file; /* run: Prometheus text file, NULL: none */
+	unsigned nnodes;          /* --nnodes (1: a single-node job, the store as always) */
+	unsigned node_rank;       /* --node-rank, below nnodes */
 	/* the trainer command (run): argv[0..argc-1], NULL-terminated */
 	char **argv;
 	int argc;

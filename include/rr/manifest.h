@@ -13,7 +13,8 @@
 #include "rr/buf.h"
 #include "rr/hash.h"
 
-#define RR_MANIFEST_FORMAT "resume-run/manifest-1"
+#define RR_MANIFEST_FORMAT "resume-run/manifest-2"    /* written; adds packs */
+#define RR_MANIFEST_FORMAT_V1 "resume-run/manifest-1" /* still read: no packs */
 #define RR_MANIFEST_MAX_BYTES (64u << 20)   /* ceiling on manifest.json */
 #define RR_CHUNK_MAX_RAW (64u << 20)        /* ceiling on one chunk's decoded bytes */
 
@@ -36,7 +37,15 @@ struct rr_chunk_ref {
 	char raw_xxh128[RR_XXH128_HEX_LEN + 1]; /* XXH3-128 of the original bytes it covers:
 						 * finds unchanged data without encoding it, and
 						 * checks lossless decoding on restore */
+	/* A packed chunk (manifest-2) is the byte range [pack_offset, pack_offset +
+	 * stored_size) of the stored object named by sha256, a pack of several small chunks
+	 * (at most RR_PACK_MAX_BYTES). Otherwise the object is the chunk itself. */
+	int packed;
+	uint64_t pack_offset;
 };
+
+#define RR_PACK_MAX_BYTES (8u << 20)   /* a pack's stored bytes, at most */
+#define RR_PACK_SMALL_BYTES (1u << 20) /* chunks stored in fewer bytes than this are packed */
 
 struct rr_segment {
 	uint64_t offset;  /* where it starts in the original file */

@@ -12,7 +12,7 @@
 enum rr_notice_kind { RR_NOTICE_PREEMPT, RR_NOTICE_REBALANCE, RR_NOTICE_MAINTENANCE,
 		      RR_NOTICE_TERMINATE };
 enum rr_notice_source { RR_SOURCE_AWS, RR_SOURCE_GCP, RR_SOURCE_AZURE, RR_SOURCE_SIGNAL,
-			RR_SOURCE_FILE };
+			RR_SOURCE_FILE, RR_SOURCE_NODE /* another node's agent (multi-node) */ };
 
 #define RR_NOTICE_FILE_MAX 65536 /* ceiling on a --notice-file we read */
 

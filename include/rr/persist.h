@@ -27,6 +27,14 @@ struct rr_persist_opts {
 					     * written again instead of deduplicated, see
 					     * persist.c */
 	int urgent;                         /* a notice's checkpoint */
+	int no_packs;                       /* 1: every chunk is an object of its own (as
+					     * before manifest-2); 0 (default): chunks stored
+					     * in fewer than RR_PACK_SMALL_BYTES share packs */
+	unsigned nnodes;                    /* > 1: the manifest is written as node_rank's
+					     * part, checkpoints/<name>/parts/<rank>.json
+					     * (README, "What is stored" Multi-node); 0 or
+					      * 1: manifest.json */
+	unsigned node_rank;
 };
 
 struct rr_persist_stats {
@@ -56,6 +64,13 @@ struct rr_persist_stats {
 int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *name,
 			  int64_t committed_unix_ms, const struct rr_persist_opts *opts,
 			  struct rr_manifest **manifest_out, struct rr_persist_stats *stats);
+
+/* The store holds theirs under the name ours would be written as: RR_EEXIST when both hold
+ * the same files with the same bytes stored the same way (who wrote them and when may
+ * differ), else RR_EPRECOND, logged: no one is told a checkpoint (or a part) is durable
+ * when the store holds another writer's. */
+int rr_persist_compare_existing(const struct rr_manifest *ours,
+				const struct rr_manifest *theirs);
 
 /* Where older versions staged hard links inside the checkpoint dir; no longer written (a
  * trainer could plant a symlink there), named so leftovers can be recognised. */

@@ -21,6 +21,29 @@ int rr_key_manifest(char *out, const char *run_id, const char *checkpoint)
 				 checkpoint));
 }
 
+int rr_key_part(char *out, const char *run_id, const char *checkpoint, unsigned rank)
+{
+	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/checkpoints/%s/parts/%u.json", run_id,
+				 checkpoint, rank));
+}
+
+int rr_key_parts_prefix(char *out, const char *run_id, const char *checkpoint)
+{
+	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/checkpoints/%s/parts/", run_id,
+				 checkpoint));
+}
+
+int rr_key_notice(char *out, const char *run_id, int64_t unix_ms, unsigned rank)
+{
+	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/notices/%013lld-node%u.json", run_id,
+				 (long long)unix_ms, rank));
+}
+
+int rr_key_notices_prefix(char *out, const char *run_id)
+{
+	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/notices/", run_id));
+}
+
 int rr_key_latest(char *out, const char *run_id)
 {
 	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/LATEST", run_id));
@@ -82,4 +105,30 @@ const char *rr_key_parse_chunk(const char *key, const char *run_id)
 	if (!rr_is_sha256_hex(rest) || strncmp(rest, rest - 3, 2) != 0)
 		return NULL;
 	return rest;
+}
+
+int rr_key_parse_part(const char *key, const char *run_id, char *name, size_t cap,
+		      unsigned *rank)
+{
+	static const char mid[] = "/parts/";
+	const char *rest = s_under(key, run_id, "checkpoints/");
+	const char *slash, *digits, *end;
+	unsigned long v = 0;
+	size_t n;
+
+	if (!rest || !(slash = strchr(rest, '/')) || strncmp(slash, mid, sizeof(mid) - 1) != 0)
+		return 0;
+	n = (size_t)(slash - rest);
+	digits = slash + sizeof(mid) - 1;
+	end = digits + strspn(digits, "0123456789");
+	/* "0.json", "17.json": decimal without leading zeros, bounded. */
+	if (n == 0 || n >= cap || end == digits || end - digits > 6 ||
+	    (digits[0] == '0' && end - digits > 1) || strcmp(end, ".json") != 0)
+		return 0;
+	for (const char *d = digits; d < end; d++)
+		v = v * 10 + (unsigned long)(*d - '0');
+	memcpy(name, rest, n);
+	name[n] = '\0';
+	*rank = (unsigned)v;
+	return 1;
 }

@@ -35,6 +35,7 @@ struct s_ctx {
 	char *why;
 	size_t why_len;
 	size_t nchunks; /* chunk references seen so far, against S_MAX_CHUNKS */
+	int version;    /* 1 or 2: packs only in 2 */
 };
 
 __attribute__((format(printf, 3, 4))) static int s_fail(struct s_ctx *c, int rc,
@@ -299,7 +300,8 @@ out:
 static int s_parse_chunk(struct s_ctx *c, const cJSON *j, const char *where,
 			 struct rr_chunk_ref *ch)
 {
-	static const char *const keys[] = { "sha256", "size", "stored_size", "raw_xxh128" };
+	static const char *const keys[] = { "sha256", "size", "stored_size", "raw_xxh128",
+					    "pack_offset" };
 	int rc;
 
 	if (!cJSON_IsObject(j))
@@ -313,6 +315,16 @@ static int s_parse_chunk(struct s_ctx *c, const cJSON *j, const char *where,
 		rc = s_get_uint(c, j, "stored_size", where, S_MAX_STORED, &ch->stored_size);
 	if (!rc)
 		rc = s_get_hex(c, j, "raw_xxh128", where, RR_XXH128_HEX_LEN, ch->raw_xxh128);
+	if (!rc && cJSON_GetObjectItemCaseSensitive(j, "pack_offset")) {
+		if (c->version < 2)
+			return s_fail(c, RR_ECORRUPT, "%s\"pack_offset\" in a manifest-1", where);
+		ch->packed = 1;
+		rc = s_get_uint(c, j, "pack_offset", where, RR_PACK_MAX_BYTES, &ch->pack_offset);
+		/* The slice lies inside a pack of bounded size. */
+		if (!rc && ch->pack_offset + ch->stored_size > RR_PACK_MAX_BYTES)
+			return s_fail(c, RR_ECORRUPT, "%sthe packed chunk ends beyond %u bytes",
+				      where, RR_PACK_MAX_BYTES);
+	}
 	if (rc)
 		return rc;
 	if (ch->size == 0)
@@ -665,7 +677,7 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 	static const char *const keys[] = { "format",	  "run_id",	     "checkpoint",
 					    "host",	  "committed_unix_ms", "created_unix_ms",
 					    "files",	  "checksum",	     "kind" };
-	struct s_ctx c = { why, why_len, 0 };
+	struct s_ctx c = { why, why_len, 0, 0 };
 	struct rr_manifest *m = NULL;
 	cJSON *root = NULL;
 	const cJSON *files, *it;
@@ -692,9 +704,13 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 	rc = s_get_string(&c, root, "format", "", &fmt);
 	if (rc)
 		goto out;
-	if (strcmp(fmt, RR_MANIFEST_FORMAT) != 0) {
-		rc = s_fail(&c, RR_ECORRUPT, "format %s is not \"%s\"", rr_quote_str(q, fmt),
-			    RR_MANIFEST_FORMAT);
+	if (strcmp(fmt, RR_MANIFEST_FORMAT) == 0) {
+		c.version = 2;
+	} else if (strcmp(fmt, RR_MANIFEST_FORMAT_V1) == 0) {
+		c.version = 1;
+	} else {
+		rc = s_fail(&c, RR_ECORRUPT, "format %s is neither \"%s\" nor \"%s\"",
+			    rr_quote_str(q, fmt), RR_MANIFEST_FORMAT, RR_MANIFEST_FORMAT_V1);
 		goto out;
 	}
 	rc = s_verify_checksum(&c, root);
@@ -924,6 +940,8 @@ static int s_build_segment(cJSON *arr, const struct rr_segment *sg)
 			rc = s_add_uint(co, "stored_size", ch->stored_size);
 		if (!rc)
 			rc = s_add_field(co, "raw_xxh128", ch->raw_xxh128, sizeof(ch->raw_xxh128));
+		if (!rc && ch->packed)
+			rc = s_add_uint(co, "pack_offset", ch->pack_offset);
 	}
 	return rc;
 }
@@ -1147,7 +1165,7 @@ out:
 int rr_latest_parse(const char *text, size_t len, char *name_out, size_t name_cap)
 {
 	static const char *const keys[] = { "checkpoint" };
-	struct s_ctx c = { NULL, 0, 0 };
+	struct s_ctx c = { NULL, 0, 0, 0 };
 	cJSON *root = NULL;
 	const char *name;
 	size_t n;

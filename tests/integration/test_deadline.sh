@@ -81,6 +81,7 @@ RATE=200000
 "$PY" "$RR_SRC/tests/lib/throttle_proxy.py" --to "127.0.0.1:$S3_PORT" --rate $RATE \
 	> proxy.out 2> proxy.log &
 PROXY_PID=$!
+# shellcheck disable=SC2154 # assigned inside the trap string itself
 trap 'p_rc=$?; kill $PROXY_PID 2>/dev/null; stop_s3; (exit $p_rc); cleanup' EXIT
 wait_for 20 grep -qs '^ready' proxy.out || fail "the throttling proxy did not start"
 PPORT=$(sed -nE 's/^ready ([0-9]+)/\1/p' proxy.out)
@@ -120,5 +121,5 @@ assert ev["expected_persist_ms"] > 3000, ev
 assert 100000 < ev["throughput_bps"] < 400000, ev
 PYEOF
 ok "over $RATE B/s: predicted ~$need s for the notice checkpoint against a 3 s deadline, missed as said; step-1 is what the store offers (exit status $RC)"
-sed 's/^/    /' <<< "$miss"
+echo "    ${miss//$'\n'/$'\n'    }"
 finish

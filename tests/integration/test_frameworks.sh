@@ -52,6 +52,7 @@ shape_test hf checkpoint-20 'test -d checkpoint-20' 'test -f checkpoint-20/train
 # RESUME_RUN_RESTORE_DIR names the file.
 shape_test lightning 'epoch=2-step=20.ckpt' 'test -f "epoch=2-step=20.ckpt"'
 # DeepSpeed: global_stepN/ then latest; restore writes latest again.
+# shellcheck disable=SC2016 # the check is evaluated later, in the restored directory
 shape_test deepspeed global_step20 'test -d global_step20' '[ "$(cat latest)" = global_step20 ]'
 # DCP: .distcp shards then .metadata (via .metadata.tmp and a rename).
 shape_test dcp step-20 'test -f step-20/.metadata' 'test -f step-20/__0_0.distcp'

@@ -684,5 +684,56 @@ class TestTorchStateDict(TempDirTest):
                                                           .tolist()))
 
 
+class AgreeTest(unittest.TestCase):
+    """agree(): every rank takes the same (checkpoint, exit) decision in the same step."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.notice_path = os.path.join(self.tmp, "notice.json")
+        patcher = mock.patch.dict(os.environ, {"RESUME_RUN_NOTICE_FILE": self.notice_path})
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def _ranks(self, n):
+        cks = [resume_run.Checkpointer(directory=os.path.join(self.tmp, "r%d" % i),
+                                       install=False) for i in range(n)]
+        return cks
+
+    def _step(self, cks):
+        """One step on every rank, with an all-reduce (MAX) over the ranks' flags."""
+        flags = [[1 if c.requested() else 0, 1 if c.should_exit() else 0] for c in cks]
+        reduced = [max(f[k] for f in flags) for k in range(2)]
+        return [resume_run.agree(c, lambda mine: reduced) for c in cks]
+
+    def test_a_request_on_one_rank_makes_every_rank_checkpoint_the_same_step(self):
+        cks = self._ranks(3)
+        self.assertEqual(self._step(cks), [(False, False)] * 3)
+        cks[1]._on_signal(signal.SIGUSR1, None)   # only rank 1's agent has heard so far
+        self.assertEqual(self._step(cks), [(True, False)] * 3)
+        self.assertFalse(any(c.requested() for c in cks))   # handled everywhere
+        self.assertEqual(self._step(cks), [(False, False)] * 3)
+
+    def test_a_notice_on_one_node_makes_every_rank_exit_after_the_step(self):
+        cks = self._ranks(2)
+        with open(self.notice_path, "w") as f:
+            json.dump({"kind": "preempt", "deadline_unix": None}, f)
+        cks[0]._on_signal(signal.SIGUSR1, None)
+        # Both see the notice file here (same environment); rank 1's request is not yet there.
+        self.assertEqual(self._step(cks), [(True, True)] * 2)
+
+    def test_without_torch_distributed_the_local_flags_are_the_decision(self):
+        ck = self._ranks(1)[0]
+        self.assertEqual(resume_run.agree(ck), (False, False))
+        ck._on_signal(signal.SIGUSR1, None)
+        self.assertEqual(resume_run.agree(ck), (True, False))
+        self.assertFalse(ck.requested())
+
+    def test_a_reduction_of_the_wrong_shape_is_refused(self):
+        ck = self._ranks(1)[0]
+        with self.assertRaises(ValueError):
+            resume_run.agree(ck, lambda mine: [1])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -289,8 +289,11 @@ static inline size_t fx_count_chunks(const struct fx *f)
 
 static inline struct rr_persist_opts fx_opts(void)
 {
+	/* One object per chunk, so that the suites can count and find chunks; packs have
+	 * their own tests (test_packs.c, fx_opts_packed). */
 	return (struct rr_persist_opts){ .run_id = FX_RUN, .host = "test-host",
-					 .zstd_level = RR_ZSTD_LEVEL_DEFAULT, .threads = 2 };
+					 .zstd_level = RR_ZSTD_LEVEL_DEFAULT, .threads = 2,
+					 .no_packs = 1 };
 }
 
 /* Persists ckpts/<name> with default options (and previous); the manifest goes to *m when m

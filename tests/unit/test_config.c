@@ -39,6 +39,11 @@ static void s_clear_env(void)
 		if (env)
 			unsetenv(env);
 	}
+	/* the fallbacks of --nnodes / --node-rank (Slurm's, torchrun recipes') */
+	unsetenv("SLURM_NNODES");
+	unsetenv("SLURM_NODEID");
+	unsetenv("NNODES");
+	unsetenv("NODE_RANK");
 }
 
 static struct s_parsed s_parse(char **argv)
@@ -1102,6 +1107,69 @@ static void test_commit_rule_defaults_to_auto_and_comes_from_flag_or_environment
 	s_clear_env();
 }
 
+static void test_parse_nodes_default_to_one_node_rank_zero(void)
+{
+	s_clear_env();
+	struct s_parsed p = s_parse(ARGV("resume-run", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.nnodes, 1);
+	CU_ASSERT_EQUAL(p.cfg.node_rank, 0);
+}
+
+static void test_parse_nodes_precedence_flag_then_agent_then_slurm_then_generic(void)
+{
+	s_clear_env();
+	setenv("NNODES", "8", 1);
+	setenv("NODE_RANK", "7", 1);
+	struct s_parsed p = s_parse(ARGV("resume-run", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.nnodes, 8);
+	CU_ASSERT_EQUAL(p.cfg.node_rank, 7);
+	setenv("SLURM_NNODES", "6", 1);
+	setenv("SLURM_NODEID", "5", 1);
+	p = s_parse(ARGV("resume-run", "--", "true"));
+	CU_ASSERT_EQUAL(p.cfg.nnodes, 6);
+	CU_ASSERT_EQUAL(p.cfg.node_rank, 5);
+	setenv("RESUME_RUN_NNODES", "4", 1);
+	setenv("RESUME_RUN_NODE_RANK", "3", 1);
+	p = s_parse(ARGV("resume-run", "--", "true"));
+	CU_ASSERT_EQUAL(p.cfg.nnodes, 4);
+	CU_ASSERT_EQUAL(p.cfg.node_rank, 3);
+	p = s_parse(ARGV("resume-run", "--nnodes", "2", "--node-rank", "1", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.nnodes, 2);
+	CU_ASSERT_EQUAL(p.cfg.node_rank, 1);
+	s_clear_env();
+}
+
+static void test_parse_node_rank_must_be_below_nnodes(void)
+{
+	s_clear_env();
+	struct s_parsed p = s_parse(ARGV("resume-run", "--nnodes", "2", "--node-rank", "2",
+					 "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "node rank 2"));
+	setenv("SLURM_NODEID", "1", 1);
+	p = s_parse(ARGV("resume-run", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "--nnodes", "0", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	setenv("SLURM_NNODES", "x", 1);
+	p = s_parse(ARGV("resume-run", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "SLURM_NNODES"));
+	/* a flag replaces its variables: they are not read at all */
+	p = s_parse(ARGV("resume-run", "--nnodes", "2", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "ls", "--nnodes", "2"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "restore", "--to", "/tmp/x", "--nnodes", "2",
+			 "--node-rank", "1"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.node_rank, 1);
+}
+
 static CU_TestInfo s_tests[] = {
 	{ "test_commit_rule_defaults_to_auto_and_comes_from_flag_or_environment",
 	  test_commit_rule_defaults_to_auto_and_comes_from_flag_or_environment },
@@ -1173,6 +1241,11 @@ static CU_TestInfo s_tests[] = {
 	  test_parse_report_takes_json_and_prices_and_refuses_them_elsewhere },
 	{ "parse_metrics_file_from_flag_or_environment",
 	  test_parse_metrics_file_from_flag_or_environment },
+	{ "parse_nodes_default_to_one_node_rank_zero",
+	  test_parse_nodes_default_to_one_node_rank_zero },
+	{ "parse_nodes_precedence_flag_then_agent_then_slurm_then_generic",
+	  test_parse_nodes_precedence_flag_then_agent_then_slurm_then_generic },
+	{ "parse_node_rank_must_be_below_nnodes", test_parse_node_rank_must_be_below_nnodes },
 	CU_TEST_INFO_NULL,
 };
 

@@ -565,7 +565,59 @@ static void test_gc_long_persist_checks_its_chunks_before_the_manifest(void)
 	}
 }
 
+
+/* Packs: step-2 changes one of step-1's small files, so it points into step-1's pack for
+ * the others and into a new pack for the changed one. gc keeping one checkpoint deletes
+ * step-1's manifest but not the pack step-2 still reads from; step-2 restores. */
+static void test_gc_keeps_a_pack_a_newer_checkpoint_reads_from(void)
+{
+	struct fx f;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_stats ps;
+	struct rr_gc_stats st;
+	struct rr_restore_stats rs;
+	struct rr_manifest *m1 = NULL, *m2 = NULL;
+	char why[512], *d, *dst;
+
+	fx_init(&f);
+	o.no_packs = 0;
+	for (int step = 1; step <= 2; step++) {
+		char name[16];
+		snprintf(name, sizeof(name), "step-%d", step);
+		d = fx_ckpt(&f, name);
+		for (int i = 0; i < 6; i++) {
+			char rel[16];
+			snprintf(rel, sizeof(rel), "f%d.bin", i);
+			fx_write_random(d, rel, 20000 + 1000 * (size_t)i,
+					(uint64_t)(i == 3 ? 100 * step : i + 1), 0644);
+		}
+		free(d);
+		o.previous = m1;
+		CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(f.s, f.ckpt_dir, name, 1000 * step, &o,
+							    step == 1 ? &m1 : &m2, &ps), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(fx_count_chunks(&f), 2); /* step-1's pack, step-2's new one */
+	CU_ASSERT_STRING_EQUAL(fx_first_chunk(m2, "f0.bin"), fx_first_chunk(m1, "f0.bin"));
+	CU_ASSERT_STRING_NOT_EQUAL(fx_first_chunk(m2, "f3.bin"), fx_first_chunk(m1, "f3.bin"));
+	CU_ASSERT_EQUAL_FATAL(rr_gc_run(f.s, FX_RUN, 1, 0, &st), 0);
+	CU_ASSERT_EQUAL(st.checkpoints_deleted, 1);
+	CU_ASSERT_EQUAL(st.chunks_deleted, 0);
+	CU_ASSERT_FALSE(fx_has_manifest(&f, "step-1"));
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m2, f.restore_dir, 2, &rs, why,
+					      sizeof(why)), 0);
+	d = fx_ckpt(&f, "step-2");
+	dst = fx_join(f.restore_dir, "step-2");
+	FX_ASSERT_SAME_TREE(d, dst);
+	free(d);
+	free(dst);
+	rr_manifest_destroy(m1);
+	rr_manifest_destroy(m2);
+	fx_done(&f);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_gc_keeps_a_pack_a_newer_checkpoint_reads_from",
+	  test_gc_keeps_a_pack_a_newer_checkpoint_reads_from },
 	{ "gc_urgent_persist_relies_on_older_chunks_than_a_routine_one",
 	  test_gc_urgent_persist_relies_on_older_chunks_than_a_routine_one },
 	{ "gc_long_persist_checks_its_chunks_before_the_manifest",

@@ -407,7 +407,7 @@ static void test_to_json_writes_documented_shape_with_checksum_last(void)
 	memcpy(raw, m->files[0].segs[0].chunks[0].raw_xxh128, sizeof(raw));
 	memcpy(chunk, m->files[0].segs[0].chunks[0].sha256, sizeof(chunk));
 	snprintf(expect, sizeof(expect),
-		 "{\"format\":\"resume-run/manifest-1\",\"run_id\":\"default\","
+		 "{\"format\":\"resume-run/manifest-2\",\"run_id\":\"default\","
 		 "\"checkpoint\":\"step-200\",\"host\":\"node-1\","
 		 "\"committed_unix_ms\":1700000000000,\"created_unix_ms\":1700000000123,"
 		 "\"files\":[{\"path\":\"model.safetensors\",\"mode\":420,\"size\":12345,"
@@ -1605,8 +1605,8 @@ static void test_parse_refuses_bad_format_and_not_json(void)
 	char *text = s_to_json(m);
 	char *t;
 
-	s_expect_edit(m, "manifest-1", "manifest-2", RR_ECORRUPT,
-		      "format \"resume-run/manifest-2\" is not");
+	s_expect_edit(m, "manifest-2", "manifest-3", RR_ECORRUPT,
+		      "format \"resume-run/manifest-3\" is neither");
 	s_expect("", RR_ECORRUPT, "not valid JSON");
 	s_expect("[1,2]", RR_ECORRUPT, "not a JSON object");
 	s_expect("{\"format\":\"resume-run/manifest-1\"", RR_ECORRUPT, "not valid JSON");
@@ -1883,6 +1883,52 @@ static void test_latest_refuses_input_above_64k(void)
 	free(t);
 }
 
+
+/* manifest-2: a packed chunk keeps its pack offset through a round trip; an unpacked one
+ * writes no "pack_offset". */
+static void test_packed_chunk_round_trips_with_its_offset(void)
+{
+	struct rr_manifest *m = s_one_file("f"), *back = NULL;
+	char *text;
+	char why[256] = "";
+
+	m->files[0].segs[0].chunks[0].packed = 1;
+	m->files[0].segs[0].chunks[0].pack_offset = 4096;
+	text = s_to_json(m);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"pack_offset\":4096"));
+	CU_ASSERT_EQUAL_FATAL(rr_manifest_parse(text, strlen(text), &back, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(back->files[0].segs[0].chunks[0].packed, 1);
+	CU_ASSERT_EQUAL(back->files[0].segs[0].chunks[0].pack_offset, 4096);
+	rr_manifest_destroy(back);
+	free(text);
+	m->files[0].segs[0].chunks[0].packed = 0;
+	text = s_to_json(m);
+	CU_ASSERT_PTR_NULL(strstr(text, "pack_offset"));
+	CU_ASSERT_EQUAL_FATAL(rr_manifest_parse(text, strlen(text), &back, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(back->files[0].segs[0].chunks[0].packed, 0);
+	rr_manifest_destroy(back);
+	free(text);
+	rr_manifest_destroy(m);
+}
+
+/* A manifest-1 (the previous release's) is read; one naming a pack is not. A packed chunk
+ * must lie within a pack's ceiling. */
+static void test_pack_offset_is_checked(void)
+{
+	struct rr_manifest *m = s_one_file("f");
+
+	s_expect_edit(m, "manifest-2", "manifest-1", 0, NULL);
+	m->files[0].segs[0].chunks[0].packed = 1;
+	m->files[0].segs[0].chunks[0].pack_offset = 0;
+	s_expect_edit(m, "manifest-2", "manifest-1", RR_ECORRUPT,
+		      "\"pack_offset\" in a manifest-1");
+	m->files[0].segs[0].chunks[0].pack_offset =
+		RR_PACK_MAX_BYTES - m->files[0].segs[0].chunks[0].stored_size + 1;
+	s_expect_edit(m, "\"format\"", "\"format\"", RR_ECORRUPT, "ends beyond");
+	s_expect_edit(m, "\"pack_offset\":", "\"pack_offset\":-", RR_ECORRUPT, "pack_offset");
+	rr_manifest_destroy(m);
+}
+
 static CU_TestInfo s_tests[] = {
 	{ "test_file_checkpoint_kind_round_trips_and_needs_its_one_file",
 	  test_file_checkpoint_kind_round_trips_and_needs_its_one_file },
@@ -1965,6 +2011,9 @@ static CU_TestInfo s_tests[] = {
 	{ "test_parse_refuses_bad_run_id_and_checkpoint",
 	  test_parse_refuses_bad_run_id_and_checkpoint },
 	{ "test_parse_refuses_bad_format_and_not_json", test_parse_refuses_bad_format_and_not_json },
+	{ "test_packed_chunk_round_trips_with_its_offset",
+	  test_packed_chunk_round_trips_with_its_offset },
+	{ "test_pack_offset_is_checked", test_pack_offset_is_checked },
 	{ "test_parse_refuses_deep_nesting", test_parse_refuses_deep_nesting },
 	{ "test_parse_refuses_nul_characters", test_parse_refuses_nul_characters },
 	{ "test_parse_refuses_too_large_input", test_parse_refuses_too_large_input },

@@ -751,7 +751,99 @@ static void test_restore_newest_cancelled_does_not_fall_back(void)
 	fx_done(&f);
 }
 
+
+/* Packs: a checkpoint of many small files persisted with packs restores byte-identical,
+ * and each stored object (pack) is fetched once, however many chunks it holds. */
+static void test_restore_fetches_each_pack_once(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_persist_stats ps;
+	struct rr_persist_opts o = fx_opts();
+	struct s_cancel_store cs = { .base = { .vt = &s_cancel_vt }, .cancel_at = -1 };
+	struct rr_manifest *m = NULL;
+	char why[512], *d, *restored;
+	char objects[64][RR_SHA256_HEX_LEN + 1];
+	size_t nobj = 0, chunks = 0, packed = 0;
+
+	fx_init(&f);
+	cs.inner = f.s;
+	o.no_packs = 0;
+	d = fx_ckpt(&f, "step-1");
+	for (int i = 0; i < 40; i++) {
+		char rel[32];
+		snprintf(rel, sizeof(rel), "shard/part-%02d.bin", i);
+		fx_write_random(d, rel, 1000 + 997 * (size_t)i, (uint64_t)i + 7, 0644);
+	}
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(f.s, f.ckpt_dir, "step-1", 1, &o, &m, &ps), 0);
+	for (size_t i = 0; i < m->nfiles; i++)
+		for (size_t g = 0; g < m->files[i].nsegs; g++)
+			for (size_t c = 0; c < m->files[i].segs[g].nchunks; c++) {
+				const struct rr_chunk_ref *r = &m->files[i].segs[g].chunks[c];
+				size_t k = 0;
+				chunks++;
+				packed += (size_t)r->packed;
+				while (k < nobj && strcmp(objects[k], r->sha256) != 0)
+					k++;
+				if (k == nobj && nobj < 64)
+					memcpy(objects[nobj++], r->sha256, sizeof(objects[0]));
+			}
+	CU_ASSERT_EQUAL(chunks, 40);
+	CU_ASSERT_EQUAL(packed, 40);
+	CU_ASSERT(nobj < chunks);
+	CU_ASSERT_EQUAL(fx_count_chunks(&f), nobj);
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(&cs.base, FX_RUN, m, f.restore_dir, 2, &st, why,
+					      sizeof(why)),
+			0);
+	CU_ASSERT_EQUAL(cs.gets, (int)nobj);
+	restored = fx_join(f.restore_dir, "step-1");
+	CU_ASSERT_EQUAL(fx_tree_diff(d, restored, why, sizeof(why)), 0);
+	free(restored);
+	free(d);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+
+/* The same with packs: several lossy tensors share one stored object, and the record
+ * tells their rounded bytes apart (each by its pack and offset), so the second restore
+ * still finds the directory identical. */
+static void test_restore_of_lossy_packed_checkpoint_again_copies_nothing(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_persist_stats ps;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_manifest *m = NULL;
+	char why[512], *d;
+
+	fx_init(&f);
+	d = fx_ckpt(&f, "step-1");
+	s_write_f32_tensor(d, "a.safetensors", 3000);
+	s_write_f32_tensor(d, "b.safetensors", 4000);
+	s_write_f32_tensor(d, "c.safetensors", 5000);
+	free(d);
+	o.precision = RR_PRECISION_FP16;
+	o.no_packs = 0;
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(f.s, f.ckpt_dir, "step-1", 1000, &o, &m, &ps),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(ps.tensors[RR_ENC_FP16], 3);
+	CU_ASSERT_EQUAL_FATAL(fx_count_chunks(&f), 1); /* headers and tensors: one pack */
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)), 0);
+	CU_ASSERT(st.downloaded_bytes > 0);
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(st.already_present, 1);
+	CU_ASSERT_EQUAL(st.downloaded_bytes, 0);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_restore_of_lossy_packed_checkpoint_again_copies_nothing",
+	  test_restore_of_lossy_packed_checkpoint_again_copies_nothing },
+	{ "test_restore_fetches_each_pack_once", test_restore_fetches_each_pack_once },
 	{ "restore_of_lossy_checkpoint_again_copies_nothing",
 	  test_restore_of_lossy_checkpoint_again_copies_nothing },
 	{ "restore_round_trip_is_byte_identical_with_modes",

@@ -5,6 +5,8 @@ usage: tensor_files.py MODE
                 values, and one with a NaN that has a payload (must be stored exact)
   incremental   step-1: ten 1 MiB F32 tensors; step-2: the same with two of them changed
   invalid       step-1: a .safetensors file with a trailing byte (must be stored byte-exact)
+  smalls        step-1: 300 small F32 tensors (1-16k elements, as LayerNorm weights and
+                biases) and one of 2 MiB; step-2: the same with one small tensor changed
 """
 import os
 import struct
@@ -52,6 +54,18 @@ def main(mode):
             return out
         commit(ck, "step-1", {"model.safetensors": tensors(set())})
         commit(ck, "step-2", {"model.safetensors": tensors({3, 7})})
+    elif mode == "smalls":
+        def tensors(changed):
+            out = {}
+            for i in range(300):
+                n = 256 * (1 + (i * 7919) % 64)
+                seed = 5000 + i + (11 if i == changed else 0)
+                vals = [((seed * 2654435761 + j * 40503) % 65536 - 32768) / 3276.8 for j in range(n)]
+                out[f"block{i // 2}.ln.{'weight' if i % 2 == 0 else 'bias'}"] = f32(vals)
+            out["big.weight"] = f32([(j % 1000) / 7.0 for j in range(524288)])
+            return out
+        commit(ck, "step-1", {"model.safetensors": tensors(-1)})
+        commit(ck, "step-2", {"model.safetensors": tensors(150)})
     elif mode == "invalid":
         with ck.commit("step-1") as d:
             p = os.path.join(d, "bad.safetensors")

@@ -32,8 +32,11 @@ static int s_on_manifest(const struct rr_store_entry *e, void *ud)
 {
 	struct s_names *s = ud;
 	char name[256];
+	unsigned rank;
 	int rc;
 
+	if (rr_key_parse_part(e->key, s->run_id, name, sizeof(name), &rank))
+		s->c->has_parts = 1;
 	if (!rr_key_parse_manifest(e->key, s->run_id, name, sizeof(name)))
 		return 0;
 	rc = s_grow((void **)&s->c->entries, &s->cap, s->c->n, sizeof(*s->c->entries));

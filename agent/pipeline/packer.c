@@ -1,0 +1,196 @@
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rr/error.h"
+#include "rr/manifest.h"
+#include "packer.h"
+
+/* A slot's state: its chunk not done yet, done with bytes to pack, done without. */
+enum { S_PENDING = 0, S_HELD, S_SKIPPED };
+
+struct rr_packer {
+	pthread_mutex_t lock;
+	size_t nslots, next; /* next: the first slot not yet placed in order */
+	size_t before, after;
+	unsigned char *state;
+	unsigned char **held; /* per slot: its bytes while it waits for its turn */
+	size_t *len;
+	uint64_t *key;
+	struct rr_pack *open; /* the pack being filled */
+	size_t open_cap;      /* room in open->slots and open->offsets */
+};
+
+struct rr_packer *rr_packer_new(size_t nslots, size_t before, size_t after)
+{
+	struct rr_packer *p = calloc(1, sizeof(*p));
+	size_t n = nslots ? nslots : 1;
+
+	if (!p)
+		return NULL;
+	p->nslots = nslots;
+	p->before = before;
+	p->after = after;
+	p->state = calloc(n, 1);
+	p->held = calloc(n, sizeof(*p->held));
+	p->len = calloc(n, sizeof(*p->len));
+	p->key = calloc(n, sizeof(*p->key));
+	pthread_mutex_init(&p->lock, NULL);
+	if (!p->state || !p->held || !p->len || !p->key) {
+		rr_packer_destroy(p);
+		return NULL;
+	}
+	return p;
+}
+
+void rr_pack_free(struct rr_pack *pk)
+{
+	if (!pk)
+		return;
+	free(pk->buf);
+	free(pk->slots);
+	free(pk->offsets);
+	free(pk);
+}
+
+void rr_packer_destroy(struct rr_packer *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; p->held && i < p->nslots; i++)
+		free(p->held[i]);
+	free(p->held);
+	free(p->state);
+	free(p->len);
+	free(p->key);
+	rr_pack_free(p->open);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+int rr_pack_boundary(uint64_t key, size_t len)
+{
+	/* Probability len / target, from the hash's top 32 bits: boundaries fall on
+	 * content, about RR_PACK_TARGET_BYTES of stored bytes apart whatever the chunk
+	 * sizes. */
+	if (len >= RR_PACK_TARGET_BYTES)
+		return 1;
+	return (key >> 32) < (((uint64_t)len << 32) / RR_PACK_TARGET_BYTES);
+}
+
+static int s_close_open(struct rr_packer *p, struct rr_pack ***out, size_t *nout)
+{
+	struct rr_pack **grown = realloc(*out, (*nout + 1) * sizeof(**out));
+
+	if (!grown)
+		return RR_ENOMEM;
+	*out = grown;
+	grown[(*nout)++] = p->open;
+	p->open = NULL;
+	p->open_cap = 0;
+	return 0;
+}
+
+static int s_open_new(struct rr_packer *p)
+{
+	struct rr_pack *pk = calloc(1, sizeof(*pk));
+
+	if (!pk)
+		return RR_ENOMEM;
+	pk->before = p->before;
+	/* Allocated at its ceiling: pages not written are not resident. */
+	pk->buf = malloc(p->before + RR_PACK_MAX_BYTES + p->after);
+	if (!pk->buf) {
+		free(pk);
+		return RR_ENOMEM;
+	}
+	p->open = pk;
+	return 0;
+}
+
+static int s_append(struct rr_packer *p, size_t slot)
+{
+	struct rr_pack *pk = p->open;
+
+	if (pk->n == p->open_cap) {
+		size_t cap = p->open_cap ? 2 * p->open_cap : 16;
+		size_t *s = realloc(pk->slots, cap * sizeof(*s));
+		if (s)
+			pk->slots = s;
+		uint64_t *o = realloc(pk->offsets, cap * sizeof(*o));
+		if (o)
+			pk->offsets = o;
+		if (!s || !o)
+			return RR_ENOMEM;
+		p->open_cap = cap;
+	}
+	memcpy(pk->buf + pk->before + pk->len, p->held[slot], p->len[slot]);
+	pk->slots[pk->n] = slot;
+	pk->offsets[pk->n++] = pk->len;
+	pk->len += p->len[slot];
+	free(p->held[slot]);
+	p->held[slot] = NULL;
+	return 0;
+}
+
+/* Places every done slot that is next in order. Called with the lock held. */
+static int s_advance(struct rr_packer *p, struct rr_pack ***out, size_t *nout)
+{
+	int rc = 0;
+
+	for (; !rc && p->next < p->nslots && p->state[p->next] != S_PENDING; p->next++) {
+		size_t s = p->next;
+		if (p->state[s] == S_SKIPPED)
+			continue;
+		if (p->open && p->open->len + p->len[s] > RR_PACK_MAX_BYTES)
+			rc = s_close_open(p, out, nout);
+		if (!rc && !p->open)
+			rc = s_open_new(p);
+		if (!rc)
+			rc = s_append(p, s);
+		if (!rc && rr_pack_boundary(p->key[s], p->len[s]))
+			rc = s_close_open(p, out, nout);
+	}
+	return rc;
+}
+
+int rr_packer_put(struct rr_packer *p, size_t slot, const unsigned char *data, size_t len,
+		  uint64_t key, struct rr_pack ***out, size_t *nout)
+{
+	unsigned char *copy = NULL;
+	int rc;
+
+	if (slot >= p->nslots || (data && (len == 0 || len > RR_PACK_MAX_BYTES)))
+		return RR_EINVAL;
+	if (data) {
+		copy = malloc(len);
+		if (!copy)
+			return RR_ENOMEM;
+		memcpy(copy, data, len);
+	}
+	pthread_mutex_lock(&p->lock);
+	if (p->state[slot] != S_PENDING) {
+		pthread_mutex_unlock(&p->lock);
+		free(copy);
+		return RR_EINVAL;
+	}
+	p->state[slot] = data ? S_HELD : S_SKIPPED;
+	p->held[slot] = copy;
+	p->len[slot] = len;
+	p->key[slot] = key;
+	rc = s_advance(p, out, nout);
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+struct rr_pack *rr_packer_finish(struct rr_packer *p)
+{
+	struct rr_pack *pk;
+
+	pthread_mutex_lock(&p->lock);
+	pk = p->open;
+	p->open = NULL;
+	p->open_cap = 0;
+	pthread_mutex_unlock(&p->lock);
+	return pk;
+}

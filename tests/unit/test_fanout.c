@@ -1,0 +1,99 @@
+/* CUnit suite "fanout": multi-node notices through a real file store. A notice another
+ * node wrote reaches this node's watcher with its deadline; this node's own notices and
+ * notices from before the agent started do not; an announced notice is written to
+ * notices/ under this node's rank. */
+#include <poll.h>
+
+#include "rr/clock.h"
+#include "fanout.h"
+
+#include "ckpt_fixture.h"
+#include "cunit_main.h"
+
+/* Waits (a failure guard, not a measurement) until the watcher has a notice. */
+static int s_wait_notice(struct rr_fanout *f, struct rr_notice *n)
+{
+	for (int i = 0; i < 300; i++) {
+		struct pollfd p = { .fd = rr_fanout_fd(f), .events = POLLIN };
+		poll(&p, 1, 100);
+		if (rr_fanout_next(f, n))
+			return 1;
+	}
+	return 0;
+}
+
+struct s_count {
+	int n;
+	char last[RR_KEY_MAX];
+};
+
+static int s_on_key(const struct rr_store_entry *e, void *ud)
+{
+	struct s_count *c = ud;
+	c->n++;
+	snprintf(c->last, sizeof(c->last), "%s", e->key);
+	return 0;
+}
+
+static void test_another_nodes_notice_arrives_with_its_deadline(void)
+{
+	struct fx f;
+	struct rr_fanout *w = NULL;
+	struct rr_notice in = { .kind = RR_NOTICE_PREEMPT, .source = RR_SOURCE_AWS,
+				.deadline_unix = rr_wall_ms() / 1000 + 120,
+				.received_unix = rr_wall_ms() / 1000 };
+	struct rr_notice got;
+
+	fx_init(&f);
+	CU_ASSERT_EQUAL_FATAL(rr_fanout_start(f.s, FX_RUN, 0, rr_wall_ms() - 1000, &w), 0);
+	CU_ASSERT_EQUAL(rr_fanout_publish(f.s, FX_RUN, 1, &in), 0);
+	CU_ASSERT_FATAL(s_wait_notice(w, &got));
+	CU_ASSERT_EQUAL(got.kind, RR_NOTICE_PREEMPT);
+	CU_ASSERT_EQUAL(got.source, RR_SOURCE_NODE);
+	CU_ASSERT_EQUAL(got.deadline_unix, in.deadline_unix);
+	/* Taken once: the same key does not come again. */
+	CU_ASSERT_EQUAL(rr_fanout_next(w, &got), 0);
+	rr_fanout_stop(w);
+	fx_done(&f);
+}
+
+static void test_own_and_earlier_notices_are_ignored_and_an_announce_is_written(void)
+{
+	struct fx f;
+	struct rr_fanout *w = NULL, *other = NULL;
+	struct rr_notice n = { .kind = RR_NOTICE_TERMINATE, .source = RR_SOURCE_FILE,
+			       .received_unix = rr_wall_ms() / 1000 };
+	struct rr_notice got;
+	struct s_count c = { 0 };
+	char prefix[RR_KEY_MAX];
+
+	fx_init(&f);
+	/* Before this agent started: an earlier generation's notice. */
+	CU_ASSERT_EQUAL(rr_fanout_publish(f.s, FX_RUN, 1, &n), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_fanout_start(f.s, FX_RUN, 0, rr_wall_ms() + 5, &w), 0);
+	/* Node 1's watcher from now on; node 0 announces. */
+	CU_ASSERT_EQUAL_FATAL(rr_fanout_start(f.s, FX_RUN, 1, rr_wall_ms() - 1, &other),
+			      0);
+	usleep(10 * 1000);
+	rr_fanout_announce(w, &n);
+	CU_ASSERT_FATAL(s_wait_notice(other, &got)); /* node 1 hears node 0 */
+	CU_ASSERT_EQUAL(got.kind, RR_NOTICE_TERMINATE);
+	/* Node 0 heard neither its own notice nor the earlier one. */
+	CU_ASSERT_EQUAL(rr_fanout_next(w, &got), 0);
+	rr_fanout_stop(w);
+	rr_fanout_stop(other);
+	CU_ASSERT_EQUAL(rr_key_notices_prefix(prefix, FX_RUN), 0);
+	CU_ASSERT_EQUAL(rr_store_list(f.s, prefix, s_on_key, &c), 0);
+	CU_ASSERT_EQUAL(c.n, 2);
+	fx_done(&f);
+}
+
+static CU_TestInfo s_tests[] = {
+	{ "another_nodes_notice_arrives_with_its_deadline",
+	  test_another_nodes_notice_arrives_with_its_deadline },
+	{ "own_and_earlier_notices_are_ignored_and_an_announce_is_written",
+	  test_own_and_earlier_notices_are_ignored_and_an_announce_is_written },
+	CU_TEST_INFO_NULL,
+};
+
+RR_CUNIT_MAIN("fanout", s_tests)

@@ -1,0 +1,321 @@
+/* CUnit suite "parts": multi-node checkpoints (README, "What is stored") against a real
+ * file store. Two
+ * "nodes" are two checkpoint directories persisting into one store, each as its part; the
+ * agent that sees the last part commits; restore takes one node's view; parts no commit
+ * names are swept after the grace. */
+#include <pthread.h>
+
+#include "rr/catalog.h"
+#include "rr/parts.h"
+#include "rr/restore.h"
+
+#include "ckpt_fixture.h"
+#include "cunit_main.h"
+
+#define S_NODES 2
+
+struct s_two {
+	struct fx f;
+	char *dir[S_NODES]; /* each node's checkpoint directory */
+};
+
+static void s_two_init(struct s_two *t)
+{
+	fx_init(&t->f);
+	t->dir[0] = t->f.ckpt_dir; /* the fixture's own */
+	t->dir[1] = fx_join(t->f.root, "node1");
+	CU_ASSERT_EQUAL_FATAL(rr_mkdir_p(t->dir[1]), 0);
+}
+
+static void s_two_done(struct s_two *t)
+{
+	free(t->dir[1]);
+	fx_done(&t->f);
+}
+
+/* Node rank's step files: different bytes per node, and one path both nodes have. */
+static void s_write_step(struct s_two *t, unsigned rank, const char *name, unsigned seed)
+{
+	char *d = fx_join(t->dir[rank], name);
+	fx_write_random(d, "model.bin", 300 * 1024, seed * 10 + rank, 0644);
+	fx_write_str(d, rank ? "rank1/only.txt" : "rank0/only.txt", rank ? "one" : "zero", 0600);
+	free(d);
+}
+
+static int s_persist_part(struct s_two *t, unsigned rank, const char *name, int64_t ms)
+{
+	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_stats st;
+	o.nnodes = S_NODES;
+	o.node_rank = rank;
+	return rr_persist_checkpoint(t->f.s, t->dir[rank], name, ms, &o, NULL, &st);
+}
+
+static int s_exists(struct fx *f, const char *key)
+{
+	return rr_store_head(f->s, key, NULL) == 0;
+}
+
+static void test_commit_waits_for_the_last_part_and_each_node_restores_its_own(void)
+{
+	struct s_two t;
+	struct rr_manifest *commit = NULL;
+	struct rr_catalog *c = NULL;
+	struct rr_restore_stats rs;
+	char key[RR_KEY_MAX], why[512];
+
+	s_two_init(&t);
+	s_write_step(&t, 0, "step-1", 1);
+	s_write_step(&t, 1, "step-1", 1);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 0, "step-1", 1000), 0);
+	CU_ASSERT_EQUAL(rr_key_part(key, FX_RUN, "step-1", 0), 0);
+	CU_ASSERT(s_exists(&t.f, key));
+	CU_ASSERT_EQUAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", S_NODES, "h0", &commit),
+			RR_PARTS_NOT_YET);
+	CU_ASSERT_PTR_NULL(commit);
+	CU_ASSERT_EQUAL(rr_key_manifest(key, FX_RUN, "step-1"), 0);
+	CU_ASSERT(!s_exists(&t.f, key));
+	/* A partial checkpoint is not in the catalog: nothing to restore, ls or keep. */
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(t.f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(c->n, 0);
+	CU_ASSERT_PTR_NULL(rr_catalog_newest(c));
+	rr_catalog_destroy(c);
+
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 1, "step-1", 1200), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", S_NODES, "h1", &commit),
+			      0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(commit);
+	CU_ASSERT_EQUAL(commit->nfiles, 4);
+	CU_ASSERT_EQUAL(commit->committed_unix_ms, 1200); /* the last node's */
+	CU_ASSERT(s_exists(&t.f, key));
+	rr_manifest_destroy(commit);
+
+	for (unsigned rank = 0; rank < S_NODES; rank++) {
+		CU_ASSERT_EQUAL_FATAL(rr_catalog_load(t.f.s, FX_RUN, &c), 0);
+		CU_ASSERT_EQUAL(c->n, 1);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(rr_catalog_newest(c));
+		CU_ASSERT_EQUAL_FATAL(rr_parts_catalog_view(c, S_NODES, rank), 0);
+		const struct rr_catalog_entry *e = rr_catalog_newest(c);
+		CU_ASSERT_EQUAL(e->manifest->nfiles, 2);
+		char *to = fx_join(t.f.root, rank ? "restore1" : "restore0");
+		CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(t.f.s, FX_RUN, e->manifest, to, 2, &rs,
+							    why, sizeof(why)), 0);
+		char *src = fx_join(t.dir[rank], "step-1"), *dst = fx_join(to, "step-1");
+		FX_ASSERT_SAME_TREE(src, dst);
+		free(src);
+		free(dst);
+		free(to);
+		rr_catalog_destroy(c);
+	}
+	s_two_done(&t);
+}
+
+static void test_both_agents_seeing_the_last_part_both_commit_the_same(void)
+{
+	struct s_two t;
+	struct rr_manifest *a = NULL, *b = NULL;
+
+	s_two_init(&t);
+	s_write_step(&t, 0, "step-1", 1);
+	s_write_step(&t, 1, "step-1", 1);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 0, "step-1", 1000), 0);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 1, "step-1", 1000), 0);
+	/* Both listed both parts; one's create-only write lands first, the other finds the
+	 * same content there: a commit for both. */
+	CU_ASSERT_EQUAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", S_NODES, "h0", &a), 0);
+	CU_ASSERT_EQUAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", S_NODES, "h1", &b), 0);
+	CU_ASSERT_PTR_NOT_NULL(a);
+	CU_ASSERT_PTR_NOT_NULL(b);
+	rr_manifest_destroy(a);
+	rr_manifest_destroy(b);
+	s_two_done(&t);
+}
+
+struct s_racer {
+	struct fx *f;
+	const char *host;
+	int rc;
+};
+
+static void *s_race(void *arg)
+{
+	struct s_racer *r = arg;
+	r->rc = rr_parts_commit(r->f->s, FX_RUN, "step-1", S_NODES, r->host, NULL);
+	return NULL;
+}
+
+static void test_two_threads_committing_at_once_both_succeed_with_one_manifest(void)
+{
+	struct s_two t;
+	struct rr_catalog *c = NULL;
+
+	s_two_init(&t);
+	s_write_step(&t, 0, "step-1", 1);
+	s_write_step(&t, 1, "step-1", 1);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 0, "step-1", 1000), 0);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 1, "step-1", 1000), 0);
+	for (int round = 0; round < 20; round++) {
+		struct s_racer r[2] = { { &t.f, "h0", -99 }, { &t.f, "h1", -99 } };
+		pthread_t th[2];
+		char key[RR_KEY_MAX];
+		CU_ASSERT_EQUAL(rr_key_manifest(key, FX_RUN, "step-1"), 0);
+		CU_ASSERT_EQUAL(rr_store_del(t.f.s, key), 0);
+		for (int i = 0; i < 2; i++)
+			CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, s_race, &r[i]), 0);
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		CU_ASSERT_EQUAL(r[0].rc, 0);
+		CU_ASSERT_EQUAL(r[1].rc, 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(t.f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(c->n, 1);
+	CU_ASSERT_PTR_NOT_NULL(rr_catalog_newest(c));
+	rr_catalog_destroy(c);
+	s_two_done(&t);
+}
+
+static void test_a_part_already_stored_with_other_content_is_an_error(void)
+{
+	struct s_two t;
+
+	s_two_init(&t);
+	s_write_step(&t, 1, "step-1", 1);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 1, "step-1", 1000), 0);
+	/* The same files again: the store has this very part. */
+	CU_ASSERT_EQUAL(s_persist_part(&t, 1, "step-1", 1000), RR_EEXIST);
+	/* Another machine's step-1 (other bytes) must not be told it is durable. */
+	s_write_step(&t, 1, "step-1", 2);
+	CU_ASSERT_EQUAL(s_persist_part(&t, 1, "step-1", 1000), RR_EPRECOND);
+	s_two_done(&t);
+}
+
+static void test_a_commit_manifest_with_other_content_is_an_error(void)
+{
+	struct s_two t;
+	char key[RR_KEY_MAX];
+
+	s_two_init(&t);
+	s_write_step(&t, 0, "step-1", 1);
+	s_write_step(&t, 1, "step-1", 1);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 0, "step-1", 1000), 0);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 1, "step-1", 1000), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", S_NODES, "h0", NULL), 0);
+	/* Node 1's part replaced by another state (a machine that restored an older step
+	 * and wrote step-1 again): its commit finds the committed one and fails. */
+	CU_ASSERT_EQUAL(rr_key_part(key, FX_RUN, "step-1", 1), 0);
+	CU_ASSERT_EQUAL(rr_store_del(t.f.s, key), 0);
+	s_write_step(&t, 1, "step-1", 3);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 1, "step-1", 1000), 0);
+	CU_ASSERT_EQUAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", S_NODES, "h1", NULL),
+			RR_EPRECOND);
+	s_two_done(&t);
+}
+
+static void test_a_store_written_with_another_node_count_is_refused(void)
+{
+	struct s_two t;
+	struct rr_catalog *c = NULL;
+	char why[300];
+
+	s_two_init(&t);
+	s_write_step(&t, 0, "step-1", 1);
+	s_write_step(&t, 1, "step-1", 1);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 0, "step-1", 1000), 0);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 1, "step-1", 1000), 0);
+	/* A part of rank 1 is not below --nnodes 1. */
+	CU_ASSERT_EQUAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", 1, "h", NULL), RR_EINVAL);
+	CU_ASSERT_EQUAL_FATAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", S_NODES, "h", NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(t.f.s, FX_RUN, &c), 0);
+	struct rr_manifest *m = c->entries[0].manifest;
+	CU_ASSERT_EQUAL(rr_parts_view(m, 3, 0, why, sizeof(why)), RR_EINVAL);
+	CU_ASSERT(strstr(why, "2 nodes") != NULL);
+	CU_ASSERT_EQUAL(rr_parts_view(m, 1, 0, why, sizeof(why)), RR_EINVAL);
+	CU_ASSERT(strstr(why, "--nnodes 1") != NULL);
+	CU_ASSERT_EQUAL(m->nfiles, 4); /* untouched by a refusal */
+	rr_catalog_destroy(c);
+
+	/* A single-node checkpoint asked for by a two-node job. */
+	s_write_step(&t, 0, "step-2", 2);
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&t.f, "step-2", 2000, NULL, NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(t.f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(c->n, 2);
+	CU_ASSERT_EQUAL(rr_parts_catalog_view(c, S_NODES, 0), RR_EINVAL);
+	rr_catalog_destroy(c);
+	s_two_done(&t);
+}
+
+static void test_sweep_deletes_partial_parts_after_the_grace_only(void)
+{
+	struct s_two t;
+	char key0[RR_KEY_MAX], key1[RR_KEY_MAX], key2[RR_KEY_MAX];
+	size_t n = 99;
+
+	s_two_init(&t);
+	s_write_step(&t, 0, "step-1", 1);
+	s_write_step(&t, 1, "step-1", 1);
+	s_write_step(&t, 0, "step-2", 2);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 0, "step-1", 1000), 0);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 1, "step-1", 1000), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", S_NODES, "h", NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 0, "step-2", 2000), 0); /* node 1 never did */
+	CU_ASSERT_EQUAL(rr_key_part(key0, FX_RUN, "step-1", 0), 0);
+	CU_ASSERT_EQUAL(rr_key_part(key1, FX_RUN, "step-1", 1), 0);
+	CU_ASSERT_EQUAL(rr_key_part(key2, FX_RUN, "step-2", 0), 0);
+
+	/* Within the grace: node 1 may be about to commit step-2. */
+	CU_ASSERT_EQUAL(rr_parts_sweep(t.f.s, FX_RUN, 3600 * 1000, &n), 0);
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT(s_exists(&t.f, key2));
+	/* Past it (a negative grace puts every part behind it): the partial one goes, the
+	 * committed checkpoint's parts stay. */
+	CU_ASSERT_EQUAL(rr_parts_sweep(t.f.s, FX_RUN, -1, &n), 0);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT(!s_exists(&t.f, key2));
+	CU_ASSERT(s_exists(&t.f, key0));
+	CU_ASSERT(s_exists(&t.f, key1));
+	s_two_done(&t);
+}
+
+static void test_part_keys_parse_back_and_refuse_lookalikes(void)
+{
+	char key[RR_KEY_MAX], name[256];
+	unsigned rank = 99;
+
+	CU_ASSERT_EQUAL(rr_key_part(key, "r", "step-7", 12), 0);
+	CU_ASSERT_STRING_EQUAL(key, "r/checkpoints/step-7/parts/12.json");
+	CU_ASSERT(rr_key_parse_part(key, "r", name, sizeof(name), &rank));
+	CU_ASSERT_STRING_EQUAL(name, "step-7");
+	CU_ASSERT_EQUAL(rank, 12);
+	CU_ASSERT(!rr_key_parse_part("r/checkpoints/step-7/parts/012.json", "r", name,
+				     sizeof(name), &rank));
+	CU_ASSERT(!rr_key_parse_part("r/checkpoints/step-7/parts/1.json.tmp", "r", name,
+				     sizeof(name), &rank));
+	CU_ASSERT(!rr_key_parse_part("r/checkpoints/step-7/parts/.json", "r", name,
+				     sizeof(name), &rank));
+	CU_ASSERT(!rr_key_parse_part("r/checkpoints/step-7/manifest.json", "r", name,
+				     sizeof(name), &rank));
+	CU_ASSERT(!rr_key_parse_part("q/checkpoints/step-7/parts/1.json", "r", name,
+				     sizeof(name), &rank));
+}
+
+static CU_TestInfo s_tests[] = {
+	{ "commit_waits_for_the_last_part_and_each_node_restores_its_own",
+	  test_commit_waits_for_the_last_part_and_each_node_restores_its_own },
+	{ "both_agents_seeing_the_last_part_both_commit_the_same",
+	  test_both_agents_seeing_the_last_part_both_commit_the_same },
+	{ "two_threads_committing_at_once_both_succeed_with_one_manifest",
+	  test_two_threads_committing_at_once_both_succeed_with_one_manifest },
+	{ "a_part_already_stored_with_other_content_is_an_error",
+	  test_a_part_already_stored_with_other_content_is_an_error },
+	{ "a_commit_manifest_with_other_content_is_an_error",
+	  test_a_commit_manifest_with_other_content_is_an_error },
+	{ "a_store_written_with_another_node_count_is_refused",
+	  test_a_store_written_with_another_node_count_is_refused },
+	{ "sweep_deletes_partial_parts_after_the_grace_only",
+	  test_sweep_deletes_partial_parts_after_the_grace_only },
+	{ "part_keys_parse_back_and_refuse_lookalikes",
+	  test_part_keys_parse_back_and_refuse_lookalikes },
+	CU_TEST_INFO_NULL,
+};
+
+RR_CUNIT_MAIN("parts", s_tests)
