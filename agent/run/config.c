@@ -545,15 +545,19 @@ int rr_config_option(size_t i, const char **name, const char **env, unsigned *co
 
 /* ---- help, generated from the table ---- */
 
-static const char s_group_title[][400] = {
-	[S_GROUP_MAIN] = "Options (environment in brackets):\n",
-	[S_GROUP_S3] =
+static const char s_title_s3[] =
 	"S3 stores (every command): credentials, region and endpoint as the AWS CLI finds\n"
 	"them (AWS_ACCESS_KEY_ID..., AWS_PROFILE, web identity, container, instance role;\n"
-	"AWS_REGION; AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL; AWS_CA_BUNDLE).\n",
-	[S_GROUP_GCS] =
+	"AWS_REGION; AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL; AWS_CA_BUNDLE).\n";
+
+static const char s_title_gcs[] =
 	"GCS stores (gs://bucket/prefix): GOOGLE_APPLICATION_CREDENTIALS (a service-account\n"
-	"key), else the metadata server's token; STORAGE_EMULATOR_HOST redirects requests.\n",
+	"key), else the metadata server's token; STORAGE_EMULATOR_HOST redirects requests.\n";
+
+static const char *const s_group_title[] = {
+	[S_GROUP_MAIN] = "Options (environment in brackets):\n",
+	[S_GROUP_S3] = s_title_s3,
+	[S_GROUP_GCS] = s_title_gcs,
 	[S_GROUP_ENCRYPTION] = "Encryption (every command):\n",
 };
 
