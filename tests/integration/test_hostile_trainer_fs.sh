@@ -64,6 +64,7 @@ elif mode == "dirswap":
     # step-1 keeps the persister busy; step-2 waits in the queue and, once the agent has
     # seen its commit, becomes a symlink to a directory only root can read.
     commit("step-1", {"big.bin": os.urandom(96 << 20)})
+    wait_log("persisting step-1")  # else step-2 could replace it in the queue
     commit("step-2", {"model.bin": b"weights\n" * 1000})
     wait_log("checkpoint step-2 committed")
     os.rename(os.path.join(ck, "step-2"), os.path.join(ck, ".step-2.moved"))
