@@ -5,7 +5,6 @@
  * Terminate event is approved once the checkpoint it asked for is durable, so the eviction
  * goes ahead without waiting out the rest of its notice. */
 #include <math.h> /* isfinite, a macro: no libm */
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,17 +48,6 @@ struct s_ctx {
 	size_t cap;
 };
 
-__attribute__((format(printf, 3, 4))) static int s_fail(struct s_ctx *c, int rc,
-							 const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	rr_vfail(c->why, c->cap, rc, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 static int s_has_control(const char *s)
 {
 	for (; *s; s++)
@@ -91,8 +79,8 @@ static int s_check_members(struct s_ctx *c, const cJSON *obj, const char *const 
 			continue;
 		for (size_t k = 0; k < nkeys && k < 16; k++)
 			if (strcmp(it->string, keys[k]) == 0 && ++seen[k] > 1)
-				return s_fail(c, RR_ECORRUPT, "%s\"%s\" appears twice", where,
-					      keys[k]);
+				return rr_fail(c->why, c->cap, RR_ECORRUPT,
+					       "%s\"%s\" appears twice", where, keys[k]);
 	}
 	return 0;
 }
@@ -106,9 +94,11 @@ static int s_string(struct s_ctx *c, const cJSON *obj, const char *key, int requ
 
 	*out = "";
 	if (!it)
-		return required ? s_fail(c, RR_ECORRUPT, "%s\"%s\" is missing", where, key) : 0;
+		return required ? rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"%s\" is missing", where,
+					  key)
+				: 0;
 	if (!cJSON_IsString(it) || !it->valuestring)
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not a string", where, key);
+		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"%s\" is not a string", where, key);
 	*out = it->valuestring;
 	return 0;
 }
@@ -120,13 +110,14 @@ static int s_integer(struct s_ctx *c, const cJSON *it, const char *key, const ch
 	double d;
 
 	if (!cJSON_IsNumber(it))
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not a number", where, key);
+		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"%s\" is not a number", where, key);
 	d = it->valuedouble;
 	if (!isfinite(d) || d < min || d > S_INT_MAX)
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is out of range", where, key);
+		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"%s\" is out of range", where, key);
 	/* min <= d <= 2^53 here, so the conversion is defined */
 	if ((double)(int64_t)d != d)
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not an integer", where, key);
+		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"%s\" is not an integer", where,
+			       key);
 	*out = (int64_t)d;
 	return 0;
 }
@@ -147,22 +138,24 @@ static int s_read_event(struct s_ctx *c, const cJSON *e, size_t i, struct rr_azu
 	snprintf(where, sizeof(where), "Scheduled Events: \"Events\"[%zu]: ", i);
 	memset(ev, 0, sizeof(*ev));
 	if (!cJSON_IsObject(e))
-		return s_fail(c, RR_ECORRUPT, "%sis not an object", where);
+		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%sis not an object", where);
 	rc = s_check_members(c, e, keys, sizeof(keys) / sizeof(keys[0]), where);
 	if (!rc)
 		rc = s_string(c, e, "EventId", 1, where, &ev->event_id);
 	if (!rc && (!ev->event_id[0] || strlen(ev->event_id) >= RR_AZURE_EVENT_ID_MAX ||
 		    s_has_control(ev->event_id)))
-		rc = s_fail(c, RR_ECORRUPT, "%s\"EventId\" %s must be 1..%d bytes without "
-				      "control characters", where, rr_quote_str(q, ev->event_id),
-			    RR_AZURE_EVENT_ID_MAX - 1);
+		rc = rr_fail(c->why, c->cap, RR_ECORRUPT,
+			     "%s\"EventId\" %s must be 1..%d bytes without "
+			     "control characters",
+			     where, rr_quote_str(q, ev->event_id), RR_AZURE_EVENT_ID_MAX - 1);
 	if (!rc)
 		rc = s_string(c, e, "EventType", 1, where, &ev->event_type);
 	if (!rc && (!ev->event_type[0] || strlen(ev->event_type) >= S_TYPE_MAX ||
 		    s_has_control(ev->event_type)))
-		rc = s_fail(c, RR_ECORRUPT, "%s\"EventType\" %s must be 1..%d bytes without "
-				      "control characters", where, rr_quote_str(q, ev->event_type),
-			    S_TYPE_MAX - 1);
+		rc = rr_fail(c->why, c->cap, RR_ECORRUPT,
+			     "%s\"EventType\" %s must be 1..%d bytes without "
+			     "control characters",
+			     where, rr_quote_str(q, ev->event_type), S_TYPE_MAX - 1);
 	if (!rc)
 		rc = s_string(c, e, "EventStatus", 0, where, &ev->event_status);
 	if (!rc)
@@ -180,13 +173,15 @@ static int s_read_event(struct s_ctx *c, const cJSON *e, size_t i, struct rr_azu
 	}
 	*resources = cJSON_GetObjectItemCaseSensitive(e, "Resources");
 	if (!*resources)
-		return s_fail(c, RR_ECORRUPT, "%s\"Resources\" is missing", where);
+		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"Resources\" is missing", where);
 	if (!cJSON_IsArray(*resources))
-		return s_fail(c, RR_ECORRUPT, "%s\"Resources\" is not an array", where);
+		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"Resources\" is not an array",
+			       where);
 	cJSON_ArrayForEach(it, *resources)
 	{
 		if (!cJSON_IsString(it) || !it->valuestring)
-			return s_fail(c, RR_ECORRUPT, "%s\"Resources\" holds a non-string", where);
+			return rr_fail(c->why, c->cap, RR_ECORRUPT,
+				       "%s\"Resources\" holds a non-string", where);
 	}
 	/* Blank once the event has started: it is happening now. */
 	nb = ev->not_before;
@@ -234,8 +229,10 @@ int rr_azure_parse_events(const char *json, size_t len, const char *vm_name,
 	if (!json && len)
 		return RR_EINVAL;
 	if (len > RR_AZURE_EVENTS_MAX)
-		return s_fail(&c, RR_ETOOBIG, "Scheduled Events: the document is %zu bytes, over "
-					      "the %u limit", len, RR_AZURE_EVENTS_MAX);
+		return rr_fail(c.why, c.cap, RR_ETOOBIG,
+			       "Scheduled Events: the document is %zu bytes, over "
+			       "the %u limit",
+			       len, RR_AZURE_EVENTS_MAX);
 	rc = s_parse_object(&c, "the Scheduled Events document", json ? json : "", len, &root);
 	if (rc)
 		return rc;
@@ -244,7 +241,8 @@ int rr_azure_parse_events(const char *json, size_t len, const char *vm_name,
 		goto out;
 	it = cJSON_GetObjectItemCaseSensitive(root, "DocumentIncarnation");
 	if (!it) {
-		rc = s_fail(&c, RR_ECORRUPT, "%s\"DocumentIncarnation\" is missing", where);
+		rc = rr_fail(c.why, c.cap, RR_ECORRUPT, "%s\"DocumentIncarnation\" is missing",
+			     where);
 		goto out;
 	}
 	rc = s_integer(&c, it, "DocumentIncarnation", where, 0, &inc);
@@ -252,8 +250,8 @@ int rr_azure_parse_events(const char *json, size_t len, const char *vm_name,
 		goto out;
 	events = cJSON_GetObjectItemCaseSensitive(root, "Events");
 	if (!events || !cJSON_IsArray(events)) {
-		rc = s_fail(&c, RR_ECORRUPT, "%s\"Events\" is %s", where,
-			    events ? "not an array" : "missing");
+		rc = rr_fail(c.why, c.cap, RR_ECORRUPT, "%s\"Events\" is %s", where,
+			     events ? "not an array" : "missing");
 		goto out;
 	}
 	/* Everything is checked before anything is reported. */
@@ -395,15 +393,17 @@ static int s_parse_instance(struct s_azure *a, const char *json, size_t len,
 		return rc;
 	compute = cJSON_GetObjectItemCaseSensitive(root, "compute");
 	if (!cJSON_IsObject(compute)) {
-		rc = s_fail(&c, RR_ECORRUPT, "Azure instance metadata: \"compute\" is %s",
-			    compute ? "not an object" : "missing");
+		rc = rr_fail(c.why, c.cap, RR_ECORRUPT,
+			     "Azure instance metadata: \"compute\" is %s",
+			     compute ? "not an object" : "missing");
 		goto out;
 	}
 	rc = s_string(&c, compute, "name", 1, where, &name);
 	if (!rc && (!name[0] || strlen(name) >= S_NAME_MAX || s_has_control(name)))
-		rc = s_fail(&c, RR_ECORRUPT, "%s\"name\" %s must be 1..%d bytes without control "
-					     "characters", where, rr_quote_str(q, name),
-			    S_NAME_MAX - 1);
+		rc = rr_fail(c.why, c.cap, RR_ECORRUPT,
+			     "%s\"name\" %s must be 1..%d bytes without control "
+			     "characters",
+			     where, rr_quote_str(q, name), S_NAME_MAX - 1);
 	if (!rc)
 		rc = s_string(&c, compute, "vmId", 0, where, &vm_id);
 	if (!rc)

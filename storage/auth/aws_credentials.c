@@ -68,17 +68,6 @@ struct s_chain {
 	char looked[S_LOOKED_MAX];         /* steps that had nothing, for the RR_ENOENT reason */
 };
 
-__attribute__((format(printf, 3, 4))) static int s_fail(struct s_chain *ch, int rc,
-							 const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	rr_vfail(ch->why, ch->cap, rc, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 __attribute__((format(printf, 2, 3))) static void s_looked(struct s_chain *ch, const char *fmt,
 							   ...)
 {
@@ -137,13 +126,18 @@ static int s_fill(struct s_chain *ch, const char *step, const char *akid, const 
 	if (strlen(akid) >= sizeof(o->access_key_id) ||
 	    strlen(secret) >= sizeof(o->secret_access_key) ||
 	    strlen(token) >= sizeof(o->session_token))
-		return s_fail(ch, RR_EINVAL, "%s: the access key id, secret or session token is "
-					     "longer than AWS issues", step);
+		return rr_fail(ch->why, ch->cap, RR_EINVAL,
+			       "%s: the access key id, secret or session token is "
+			       "longer than AWS issues",
+			       step);
 	if (!*akid || !*secret)
-		return s_fail(ch, RR_EINVAL, "%s: the access key id or secret is empty", step);
+		return rr_fail(ch->why, ch->cap, RR_EINVAL,
+			       "%s: the access key id or secret is empty", step);
 	if (!s_printable(akid) || !s_printable(secret) || !s_printable(token))
-		return s_fail(ch, RR_EINVAL, "%s: the access key id, secret or session token "
-					     "holds a space or control character", step);
+		return rr_fail(ch->why, ch->cap, RR_EINVAL,
+			       "%s: the access key id, secret or session token "
+			       "holds a space or control character",
+			       step);
 	rr_aws_credentials_wipe(o);
 	memcpy(o->access_key_id, akid, strlen(akid));
 	memcpy(o->secret_access_key, secret, strlen(secret));
@@ -199,9 +193,9 @@ static int s_step_env(struct s_chain *ch)
 		return S_NEXT;
 	}
 	if (!akid || !secret)
-		return s_fail(ch, RR_EINVAL, "environment: %s is set but %s is not",
-			      akid ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
-			      akid ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
+		return rr_fail(ch->why, ch->cap, RR_EINVAL, "environment: %s is set but %s is not",
+			       akid ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
+			       akid ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
 	return s_fill(ch, "environment", akid, secret, rr_env("AWS_SESSION_TOKEN"), 0,
 		      "environment");
 }
@@ -216,9 +210,11 @@ static int s_step_profile(struct s_chain *ch)
 
 	rc = rr_aws_profile_load(ch->c->profile, &ch->profile, pwhy, sizeof(pwhy));
 	if (rc == RR_ENOENT || rc == RR_ECORRUPT || rc == RR_ETOOBIG)
-		return s_fail(ch, RR_EINVAL, "shared config: %s", pwhy[0] ? pwhy : rr_strerror(rc));
+		return rr_fail(ch->why, ch->cap, RR_EINVAL, "shared config: %s",
+			       pwhy[0] ? pwhy : rr_strerror(rc));
 	if (rc)
-		return s_fail(ch, rc, "shared config: %s", pwhy[0] ? pwhy : rr_strerror(rc));
+		return rr_fail(ch->why, ch->cap, rc, "shared config: %s",
+			       pwhy[0] ? pwhy : rr_strerror(rc));
 	name = rr_aws_profile_name(ch->profile);
 	akid = rr_aws_profile_get(ch->profile, "aws_access_key_id");
 	secret = rr_aws_profile_get(ch->profile, "aws_secret_access_key");
@@ -228,9 +224,9 @@ static int s_step_profile(struct s_chain *ch)
 	}
 	snprintf(source, sizeof(source), "profile %s", name);
 	if (!akid || !secret)
-		return s_fail(ch, RR_EINVAL, "%s: %s without %s", source,
-			      akid ? "aws_access_key_id" : "aws_secret_access_key",
-			      akid ? "aws_secret_access_key" : "aws_access_key_id");
+		return rr_fail(ch->why, ch->cap, RR_EINVAL, "%s: %s without %s", source,
+			       akid ? "aws_access_key_id" : "aws_secret_access_key",
+			       akid ? "aws_secret_access_key" : "aws_access_key_id");
 	return s_fill(ch, source, akid, secret,
 		      rr_aws_profile_get(ch->profile, "aws_session_token"), 0, source);
 }
@@ -297,12 +293,12 @@ static int s_sts_refusal(struct s_chain *ch, const char *step,
 		if (strcmp(err.code, "Throttling") == 0 ||
 		    strcmp(err.code, "IDPCommunicationError") == 0)
 			transient = 1;
-		return s_fail(ch, transient ? RR_EIO : RR_EACCES, "%s: STS answered %ld %s: %s",
-			      step, resp->status, rr_quote_str(qcode, err.code),
-			      rr_quote_str(qmsg, err.message));
+		return rr_fail(ch->why, ch->cap, transient ? RR_EIO : RR_EACCES,
+			       "%s: STS answered %ld %s: %s", step, resp->status,
+			       rr_quote_str(qcode, err.code), rr_quote_str(qmsg, err.message));
 	}
-	return s_fail(ch, transient || resp->status < 400 ? RR_EIO : RR_EACCES,
-		      "%s: STS answered %ld without a readable error", step, resp->status);
+	return rr_fail(ch->why, ch->cap, transient || resp->status < 400 ? RR_EIO : RR_EACCES,
+		       "%s: STS answered %ld without a readable error", step, resp->status);
 }
 
 static int s_web_identity(struct s_chain *ch, const char *token_file, const char *role_arn,
@@ -329,16 +325,16 @@ static int s_web_identity(struct s_chain *ch, const char *token_file, const char
 	rc = s_read_secret_file(token_file, &token);
 	if (rc) {
 		char q[RR_QUOTE_CAP];
-		rc = s_fail(ch, rc == RR_ENOMEM ? rc : RR_EINVAL,
-			    "%s: cannot read the token file %s: %s", step,
-			    rr_quote_str(q, token_file),
-			    rc == RR_ETOOBIG ? "larger than 64 KiB" : rr_strerror(rc));
+		rc = rr_fail(ch->why, ch->cap, rc == RR_ENOMEM ? rc : RR_EINVAL,
+			     "%s: cannot read the token file %s: %s", step,
+			     rr_quote_str(q, token_file),
+			     rc == RR_ETOOBIG ? "larger than 64 KiB" : rr_strerror(rc));
 		goto out;
 	}
 	if (token.len == 0) {
 		char q[RR_QUOTE_CAP];
-		rc = s_fail(ch, RR_EINVAL, "%s: the token file %s is empty", step,
-			    rr_quote_str(q, token_file));
+		rc = rr_fail(ch->why, ch->cap, RR_EINVAL, "%s: the token file %s is empty", step,
+			     rr_quote_str(q, token_file));
 		goto out;
 	}
 	if (!session_name) {
@@ -348,7 +344,8 @@ static int s_web_identity(struct s_chain *ch, const char *token_file, const char
 	}
 	rc = s_sts_url(ch->c, url, sizeof(url));
 	if (rc) {
-		rc = s_fail(ch, RR_EINVAL, "%s: the STS endpoint is not a usable URL", step);
+		rc = rr_fail(ch->why, ch->cap, RR_EINVAL,
+			     "%s: the STS endpoint is not a usable URL", step);
 		goto out;
 	}
 	rc = rr_buf_printf(&body, "Action=AssumeRoleWithWebIdentity&Version=2011-06-15");
@@ -359,7 +356,8 @@ static int s_web_identity(struct s_chain *ch, const char *token_file, const char
 	if (!rc)
 		rc = s_form_append(&body, "WebIdentityToken", (const char *)token.data);
 	if (rc) {
-		rc = s_fail(ch, rc, "%s: cannot build the request: %s", step, rr_strerror(rc));
+		rc = rr_fail(ch->why, ch->cap, rc, "%s: cannot build the request: %s", step,
+			     rr_strerror(rc));
 		goto out;
 	}
 	memset(&req, 0, sizeof(req));
@@ -373,8 +371,9 @@ static int s_web_identity(struct s_chain *ch, const char *token_file, const char
 	req.timeout_ms = S_STS_TIMEOUT_MS;
 	rc = rr_http_perform(ch->c->http, &req, &resp);
 	if (rc) {
-		rc = s_fail(ch, rc == RR_ENOMEM ? rc : RR_EIO, "%s: no answer from STS at %s: %s",
-			    step, url, resp.message[0] ? resp.message : rr_strerror(rc));
+		rc = rr_fail(ch->why, ch->cap, rc == RR_ENOMEM ? rc : RR_EIO,
+			     "%s: no answer from STS at %s: %s", step, url,
+			     resp.message[0] ? resp.message : rr_strerror(rc));
 		goto out;
 	}
 	if (resp.status != 200) {
@@ -388,12 +387,14 @@ static int s_web_identity(struct s_chain *ch, const char *token_file, const char
 		goto out;
 	}
 	if (rc) {
-		rc = s_fail(ch, RR_EIO, "%s: STS answered 200 with an unreadable document (%s)",
-			    step, rr_strerror(rc));
+		rc = rr_fail(ch->why, ch->cap, RR_EIO,
+			     "%s: STS answered 200 with an unreadable document (%s)", step,
+			     rr_strerror(rc));
 		goto out;
 	}
 	if (rr_iso8601_to_unix_ms(x.expiration, &expires)) {
-		rc = s_fail(ch, RR_EIO, "%s: STS sent an unreadable Expiration", step);
+		rc = rr_fail(ch->why, ch->cap, RR_EIO, "%s: STS sent an unreadable Expiration",
+			     step);
 		goto out;
 	}
 	snprintf(source, sizeof(source), "web identity (%s)", role_arn);
@@ -426,16 +427,18 @@ static int s_step_web_identity(struct s_chain *ch)
 		session = s_pget(ch, "role_session_name");
 	if (!token_file) {
 		if (p_role)
-			return s_fail(ch, RR_EINVAL, "profile %s: role_arn without "
-						     "web_identity_token_file (assume-role "
-						     "profiles are not supported)",
-				      rr_aws_profile_name(ch->profile));
+			return rr_fail(ch->why, ch->cap, RR_EINVAL,
+				       "profile %s: role_arn without "
+				       "web_identity_token_file (assume-role "
+				       "profiles are not supported)",
+				       rr_aws_profile_name(ch->profile));
 		s_looked(ch, "web identity: AWS_WEB_IDENTITY_TOKEN_FILE not set");
 		return S_NEXT;
 	}
 	if (!role_arn || !*role_arn)
-		return s_fail(ch, RR_EINVAL, "web identity: a token file is configured but no "
-					     "role (AWS_ROLE_ARN or the profile's role_arn)");
+		return rr_fail(ch->why, ch->cap, RR_EINVAL,
+			       "web identity: a token file is configured but no "
+			       "role (AWS_ROLE_ARN or the profile's role_arn)");
 	return s_web_identity(ch, token_file, role_arn, session);
 }
 
@@ -540,15 +543,16 @@ static int s_json_credentials(struct s_chain *ch, const char *step, const cJSON 
 	int64_t expires = 0;
 
 	if (!cJSON_IsString(akid) || !cJSON_IsString(secret))
-		return s_fail(ch, RR_EIO, "%s: the answer has no AccessKeyId or SecretAccessKey",
-			      step);
+		return rr_fail(ch->why, ch->cap, RR_EIO,
+			       "%s: the answer has no AccessKeyId or SecretAccessKey", step);
 	if ((token && !cJSON_IsString(token)) || (token_required && !token))
-		return s_fail(ch, RR_EIO, "%s: the answer has no usable Token", step);
+		return rr_fail(ch->why, ch->cap, RR_EIO, "%s: the answer has no usable Token",
+			       step);
 	if (exp && (!cJSON_IsString(exp) || rr_iso8601_to_unix_ms(exp->valuestring, &expires)))
-		return s_fail(ch, RR_EIO, "%s: the answer's Expiration is not an ISO 8601 time",
-			      step);
+		return rr_fail(ch->why, ch->cap, RR_EIO,
+			       "%s: the answer's Expiration is not an ISO 8601 time", step);
 	if (token_required && !exp)
-		return s_fail(ch, RR_EIO, "%s: the answer has no Expiration", step);
+		return rr_fail(ch->why, ch->cap, RR_EIO, "%s: the answer has no Expiration", step);
 	return s_fill(ch, step, akid->valuestring, secret->valuestring,
 		      token ? token->valuestring : NULL, expires, source);
 }
@@ -591,23 +595,28 @@ static int s_step_container(struct s_chain *ch)
 	if (rel) {
 		if (rel[0] != '/' || strlen(rel) + sizeof(S_CONTAINER_HOST) > sizeof(url) ||
 		    !s_printable(rel)) {
-			rc = s_fail(ch, RR_EINVAL, "%s: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI %s "
-						   "is not a path", step, rr_quote_str(q, rel));
+			rc = rr_fail(ch->why, ch->cap, RR_EINVAL,
+				     "%s: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI %s "
+				     "is not a path",
+				     step, rr_quote_str(q, rel));
 			goto out;
 		}
 		snprintf(url, sizeof(url), "%s%s", S_CONTAINER_HOST, rel);
 	} else {
 		if (strchr(full, '@')) {
 			/* user info may be a password: not repeated in the reason */
-			rc = s_fail(ch, RR_EINVAL, "%s: AWS_CONTAINER_CREDENTIALS_FULL_URI "
-						   "must not carry user info ('@')", step);
+			rc = rr_fail(ch->why, ch->cap, RR_EINVAL,
+				     "%s: AWS_CONTAINER_CREDENTIALS_FULL_URI "
+				     "must not carry user info ('@')",
+				     step);
 			goto out;
 		}
 		if (strlen(full) >= sizeof(url) || !s_full_uri_allowed(full)) {
-			rc = s_fail(ch, RR_EINVAL, "%s: AWS_CONTAINER_CREDENTIALS_FULL_URI %s "
-						   "must be https, or http to a loopback address "
-						   "or 169.254.170.2 / .23 or [fd00:ec2::23]",
-				    step, rr_quote_str(q, full));
+			rc = rr_fail(ch->why, ch->cap, RR_EINVAL,
+				     "%s: AWS_CONTAINER_CREDENTIALS_FULL_URI %s "
+				     "must be https, or http to a loopback address "
+				     "or 169.254.170.2 / .23 or [fd00:ec2::23]",
+				     step, rr_quote_str(q, full));
 			goto out;
 		}
 		snprintf(url, sizeof(url), "%s", full);
@@ -616,26 +625,31 @@ static int s_step_container(struct s_chain *ch)
 	if (token_file) {
 		rc = s_read_secret_file(token_file, &auth);
 		if (rc) {
-			rc = s_fail(ch, rc == RR_ENOMEM ? rc : RR_EINVAL,
-				    "%s: cannot read AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE %s: %s",
-				    step, rr_quote_str(q, token_file),
-				    rc == RR_ETOOBIG ? "larger than 64 KiB" : rr_strerror(rc));
+			rc = rr_fail(
+				ch->why, ch->cap, rc == RR_ENOMEM ? rc : RR_EINVAL,
+				"%s: cannot read AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE %s: %s",
+				step, rr_quote_str(q, token_file),
+				rc == RR_ETOOBIG ? "larger than 64 KiB" : rr_strerror(rc));
 			goto out;
 		}
 	} else if (rr_env("AWS_CONTAINER_AUTHORIZATION_TOKEN")) {
 		const char *t = rr_env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
 		rc = rr_buf_append(&auth, t, strlen(t));
 		if (rc) {
-			rc = s_fail(ch, RR_EINVAL, "%s: AWS_CONTAINER_AUTHORIZATION_TOKEN is "
-						   "longer than 64 KiB", step);
+			rc = rr_fail(ch->why, ch->cap, RR_EINVAL,
+				     "%s: AWS_CONTAINER_AUTHORIZATION_TOKEN is "
+				     "longer than 64 KiB",
+				     step);
 			goto out;
 		}
 	}
 	for (size_t i = 0; i < auth.len; i++) {
 		unsigned char b = auth.data[i];
 		if ((b < 0x20 && b != '\t') || b == 0x7f) {
-			rc = s_fail(ch, RR_EINVAL, "%s: the authorization token holds a line break "
-						   "or control character", step);
+			rc = rr_fail(ch->why, ch->cap, RR_EINVAL,
+				     "%s: the authorization token holds a line break "
+				     "or control character",
+				     step);
 			goto out;
 		}
 	}
@@ -649,19 +663,21 @@ static int s_step_container(struct s_chain *ch)
 	req.timeout_ms = S_CONTAINER_TIMEOUT_MS;
 	rc = rr_http_perform(ch->c->http, &req, &resp);
 	if (rc) {
-		rc = s_fail(ch, rc == RR_ENOMEM ? rc : RR_EIO, "%s: no answer from %s: %s", step,
-			    url, resp.message[0] ? resp.message : rr_strerror(rc));
+		rc = rr_fail(ch->why, ch->cap, rc == RR_ENOMEM ? rc : RR_EIO,
+			     "%s: no answer from %s: %s", step, url,
+			     resp.message[0] ? resp.message : rr_strerror(rc));
 		goto out;
 	}
 	if (resp.status != 200) {
 		int transient = resp.status >= 500 || resp.status == 429 || resp.status < 400;
-		rc = s_fail(ch, transient ? RR_EIO : RR_EACCES, "%s: %s answered %ld", step, url,
-			    resp.status);
+		rc = rr_fail(ch->why, ch->cap, transient ? RR_EIO : RR_EACCES,
+			     "%s: %s answered %ld", step, url, resp.status);
 		goto out;
 	}
 	j = s_parse_object(&resp);
 	if (!j) {
-		rc = s_fail(ch, RR_EIO, "%s: %s did not answer a JSON object", step, url);
+		rc = rr_fail(ch->why, ch->cap, RR_EIO, "%s: %s did not answer a JSON object", step,
+			     url);
 		goto out;
 	}
 	rc = s_json_credentials(ch, step, j, 0, "container endpoint");
@@ -706,8 +722,8 @@ static int s_step_imds(struct s_chain *ch)
 	if (!c->imds) {
 		rc = rr_imds_new(c->http, c->imds_endpoint, &c->imds);
 		if (rc)
-			return s_fail(ch, rc == RR_ENOMEM ? rc : RR_EINVAL,
-				      "instance role: the IMDS endpoint is not usable");
+			return rr_fail(ch->why, ch->cap, rc == RR_ENOMEM ? rc : RR_EINVAL,
+				       "instance role: the IMDS endpoint is not usable");
 	}
 	rr_buf_init(&body, S_RESPONSE_MAX);
 	rc = rr_imds_get(c->imds, list_path, &body, 0, NULL, mwhy, sizeof(mwhy));
@@ -718,7 +734,7 @@ static int s_step_imds(struct s_chain *ch)
 		goto out;
 	}
 	if (rc) {
-		rc = s_fail(ch, rc, "instance role: %s", mwhy);
+		rc = rr_fail(ch->why, ch->cap, rc, "instance role: %s", mwhy);
 		goto out;
 	}
 	n = strcspn((const char *)body.data, "\r\n");
@@ -729,8 +745,10 @@ static int s_step_imds(struct s_chain *ch)
 		goto out;
 	}
 	if (!s_valid_role_name((const char *)body.data, n)) {
-		rc = s_fail(ch, RR_EIO, "instance role: IMDS listed a role name %s that IAM "
-					"would not allow", rr_quote(q, (const char *)body.data, n));
+		rc = rr_fail(ch->why, ch->cap, RR_EIO,
+			     "instance role: IMDS listed a role name %s that IAM "
+			     "would not allow",
+			     rr_quote(q, (const char *)body.data, n));
 		goto out;
 	}
 	memcpy(role, body.data, n);
@@ -740,18 +758,19 @@ static int s_step_imds(struct s_chain *ch)
 	rr_buf_reset(&body);
 	rc = rr_imds_get(c->imds, path, &body, 0, NULL, mwhy, sizeof(mwhy));
 	if (rc) {
-		rc = s_fail(ch, rc, "%s: %s", step, mwhy);
+		rc = rr_fail(ch->why, ch->cap, rc, "%s: %s", step, mwhy);
 		goto out;
 	}
 	j = rr_json_parse((const char *)body.data, body.len, NULL);
 	if (!cJSON_IsObject(j)) {
-		rc = s_fail(ch, RR_EIO, "%s: IMDS did not answer a JSON object", step);
+		rc = rr_fail(ch->why, ch->cap, RR_EIO, "%s: IMDS did not answer a JSON object",
+			     step);
 		goto out;
 	}
 	code = cJSON_GetObjectItemCaseSensitive(j, "Code");
 	if (!cJSON_IsString(code) || strcmp(code->valuestring, "Success") != 0) {
-		rc = s_fail(ch, RR_EACCES, "%s: IMDS answered Code %s", step,
-			    cJSON_IsString(code) ? rr_quote_str(q, code->valuestring) : "(none)");
+		rc = rr_fail(ch->why, ch->cap, RR_EACCES, "%s: IMDS answered Code %s", step,
+			     cJSON_IsString(code) ? rr_quote_str(q, code->valuestring) : "(none)");
 		goto out;
 	}
 	rc = s_json_credentials(ch, step, j, 1, step);
@@ -782,7 +801,8 @@ static int s_resolve(struct rr_aws_creds *c, struct rr_aws_credentials *out, cha
 		rc = steps[i](&ch);
 	}
 	if (rc == S_NEXT)
-		rc = s_fail(&ch, RR_ENOENT, "no AWS credentials found; looked at %s", ch.looked);
+		rc = rr_fail(ch.why, ch.cap, RR_ENOENT, "no AWS credentials found; looked at %s",
+			     ch.looked);
 	rr_aws_profile_free(ch.profile);
 	if (rc)
 		rr_aws_credentials_wipe(out);

@@ -4,7 +4,6 @@
  * number before converting it from cJSON's double, and says in one line what it refused. */
 #include <limits.h>
 #include <math.h> /* isfinite, a macro: no libm */
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,17 +36,6 @@ struct s_ctx {
 	size_t nchunks; /* chunk references seen so far, against S_MAX_CHUNKS */
 	int version;    /* 1 or 2: packs only in 2 */
 };
-
-__attribute__((format(printf, 3, 4))) static int s_fail(struct s_ctx *c, int rc,
-							 const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	rr_vfail(c->why, c->why_len, rc, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 static int s_has_control(const char *s)
 {
@@ -97,8 +85,8 @@ static int s_check_members(struct s_ctx *c, const cJSON *obj, const char *const 
 			continue;
 		for (size_t k = 0; k < nkeys && k < 16; k++) {
 			if (strcmp(it->string, keys[k]) == 0 && ++seen[k] > 1)
-				return s_fail(c, RR_ECORRUPT, "%s\"%s\" appears twice", where,
-					      keys[k]);
+				return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+					       "%s\"%s\" appears twice", where, keys[k]);
 		}
 	}
 	return 0;
@@ -109,12 +97,12 @@ static int s_get_item(struct s_ctx *c, const cJSON *obj, const char *key, const 
 {
 	*out = cJSON_GetObjectItemCaseSensitive(obj, key);
 	if (!*out)
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is missing", where, key);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s\"%s\" is missing", where, key);
 	return 0;
 }
 
 /* The getters below set their outputs on failure too: callers test rc, and an optimizer
- * that cannot see through s_fail() (GCC 12 at -O3) must not see them read unset. */
+ * that cannot see through rr_fail() (GCC 12 at -O3) must not see them read unset. */
 static int s_get_string(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
 			const char **out)
 {
@@ -126,7 +114,8 @@ static int s_get_string(struct s_ctx *c, const cJSON *obj, const char *key, cons
 	if (rc)
 		return rc;
 	if (!cJSON_IsString(it) || !it->valuestring)
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not a string", where, key);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s\"%s\" is not a string", where,
+			       key);
 	*out = it->valuestring;
 	return 0;
 }
@@ -141,7 +130,8 @@ static int s_get_array(struct s_ctx *c, const cJSON *obj, const char *key, const
 	if (rc)
 		return rc;
 	if (!cJSON_IsArray(*out))
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not an array", where, key);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s\"%s\" is not an array", where,
+			       key);
 	*n = (size_t)cJSON_GetArraySize(*out);
 	return 0;
 }
@@ -154,21 +144,26 @@ static int s_item_uint(struct s_ctx *c, const cJSON *it, const char *where, cons
 	double d;
 
 	if (!cJSON_IsNumber(it))
-		return s_fail(c, RR_ECORRUPT, "%s%s is not a number", where, label);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s%s is not a number", where,
+			       label);
 	d = it->valuedouble;
 	if (!isfinite(d))
-		return s_fail(c, RR_ECORRUPT, "%s%s is not a finite number", where, label);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s%s is not a finite number",
+			       where, label);
 	if (d < 0)
-		return s_fail(c, RR_ECORRUPT, "%s%s is negative (%.17g)", where, label, d);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s%s is negative (%.17g)", where,
+			       label, d);
 	if (d > (double)max)
-		return s_fail(c, RR_ECORRUPT, "%s%s is %.*g, above the limit %llu", where, label,
-			      d < 1e21 ? 21 : 6, d, (unsigned long long)max);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%s%s is %.*g, above the limit %llu", where, label,
+			       d < 1e21 ? 21 : 6, d, (unsigned long long)max);
 	/* 0 <= d <= 2^53 here, so the conversion is defined */
 	if ((double)(uint64_t)d != d)
-		return s_fail(c, RR_ECORRUPT, "%s%s is not an integer (%.17g)", where, label, d);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s%s is not an integer (%.17g)",
+			       where, label, d);
 	if (!s_prints_exactly(d))
-		return s_fail(c, RR_ECORRUPT, "%s%s (%.0f) cannot be written back exactly", where,
-			      label, d);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%s%s (%.0f) cannot be written back exactly", where, label, d);
 	*out = (uint64_t)d;
 	return 0;
 }
@@ -197,16 +192,19 @@ static int s_get_small_int(struct s_ctx *c, const cJSON *obj, const char *key,
 	if (rc)
 		return rc;
 	if (!cJSON_IsNumber(it))
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not a number", where, key);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s\"%s\" is not a number", where,
+			       key);
 	d = it->valuedouble;
 	if (!isfinite(d))
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not a finite number", where, key);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s\"%s\" is not a finite number",
+			       where, key);
 	if (d < min || d > max)
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is %.17g, outside [%d, %d]", where, key, d,
-			      min, max);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%s\"%s\" is %.17g, outside [%d, %d]", where, key, d, min, max);
 	/* min <= d <= max here, so the conversion is defined */
 	if ((double)(int)d != d)
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" is not an integer (%.17g)", where, key, d);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%s\"%s\" is not an integer (%.17g)", where, key, d);
 	*out = (int)d; /* -0 reads as 0 */
 	return 0;
 }
@@ -223,8 +221,9 @@ static int s_get_hex(struct s_ctx *c, const cJSON *obj, const char *key, const c
 	if (rc)
 		return rc;
 	if (ndigits == RR_SHA256_HEX_LEN ? !rr_is_sha256_hex(s) : !rr_is_xxh128_hex(s))
-		return s_fail(c, RR_ECORRUPT, "%s\"%s\" %s is not %zu lowercase hex digits", where,
-			      key, rr_quote_str(q, s), ndigits);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%s\"%s\" %s is not %zu lowercase hex digits", where, key,
+			       rr_quote_str(q, s), ndigits);
 	memcpy(out, s, ndigits + 1);
 	return 0;
 }
@@ -241,9 +240,9 @@ static int s_get_label(struct s_ctx *c, const cJSON *obj, const char *key, char 
 		return rc;
 	n = strlen(s);
 	if (n == 0 || n > S_LABEL_MAX || s_has_control(s))
-		return s_fail(c, RR_ECORRUPT,
-			      "\"%s\" %s must be 1..%d bytes without control characters", key,
-			      rr_quote_str(q, s), S_LABEL_MAX);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "\"%s\" %s must be 1..%d bytes without control characters", key,
+			       rr_quote_str(q, s), S_LABEL_MAX);
 	*out = strdup(s);
 	return *out ? 0 : RR_ENOMEM;
 }
@@ -267,14 +266,15 @@ static int s_verify_checksum(struct s_ctx *c, cJSON *root)
 
 	sum = cJSON_DetachItemFromObjectCaseSensitive(root, "checksum");
 	if (!sum)
-		return s_fail(c, RR_ECORRUPT, "checksum is missing");
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "checksum is missing");
 	if (!cJSON_IsString(sum) || !sum->valuestring) {
-		rc = s_fail(c, RR_ECORRUPT, "checksum is not a string");
+		rc = rr_fail(c->why, c->why_len, RR_ECORRUPT, "checksum is not a string");
 		goto out;
 	}
 	if (!rr_is_sha256_hex(sum->valuestring)) {
-		rc = s_fail(c, RR_ECORRUPT, "checksum %s is not 64 lowercase hex digits",
-			    rr_quote_str(q, sum->valuestring));
+		rc = rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			     "checksum %s is not 64 lowercase hex digits",
+			     rr_quote_str(q, sum->valuestring));
 		goto out;
 	}
 	body = cJSON_PrintUnformatted(root);
@@ -284,10 +284,10 @@ static int s_verify_checksum(struct s_ctx *c, cJSON *root)
 	}
 	rr_sha256_hex(body, strlen(body), got);
 	if (strcmp(got, sum->valuestring) != 0) {
-		rc = s_fail(c, RR_ECORRUPT,
-			    "checksum mismatch: manifest says %.12s..., its content hashes to "
-			    "%.12s...",
-			    sum->valuestring, got);
+		rc = rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			     "checksum mismatch: manifest says %.12s..., its content hashes to "
+			     "%.12s...",
+			     sum->valuestring, got);
 		goto out;
 	}
 	rc = 0;
@@ -305,7 +305,7 @@ static int s_parse_chunk(struct s_ctx *c, const cJSON *j, const char *where,
 	int rc;
 
 	if (!cJSON_IsObject(j))
-		return s_fail(c, RR_ECORRUPT, "%sis not an object", where);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%sis not an object", where);
 	rc = s_check_members(c, j, keys, sizeof(keys) / sizeof(keys[0]), where);
 	if (!rc)
 		rc = s_get_hex(c, j, "sha256", where, RR_SHA256_HEX_LEN, ch->sha256);
@@ -317,20 +317,22 @@ static int s_parse_chunk(struct s_ctx *c, const cJSON *j, const char *where,
 		rc = s_get_hex(c, j, "raw_xxh128", where, RR_XXH128_HEX_LEN, ch->raw_xxh128);
 	if (!rc && cJSON_GetObjectItemCaseSensitive(j, "pack_offset")) {
 		if (c->version < 2)
-			return s_fail(c, RR_ECORRUPT, "%s\"pack_offset\" in a manifest-1", where);
+			return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+				       "%s\"pack_offset\" in a manifest-1", where);
 		ch->packed = 1;
 		rc = s_get_uint(c, j, "pack_offset", where, RR_PACK_MAX_BYTES, &ch->pack_offset);
 		/* The slice lies inside a pack of bounded size. */
 		if (!rc && ch->pack_offset + ch->stored_size > RR_PACK_MAX_BYTES)
-			return s_fail(c, RR_ECORRUPT, "%sthe packed chunk ends beyond %u bytes",
-				      where, RR_PACK_MAX_BYTES);
+			return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+				       "%sthe packed chunk ends beyond %u bytes", where,
+				       RR_PACK_MAX_BYTES);
 	}
 	if (rc)
 		return rc;
 	if (ch->size == 0)
-		return s_fail(c, RR_ECORRUPT, "%s\"size\" is 0", where);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s\"size\" is 0", where);
 	if (ch->stored_size == 0)
-		return s_fail(c, RR_ECORRUPT, "%s\"stored_size\" is 0", where);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s\"stored_size\" is 0", where);
 	return 0;
 }
 
@@ -366,8 +368,9 @@ static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
 	/* any other byte is fine: the name is matched, logged quoted, never a path */
 	n = strnlen(name, (size_t)S_TENSOR_NAME_MAX + 1);
 	if (n == 0 || n > S_TENSOR_NAME_MAX)
-		return s_fail(c, RR_ECORRUPT, "%s\"tensor\" %s must be 1..%d bytes", where,
-			      rr_quote_str(q, name), S_TENSOR_NAME_MAX);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%s\"tensor\" %s must be 1..%d bytes", where, rr_quote_str(q, name),
+			       S_TENSOR_NAME_MAX);
 	sg->tensor = strdup(name);
 	if (!sg->tensor)
 		return RR_ENOMEM;
@@ -377,19 +380,22 @@ static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
 		return rc;
 	bits = s_dtype_bits(dtype);
 	if (!bits)
-		return s_fail(c, RR_ECORRUPT, "%sunknown dtype %s", where, rr_quote_str(q, dtype));
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%sunknown dtype %s", where,
+			       rr_quote_str(q, dtype));
 	memcpy(sg->dtype, dtype, strlen(dtype) + 1); /* a known dtype name: it fits */
 	if ((sg->encoding == RR_ENC_BF16 || sg->encoding == RR_ENC_FP16) &&
 	    strcmp(dtype, "F32") != 0)
-		return s_fail(c, RR_ECORRUPT, "%sencoding \"%s\" needs dtype \"F32\", not %s",
-			      where, rr_encoding_name(sg->encoding), rr_quote_str(q, dtype));
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%sencoding \"%s\" needs dtype \"F32\", not %s", where,
+			       rr_encoding_name(sg->encoding), rr_quote_str(q, dtype));
 
 	rc = s_get_array(c, j, "shape", where, &shape, &n);
 	if (rc)
 		return rc;
 	if (n > S_MAX_DIMS)
-		return s_fail(c, RR_ECORRUPT, "%s\"shape\" has %zu dimensions, more than %d",
-			      where, n, S_MAX_DIMS);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%s\"shape\" has %zu dimensions, more than %d", where, n,
+			       S_MAX_DIMS);
 	if (n) {
 		sg->shape = calloc(n, sizeof(*sg->shape));
 		if (!sg->shape)
@@ -407,28 +413,29 @@ static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
 		/* checked in order, as the safetensors reader does: a later 0 does not
 		 * excuse an overflow */
 		if (sg->shape[i] && elems > UINT64_MAX / sg->shape[i])
-			return s_fail(c, RR_ECORRUPT,
-				      "%s\"shape\" has more elements than 64 bits can count",
-				      where);
+			return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+				       "%s\"shape\" has more elements than 64 bits can count",
+				       where);
 		elems *= sg->shape[i];
 		i++;
 	}
 	if (elems > UINT64_MAX / bits)
-		return s_fail(c, RR_ECORRUPT,
-			      "%s\"shape\" holds %llu elements of %u bits, more bits than 64 bits "
-			      "can count",
-			      where, (unsigned long long)elems, bits);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%s\"shape\" holds %llu elements of %u bits, more bits than 64 bits "
+			       "can count",
+			       where, (unsigned long long)elems, bits);
 	if (elems * bits % 8 != 0)
-		return s_fail(c, RR_ECORRUPT,
-			      "%s\"shape\" holds %llu elements of %u bits, not a whole number of "
-			      "bytes",
-			      where, (unsigned long long)elems, bits);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%s\"shape\" holds %llu elements of %u bits, not a whole number of "
+			       "bytes",
+			       where, (unsigned long long)elems, bits);
 	if (elems * bits / 8 != sg->length)
-		return s_fail(c, RR_ECORRUPT,
-			      "%s\"shape\" holds %llu bytes (%llu elements of %s), not the length "
-			      "%llu",
-			      where, (unsigned long long)(elems * bits / 8),
-			      (unsigned long long)elems, sg->dtype, (unsigned long long)sg->length);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%s\"shape\" holds %llu bytes (%llu elements of %s), not the length "
+			       "%llu",
+			       where, (unsigned long long)(elems * bits / 8),
+			       (unsigned long long)elems, sg->dtype,
+			       (unsigned long long)sg->length);
 
 	if (sg->encoding == RR_ENC_FP16) {
 		rc = s_get_small_int(c, j, "scale_exp", where, RR_FP16_SCALE_MIN,
@@ -436,8 +443,9 @@ static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
 		if (rc)
 			return rc;
 	} else if (cJSON_GetObjectItemCaseSensitive(j, "scale_exp")) {
-		return s_fail(c, RR_ECORRUPT, "%s\"scale_exp\" is only for \"%s\", not \"%s\"",
-			      where, rr_encoding_name(RR_ENC_FP16), rr_encoding_name(sg->encoding));
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%s\"scale_exp\" is only for \"%s\", not \"%s\"", where,
+			       rr_encoding_name(RR_ENC_FP16), rr_encoding_name(sg->encoding));
 	}
 	*width = bits % 8 ? 1 : bits / 8;
 	return 0;
@@ -458,7 +466,7 @@ static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si
 
 	snprintf(where, sizeof(where), "file %zu segment %zu: ", fi, si);
 	if (!cJSON_IsObject(j))
-		return s_fail(c, RR_ECORRUPT, "%sis not an object", where);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%sis not an object", where);
 	rc = s_check_members(c, j, keys, sizeof(keys) / sizeof(keys[0]), where);
 	if (!rc)
 		rc = s_get_uint(c, j, "offset", where, S_INT_MAX, &sg->offset);
@@ -467,25 +475,28 @@ static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si
 	if (rc)
 		return rc;
 	if (sg->offset > expect_offset)
-		return s_fail(c, RR_ECORRUPT, "%soffset %llu leaves a gap (expected %llu)", where,
-			      (unsigned long long)sg->offset, (unsigned long long)expect_offset);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%soffset %llu leaves a gap (expected %llu)", where,
+			       (unsigned long long)sg->offset, (unsigned long long)expect_offset);
 	if (sg->offset < expect_offset)
-		return s_fail(c, RR_ECORRUPT,
-			      "%soffset %llu overlaps the previous segment (expected %llu)", where,
-			      (unsigned long long)sg->offset, (unsigned long long)expect_offset);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%soffset %llu overlaps the previous segment (expected %llu)", where,
+			       (unsigned long long)sg->offset, (unsigned long long)expect_offset);
 	if (sg->length == 0)
-		return s_fail(c, RR_ECORRUPT, "%s\"length\" is 0", where);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s\"length\" is 0", where);
 	/* both at most 2^53: the sum cannot wrap */
 	if (sg->offset + sg->length > file_size)
-		return s_fail(c, RR_ECORRUPT, "%sends at %llu, past the file size %llu", where,
-			      (unsigned long long)(sg->offset + sg->length),
-			      (unsigned long long)file_size);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%sends at %llu, past the file size %llu", where,
+			       (unsigned long long)(sg->offset + sg->length),
+			       (unsigned long long)file_size);
 
 	rc = s_get_string(c, j, "encoding", where, &enc);
 	if (rc)
 		return rc;
 	if (rr_encoding_from_name(enc, &sg->encoding) != 0)
-		return s_fail(c, RR_ECORRUPT, "%sunknown encoding %s", where, rr_quote_str(q, enc));
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%sunknown encoding %s", where,
+			       rr_quote_str(q, enc));
 	if (sg->encoding != RR_ENC_ZSTD) {
 		rc = s_parse_tensor(c, j, where, sg, &width);
 		if (rc)
@@ -493,18 +504,19 @@ static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si
 	} else {
 		for (size_t t = 0; t < sizeof(s_tensor_keys) / sizeof(s_tensor_keys[0]); t++) {
 			if (cJSON_GetObjectItemCaseSensitive(j, s_tensor_keys[t]))
-				return s_fail(c, RR_ECORRUPT,
-					      "%s\"%s\" is only for tensor encodings, not \"%s\"",
-					      where, s_tensor_keys[t], enc);
+				return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+					       "%s\"%s\" is only for tensor encodings, not \"%s\"",
+					       where, s_tensor_keys[t], enc);
 		}
 	}
 	rc = s_get_array(c, j, "chunks", where, &chunks, &n);
 	if (rc)
 		return rc;
 	if (n == 0)
-		return s_fail(c, RR_ECORRUPT, "%shas no chunks", where);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%shas no chunks", where);
 	if (n > S_MAX_CHUNKS - c->nchunks)
-		return s_fail(c, RR_ETOOBIG, "manifest names more than %u chunks", S_MAX_CHUNKS);
+		return rr_fail(c->why, c->why_len, RR_ETOOBIG, "manifest names more than %u chunks",
+			       S_MAX_CHUNKS);
 	c->nchunks += n;
 	sg->chunks = calloc(n, sizeof(*sg->chunks));
 	if (!sg->chunks)
@@ -520,18 +532,20 @@ static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si
 			return rc;
 		/* tensor chunks are decoded (and restored) element by element */
 		if (sg->chunks[k].size % width != 0)
-			return s_fail(c, RR_ECORRUPT,
-				      "%s\"size\" %llu is not a whole number of %u-byte elements",
-				      cwhere, (unsigned long long)sg->chunks[k].size, width);
+			return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+				       "%s\"size\" %llu is not a whole number of %u-byte elements",
+				       cwhere, (unsigned long long)sg->chunks[k].size, width);
 		/* each size is at most 2^26 and there are at most 10^6: no wrap, but say so */
 		if (sg->chunks[k].size > UINT64_MAX - sum)
-			return s_fail(c, RR_ECORRUPT, "%schunk sizes overflow", where);
+			return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%schunk sizes overflow",
+				       where);
 		sum += sg->chunks[k].size;
 		k++;
 	}
 	if (sum != sg->length)
-		return s_fail(c, RR_ECORRUPT, "%schunk sizes add up to %llu, not the length %llu",
-			      where, (unsigned long long)sum, (unsigned long long)sg->length);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%schunk sizes add up to %llu, not the length %llu", where,
+			       (unsigned long long)sum, (unsigned long long)sg->length);
 	return 0;
 }
 
@@ -547,15 +561,16 @@ static int s_parse_file(struct s_ctx *c, const cJSON *j, size_t fi, struct rr_fi
 
 	snprintf(where, sizeof(where), "file %zu: ", fi);
 	if (!cJSON_IsObject(j))
-		return s_fail(c, RR_ECORRUPT, "%sis not an object", where);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%sis not an object", where);
 	rc = s_check_members(c, j, keys, sizeof(keys) / sizeof(keys[0]), where);
 	if (!rc)
 		rc = s_get_string(c, j, "path", where, &path);
 	if (rc)
 		return rc;
 	if (!rr_path_is_safe(path))
-		return s_fail(c, RR_EPATH, "%spath %s leaves the checkpoint directory", where,
-			      rr_quote_str(q, path));
+		return rr_fail(c->why, c->why_len, RR_EPATH,
+			       "%spath %s leaves the checkpoint directory", where,
+			       rr_quote_str(q, path));
 	fe->path = strdup(path);
 	if (!fe->path)
 		return RR_ENOMEM;
@@ -573,17 +588,20 @@ static int s_parse_file(struct s_ctx *c, const cJSON *j, size_t fi, struct rr_fi
 		size_t fl = cJSON_IsString(fmt) ? strlen(fmt->valuestring) : 0;
 		if (fl == 0 || fl >= sizeof(fe->format) ||
 		    strspn(fmt->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789_") != fl)
-			return s_fail(c, RR_ECORRUPT, "%s\"format\" is not a format name", where);
+			return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+				       "%s\"format\" is not a format name", where);
 		memcpy(fe->format, fmt->valuestring, fl + 1);
 	}
 	if (fe->size == 0 && n != 0)
-		return s_fail(c, RR_ECORRUPT, "%sis empty but has %zu segments", where, n);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%sis empty but has %zu segments",
+			       where, n);
 	if (fe->size != 0 && n == 0)
-		return s_fail(c, RR_ECORRUPT, "%shas %llu bytes but no segments", where,
-			      (unsigned long long)fe->size);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%shas %llu bytes but no segments",
+			       where, (unsigned long long)fe->size);
 	/* every segment holds a chunk: bound the allocation before making it */
 	if (n > S_MAX_CHUNKS - c->nchunks)
-		return s_fail(c, RR_ETOOBIG, "manifest names more than %u chunks", S_MAX_CHUNKS);
+		return rr_fail(c->why, c->why_len, RR_ETOOBIG, "manifest names more than %u chunks",
+			       S_MAX_CHUNKS);
 	if (n) {
 		fe->segs = calloc(n, sizeof(*fe->segs));
 		if (!fe->segs)
@@ -601,8 +619,9 @@ static int s_parse_file(struct s_ctx *c, const cJSON *j, size_t fi, struct rr_fi
 		k++;
 	}
 	if (next != fe->size)
-		return s_fail(c, RR_ECORRUPT, "%ssegments cover %llu of its %llu bytes", where,
-			      (unsigned long long)next, (unsigned long long)fe->size);
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "%ssegments cover %llu of its %llu bytes", where,
+			       (unsigned long long)next, (unsigned long long)fe->size);
 	return 0;
 }
 
@@ -655,15 +674,17 @@ static int s_check_paths(struct s_ctx *c, const struct rr_manifest *m)
 		const char *a = refs[i - 1].path, *b = refs[i].path;
 		size_t na = strlen(a);
 		if (strcmp(a, b) == 0) {
-			rc = s_fail(c, RR_ECORRUPT, "file %zu: path %s is also file %zu's",
-				    refs[i].index, rr_quote_str(q1, b), refs[i - 1].index);
+			rc = rr_fail(c->why, c->why_len, RR_ECORRUPT,
+				     "file %zu: path %s is also file %zu's", refs[i].index,
+				     rr_quote_str(q1, b), refs[i - 1].index);
 			break;
 		}
 		if (strncmp(a, b, na) == 0 && b[na] == '/') {
-			rc = s_fail(c, RR_ECORRUPT,
-				    "file %zu: path %s is inside file %zu's path %s, which is "
-				    "not a directory",
-				    refs[i].index, rr_quote_str(q1, b), refs[i - 1].index, rr_quote_str(q2, a));
+			rc = rr_fail(c->why, c->why_len, RR_ECORRUPT,
+				     "file %zu: path %s is inside file %zu's path %s, which is "
+				     "not a directory",
+				     refs[i].index, rr_quote_str(q1, b), refs[i - 1].index,
+				     rr_quote_str(q2, a));
 			break;
 		}
 	}
@@ -690,11 +711,12 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 	if (why && why_len)
 		why[0] = '\0';
 	if (!out || (!text && len))
-		return s_fail(&c, RR_EINVAL, "no manifest given");
+		return rr_fail(c.why, c.why_len, RR_EINVAL, "no manifest given");
 	*out = NULL;
 	if (len > RR_MANIFEST_MAX_BYTES)
-		return s_fail(&c, RR_ETOOBIG, "manifest is %zu bytes, above the ceiling of %u",
-			      len, RR_MANIFEST_MAX_BYTES);
+		return rr_fail(c.why, c.why_len, RR_ETOOBIG,
+			       "manifest is %zu bytes, above the ceiling of %u", len,
+			       RR_MANIFEST_MAX_BYTES);
 	rc = s_parse_object(&c, "manifest", text ? text : "", len, &root);
 	if (rc)
 		goto out;
@@ -709,8 +731,9 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 	} else if (strcmp(fmt, RR_MANIFEST_FORMAT_V1) == 0) {
 		c.version = 1;
 	} else {
-		rc = s_fail(&c, RR_ECORRUPT, "format %s is neither \"%s\" nor \"%s\"",
-			    rr_quote_str(q, fmt), RR_MANIFEST_FORMAT, RR_MANIFEST_FORMAT_V1);
+		rc = rr_fail(c.why, c.why_len, RR_ECORRUPT,
+			     "format %s is neither \"%s\" nor \"%s\"", rr_quote_str(q, fmt),
+			     RR_MANIFEST_FORMAT, RR_MANIFEST_FORMAT_V1);
 		goto out;
 	}
 	rc = s_verify_checksum(&c, root);
@@ -729,7 +752,8 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 	if (rc)
 		goto out;
 	if (!rr_checkpoint_name_valid(name)) {
-		rc = s_fail(&c, RR_ECORRUPT, "checkpoint name %s is not valid", rr_quote_str(q, name));
+		rc = rr_fail(c.why, c.why_len, RR_ECORRUPT, "checkpoint name %s is not valid",
+			     rr_quote_str(q, name));
 		goto out;
 	}
 	m->checkpoint = strdup(name);
@@ -756,8 +780,8 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 	if (rc)
 		goto out;
 	if (n > S_MAX_FILES) {
-		rc = s_fail(&c, RR_ETOOBIG, "manifest names %zu files, more than %u", n,
-			    S_MAX_FILES);
+		rc = rr_fail(c.why, c.why_len, RR_ETOOBIG, "manifest names %zu files, more than %u",
+			     n, S_MAX_FILES);
 		goto out;
 	}
 	if (n) {
@@ -789,14 +813,16 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 		if (strcmp(kind, "file") == 0) {
 			/* A one-file checkpoint: its only file has the checkpoint's own name. */
 			if (m->nfiles != 1 || strcmp(m->files[0].path, m->checkpoint) != 0) {
-				rc = s_fail(&c, RR_ECORRUPT, "a file checkpoint must hold exactly "
-					    "one file named like the checkpoint");
+				rc = rr_fail(c.why, c.why_len, RR_ECORRUPT,
+					     "a file checkpoint must hold exactly "
+					     "one file named like the checkpoint");
 				goto out;
 			}
 			m->single_file = 1;
 		} else if (strcmp(kind, "dir") != 0) {
-			rc = s_fail(&c, RR_ECORRUPT, "kind %s is neither \"file\" nor \"dir\"",
-				    rr_quote_str(q, kind));
+			rc = rr_fail(c.why, c.why_len, RR_ECORRUPT,
+				     "kind %s is neither \"file\" nor \"dir\"",
+				     rr_quote_str(q, kind));
 			goto out;
 		}
 	}
@@ -804,7 +830,7 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 	m = NULL;
 out:
 	if (rc == RR_ENOMEM)
-		s_fail(&c, rc, "out of memory reading the manifest");
+		rr_fail(c.why, c.why_len, rc, "out of memory reading the manifest");
 	rr_manifest_destroy(m);
 	cJSON_Delete(root);
 	return rc;
