@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 
 #include "rr/error.h"
+#include "rr/json.h"
 #include "rr/layout.h"
 #include "rr/ledger.h"
 #include "rr/log.h"
@@ -124,7 +125,7 @@ int rr_ledger_event_parse(const char *text, size_t len, struct rr_ledger_event *
 		snprintf(why, why_len, "event larger than %d bytes", RR_LEDGER_EVENT_MAX);
 		return RR_ETOOBIG;
 	}
-	root = cJSON_ParseWithLength(text, len);
+	root = rr_json_parse(text, len, NULL);
 	if (!cJSON_IsObject(root)) {
 		snprintf(why, why_len, "not a JSON object");
 		goto out;
