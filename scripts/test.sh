@@ -53,7 +53,7 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	-R "^(unit_($(echo "$tsan_suites" | tr ' ' '|'))|integration_(two_writers|slow_link))\$" | tee "$log"
 read -r failed3 total3 < <(count "$log")
 
-export FUZZ_SECONDS=${FUZZ_SECONDS:-10} # 14 targets: keeps the whole command near 20 minutes
+export FUZZ_SECONDS=${FUZZ_SECONDS:-10} # 15 targets: keeps the whole command near 20 minutes
 echo "== fuzzing (libFuzzer, $FUZZ_SECONDS s per target)"
 scripts/fuzz.sh
 fuzzed=$(ls tests/fuzz/fuzz_*.c | wc -l)
