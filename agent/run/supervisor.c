@@ -21,6 +21,7 @@
 
 #include "rr/buf.h"
 #include "rr/error.h"
+#include "rr/hash.h"
 #include "rr/log.h"
 #include "rr/supervisor.h"
 
@@ -371,17 +372,6 @@ out:
 	return rc;
 }
 
-static int s_hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Finds "key" at the start of a line of text and returns what follows it, past blanks;
  * NULL when absent. */
 static const char *s_status_field(const char *text, const char *key)
@@ -410,14 +400,14 @@ static int s_mask_has_signal(const char *v, int sig)
 	size_t ndigits = 0, bit = (size_t)(sig - 1), idx;
 	int d;
 
-	while (s_hex_value(v[ndigits]) >= 0)
+	while (rr_hex_digit(v[ndigits]) >= 0)
 		ndigits++;
 	if (ndigits == 0 || (v[ndigits] != '\n' && v[ndigits] != '\0'))
 		return RR_EIO;
 	idx = bit / 4; /* hex digit counted from the right */
 	if (idx >= ndigits)
 		return 0;
-	d = s_hex_value(v[ndigits - 1 - idx]);
+	d = rr_hex_digit(v[ndigits - 1 - idx]);
 	return (d >> (bit % 4)) & 1;
 }
 

@@ -18,6 +18,8 @@ void rr_xxh128_hex(const void *data, size_t len, char out[33]);
 /* Returns 1 when s is exactly 32 lowercase hex digits, else 0. */
 int rr_is_xxh128_hex(const char *s);
 
+/* The value of one hex digit (either case), or -1 when c is not one. */
+int rr_hex_digit(char c);
 /* Writes 2*len lowercase hex digits plus NUL. */
 void rr_hex_encode(const uint8_t *in, size_t len, char *out);
 /* Returns 1 when s is exactly 64 lowercase hex digits, else 0. */

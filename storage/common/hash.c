@@ -56,3 +56,14 @@ int rr_is_xxh128_hex(const char *s)
 {
 	return s_is_hex(s, 32);
 }
+
+int rr_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

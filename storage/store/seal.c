@@ -28,17 +28,6 @@ struct rr_seal_key {
 	unsigned char id[RR_SEAL_KEY_ID_LEN];
 };
 
-static int s_hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int s_derive(const unsigned char key[S_KEY_LEN], const char *label,
 		    unsigned char out[S_KEY_LEN])
 {
@@ -63,7 +52,7 @@ int rr_seal_key_parse(const char *text, size_t len, struct rr_seal_key **out, ch
 		digits--;
 	/* Report the shape of the problem only: a message must never echo key material. */
 	for (size_t i = 0; i < digits; i++)
-		if (s_hexval(text[i]) < 0) {
+		if (rr_hex_digit(text[i]) < 0) {
 			rc = rr_fail(why, cap, RR_EINVAL, "character %zu is not a hex digit (the "
 				     "file must hold 64 hex digits and at most one newline)", i + 1);
 			goto out;
@@ -74,7 +63,7 @@ int rr_seal_key_parse(const char *text, size_t len, struct rr_seal_key **out, ch
 		goto out;
 	}
 	for (size_t i = 0; i < S_KEY_LEN; i++)
-		key[i] = (unsigned char)(s_hexval(text[2 * i]) << 4 | s_hexval(text[2 * i + 1]));
+		key[i] = (unsigned char)(rr_hex_digit(text[2 * i]) << 4 | rr_hex_digit(text[2 * i + 1]));
 	k = OPENSSL_secure_zalloc(sizeof(*k));
 	if (!k) {
 		rc = RR_ENOMEM;
