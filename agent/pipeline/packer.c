@@ -4,6 +4,7 @@
 
 #include "rr/error.h"
 #include "rr/manifest.h"
+#include "rr/buf.h"
 #include "packer.h"
 
 /* A slot's state: its chunk not done yet, done with bytes to pack, done without. */
@@ -47,7 +48,7 @@ void rr_pack_free(struct rr_pack *pk)
 {
 	if (!pk)
 		return;
-	free(pk->buf);
+	rr_buf_big_free(pk->buf, pk->cap);
 	free(pk->slots);
 	free(pk->offsets);
 	free(pk);
@@ -99,7 +100,8 @@ static int s_open_new(struct rr_packer *p)
 		return RR_ENOMEM;
 	pk->before = p->before;
 	/* Allocated at its ceiling: pages not written are not resident. */
-	pk->buf = malloc(p->before + RR_PACK_MAX_BYTES + p->after);
+	pk->cap = p->before + RR_PACK_MAX_BYTES + p->after;
+	pk->buf = rr_buf_big_alloc(pk->cap);
 	if (!pk->buf) {
 		free(pk);
 		return RR_ENOMEM;

@@ -22,6 +22,7 @@
  * it holds with their offsets. */
 struct rr_pack {
 	unsigned char *buf; /* `before` bytes of room, len bytes of data, then `after` room */
+	size_t cap;         /* of buf (rr_buf_big_alloc) */
 	size_t before, len;
 	size_t n;
 	size_t *slots;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "rr/beneath.h"
+#include "rr/buf.h"
 #include "rr/clock.h"
 #include "rr/codec.h"
 #include "dirwalk.h"
@@ -37,6 +38,11 @@
 
 /* How a segment is to be stored, before its data is seen. */
 enum s_policy { S_PLAIN, S_EXACT, S_AUTO, S_FP16, S_BF16 };
+
+/* Phase 1 keeps up to this many bytes of what it read for phase 2 (a tensor of several chunks
+ * is read once instead of twice when it fits); the rest is read again. It bounds what a
+ * persist adds to the agent's memory: the 4 GB bench stays under 300 MB. */
+#define RR_PERSIST_KEEP_BYTES ((size_t)64 << 20)
 
 /* One chunk of one segment: the unit of work in both phases. */
 struct s_task {
@@ -115,6 +121,8 @@ struct s_job {
 	struct rr_f32_stats *stats;  /* per task, for lossy-policy segments */
 	size_t *first;               /* phase 1: chunks of segments of several chunks */
 	size_t nfirst;
+	unsigned char **kept;        /* per task: phase 1's bytes kept for phase 2, or NULL */
+	atomic_size_t kept_bytes;    /* their total, at most RR_PERSIST_KEEP_BYTES */
 	size_t *todo;                /* phase 2: chunks whose segment is not (known to be) reused */
 	size_t ntodo;
 	struct s_worker *workers;
@@ -482,7 +490,8 @@ static int s_plan_chunks(struct s_job *j)
 			j->stats = calloc(nt ? nt : 1, sizeof(*j->stats));
 			j->first = calloc(nt ? nt : 1, sizeof(*j->first));
 			j->todo = calloc(nt ? nt : 1, sizeof(*j->todo));
-			if (!j->tasks || !j->stats || !j->first || !j->todo)
+			j->kept = calloc(nt ? nt : 1, sizeof(*j->kept));
+			if (!j->tasks || !j->stats || !j->first || !j->todo || !j->kept)
 				return RR_ENOMEM;
 		}
 	}
@@ -561,13 +570,41 @@ static void s_hash_and_stats(struct s_job *j, size_t t, const unsigned char *raw
 		rr_f32_stats_update(&j->stats[t], raw, task->length / 4);
 }
 
+/* Phase 1's bytes of task t, kept for phase 2 when the budget allows (a buffer of the task's
+ * length), else the worker's buffer. Keeping them saves phase 2 a second read and hash. */
+static unsigned char *s_keep(struct s_job *j, size_t t, unsigned char *worker_raw)
+{
+	size_t len = j->tasks[t].length;
+	unsigned char *p;
+
+	if (j->opts->reread)
+		return worker_raw;
+	if (atomic_fetch_add(&j->kept_bytes, len) + len > RR_PERSIST_KEEP_BYTES ||
+	    !(p = rr_buf_big_alloc(len))) {
+		atomic_fetch_sub(&j->kept_bytes, len);
+		return worker_raw;
+	}
+	j->kept[t] = p;
+	return p;
+}
+
+static void s_unkeep(struct s_job *j, size_t t)
+{
+	if (!j->kept[t])
+		return;
+	rr_buf_big_free(j->kept[t], j->tasks[t].length);
+	j->kept[t] = NULL;
+	atomic_fetch_sub(&j->kept_bytes, j->tasks[t].length);
+}
+
 static int s_analyse(size_t i, unsigned worker, void *ud)
 {
 	struct s_job *j = ud;
 	size_t t = j->first[i];
-	int rc = s_read_chunk(j, &j->tasks[t], j->workers[worker].raw);
+	unsigned char *raw = s_keep(j, t, j->workers[worker].raw);
+	int rc = s_read_chunk(j, &j->tasks[t], raw);
 	if (!rc)
-		s_hash_and_stats(j, t, j->workers[worker].raw);
+		s_hash_and_stats(j, t, raw);
 	return rc;
 }
 
@@ -695,8 +732,11 @@ static void s_between_phases(struct s_job *j)
 	for (size_t f = 0; f < j->m->nfiles; f++) {
 		struct rr_file_entry *fe = &j->m->files[f];
 		for (size_t g = 0; g < fe->nsegs; g++) {
-			if (fe->segs[g].nchunks > 1 && s_settle(j, f, g))
+			if (fe->segs[g].nchunks > 1 && s_settle(j, f, g)) {
+				for (size_t c = 0; c < fe->segs[g].nchunks; c++)
+					s_unkeep(j, j->plans[f][g].first_task + c);
 				continue;
+			}
 			for (size_t c = 0; c < fe->segs[g].nchunks; c++)
 				j->todo[j->ntodo++] = j->plans[f][g].first_task + c;
 		}
@@ -781,20 +821,23 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 	struct rr_chunk_ref *ref = &seg->chunks[t->chunk];
 	struct rr_chunk_form form = rr_chunk_form_of(seg);
 	char key[RR_KEY_MAX];
-	int rc = s_read_chunk(j, t, w->raw);
+	const unsigned char *raw = j->kept[j->todo[i]];
+	int rc = raw ? 0 : s_read_chunk(j, t, w->raw);
 
 	if (rc)
 		return rc;
 	if (seg->nchunks == 1) {
-		s_hash_and_stats(j, j->todo[i], w->raw);
+		raw = w->raw;
+		s_hash_and_stats(j, j->todo[i], raw);
 		if (s_settle(j, t->file, t->seg))
 			return s_to_packer(j, i, NULL, 0, NULL);
 		form = rr_chunk_form_of(seg);
-	} else {
+	} else if (!raw) {
 		/* Hashed in phase 1, read again now: the bytes encoded must be the bytes hashed,
 		 * or restore and verify would call the checkpoint damaged. */
 		char xxh[RR_XXH128_HEX_LEN + 1], q[RR_QUOTE_CAP];
-		rr_xxh128_hex(w->raw, t->length, xxh);
+		raw = w->raw;
+		rr_xxh128_hex(raw, t->length, xxh);
 		if (strcmp(xxh, ref->raw_xxh128) != 0) {
 			rr_reason_set(&j->why, "%s changed while being persisted (its bytes differ "
 				      "between two reads)", rr_quote_str(q, fe->path));
@@ -803,8 +846,9 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 	}
 	/* Room around the stored bytes lets an encrypting store seal them in place. */
 	size_t before = rr_store_scratch_before(j->store);
-	rc = rr_codec_encode_framed(w->codec, &form, w->raw, t->length, before,
+	rc = rr_codec_encode_framed(w->codec, &form, raw, t->length, before,
 				    RR_STORE_SCRATCH_AFTER, &w->stored);
+	s_unkeep(j, j->todo[i]);
 	if (rc) {
 		char q[RR_QUOTE_CAP];
 		rr_reason_set(&j->why, "cannot encode %s: %s", rr_quote_str(q, fe->path),
@@ -954,7 +998,7 @@ static int s_workers_new(struct s_job *j, unsigned threads)
 		return RR_ENOMEM;
 	for (unsigned i = 0; i < threads; i++) {
 		j->workers[i].codec = rr_codec_new(j->opts->zstd_level);
-		j->workers[i].raw = malloc(RR_SEGMENT_BYTES);
+		j->workers[i].raw = rr_buf_big_alloc(RR_SEGMENT_BYTES);
 		rr_buf_init(&j->workers[i].stored, 2 * RR_SEGMENT_BYTES);
 		if (!j->workers[i].codec || !j->workers[i].raw)
 			return RR_ENOMEM;
@@ -966,7 +1010,7 @@ static void s_job_free(struct s_job *j, unsigned threads)
 {
 	for (unsigned i = 0; j->workers && i < threads; i++) {
 		rr_codec_destroy(j->workers[i].codec);
-		free(j->workers[i].raw);
+		rr_buf_big_free(j->workers[i].raw, RR_SEGMENT_BYTES);
 		rr_buf_free(&j->workers[i].stored);
 	}
 	free(j->workers);
@@ -987,6 +1031,9 @@ static void s_job_free(struct s_job *j, unsigned threads)
 	free(j->tasks);
 	free(j->stats);
 	free(j->first);
+	for (size_t t = 0; j->kept && t < j->ntasks; t++)
+		s_unkeep(j, t);
+	free(j->kept);
 	free(j->todo);
 	free(j->reuse.segs);
 	rr_packer_destroy(j->packer);

@@ -27,6 +27,10 @@ struct rr_persist_opts {
 					     * written again instead of deduplicated, see
 					     * persist.c */
 	int urgent;                         /* a notice's checkpoint */
+	int reread;                         /* 1: a tensor of several chunks is read again
+					     * for encoding, never kept from its first read
+					     * (tests of that path); 0 (default): up to 64
+					     * MiB of first reads are kept */
 	int no_packs;                       /* 1: every chunk is an object of its own (as
 					     * before manifest-2); 0 (default): chunks stored
 					     * in fewer than RR_PACK_SMALL_BYTES share packs */

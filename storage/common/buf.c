@@ -1,7 +1,10 @@
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "rr/buf.h"
 #include "rr/error.h"
@@ -12,6 +15,17 @@ void rr_buf_init(struct rr_buf *b, size_t max)
 	b->len = 0;
 	b->cap = 0;
 	b->max = max;
+}
+
+/* MADV_HUGEPAGE on the whole pages of [p, p + len); without THP it fails and changes nothing. */
+static void s_advise_huge(void *p, size_t len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t from = ((uintptr_t)p + page - 1) & ~(page - 1);
+	uintptr_t to = ((uintptr_t)p + len) & ~(page - 1);
+
+	if (to > from)
+		(void)madvise((void *)from, to - from, MADV_HUGEPAGE);
 }
 
 int rr_buf_reserve(struct rr_buf *b, size_t n)
@@ -30,9 +44,29 @@ int rr_buf_reserve(struct rr_buf *b, size_t n)
 	p = realloc(b->data, cap);
 	if (!p)
 		return RR_ENOMEM;
+	if (cap >= RR_BUF_BIG_MIN)
+		s_advise_huge(p, cap);
 	b->data = p;
 	b->cap = cap;
 	return 0;
+}
+
+void *rr_buf_big_alloc(size_t len)
+{
+	void *p;
+
+	len = (len + RR_BUF_BIG_MIN - 1) & ~(RR_BUF_BIG_MIN - 1);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	s_advise_huge(p, len);
+	return p;
+}
+
+void rr_buf_big_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, (len + RR_BUF_BIG_MIN - 1) & ~(RR_BUF_BIG_MIN - 1));
 }
 
 int rr_buf_append(struct rr_buf *b, const void *data, size_t len)

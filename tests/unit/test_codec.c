@@ -7,8 +7,10 @@
  * the sha256 of every chunk, which restore checks before decoding; these tests only assert
  * that such damage never crashes decode or makes it report success with the wrong size. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rr/buf.h"
 #include "rr/codec.h"
@@ -500,6 +502,46 @@ static void test_fp16_and_bf16_forms_decode_to_the_converters_result(void)
 
 /* Framed encoding: the same stored bytes as plain encoding, after `before` bytes, with
  * `after` bytes of capacity past the end (for sealing in place). */
+/* The VmFlags line of the mapping holding p in /proc/self/smaps ("" when not found). */
+static void s_vm_flags(const void *p, char *out, size_t cap)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int inside = 0;
+
+	out[0] = '\0';
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) /* a mapping's first line */
+			inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+		else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+			snprintf(out, cap, "%s", line);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+/* Big working buffers are whole 2 MiB units, writable to the last byte, and carry the
+ * huge-page advice (VmFlags "hg") where the kernel has transparent huge pages. */
+static void test_big_buffers_are_writable_and_advised_huge(void)
+{
+	size_t len = 3 * ((size_t)1 << 20) + 5;
+	unsigned char *p = rr_buf_big_alloc(len);
+	char flags[512];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	memset(p, 0xa5, len);
+	CU_ASSERT_EQUAL(p[len - 1], 0xa5);
+	s_vm_flags(p, flags, sizeof(flags));
+	CU_ASSERT_PTR_NOT_NULL(strstr(flags, "VmFlags:"));
+	if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0)
+		CU_ASSERT_PTR_NOT_NULL(strstr(flags, " hg"));
+	rr_buf_big_free(p, len);
+	rr_buf_big_free(NULL, len);
+}
+
 static void test_framed_encoding_leaves_room_around_the_same_bytes(void)
 {
 	enum { N = 100000 };
@@ -567,6 +609,8 @@ static CU_TestInfo s_tests[] = {
 	  test_shuffle_form_round_trips_and_stores_one_frame_per_plane },
 	{ "test_fp16_and_bf16_forms_decode_to_the_converters_result",
 	  test_fp16_and_bf16_forms_decode_to_the_converters_result },
+	{ "test_big_buffers_are_writable_and_advised_huge",
+	  test_big_buffers_are_writable_and_advised_huge },
 	CU_TEST_INFO_NULL,
 };
 

@@ -703,9 +703,10 @@ static uint64_t s_write_u8_tensor(const char *dir, const char *rel, size_t n)
 	return 8 + hlen;
 }
 
-/* A multi-chunk tensor is hashed in one read and encoded in a second: bytes rewritten in
- * between (mtime kept) would be stored under hashes of other bytes, a checkpoint verify
- * calls DAMAGED. The persist fails instead; the previous checkpoint stays the newest. */
+/* A multi-chunk tensor beyond what phase 1 keeps is hashed in one read and encoded in a
+ * second: bytes rewritten in between (mtime kept) would be stored under hashes of other
+ * bytes, a checkpoint verify calls DAMAGED. The persist fails instead; the previous
+ * checkpoint stays the newest. */
 static void test_persist_fails_when_a_file_changes_between_hash_and_encode(void)
 {
 	struct fx f;
@@ -721,6 +722,7 @@ static void test_persist_fails_when_a_file_changes_between_hash_and_encode(void)
 	fx_init(&f);
 	rw.pass.inner = f.s;
 	o.threads = 1; /* the header's chunk is stored before the tensor is read again */
+	o.reread = 1;  /* as when the tensor does not fit in what phase 1 keeps */
 	d = fx_ckpt(&f, "step-1");
 	at = s_write_u8_tensor(d, "model.safetensors", 2 * RR_SEGMENT_BYTES + 4096);
 	rw.path = fx_join(d, "model.safetensors");
@@ -730,6 +732,56 @@ static void test_persist_fails_when_a_file_changes_between_hash_and_encode(void)
 	CU_ASSERT_TRUE(rw.done);
 	CU_ASSERT_PTR_NULL(m);
 	CU_ASSERT_FALSE(fx_has_manifest(&f, "step-1"));
+	free((char *)rw.path);
+	free(d);
+	fx_done(&f);
+}
+
+/* The same rewrite when phase 1 kept the tensor's bytes (the default, up to 64 MiB): they
+ * are read once, so what is encoded is what was hashed. The persist succeeds, the stored
+ * checkpoint verifies, and its bytes are those of the first (and only) read. */
+static void test_persist_keeps_first_read_of_a_multi_chunk_tensor(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	struct rr_persist_opts o = fx_opts();
+	struct s_rewriting rw = { .pass = { .base = { .vt = &s_rewriting_vt,
+						       .url = (char *)"rewriting://" } },
+				  .keep_mtime = 1 };
+	size_t n = 2 * RR_SEGMENT_BYTES + 4096;
+	unsigned char *orig;
+	char why[256], *d;
+	uint64_t at;
+
+	fx_init(&f);
+	rw.pass.inner = f.s;
+	o.threads = 1;
+	d = fx_ckpt(&f, "step-1");
+	at = s_write_u8_tensor(d, "model.safetensors", n);
+	orig = malloc(n);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(orig);
+	for (size_t i = 0; i < n; i++)
+		orig[i] = (unsigned char)(i * 2654435761u >> 13);
+	rw.path = fx_join(d, "model.safetensors");
+	rw.offset = at + 100;
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(&rw.pass.base, f.ckpt_dir, "step-1", 1, &o, &m, &st),
+			0);
+	CU_ASSERT_TRUE(rw.done); /* the file was rewritten while the persist ran */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	CU_ASSERT_EQUAL(rr_verify_checkpoint(f.s, FX_RUN, m, 2, why, sizeof(why)), 0);
+	/* The tensor's chunks hash the original bytes, not the rewritten ones. */
+	const struct rr_segment *seg = &fx_file(m, "model.safetensors")->segs[1];
+	CU_ASSERT_EQUAL_FATAL(seg->nchunks, 3);
+	for (size_t c = 0; c < seg->nchunks; c++) {
+		char xxh[RR_XXH128_HEX_LEN + 1];
+		size_t off = c * RR_SEGMENT_BYTES, len = n - off < RR_SEGMENT_BYTES ?
+								 n - off : RR_SEGMENT_BYTES;
+		rr_xxh128_hex(orig + off, len, xxh);
+		CU_ASSERT_STRING_EQUAL(seg->chunks[c].raw_xxh128, xxh);
+	}
+	rr_manifest_destroy(m);
+	free(orig);
 	free((char *)rw.path);
 	free(d);
 	fx_done(&f);
@@ -817,6 +869,8 @@ static CU_TestInfo s_tests[] = {
 	  test_persist_refuses_a_checkpoint_that_became_a_symlink },
 	{ "persist_refuses_names_restore_would_refuse",
 	  test_persist_refuses_names_restore_would_refuse },
+	{ "persist_keeps_first_read_of_a_multi_chunk_tensor",
+	  test_persist_keeps_first_read_of_a_multi_chunk_tensor },
 	{ "persist_fails_when_a_file_changes_between_hash_and_encode",
 	  test_persist_fails_when_a_file_changes_between_hash_and_encode },
 	{ "persist_fails_when_a_file_grows_after_the_commit",
