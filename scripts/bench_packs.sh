@@ -39,7 +39,8 @@ if [ -f "$tf/optimizer.safetensors" ]; then
 	mkdir -p "$work/transformer" && cp "$tf"/*.safetensors "$work/transformer/"
 	cases="transformer $cases"
 fi
-tput_case=${cases%% *}
+tput_cases="${cases%% *}"
+case $tput_cases in mixed) ;; *) tput_cases="$tput_cases mixed" ;; esac
 
 echo "== s3rver"
 tests/s3/install-s3rver.sh >/dev/null
@@ -109,19 +110,30 @@ mv "$inc/ck/.next.tmp" "$inc/ck/step-2"
 "$RR" --store "file://$inc/store" --checkpoint-dir "$inc/ck" -- true 2> "$inc/log2"
 inc_line=$(grep -h 'persisted step-2' "$inc/log2" | sed 's/.*persisted step-2: //')
 
-echo "== F32 through a whole run into a tmpfs file store ($tput_case, exact and auto)"
+echo "== F32 through a whole run into a tmpfs file store (exact, auto; zstd -1 -T0 alongside)"
 fs_rows=""
-for p in auto exact; do
-	: > "$work/fs-$p.txt"
+for c in $tput_cases; do
+	fbytes_c=$(cat "$work/$c"/* | wc -c)
+	for p in auto exact; do : > "$work/fs-$c-$p.txt"; done
+	: > "$work/fs-$c-zstd.txt"
 	for i in $(seq "$RUNS"); do
-		cdir=$work/fsck-$p-$i; mkdir -p "$cdir" && cp -al "$work/$tput_case" "$cdir/step-1"
-		t0=$(date +%s%N); "$RR" --precision "$p" --store "file://$work/fs-$p-$i" --checkpoint-dir "$cdir" -- true 2> /dev/null
-		ms_since "$t0" >> "$work/fs-$p.txt"
-		rm -rf "$cdir" "$work/fs-$p-$i"
+		for p in auto exact; do
+			cdir=$work/fsck-$p-$i; mkdir -p "$cdir" && cp -al "$work/$c" "$cdir/step-1"
+			t0=$(date +%s%N); "$RR" --precision "$p" --store "file://$work/fs-$p-$i" --checkpoint-dir "$cdir" -- true 2> /dev/null
+			ms_since "$t0" >> "$work/fs-$c-$p.txt"
+			rm -rf "$cdir" "$work/fs-$p-$i"
+		done
+		# The baseline: the same files through zstd -1 on every core into the same tmpfs.
+		t0=$(date +%s%N); tar -C "$work/$c" -cf - . | zstd -q -1 -T0 -o "$work/fs-baseline.tar.zst"
+		ms_since "$t0" >> "$work/fs-$c-zstd.txt"
+		rm -f "$work/fs-baseline.tar.zst"
 	done
-	read -r m lo hi < <(stats < "$work/fs-$p.txt")
-	fs_rows+="| \`--precision $p\` | $m ms ($lo–$hi) | **$(gbps "$(cat "$work/$tput_case"/* | wc -c)" "$m") GB/s** |
+	for p in auto exact zstd; do
+		read -r m lo hi < <(stats < "$work/fs-$c-$p.txt")
+		case $p in zstd) what="\`tar \\| zstd -1 -T0\` (baseline)" ;; *) what="resume-run \`--precision $p\`" ;; esac
+		fs_rows+="| $c, $(mb "$fbytes_c") | $what | $m ms ($lo–$hi) | **$(gbps "$fbytes_c" "$m") GB/s** |
 "
+	done
 done
 
 echo "== scale: $SCALE_GB GB through s3rver (peak RSS), 2 GB through a file store"
@@ -137,6 +149,12 @@ s_put=$(ms_since "$t0")
 t0=$(date +%s%N)
 /usr/bin/time -v -o "$big/get.time" "$RR" restore --store "s3://bench/scale" --to "$big/r" 2> "$big/get.log"
 s_get=$(ms_since "$t0")
+rm -rf "$big/r"
+# The same restore into tmpfs: what the disk's write speed takes from the figure above.
+t0=$(date +%s%N)
+"$RR" restore --store "s3://bench/scale" --to "$work/scale-r" 2> /dev/null
+s_get_shm=$(ms_since "$t0")
+rm -rf "$work/scale-r"
 rss() { awk -F': ' '/Maximum resident/ { printf "%.0f MB", $2 / 1024 }' "$1"; }
 s_put_rss=$(rss "$big/put.time"); s_get_rss=$(rss "$big/get.time")
 s_stored=$(grep -h 'persisted step-1' "$big/put.log" | sed 's/.*persisted step-1: //')
@@ -170,15 +188,17 @@ of up to 8 MiB, so a checkpoint is a few objects, not one per tensor.
 $rows
 - Incremental with packs: smalls again with one 16 kB tensor changed: $inc_line.
 - A whole run (\`resume-run --store file:///dev/shm/... -- true\`: start, persist, LATEST,
-  ledger) of $tput_case into a tmpfs file store, GB/s of F32 input:
+  ledger) into a tmpfs file store, GB/s of F32 input, with \`tar | zstd -1 -T0\` of the same
+  files into the same tmpfs alongside:
 
-| | time | F32 throughput |
-|---|---|---|
+| checkpoint | | time | F32 throughput |
+|---|---|---|---|
 $fs_rows
 - Scale, $(mb "$sbytes") of F32 (${SCALE_GB} files of 16 tensors of 64 MB) through s3rver (data
   on disk): persist $s_put ms ($(gbps "$sbytes" "$s_put") GB/s; $s_stored), agent peak RSS
   **$s_put_rss**; restore $s_get ms ($(gbps "$sbytes" "$s_get") GB/s), peak RSS **$s_get_rss**
-  (\`/usr/bin/time -v\`).
+  (\`/usr/bin/time -v\`); the same restore into tmpfs $s_get_shm ms
+  ($(gbps "$sbytes" "$s_get_shm") GB/s).
 - $(mb "$fbytes") into a file store on disk: persist $f_put ms (peak RSS $f_put_rss), restore
   $f_get ms (peak RSS $f_get_rss).
 MD

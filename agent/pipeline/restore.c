@@ -7,7 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "rr/beneath.h"
 #include "rr/clock.h"
@@ -269,9 +273,37 @@ static int s_make_parent(const char *root, const char *rel, char *path, size_t c
 	return rc;
 }
 
+/* 1 when dir is on tmpfs (or ramfs): memory, where reserving a file's blocks means
+ * allocating and zeroing every page of it before the chunks overwrite them (a quarter of
+ * a restore's CPU time into /dev/shm), and where nothing fragments. */
+static int s_in_memory(const char *dir)
+{
+	struct statfs fs;
+
+	return statfs(dir, &fs) == 0 &&
+	       (fs.f_type == (__fsword_t)TMPFS_MAGIC || fs.f_type == (__fsword_t)RAMFS_MAGIC);
+}
+
+/* In memory, the whole restore must fit in what the file system has free (checked once
+ * its files are created, still before anything is downloaded). */
+static int s_fits_in_memory(const char *dir, uint64_t need, struct rr_reason *why)
+{
+	struct statvfs vfs;
+	uint64_t have;
+
+	if (statvfs(dir, &vfs) != 0)
+		return rr_error_from_errno(errno);
+	have = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	if (need <= have)
+		return 0;
+	rr_reason_set(why, "cannot restore into %s: %s (%llu bytes needed, %llu free)", dir,
+		      rr_strerror(RR_ENOSPC), (unsigned long long)need, (unsigned long long)have);
+	return RR_ENOSPC;
+}
+
 /* Creates the empty file at its final size; O_NOFOLLOW and O_EXCL keep anything else
  * from redirecting the write. */
-static int s_create_file(const char *root, const char *rel, uint64_t size)
+static int s_create_file(const char *root, const char *rel, uint64_t size, int reserve)
 {
 	char path[8192];
 	int fd, rc = s_make_parent(root, rel, path, sizeof(path));
@@ -286,7 +318,7 @@ static int s_create_file(const char *root, const char *rel, uint64_t size)
 	/* Blocks reserved up front: workers pwrite chunks in any order without fragmenting
 	 * the file, and a disk too small fails here, before anything is downloaded. Where
 	 * the file system cannot (EOPNOTSUPP), the sparse file is written as it is. */
-	if (!rc && size > 0) {
+	if (!rc && size > 0 && reserve) {
 		int err = posix_fallocate(fd, 0, (off_t)size);
 		if (err && err != EOPNOTSUPP && err != EINVAL)
 			rc = rr_error_from_errno(err);
@@ -560,7 +592,8 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	char *final = NULL, *tmp = NULL, *aside = NULL;
 	struct stat st;
 	int64_t t0 = rr_mono_ms();
-	int exists, rc, local_fd = -1;
+	int exists, rc, local_fd = -1, in_memory = 0;
+	uint64_t need = 0;
 
 	memset(stats, 0, sizeof(*stats));
 	stats->files = m->nfiles;
@@ -618,6 +651,7 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 		rc = RR_ENOMEM;
 	if (!rc && !(j.decoded = calloc(j.ntasks ? j.ntasks : 1, sizeof(*j.decoded))))
 		rc = RR_ENOMEM;
+	in_memory = !rc && s_in_memory(tmp);
 	for (size_t f = 0; !rc && f < m->nfiles; f++) {
 		const struct rr_file_entry *fe = &m->files[f];
 		if (s->stopped) {
@@ -633,7 +667,8 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 			j.kept[f] = 1;
 			stats->kept_files++;
 		} else {
-			rc = s_create_file(tmp, fe->path, fe->size);
+			rc = s_create_file(tmp, fe->path, fe->size, !in_memory);
+			need += fe->size;
 		}
 		if (rc)
 			rr_reason_set(&j.why, "cannot create %s in %s: %s",
@@ -641,6 +676,8 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 		if (have >= 0)
 			close(have);
 	}
+	if (!rc && in_memory)
+		rc = s_fits_in_memory(tmp, need, &j.why);
 	if (rc)
 		goto out;
 

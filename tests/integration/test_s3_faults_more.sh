@@ -175,6 +175,9 @@ unshare --mount sh -c "mount -t tmpfs -o size=500k tmpfs small && \
 	echo \$? > full-rc.txt; find small -type f | wc -l > full-files.txt" || fail "cannot mount a tmpfs (needs root)"
 [ "$(cat full-rc.txt)" -ne 0 ] || fail "disk full on restore: restore reported success"
 expect_grep 'no space left on device' full.log "disk full on restore: the cause is named"
+# tmpfs: no blocks reserved per file (that zeroes every page first); one check of the
+# whole restore against the free space, before any chunk is fetched.
+expect_grep 'bytes needed, [0-9]+ free' full.log "disk full on restore: found before downloading"
 expect_eq "$(cat full-files.txt)" 0 "disk full on restore: files left behind in the target"
 ok "disk full on restore: fails with '$(grep -m1 -o '[^:]*no space left on device' full.log | head -c 80)', nothing half-restored left"
 
