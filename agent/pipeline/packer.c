@@ -99,7 +99,7 @@ static int s_open_new(struct rr_packer *p)
 	if (!pk)
 		return RR_ENOMEM;
 	pk->before = p->before;
-	/* Allocated at its ceiling: pages not written are not resident. */
+	/* Allocated at its ceiling: (huge) pages never written are not resident. */
 	pk->cap = p->before + RR_PACK_MAX_BYTES + p->after;
 	pk->buf = rr_buf_big_alloc(pk->cap);
 	if (!pk->buf) {

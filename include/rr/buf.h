@@ -25,8 +25,8 @@ void rr_buf_reset(struct rr_buf *b);
  * page faults instead of 2048 (0.3 ms instead of 4.7 ms on the bench machine; a persist
  * touches tens of megabytes of fresh buffers). Without transparent huge pages they are
  * ordinary pages. rr_buf_reserve gives the same advice for its buffers of RR_BUF_BIG_MIN
- * and more (they stay malloc's, so that their owner may free() them). rr_buf_big_alloc returns NULL when out of memory; free with rr_buf_big_free and the
- * same len (NULL ok). */
+ * and more (they stay malloc's, so that their owner may free() them). rr_buf_big_alloc
+ * returns NULL when out of memory; free with rr_buf_big_free and the same len (NULL ok). */
 #define RR_BUF_BIG_MIN ((size_t)2 << 20)
 void *rr_buf_big_alloc(size_t len);
 void rr_buf_big_free(void *p, size_t len);

@@ -51,11 +51,17 @@ int rr_buf_reserve(struct rr_buf *b, size_t n)
 	return 0;
 }
 
+/* What rr_buf_big_alloc maps for len bytes: whole 2 MiB units, at least one. */
+static size_t s_big_len(size_t len)
+{
+	return len ? (len + RR_BUF_BIG_MIN - 1) & ~(RR_BUF_BIG_MIN - 1) : RR_BUF_BIG_MIN;
+}
+
 void *rr_buf_big_alloc(size_t len)
 {
 	void *p;
 
-	len = (len + RR_BUF_BIG_MIN - 1) & ~(RR_BUF_BIG_MIN - 1);
+	len = s_big_len(len);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
@@ -66,7 +72,7 @@ void *rr_buf_big_alloc(size_t len)
 void rr_buf_big_free(void *p, size_t len)
 {
 	if (p)
-		munmap(p, (len + RR_BUF_BIG_MIN - 1) & ~(RR_BUF_BIG_MIN - 1));
+		munmap(p, s_big_len(len));
 }
 
 int rr_buf_append(struct rr_buf *b, const void *data, size_t len)
