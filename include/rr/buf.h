@@ -22,8 +22,9 @@ int rr_buf_reserve(struct rr_buf *b, size_t n);
 void rr_buf_reset(struct rr_buf *b);
 /* Working buffers of megabytes (a chunk's bytes, a pack, byte planes) come straight from
  * mmap, in multiples of 2 MiB, with Linux's MADV_HUGEPAGE: first touched, 8 MiB then takes 4
- * page faults instead of 2048 (0.3 ms instead of 4.7 ms on the bench machine; a persist
- * touches tens of megabytes of fresh buffers). Without transparent huge pages they are
+ * page faults instead of 2048 (0.3 ms instead of 4.7 ms on the bench machine, a one-off
+ * measurement with a scratch program; a persist touches tens of megabytes of fresh
+ * buffers). Without transparent huge pages they are
  * ordinary pages. rr_buf_reserve gives the same advice for its buffers of RR_BUF_BIG_MIN
  * and more (they stay malloc's, so that their owner may free() them). rr_buf_big_alloc
  * returns NULL when out of memory; free with rr_buf_big_free and the same len (NULL ok). */
