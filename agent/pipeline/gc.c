@@ -148,6 +148,36 @@ static int s_delete_chunks(struct rr_store *s, const char *run_id, const struct 
 	return rc;
 }
 
+struct s_due {
+	const char *run_id;
+	size_t manifests;
+	int parts;
+};
+
+static int s_on_due(const struct rr_store_entry *e, void *ud)
+{
+	struct s_due *d = ud;
+	char name[256];
+	unsigned rank;
+
+	if (rr_key_parse_manifest(e->key, d->run_id, name, sizeof(name)))
+		d->manifests++;
+	else if (rr_key_parse_part(e->key, d->run_id, name, sizeof(name), &rank))
+		d->parts = 1;
+	return 0;
+}
+
+int rr_gc_due(struct rr_store *s, const char *run_id, unsigned keep)
+{
+	struct s_due d = { .run_id = run_id };
+	char key[RR_KEY_MAX];
+	int rc = rr_key_checkpoints_prefix(key, run_id);
+
+	if (!rc)
+		rc = rr_store_list(s, key, s_on_due, &d);
+	return rc || d.parts || d.manifests > (keep < 1 ? 1 : keep);
+}
+
 int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t grace_ms,
 	      struct rr_gc_stats *stats)
 {

@@ -204,9 +204,13 @@ static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
 			rr_warn("could not record the checkpoint event of %s", m->checkpoint);
 		rr_metrics_flush(p->cfg.metrics);
 	}
-	if (p->cancel) /* a notice's checkpoint is waiting: retention can wait instead */
+	if (p->cancel) { /* a notice's checkpoint is waiting: retention can wait instead */
 		rr_info("retention after %s left for a later checkpoint", m->checkpoint);
-	else if (rr_gc_run(p->cfg.store, p->cfg.run_id, p->cfg.keep, p->cfg.gc_grace_ms, &gs) != 0)
+		return;
+	}
+	if (!rr_gc_due(p->cfg.store, p->cfg.run_id, p->cfg.keep))
+		return;
+	if (rr_gc_run(p->cfg.store, p->cfg.run_id, p->cfg.keep, p->cfg.gc_grace_ms, &gs) != 0)
 		rr_warn("retention after %s did not complete; it runs again after the next "
 			"checkpoint", m->checkpoint);
 	else if (gs.chunks_deleted)

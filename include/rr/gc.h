@@ -26,4 +26,12 @@ struct rr_gc_stats {
 int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t grace_ms,
 	      struct rr_gc_stats *stats);
 
+/* Whether retention after a commit has work: more than `keep` checkpoints (one may go) or
+ * multi-node parts, from one listing of the manifests. When not, rr_gc_run would delete
+ * nothing but chunks no manifest names (a failed persist's, past the grace period): those
+ * wait for the next retention that deletes a checkpoint, or for `resume-run gc`. A run of
+ * `keep` checkpoints or fewer so skips listing every chunk after each commit. 1 on a store
+ * error too, so that rr_gc_run meets and reports it. */
+int rr_gc_due(struct rr_store *s, const char *run_id, unsigned keep);
+
 #endif

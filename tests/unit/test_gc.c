@@ -13,6 +13,7 @@
 #include "rr/clock.h"
 #include "rr/error.h"
 #include "rr/gc.h"
+#include "rr/layout.h"
 #include "rr/persist.h"
 #include "rr/restore.h"
 
@@ -121,6 +122,26 @@ static void test_gc_keeps_newest_two_and_deletes_unreferenced_chunks(void)
 	CU_ASSERT_EQUAL(rr_gc_run(r.f.s, FX_RUN, 2, 0, &st), 0);
 	CU_ASSERT_EQUAL(st.checkpoints_deleted, 0);
 	CU_ASSERT_EQUAL(st.chunks_deleted, 0);
+	s_teardown(&r);
+}
+
+/* Retention after a commit asks rr_gc_due first: it has work only when a checkpoint can go
+ * (more than keep) or multi-node parts exist; otherwise it skips listing the chunks. */
+static void test_gc_due_only_when_a_checkpoint_can_go_or_parts_exist(void)
+{
+	struct s_run r;
+	char key[RR_KEY_MAX];
+
+	s_setup(&r, 0);
+	CU_ASSERT_EQUAL(rr_gc_due(r.f.s, FX_RUN, S_N), 0);
+	CU_ASSERT_EQUAL(rr_gc_due(r.f.s, FX_RUN, S_N + 7), 0);
+	CU_ASSERT_EQUAL(rr_gc_due(r.f.s, FX_RUN, S_N - 1), 1);
+	CU_ASSERT_EQUAL(rr_gc_due(r.f.s, FX_RUN, 0), 1); /* keep 0 means 1, as rr_gc_run */
+	CU_ASSERT_EQUAL(rr_gc_due(r.f.s, "run-empty", 1), 0);
+	/* A node's part of a checkpoint: the parts sweep is retention's too. */
+	CU_ASSERT_EQUAL_FATAL(rr_key_part(key, FX_RUN, "step-9", 1), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_store_put(r.f.s, key, "{}", 2, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(rr_gc_due(r.f.s, FX_RUN, S_N), 1);
 	s_teardown(&r);
 }
 
@@ -628,6 +649,8 @@ static CU_TestInfo s_tests[] = {
 	  test_gc_persist_relies_on_recent_chunks_without_rewriting_them },
 	{ "gc_deletes_no_chunk_when_a_manifest_appears_during_its_run",
 	  test_gc_deletes_no_chunk_when_a_manifest_appears_during_its_run },
+	{ "gc_due_only_when_a_checkpoint_can_go_or_parts_exist",
+	  test_gc_due_only_when_a_checkpoint_can_go_or_parts_exist },
 	{ "gc_keeps_newest_two_and_deletes_unreferenced_chunks",
 	  test_gc_keeps_newest_two_and_deletes_unreferenced_chunks },
 	{ "gc_grace_period_keeps_young_unreferenced_chunks",
