@@ -59,7 +59,10 @@ static int s_on_chunk(const struct rr_store_entry *e, void *ud)
 	rc = s_grow((void **)&s->c->chunks, &s->cap, s->c->nchunks, sizeof(*s->c->chunks));
 	if (rc)
 		return rc;
-	memcpy(s->c->chunks[s->c->nchunks++], sha, RR_SHA256_HEX_LEN + 1);
+	struct rr_catalog_chunk *ch = &s->c->chunks[s->c->nchunks++];
+	memcpy(ch->sha256, sha, RR_SHA256_HEX_LEN + 1);
+	ch->size = e->size;
+	ch->mtime_unix_ms = e->mtime_unix_ms;
 	return 0;
 }
 

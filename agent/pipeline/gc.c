@@ -11,13 +11,10 @@
 #include "rr/log.h"
 
 struct s_sweep {
-	struct rr_store *store;
-	const char *run_id;
 	char (*live)[RR_SHA256_HEX_LEN + 1]; /* sorted */
 	size_t nlive;
 	int64_t cutoff_ms;
 	struct rr_gc_stats *stats;
-	int rc;
 	/* Deleting while listing is not safe on every backend: collect first. */
 	char (*doomed)[RR_SHA256_HEX_LEN + 1];
 	uint64_t *doomed_size;
@@ -29,14 +26,13 @@ static int s_cmp(const void *a, const void *b)
 	return strcmp(a, b);
 }
 
-static int s_on_chunk(const struct rr_store_entry *e, void *ud)
+/* Marks one chunk of the catalog's listing for deletion when no remaining manifest names it
+ * and it is older than the grace period. */
+static int s_consider(struct s_sweep *w, const struct rr_catalog_chunk *ch)
 {
-	struct s_sweep *w = ud;
-	const char *sha = rr_key_parse_chunk(e->key, w->run_id);
-
-	if (!sha || bsearch(sha, w->live, w->nlive, sizeof(*w->live), s_cmp))
+	if (bsearch(ch->sha256, w->live, w->nlive, sizeof(*w->live), s_cmp))
 		return 0;
-	if (e->mtime_unix_ms > w->cutoff_ms) {
+	if (ch->mtime_unix_ms > w->cutoff_ms) {
 		w->stats->chunks_young++;
 		return 0;
 	}
@@ -51,8 +47,8 @@ static int s_on_chunk(const struct rr_store_entry *e, void *ud)
 		w->doomed_size = b;
 		w->cap = ncap;
 	}
-	memcpy(w->doomed[w->ndoomed], sha, RR_SHA256_HEX_LEN + 1);
-	w->doomed_size[w->ndoomed++] = e->size;
+	memcpy(w->doomed[w->ndoomed], ch->sha256, RR_SHA256_HEX_LEN + 1);
+	w->doomed_size[w->ndoomed++] = ch->size;
 	return 0;
 }
 
@@ -182,7 +178,7 @@ int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t gra
 	      struct rr_gc_stats *stats)
 {
 	struct rr_catalog *c = NULL;
-	struct s_sweep w = { .store = s, .run_id = run_id, .stats = stats };
+	struct s_sweep w = { .stats = stats };
 	unsigned char *doomed = NULL;
 	char key[RR_KEY_MAX];
 	size_t kept = 0, unreadable = 0;
@@ -238,10 +234,11 @@ int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t gra
 	rc = s_live_chunks(c, doomed, &w);
 	if (rc)
 		goto out;
+	/* The catalog's listing of the chunks came after its listing of the manifests, and
+	 * s_manifest_appeared lists them again after it: what is decided from it is safe. */
 	w.cutoff_ms = rr_wall_ms() - grace_ms;
-	rc = rr_key_chunks_prefix(key, run_id);
-	if (!rc)
-		rc = rr_store_list(s, key, s_on_chunk, &w);
+	for (size_t i = 0; !rc && i < c->nchunks; i++)
+		rc = s_consider(&w, &c->chunks[i]);
 	if (!rc && w.ndoomed) {
 		char name[256];
 		rc = s_manifest_appeared(s, run_id, c, name, sizeof(name));

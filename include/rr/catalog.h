@@ -5,6 +5,7 @@
 #define RR_CATALOG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rr/hash.h"
 #include "rr/manifest.h"
@@ -17,11 +18,17 @@ struct rr_catalog_entry {
 	char problem[256];            /* why it is not committed, for log lines */
 };
 
+struct rr_catalog_chunk {
+	char sha256[RR_SHA256_HEX_LEN + 1]; /* first: the array is sorted and searched by it */
+	uint64_t size;                      /* stored bytes, from the listing */
+	int64_t mtime_unix_ms;              /* when it was written, from the listing */
+};
+
 struct rr_catalog {
 	size_t n;
 	struct rr_catalog_entry *entries; /* readable ones newest first, then unreadable ones */
 	size_t nchunks;
-	char (*chunks)[RR_SHA256_HEX_LEN + 1]; /* sorted, for rr_catalog_has_chunk */
+	struct rr_catalog_chunk *chunks; /* sorted by sha256, for rr_catalog_has_chunk */
 	char latest[256];                      /* LATEST's checkpoint name, "" when none */
 	int has_parts;  /* the listing showed multi-node parts (checkpoints/<name>/parts/) */
 };
