@@ -1,11 +1,8 @@
 /* The trainer's process tree (README, "The trainer contract", "Who gets the signal"): every
- * descendant, whatever
- * its session or process group, because torchrun >= 2.2 starts each worker with
- * start_new_session=True and a signal to the trainer's group would miss them. */
+ * descendant, whatever its session or process group, because torchrun >= 2.2 starts each
+ * worker with start_new_session=True and a signal to the trainer's group would miss them. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,89 +14,11 @@
 #include "rr/log.h"
 #include "rr/supervisor.h"
 
-/* /proc/PID/stat and /proc/PID/task/TID/children are one short line each in practice;
- * children can grow with many children, so it gets more room. */
-#define S_STAT_MAX 4096
+#include "procfs.h"
+
+/* /proc/PID/task/TID/children is one short line in practice, but can grow with many
+ * children. */
 #define S_CHILDREN_MAX (256u << 10)
-
-/* Reads a small /proc file into buf (NUL-terminated). Returns the length or a negative
- * RR_E… code; RR_ENOENT when the process is gone. */
-static ssize_t s_read_small(const char *path, char *buf, size_t cap)
-{
-	size_t len = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return (errno == ENOENT || errno == ESRCH) ? RR_ENOENT : rr_error_from_errno(errno);
-	while (len + 1 < cap) {
-		ssize_t n = read(fd, buf + len, cap - 1 - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			close(fd);
-			return errno == ESRCH ? RR_ENOENT : rr_error_from_errno(errno);
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	buf[len] = '\0';
-	return (ssize_t)len;
-}
-
-/* Parses one decimal number at *p (advancing it); -1 when there is none or it is too big. */
-static long s_number(const char **p)
-{
-	long v = 0;
-	int digits = 0;
-
-	while (**p >= '0' && **p <= '9') {
-		if (++digits > 9)
-			return -1;
-		v = v * 10 + (**p - '0');
-		(*p)++;
-	}
-	return digits ? v : -1;
-}
-
-/* Parent and process group of pid from /proc/PID/stat (pgrp may be NULL). comm (field 2)
- * may hold spaces and ')', so the fields are counted from the last ')'. */
-static int s_stat_ids(pid_t pid, pid_t *ppid, pid_t *pgrp)
-{
-	char path[64], buf[S_STAT_MAX];
-	const char *p;
-	long v;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	n = s_read_small(path, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	p = strrchr(buf, ')');
-	/* ") S 1234 5678": state (3), ppid (4), pgrp (5) */
-	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
-		return RR_EIO;
-	p += 4;
-	v = s_number(&p);
-	if (v < 0)
-		return RR_EIO;
-	*ppid = (pid_t)v;
-	if (!pgrp)
-		return 0;
-	if (*p++ != ' ')
-		return RR_EIO;
-	v = s_number(&p);
-	if (v < 0)
-		return RR_EIO;
-	*pgrp = (pid_t)v;
-	return 0;
-}
-
-static int s_parent(pid_t pid, pid_t *ppid)
-{
-	return s_stat_ids(pid, ppid, NULL);
-}
 
 static int s_listed(const pid_t *list, size_t n, pid_t pid)
 {
@@ -119,7 +38,7 @@ static int s_append_pids(const char *text, pid_t *out, size_t cap, size_t *n)
 		long v;
 		while (*p == ' ' || *p == '\n')
 			p++;
-		v = s_number(&p);
+		v = rr_procfs_number(&p);
 		if (v <= 0)
 			return 0;
 		if (s_listed(out, *n, (pid_t)v))
@@ -135,7 +54,7 @@ static int s_append_pids(const char *text, pid_t *out, size_t cap, size_t *n)
 static int s_children_files(pid_t pid, pid_t *out, size_t cap, size_t *n, int *truncated)
 {
 	char path[96];
-	char *buf = NULL;
+	struct rr_buf b;
 	struct dirent *de;
 	DIR *tasks;
 	int rc = 0;
@@ -144,73 +63,30 @@ static int s_children_files(pid_t pid, pid_t *out, size_t cap, size_t *n, int *t
 	tasks = opendir(path);
 	if (!tasks)
 		return errno == ENOENT ? RR_ENOENT : rr_error_from_errno(errno);
-	buf = malloc(S_CHILDREN_MAX);
-	if (!buf) {
-		rc = RR_ENOMEM;
-		goto out;
-	}
+	rr_buf_init(&b, S_CHILDREN_MAX);
 	while ((de = readdir(tasks)) != NULL) {
 		const char *name = de->d_name;
-		long tid = s_number(&name);
-		ssize_t len;
+		long tid = rr_procfs_number(&name);
 
 		if (tid <= 0 || *name)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", (long)pid, tid);
-		len = s_read_small(path, buf, S_CHILDREN_MAX);
-		if (len == RR_ENOENT)
-			continue; /* a thread that just exited */
-		if (len < 0) {
-			rc = (int)len;
-			goto out;
+		rc = rr_procfs_read(path, &b);
+		if (rc == RR_ENOENT) {
+			rc = 0; /* a thread that just exited */
+			continue;
 		}
-		*truncated |= s_append_pids(buf, out, cap, n);
+		if (rc == RR_ETOOBIG) {
+			rc = 0; /* tens of thousands of children: far past RR_TREE_MAX */
+			*truncated = 1;
+			continue;
+		}
+		if (rc)
+			break;
+		*truncated |= s_append_pids((const char *)b.data, out, cap, n);
 	}
-out:
-	free(buf);
+	rr_buf_free(&b);
 	closedir(tasks);
-	return rc;
-}
-
-/* The whole process table as (pid, ppid) pairs, for kernels without children files. */
-struct s_table {
-	pid_t *pid, *ppid;
-	size_t n, cap;
-};
-
-static int s_table_load(struct s_table *t)
-{
-	struct dirent *de;
-	DIR *dir = opendir("/proc");
-	int rc = 0;
-
-	if (!dir)
-		return rr_error_from_errno(errno);
-	while ((de = readdir(dir)) != NULL) {
-		const char *name = de->d_name;
-		long v = s_number(&name);
-		pid_t ppid;
-
-		if (v <= 0 || *name || s_parent((pid_t)v, &ppid) != 0)
-			continue; /* not a process, or gone since the readdir */
-		if (t->n == t->cap) {
-			size_t cap = t->cap ? t->cap * 2 : 256;
-			pid_t *a = realloc(t->pid, cap * sizeof(*a));
-			if (a)
-				t->pid = a;
-			pid_t *b = a ? realloc(t->ppid, cap * sizeof(*b)) : NULL;
-			if (!b) {
-				rc = RR_ENOMEM;
-				break;
-			}
-			t->ppid = b;
-			t->cap = cap;
-		}
-		t->pid[t->n] = (pid_t)v;
-		t->ppid[t->n] = ppid;
-		t->n++;
-	}
-	closedir(dir);
 	return rc;
 }
 
@@ -226,7 +102,8 @@ static int s_have_children_files(void)
 
 int rr_supervisor_descendants(pid_t root, unsigned flags, pid_t *out, size_t cap, size_t *n_out)
 {
-	struct s_table t = { 0 };
+	struct rr_proc_stat *t = NULL;
+	size_t nt = 0;
 	size_t n = 0;
 	int rc = 0, scan, loaded = 0, truncated = 0;
 
@@ -251,17 +128,17 @@ int rr_supervisor_descendants(pid_t root, unsigned flags, pid_t *out, size_t cap
 		} else {
 			if (!loaded) {
 				loaded = 1;
-				rc = s_table_load(&t);
+				rc = rr_proc_table_load(&t, &nt);
 				if (rc)
 					goto out;
 			}
-			for (size_t k = 0; k < t.n && !truncated; k++) {
-				if (t.ppid[k] != out[i] || s_listed(out, n, t.pid[k]))
+			for (size_t k = 0; k < nt && !truncated; k++) {
+				if (t[k].ppid != out[i] || s_listed(out, n, t[k].pid))
 					continue;
 				if (n == cap)
 					truncated = 1;
 				else
-					out[n++] = t.pid[k];
+					out[n++] = t[k].pid;
 			}
 		}
 	}
@@ -269,8 +146,7 @@ int rr_supervisor_descendants(pid_t root, unsigned flags, pid_t *out, size_t cap
 		rr_warn("the trainer has more than %zu processes; only the first %zu are signalled",
 			cap, cap);
 out:
-	free(t.pid);
-	free(t.ppid);
+	free(t);
 	*n_out = n;
 	return rc;
 }
@@ -299,13 +175,15 @@ int rr_proc_send(pid_t pid, int pidfd, int sig)
 /* Still the process the walk found: the root itself, or a child of a process in the
  * tree (checked after the pidfd is open, so it stays true until the signal). *pgrp is
  * its process group. */
-static int s_still_in_tree(const pid_t *list, size_t n, size_t i, pid_t *pgrp)
+static int s_still_in_tree(const pid_t *list, size_t n, size_t i, struct rr_buf *b,
+			   pid_t *pgrp)
 {
-	pid_t ppid;
+	struct rr_proc_stat st;
 
-	if (s_stat_ids(list[i], &ppid, pgrp) != 0)
+	if (rr_proc_stat_read(list[i], b, &st) != 0)
 		return 0;
-	return i == 0 || s_listed(list, n, ppid);
+	*pgrp = st.pgrp;
+	return i == 0 || s_listed(list, n, st.ppid);
 }
 
 int rr_supervisor_signal_tree(pid_t root, int sig, unsigned flags)
@@ -313,6 +191,7 @@ int rr_supervisor_signal_tree(pid_t root, int sig, unsigned flags)
 	pid_t list[RR_TREE_MAX];
 	int fds[RR_TREE_MAX];
 	unsigned char take[RR_TREE_MAX];
+	struct rr_buf b;
 	size_t n = 0;
 	int count = 0, rc;
 
@@ -327,6 +206,7 @@ int rr_supervisor_signal_tree(pid_t root, int sig, unsigned flags)
 		return rc;
 	/* Then pin every process and decide who gets it, still before any signal: a worker's
 	 * parent that dies of the signal would make it look like a stranger afterwards. */
+	rr_buf_init(&b, RR_PROC_STAT_MAX);
 	for (size_t i = 0; i < n; i++) {
 		pid_t pgrp = 0;
 
@@ -334,13 +214,14 @@ int rr_supervisor_signal_tree(pid_t root, int sig, unsigned flags)
 		fds[i] = rr_proc_pidfd_open(list[i]);
 		if (fds[i] < 0 && errno == ESRCH)
 			continue;
-		if (!s_still_in_tree(list, n, i, &pgrp))
+		if (!s_still_in_tree(list, n, i, &b, &pgrp))
 			continue;
 		if (flags & RR_TREE_ALL)
 			take[i] = pgrp != root; /* the group gets it below, all at once */
 		else
 			take[i] = rr_proc_handles_signal(list[i], sig) == 1;
 	}
+	rr_buf_free(&b);
 	if (flags & RR_TREE_ALL) {
 		/* The trainer's own group at once, as a shell would; then only those that left
 		 * it, so no process gets the signal twice. */

@@ -1,7 +1,6 @@
 /* The trainer's supervisor: spawn (after git's run-command), reaping (after tini), and
  * delivery of the checkpoint signal only to the processes of the trainer's group that
  * installed a handler for it (README, "The trainer contract", "Who gets the signal"). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -25,14 +24,15 @@
 #include "rr/log.h"
 #include "rr/supervisor.h"
 
+#include "procfs.h"
+
 extern char **environ;
 
 #define S_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 #define S_MAX_SIGNAL 64
-/* /proc/PID/status can carry up to 65536 supplementary groups (~720 KiB); stat is one
- * short line. Both ceilings are far above anything the kernel writes. */
+/* /proc/PID/status can carry up to 65536 supplementary groups (~720 KiB): the ceiling is
+ * far above anything the kernel writes. */
 #define S_STATUS_MAX (2u << 20)
-#define S_STAT_MAX (64u << 10)
 
 /* ---- resolve ---------------------------------------------------------------------- */
 
@@ -340,38 +340,6 @@ int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[]
 
 /* ---- /proc ------------------------------------------------------------------------ */
 
-/* Reads a whole /proc file into b (reset first). RR_ENOENT when the process is gone. */
-static int s_read_proc(const char *path, struct rr_buf *b)
-{
-	int fd, rc = 0;
-
-	rr_buf_reset(b);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return (errno == ENOENT || errno == ESRCH) ? RR_ENOENT : rr_error_from_errno(errno);
-	for (;;) {
-		ssize_t n;
-
-		rc = rr_buf_reserve(b, 4096);
-		if (rc)
-			goto out;
-		n = read(fd, b->data + b->len, b->cap - b->len - 1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = errno == ESRCH ? RR_ENOENT : rr_error_from_errno(errno);
-			goto out;
-		}
-		if (n == 0)
-			break;
-		b->len += (size_t)n;
-	}
-	b->data[b->len] = '\0';
-out:
-	close(fd);
-	return rc;
-}
-
 /* Finds "key" at the start of a line of text and returns what follows it, past blanks;
  * NULL when absent. */
 static const char *s_status_field(const char *text, const char *key)
@@ -418,7 +386,7 @@ static int s_proc_handles_signal(pid_t pid, int sig, struct rr_buf *b)
 	int rc;
 
 	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
-	rc = s_read_proc(path, b);
+	rc = rr_procfs_read(path, b);
 	if (rc)
 		return rc;
 	/* A zombie keeps its SigCgt until reaped, but nothing will ever run a handler. */
@@ -444,134 +412,12 @@ int rr_proc_handles_signal(pid_t pid, int sig)
 	return rc;
 }
 
-/* Parses a decimal pid_t-sized number at *p, advancing *p. -1 when there is none. */
-static long s_parse_long(const char **p)
-{
-	char *end;
-	long v;
-
-	if (**p < '0' || **p > '9')
-		return -1;
-	errno = 0;
-	v = strtol(*p, &end, 10);
-	if (errno || v > INT_MAX)
-		return -1;
-	*p = end;
-	return v;
-}
-
-/* State, parent, process group and start time (clock ticks since boot: with the pid, an
- * identity no later process can share) of pid from /proc/PID/stat; RR_ENOENT when gone,
- * RR_EIO if malformed. comm (field 2) may hold spaces and ')', so fields are counted from
- * the last ')'. start may be NULL. */
-static int s_proc_stat(pid_t pid, struct rr_buf *b, char *state, pid_t *ppid, pid_t *pgrp,
-		       unsigned long long *start)
-{
-	char path[64], *end;
-	const char *p;
-	long pp, v;
-	int rc;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	rc = s_read_proc(path, b);
-	if (rc)
-		return rc;
-	p = strrchr((const char *)b->data, ')');
-	/* ") S 1234 5678": state (3), ppid (4), pgrp (5). */
-	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
-		return RR_EIO;
-	if (state)
-		*state = p[2];
-	p += 4;
-	pp = s_parse_long(&p);
-	if (pp < 0 || *p++ != ' ')
-		return RR_EIO;
-	v = s_parse_long(&p);
-	if (v < 0 || *p != ' ')
-		return RR_EIO;
-	if (ppid)
-		*ppid = (pid_t)pp;
-	*pgrp = (pid_t)v;
-	if (start) {
-		/* From field 5 (pgrp) on to field 22 (starttime). */
-		for (int field = 5; field < 22; field++) {
-			p = strchr(p, ' ');
-			if (!p)
-				return RR_EIO;
-			p++;
-		}
-		if (*p < '0' || *p > '9')
-			return RR_EIO;
-		errno = 0;
-		*start = strtoull(p, &end, 10);
-		if (errno || (*end != ' ' && *end != '\n' && *end != '\0'))
-			return RR_EIO;
-	}
-	return 0;
-}
-
-
 /* ---- leftovers ------------------------------------------------------------------- */
-
-struct s_proc {
-	pid_t pid, ppid, pgrp;
-	unsigned long long start;
-	char state;
-	int mine; /* a descendant of the agent */
-};
-
-/* Every process in /proc with its parent and group, in *out (caller frees). */
-static int s_list_procs(struct s_proc **out, size_t *n_out)
-{
-	struct s_proc *v = NULL;
-	size_t n = 0, cap = 0;
-	struct rr_buf b;
-	struct dirent *de;
-	DIR *dir;
-	int rc = 0;
-
-	*out = NULL;
-	*n_out = 0;
-	dir = opendir("/proc");
-	if (!dir)
-		return rr_error_from_errno(errno);
-	rr_buf_init(&b, S_STAT_MAX);
-	while ((de = readdir(dir)) != NULL) {
-		const char *name = de->d_name;
-		struct s_proc p = { 0 };
-		long pid = s_parse_long(&name);
-
-		if (pid <= 0 || *name != '\0')
-			continue;
-		p.pid = (pid_t)pid;
-		if (s_proc_stat(p.pid, &b, &p.state, &p.ppid, &p.pgrp, &p.start) != 0)
-			continue; /* gone meanwhile */
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct s_proc *nv = realloc(v, ncap * sizeof(*v));
-			if (!nv) {
-				rc = RR_ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = ncap;
-		}
-		v[n++] = p;
-	}
-	rr_buf_free(&b);
-	closedir(dir);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n_out = n;
-	return 0;
-}
 
 int rr_supervisor_signal_descendants(pid_t pgid, int sig)
 {
-	struct s_proc *v;
+	struct rr_proc_stat *v;
+	unsigned char *mine;
 	struct rr_buf b;
 	size_t n, i, k;
 	pid_t self = getpid();
@@ -579,30 +425,35 @@ int rr_supervisor_signal_descendants(pid_t pgid, int sig)
 
 	if (sig < 0 || sig > S_MAX_SIGNAL)
 		return RR_EINVAL;
-	rc = s_list_procs(&v, &n);
+	rc = rr_proc_table_load(&v, &n);
 	if (rc)
 		return rc;
-	rr_buf_init(&b, S_STAT_MAX);
+	mine = calloc(n ? n : 1, 1);
+	if (!mine) {
+		free(v);
+		return RR_ENOMEM;
+	}
+	rr_buf_init(&b, RR_PROC_STAT_MAX);
 	/* The parent links form a tree rooted at us; as a subreaper (or PID 1) every orphan
 	 * of the trainer hangs below us too, whatever session or group it moved to. */
 	while (changed) {
 		changed = 0;
 		for (i = 0; i < n; i++) {
-			if (v[i].mine)
+			if (mine[i])
 				continue;
 			if (v[i].ppid == self) {
-				v[i].mine = changed = 1;
+				mine[i] = changed = 1;
 				continue;
 			}
 			for (k = 0; k < n; k++)
-				if (v[k].mine && v[k].pid == v[i].ppid) {
-					v[i].mine = changed = 1;
+				if (mine[k] && v[k].pid == v[i].ppid) {
+					mine[i] = changed = 1;
 					break;
 				}
 		}
 	}
 	for (i = 0; i < n; i++)
-		if (v[i].mine && v[i].state != 'Z' && v[i].state != 'X' && pgid > 0 &&
+		if (mine[i] && v[i].state != 'Z' && v[i].state != 'X' && pgid > 0 &&
 		    v[i].pgrp == pgid)
 			group_alive = 1;
 	/* The group in one call first, so a member forking right now cannot slip past. Only
@@ -610,12 +461,10 @@ int rr_supervisor_signal_descendants(pid_t pgid, int sig)
 	if (group_alive && sig)
 		(void)kill(-pgid, sig);
 	for (i = 0; i < n; i++) {
-		unsigned long long start = 0;
-		pid_t ppid, pgrp;
-		char state = 0;
+		struct rr_proc_stat now;
 		int pidfd;
 
-		if (!v[i].mine || v[i].state == 'Z' || v[i].state == 'X')
+		if (!mine[i] || v[i].state == 'Z' || v[i].state == 'X')
 			continue;
 		count++;
 		if (!sig)
@@ -626,13 +475,14 @@ int rr_supervisor_signal_descendants(pid_t pgid, int sig)
 		/* Still the process we listed (same start time), now pinned by the pidfd: its
 		 * number was not handed to a stranger in between. (Its parent may have
 		 * changed: the group signal above can make it our orphan.) */
-		if (s_proc_stat(v[i].pid, &b, &state, &ppid, &pgrp, &start) == 0 &&
-		    start == v[i].start && state != 'Z' && state != 'X')
+		if (rr_proc_stat_read(v[i].pid, &b, &now) == 0 && now.start == v[i].start &&
+		    now.state != 'Z' && now.state != 'X')
 			(void)rr_proc_send(v[i].pid, pidfd, sig);
 		if (pidfd >= 0)
 			close(pidfd);
 	}
 	rr_buf_free(&b);
+	free(mine);
 	free(v);
 	return count;
 }

@@ -22,6 +22,8 @@
 #include "rr/error.h"
 #include "rr/supervisor.h"
 
+#include "procfs.h"
+
 extern char **environ;
 
 #define S_PYTHON "/usr/bin/python3"
@@ -1146,6 +1148,51 @@ static void test_signal_descendants_reaches_those_that_left_the_group(void)
 	s_rm_rf(dir);
 }
 
+/* /proc/PID/stat as procfs.c reads it: a comm made to look like more fields (it may hold
+ * spaces and ')') does not shift them; a process that is gone is RR_ENOENT. */
+static void test_proc_stat_survives_a_comm_that_looks_like_fields(void)
+{
+	struct rr_proc_stat st, self;
+	struct rr_proc_stat *table = NULL;
+	struct rr_buf b;
+	size_t n = 0, found = 0;
+	int fds[2], status;
+	char c;
+	pid_t pid;
+
+	CU_ASSERT_EQUAL_FATAL(pipe(fds), 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_NAME, "x) Z 1 1 (y", 0, 0, 0);
+		if (write(fds[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	CU_ASSERT_EQUAL(read(fds[0], &c, 1), 1);
+	rr_buf_init(&b, RR_PROC_STAT_MAX);
+	CU_ASSERT_EQUAL(rr_proc_stat_read(pid, &b, &st), 0);
+	CU_ASSERT_EQUAL(st.pid, pid);
+	CU_ASSERT_EQUAL(st.ppid, getpid());
+	CU_ASSERT_EQUAL(st.pgrp, getpgrp());
+	CU_ASSERT(st.state == 'S' || st.state == 'R');
+	CU_ASSERT_EQUAL(rr_proc_stat_read(getpid(), &b, &self), 0);
+	CU_ASSERT(st.start >= self.start && self.start > 0);
+	CU_ASSERT_EQUAL(rr_proc_table_load(&table, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (table[i].pid == pid && table[i].ppid == getpid() && table[i].start == st.start)
+			found++;
+	CU_ASSERT_EQUAL(found, 1);
+	free(table);
+	kill(pid, SIGKILL);
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT_EQUAL(rr_proc_stat_read(pid, &b, &st), RR_ENOENT);
+	rr_buf_free(&b);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 /* ---- exit status and signal names ------------------------------------------------- */
 
 static void test_exit_code_from_status_maps_exit_and_signal(void)
@@ -1224,6 +1271,8 @@ static void test_signal_name_of_unknown_is_question_mark(void)
 #define S_TEST(fn) { #fn, fn }
 
 static CU_TestInfo s_tests[] = {
+	{ "proc_stat_survives_a_comm_that_looks_like_fields",
+	  test_proc_stat_survives_a_comm_that_looks_like_fields },
 	S_TEST(test_resolve_missing_command_is_enoent),
 	S_TEST(test_resolve_non_executable_file_is_eacces),
 	S_TEST(test_resolve_directory_is_eacces),
