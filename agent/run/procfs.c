@@ -56,18 +56,11 @@ long rr_procfs_number(const char **p)
 	return digits ? v : -1;
 }
 
-int rr_proc_stat_read(pid_t pid, struct rr_buf *b, struct rr_proc_stat *out)
+int rr_proc_stat_parse(const char *line, pid_t pid, struct rr_proc_stat *out)
 {
-	char path[64];
-	const char *p;
+	const char *p = strrchr(line, ')');
 	long ppid, pgrp;
-	int rc;
 
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	rc = rr_procfs_read(path, b);
-	if (rc)
-		return rc;
-	p = strrchr((const char *)b->data, ')');
 	/* ") S 1234 5678 ...": state (3), ppid (4), pgrp (5), ..., starttime (22). */
 	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
 		return RR_EIO;
@@ -97,6 +90,16 @@ int rr_proc_stat_read(pid_t pid, struct rr_buf *b, struct rr_proc_stat *out)
 		out->start = out->start * 10 + (unsigned)(*p - '0');
 	}
 	return *p == ' ' || *p == '\n' || *p == '\0' ? 0 : RR_EIO;
+}
+
+int rr_proc_stat_read(pid_t pid, struct rr_buf *b, struct rr_proc_stat *out)
+{
+	char path[64];
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	rc = rr_procfs_read(path, b);
+	return rc ? rc : rr_proc_stat_parse((const char *)b->data, pid, out);
 }
 
 int rr_proc_table_load(struct rr_proc_stat **out, size_t *n_out)

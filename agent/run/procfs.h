@@ -28,8 +28,11 @@ struct rr_proc_stat {
  * and rr_procfs_read asks for 4 KiB more room than it holds before each read. */
 #define RR_PROC_STAT_MAX (64u << 10)
 
-/* Reads pid's stat line into *out, with b as scratch. RR_ENOENT when gone, RR_EIO when
- * malformed. comm (field 2) may hold spaces and ')': fields count from the last ')'. */
+/* Parses a stat line (NUL-terminated) of process pid into *out: 0, or RR_EIO when
+ * malformed. comm (field 2) is the process's to choose and may hold spaces and ')': the
+ * fields are counted from the last ')'. */
+int rr_proc_stat_parse(const char *line, pid_t pid, struct rr_proc_stat *out);
+/* Reads and parses pid's stat line, with b as scratch. RR_ENOENT when gone. */
 int rr_proc_stat_read(pid_t pid, struct rr_buf *b, struct rr_proc_stat *out);
 
 /* Every process in /proc, in *out (the caller frees it); those that exit during the walk
