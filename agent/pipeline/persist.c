@@ -75,8 +75,9 @@ struct s_stored {
 	int64_t mtime_ms;
 };
 
-/* The chunks the store already holds, listed once per persist (on S3 one request per 1000
- * keys instead of a HEAD per chunk) and sorted for lookups.
+/* The chunks the store already holds, listed at the start of a persist (on S3 one request
+ * per 1000 keys instead of a HEAD per chunk) or taken from an earlier persist's listing
+ * (struct rr_chunk_index), sorted for lookups.
  *
  * Deduplicating against a chunk another writer (or an earlier checkpoint) stored is safe
  * only while no gc deletes it before our manifest names it. gc deletes a chunk that no
@@ -98,8 +99,9 @@ struct s_known {
 	struct s_stored *sha;
 	size_t n, cap;
 	int64_t fresh_after; /* wall ms: chunks written before it are written again */
-	int64_t margin_ms;   /* time the persist may take from the listing to its manifest */
-	int64_t listed_ms;   /* wall ms of the listing */
+	int64_t margin_ms;   /* time the persist may take from start_ms to its manifest */
+	int64_t start_ms;    /* wall ms the ages are judged from: the persist's start, just
+			      * before its listing (or its reuse of an earlier one) */
 	/* Chunks this persist has claimed to write (a hash table: identical segments within one
 	 * checkpoint are written once). */
 	pthread_mutex_t lock;
@@ -162,23 +164,123 @@ static int s_cmp_sha(const void *a, const void *b)
 	return memcmp(a, b, RR_SHA256_HEX_LEN);
 }
 
-/* Lists the run's chunks. gc_grace_ms 0: no gc runs, every stored chunk is relied on. */
-static int s_known_load(struct rr_store *s, const char *run_id, int64_t gc_grace_ms,
-			int urgent, struct s_known *k)
+/* Lists the run's chunks into k, sorted. */
+static int s_known_list(struct rr_store *s, const char *run_id, struct s_known *k)
 {
 	char key[RR_KEY_MAX];
 	int rc = rr_key_chunks_prefix(key, run_id);
 
-	k->listed_ms = rr_wall_ms();
-	k->margin_ms = gc_grace_ms / 2;
-	if (urgent && k->margin_ms > S_URGENT_MARGIN_MS)
-		k->margin_ms = S_URGENT_MARGIN_MS;
-	k->fresh_after = gc_grace_ms > 0 ? k->listed_ms - (gc_grace_ms - k->margin_ms) : INT64_MIN;
 	if (!rc)
 		rc = rr_store_list(s, key, s_on_known_chunk, k);
 	if (!rc && k->n)
 		qsort(k->sha, k->n, sizeof(*k->sha), s_cmp_sha);
 	return rc;
+}
+
+/* The run's chunks as persists saw them (persist.h): a listing, plus what persists wrote
+ * since. Relying on an older listing is as safe as on a fresh one because a chunk's age is
+ * judged at this persist's start (struct s_known): one that was in the listing and is
+ * younger than fresh_after cannot have met a gc since, which deletes only chunks older than
+ * the grace. What the listing misses (another writer's uploads since) is uploaded again. */
+struct rr_chunk_index {
+	struct s_stored *sha; /* sorted */
+	size_t n;
+	int64_t listed_ms; /* 0: nothing listed yet, or forgotten after a failure */
+};
+
+struct rr_chunk_index *rr_chunk_index_new(void)
+{
+	return calloc(1, sizeof(struct rr_chunk_index));
+}
+
+void rr_chunk_index_destroy(struct rr_chunk_index *x)
+{
+	if (x) {
+		free(x->sha);
+		free(x);
+	}
+}
+
+static void s_index_forget(struct rr_chunk_index *x)
+{
+	free(x->sha);
+	x->sha = NULL;
+	x->n = 0;
+	x->listed_ms = 0;
+}
+
+/* The store's chunks for this persist, into k: from opts->chunks while its listing is
+ * younger than half the grace (an urgent persist takes it at any age: its deadline should
+ * not pay for a listing), else listed, and the listing kept in opts->chunks for the next.
+ * gc_grace_ms 0: no gc runs, every stored chunk is relied on. */
+static int s_known_load(struct rr_store *s, const struct rr_persist_opts *o, struct s_known *k)
+{
+	struct rr_chunk_index *x = o->chunks;
+	int64_t grace = o->gc_grace_ms;
+	int rc = 0;
+
+	k->start_ms = rr_wall_ms();
+	k->margin_ms = grace / 2;
+	if (o->urgent && k->margin_ms > S_URGENT_MARGIN_MS)
+		k->margin_ms = S_URGENT_MARGIN_MS;
+	k->fresh_after = grace > 0 ? k->start_ms - (grace - k->margin_ms) : INT64_MIN;
+	if (x && x->listed_ms &&
+	    (o->urgent || grace <= 0 || k->start_ms - x->listed_ms < grace / 2)) {
+		k->sha = malloc((x->n ? x->n : 1) * sizeof(*k->sha));
+		if (!k->sha)
+			return RR_ENOMEM;
+		memcpy(k->sha, x->sha, x->n * sizeof(*k->sha));
+		k->n = k->cap = x->n;
+		return 0;
+	}
+	rc = s_known_list(s, o->run_id, k);
+	if (x) {
+		s_index_forget(x);
+		x->sha = !rc ? malloc((k->n ? k->n : 1) * sizeof(*x->sha)) : NULL;
+		if (x->sha) {
+			memcpy(x->sha, k->sha, k->n * sizeof(*x->sha));
+			x->n = k->n;
+			x->listed_ms = k->start_ms;
+		}
+	}
+	return rc;
+}
+
+/* After a persist that succeeded: the chunks it wrote (claimed, so written, and stored
+ * meanwhile) join opts->chunks, aged from its start (no later than their real mtime, so
+ * never judged younger than they are). Out of memory: the index is forgotten and the
+ * next persist lists. */
+static void s_index_add_written(struct rr_chunk_index *x, const struct s_known *k)
+{
+	size_t add = 0, n = x->n;
+	struct s_stored *grown;
+
+	if (!x->listed_ms || !k->claimed)
+		return;
+	for (size_t i = 0; i <= k->mask; i++)
+		add += k->claimed[i][0] != '\0';
+	grown = realloc(x->sha, (n + add ? n + add : 1) * sizeof(*x->sha));
+	if (!grown) {
+		s_index_forget(x);
+		return;
+	}
+	x->sha = grown;
+	for (size_t i = 0; i <= k->mask; i++) {
+		struct s_stored *e;
+
+		if (!k->claimed[i][0])
+			continue;
+		e = n ? bsearch(k->claimed[i], x->sha, n, sizeof(*x->sha), s_cmp_sha) : NULL;
+		if (!e) {
+			e = &x->sha[x->n++];
+			memcpy(e->sha, k->claimed[i], RR_SHA256_HEX_LEN + 1);
+			e->mtime_ms = INT64_MIN;
+		}
+		if (e->mtime_ms < k->start_ms)
+			e->mtime_ms = k->start_ms; /* written again: younger now */
+	}
+	if (x->n > n)
+		qsort(x->sha, x->n, sizeof(*x->sha), s_cmp_sha);
 }
 
 /* 1 when the store holds sha, written recently enough to rely on (see struct s_known). */
@@ -901,7 +1003,8 @@ static int s_pack_last(struct s_job *j)
 	return rc;
 }
 
-/* A persist that took longer than its margin since it listed the store's chunks may
+/* A persist that took longer than its margin since it started (and listed the chunks, or
+ * took an earlier listing) may
  * name chunks that a gc (of another machine) has since found old and unreferenced: list
  * them again and refuse to write a manifest that names a missing one. Faster persists need
  * no check (struct s_known says why). */
@@ -910,9 +1013,9 @@ static int s_check_still_stored(struct s_job *j)
 	struct s_known now = { 0 };
 	int rc = 0;
 
-	if (j->opts->gc_grace_ms <= 0 || rr_wall_ms() - j->known.listed_ms <= j->known.margin_ms)
+	if (j->opts->gc_grace_ms <= 0 || rr_wall_ms() - j->known.start_ms <= j->known.margin_ms)
 		return 0;
-	rc = s_known_load(j->store, j->opts->run_id, 0, 0, &now);
+	rc = s_known_list(j->store, j->opts->run_id, &now);
 	for (size_t f = 0; !rc && f < j->m->nfiles; f++) {
 		const struct rr_file_entry *fe = &j->m->files[f];
 		for (size_t g = 0; !rc && g < fe->nsegs; g++)
@@ -1175,7 +1278,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		rc = s_reuse_init(&j.reuse, theirs ? theirs : opts->previous);
 	j.dry = theirs != NULL;
 	if (!rc)
-		rc = s_known_load(s, opts->run_id, opts->gc_grace_ms, opts->urgent, &j.known);
+		rc = s_known_load(s, opts, &j.known);
 	if (!rc)
 		rc = s_claims_init(&j.known, j.ntasks);
 	if (!rc)
@@ -1229,6 +1332,8 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	if (rc)
 		goto out;
 
+	if (opts->chunks)
+		s_index_add_written(opts->chunks, &j.known);
 	stats->files = j.m->nfiles;
 	stats->bytes = rr_manifest_total_size(j.m);
 	stats->stored_bytes = rr_manifest_total_stored(j.m);
@@ -1240,6 +1345,8 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		j.m = NULL;
 	}
 out:
+	if (rc && rc != RR_EEXIST && opts->chunks) /* maybe a chunk it relied on is gone */
+		s_index_forget(opts->chunks);
 	stats->elapsed_ms = rr_mono_ms() - t0;
 	s_job_free(&j, threads);
 	rr_manifest_destroy(theirs);

@@ -56,6 +56,7 @@ struct rr_persister {
 	char warned[256]; /* the far-future name already warned about */
 	struct rr_manifest *previous;
 	struct rr_throughput throughput; /* learned from each persist (agent/run/throughput.c) */
+	struct rr_chunk_index *chunks;   /* the store's chunks, so not every persist lists them */
 
 	struct s_event *events, **events_tail;
 	struct rr_persist_result results[MAX_RESULTS];
@@ -226,6 +227,7 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 		.precision = p->cfg.precision, .exact_globs = p->cfg.exact_globs,
 		.n_exact_globs = p->cfg.n_exact_globs, .gc_grace_ms = p->cfg.gc_grace_ms,
 		.urgent = urgent, .nnodes = p->cfg.nnodes, .node_rank = p->cfg.node_rank,
+		.chunks = p->chunks,
 	};
 	struct rr_manifest *commit = NULL;
 	struct rr_persist_result r = { .urgent = urgent };
@@ -363,6 +365,7 @@ int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *
 	p->cfg = *cfg;
 	p->events_tail = &p->events;
 	p->previous = baseline;
+	p->chunks = rr_chunk_index_new(); /* NULL (out of memory): every persist lists */
 	rr_throughput_init(&p->throughput, cfg->store_url);
 	if (baseline) {
 		uint64_t bytes = 0;
@@ -384,6 +387,7 @@ int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *
 		if (p->efd >= 0)
 			close(p->efd);
 		rr_manifest_destroy(p->previous);
+		rr_chunk_index_destroy(p->chunks);
 		free(p);
 		return RR_EIO;
 	}
@@ -502,6 +506,7 @@ void rr_persister_destroy(struct rr_persister *p)
 	}
 	close(p->efd);
 	rr_manifest_destroy(p->previous);
+	rr_chunk_index_destroy(p->chunks);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->wake);
 	free(p);

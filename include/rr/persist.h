@@ -10,6 +10,16 @@
 #include "rr/manifest.h"
 #include "rr/store.h"
 
+/* The run's chunks as persists saw them: the last listing of the store plus what persists
+ * wrote since, kept by the caller (the persister) from one persist to the next. A persist
+ * given one lists the store only when that listing is older than half the grace period,
+ * and an urgent persist not at all: on S3 a listing is one request per 1000 chunks, paid
+ * before the first upload. A failed persist makes the next one list. Not thread-safe: one
+ * persist at a time. */
+struct rr_chunk_index;
+struct rr_chunk_index *rr_chunk_index_new(void); /* NULL when out of memory */
+void rr_chunk_index_destroy(struct rr_chunk_index *x); /* NULL ok */
+
 struct rr_persist_opts {
 	const char *run_id;
 	const char *host;                   /* recorded in the manifest; may be NULL */
@@ -39,6 +49,7 @@ struct rr_persist_opts {
 					     * (README, "What is stored" Multi-node); 0 or
 					      * 1: manifest.json */
 	unsigned node_rank;
+	struct rr_chunk_index *chunks;      /* NULL: this persist lists the store's chunks */
 };
 
 struct rr_persist_stats {

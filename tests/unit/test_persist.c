@@ -441,6 +441,7 @@ struct s_failing {
 	struct rr_store *inner;
 	const char *match;
 	int rc;
+	int chunk_lists, chunk_puts; /* listings of the chunks, chunks written */
 };
 
 static int s_failing_put(struct rr_store *s, const char *key, const void *data, size_t len,
@@ -449,6 +450,7 @@ static int s_failing_put(struct rr_store *s, const char *key, const void *data, 
 	struct s_failing *fs = (struct s_failing *)s;
 	if (strstr(key, fs->match))
 		return fs->rc;
+	fs->chunk_puts += strstr(key, "/chunks/") != NULL;
 	return rr_store_put(fs->inner, key, data, len, opts, etag_out);
 }
 
@@ -464,7 +466,9 @@ static int s_failing_head(struct rr_store *s, const char *key, uint64_t *size_ou
 
 static int s_failing_list(struct rr_store *s, const char *prefix, rr_store_list_cb cb, void *ud)
 {
-	return rr_store_list(((struct s_failing *)s)->inner, prefix, cb, ud);
+	struct s_failing *fs = (struct s_failing *)s;
+	fs->chunk_lists += strstr(prefix, "/chunks/") != NULL;
+	return rr_store_list(fs->inner, prefix, cb, ud);
 }
 
 static int s_failing_del(struct rr_store *s, const char *key)
@@ -527,6 +531,88 @@ static void s_failure_keeps_previous(const char *match)
 	free(src);
 	free(dst);
 	rr_catalog_destroy(c);
+	fx_done(&f);
+}
+
+/* With an index (the persister keeps one), a persist lists the store's chunks once; the
+ * next takes that listing plus what the first wrote and relies on it: the same bytes again
+ * write no chunk. It lists again after a failure, and once the listing is older than half
+ * the grace, except when urgent. Without an index every persist lists. */
+static void test_persist_chunk_index_spares_the_listing(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_persist_opts o = fx_opts();
+	struct s_failing fs = { .base = { .vt = &s_failing_vt, .url = (char *)"failing://" },
+				.match = "/not-a-key/", .rc = RR_ENOSPC };
+	char *d, name[16];
+	int puts;
+
+	fx_init(&f);
+	fs.inner = f.s;
+	for (int i = 1; i <= 7; i++) {
+		snprintf(name, sizeof(name), "step-%d", i);
+		if (i == 3) {
+			d = fx_ckpt(&f, name);
+			fx_write_random(d, "other.bin", 64 * 1024, 3, 0644);
+			free(d);
+		} else {
+			s_make_mixed(&f, name); /* the same bytes each time */
+		}
+	}
+	o.chunks = rr_chunk_index_new();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o.chunks);
+
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-1", 1000, &o,
+						    NULL, &st), 0);
+	CU_ASSERT_EQUAL(fs.chunk_lists, 1);
+	puts = fs.chunk_puts;
+	CU_ASSERT(puts > 0);
+	/* No previous manifest: only the index can tell that these chunks are stored. */
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-2", 2000, &o,
+						    NULL, &st), 0);
+	CU_ASSERT_EQUAL(fs.chunk_lists, 1);
+	CU_ASSERT_EQUAL(fs.chunk_puts, puts);
+	/* A checkpoint already stored (the same content): no failure, the index stays. */
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-2", 2000, &o, NULL,
+					      &st), RR_EEXIST);
+	CU_ASSERT_EQUAL(fs.chunk_lists, 1);
+
+	/* A failed persist: the next one lists. */
+	fs.match = "/chunks/";
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-3", 3000, &o, NULL,
+					      &st), RR_ENOSPC);
+	CU_ASSERT_EQUAL(fs.chunk_lists, 1);
+	fs.match = "/not-a-key/";
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-3", 3000, &o, NULL,
+					      &st), 0);
+	CU_ASSERT_EQUAL(fs.chunk_lists, 2);
+
+	/* A listing older than half the grace: a routine persist lists, an urgent one not. */
+	o.gc_grace_ms = 4000;
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-4", 4000, &o, NULL,
+					      &st), 0);
+	CU_ASSERT_EQUAL(fs.chunk_lists, 2);
+	usleep(2100 * 1000);
+	o.urgent = 1;
+	puts = fs.chunk_puts;
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-5", 5000, &o, NULL,
+					      &st), 0);
+	CU_ASSERT_EQUAL(fs.chunk_lists, 2);
+	/* Ages still count: every chunk is now older than grace minus margin (2 s), so the
+	 * index's chunks are written again rather than relied on. */
+	CU_ASSERT(fs.chunk_puts > puts);
+	CU_ASSERT(st.refreshed_chunks > 0);
+	o.urgent = 0;
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-6", 6000, &o, NULL,
+					      &st), 0);
+	CU_ASSERT_EQUAL(fs.chunk_lists, 3);
+
+	rr_chunk_index_destroy(o.chunks);
+	o.chunks = NULL;
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-7", 7000, &o, NULL,
+					      &st), 0);
+	CU_ASSERT_EQUAL(fs.chunk_lists, 4);
 	fx_done(&f);
 }
 
@@ -877,6 +963,7 @@ static CU_TestInfo s_tests[] = {
 	  test_persist_fails_when_a_file_grows_after_the_commit },
 	{ "persist_empty_checkpoint_dir_writes_empty_manifest",
 	  test_persist_empty_checkpoint_dir_writes_empty_manifest },
+	{ "persist_chunk_index_spares_the_listing", test_persist_chunk_index_spares_the_listing },
 	{ "persist_chunk_store_failure_leaves_previous_checkpoint_newest",
 	  test_persist_chunk_store_failure_leaves_previous_checkpoint_newest },
 	{ "persist_manifest_store_failure_leaves_previous_checkpoint_newest",
