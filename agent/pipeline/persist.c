@@ -1004,10 +1004,9 @@ static int s_pack_last(struct s_job *j)
 }
 
 /* A persist that took longer than its margin since it started (and listed the chunks, or
- * took an earlier listing) may
- * name chunks that a gc (of another machine) has since found old and unreferenced: list
- * them again and refuse to write a manifest that names a missing one. Faster persists need
- * no check (struct s_known says why). */
+ * took an earlier listing) may name chunks that a gc (of another machine) has since found
+ * old and unreferenced: list them again and refuse to write a manifest that names a
+ * missing one. Faster persists need no check (struct s_known says why). */
 static int s_check_still_stored(struct s_job *j)
 {
 	struct s_known now = { 0 };
