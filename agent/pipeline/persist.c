@@ -229,7 +229,8 @@ static int s_known_load(struct rr_store *s, const struct rr_persist_opts *o, str
 		k->sha = malloc((x->n ? x->n : 1) * sizeof(*k->sha));
 		if (!k->sha)
 			return RR_ENOMEM;
-		memcpy(k->sha, x->sha, x->n * sizeof(*k->sha));
+		if (x->n)
+			memcpy(k->sha, x->sha, x->n * sizeof(*k->sha));
 		k->n = k->cap = x->n;
 		return 0;
 	}
@@ -238,7 +239,8 @@ static int s_known_load(struct rr_store *s, const struct rr_persist_opts *o, str
 		s_index_forget(x);
 		x->sha = !rc ? malloc((k->n ? k->n : 1) * sizeof(*x->sha)) : NULL;
 		if (x->sha) {
-			memcpy(x->sha, k->sha, k->n * sizeof(*x->sha));
+			if (k->n)
+				memcpy(x->sha, k->sha, k->n * sizeof(*x->sha));
 			x->n = k->n;
 			x->listed_ms = k->start_ms;
 		}
