@@ -1,6 +1,7 @@
 /* CUnit suite "persist": rr_persist_checkpoint against a real file store in a temp dir.
  * File contents are pseudo-random so stored sizes track original sizes and byte bounds
  * on new_bytes are meaningful. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,7 +442,8 @@ struct s_failing {
 	struct rr_store *inner;
 	const char *match;
 	int rc;
-	int chunk_lists, chunk_puts; /* listings of the chunks, chunks written */
+	atomic_int chunk_lists, chunk_puts; /* listings of the chunks, chunks written (puts
+					     * come from the pool's threads) */
 };
 
 static int s_failing_put(struct rr_store *s, const char *key, const void *data, size_t len,
@@ -450,7 +452,8 @@ static int s_failing_put(struct rr_store *s, const char *key, const void *data, 
 	struct s_failing *fs = (struct s_failing *)s;
 	if (strstr(key, fs->match))
 		return fs->rc;
-	fs->chunk_puts += strstr(key, "/chunks/") != NULL;
+	if (strstr(key, "/chunks/"))
+		atomic_fetch_add(&fs->chunk_puts, 1);
 	return rr_store_put(fs->inner, key, data, len, opts, etag_out);
 }
 
@@ -467,7 +470,8 @@ static int s_failing_head(struct rr_store *s, const char *key, uint64_t *size_ou
 static int s_failing_list(struct rr_store *s, const char *prefix, rr_store_list_cb cb, void *ud)
 {
 	struct s_failing *fs = (struct s_failing *)s;
-	fs->chunk_lists += strstr(prefix, "/chunks/") != NULL;
+	if (strstr(prefix, "/chunks/"))
+		atomic_fetch_add(&fs->chunk_lists, 1);
 	return rr_store_list(fs->inner, prefix, cb, ud);
 }
 
