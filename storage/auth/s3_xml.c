@@ -304,10 +304,13 @@ static void s_error_clear(struct rr_s3_error *e)
 		memset(e, 0, sizeof(*e));
 }
 
-/* Three fields that read an error's Code, Message and RequestId into e. */
+/* Three fields that read an error's Code, Message and RequestId into e, which starts
+ * empty: a document without ServerTime (or a parser that does not look for it) leaves ""
+ * there, never what the caller's stack held. */
 static void s_error_fields(struct s_field f[3], struct rr_s3_error *e, const char *code,
 			   const char *message, const char *request_id)
 {
+	memset(e, 0, sizeof(*e));
 	f[0] = (struct s_field){ code, e->code, sizeof(e->code), 0 };
 	f[1] = (struct s_field){ message, e->message, sizeof(e->message), 0 };
 	f[2] = (struct s_field){ request_id, e->request_id, sizeof(e->request_id), 0 };
