@@ -40,6 +40,9 @@
 #define RESTART_BACKOFF_MAX_MS 30000
 #define LEFTOVER_GRACE_MS 2000 /* SIGTERM to SIGKILL for the trainer's leftovers at exit */
 #define LEFTOVER_POLL_MS 20
+/* The store's requests end at the notice's deadline too (rr_store_set_deadline), so a
+ * persist can fail a few milliseconds before the loop sees the deadline pass. */
+#define DEADLINE_SLACK_MS 100
 
 extern char **environ;
 
@@ -733,6 +736,12 @@ static int64_t s_min_timeout(int64_t cur, int64_t at, int64_t now)
 	return cur < 0 || t < cur ? t : cur;
 }
 
+static void s_deadline_missed(void)
+{
+	rr_warn("deadline passed with the persist unfinished; the store keeps its previous "
+		"checkpoint");
+}
+
 static int s_loop(struct s_run *r)
 {
 	struct pollfd fds[5] = {
@@ -752,12 +761,15 @@ static int s_loop(struct s_run *r)
 
 		if (r->phase == S_FINISHING && !rr_persister_busy(r->persister)) {
 			s_collect_results(r); /* the last ones may have arrived since the poll */
+			/* Ended by the deadline's end of its requests: the same miss as below. */
+			if (r->deadline_mono && !s_notice_durable(r) &&
+			    rr_mono_ms() >= r->deadline_mono - DEADLINE_SLACK_MS)
+				s_deadline_missed();
 			break;
 		}
 		if (r->phase == S_FINISHING && r->deadline_mono && now >= r->deadline_mono &&
 		    !s_notice_durable(r)) {
-			rr_warn("deadline passed with the persist unfinished; the store keeps its "
-				"previous checkpoint");
+			s_deadline_missed();
 			rr_persister_cancel(r->persister);
 			break;
 		}
