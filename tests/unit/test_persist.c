@@ -793,6 +793,23 @@ static uint64_t s_write_u8_tensor(const char *dir, const char *rel, size_t n)
 	return 8 + hlen;
 }
 
+/* step-1 holds one u8 tensor of n bytes (several chunks); rw rewrites it 100 bytes into the
+ * tensor, mtime kept, while the persist runs. */
+static void s_rewrite_fixture(struct fx *f, struct s_rewriting *rw, size_t n)
+{
+	char *d;
+
+	fx_init(f);
+	*rw = (struct s_rewriting){ .pass = { .base = { .vt = &s_rewriting_vt,
+							.url = (char *)"rewriting://" },
+					      .inner = f->s },
+				    .keep_mtime = 1 };
+	d = fx_ckpt(f, "step-1");
+	rw->offset = s_write_u8_tensor(d, "model.safetensors", n) + 100;
+	rw->path = fx_join(d, "model.safetensors");
+	free(d);
+}
+
 /* A multi-chunk tensor beyond what phase 1 keeps is hashed in one read and encoded in a
  * second: bytes rewritten in between (mtime kept) would be stored under hashes of other
  * bytes, a checkpoint verify calls DAMAGED. The persist fails instead; the previous
@@ -803,27 +820,17 @@ static void test_persist_fails_when_a_file_changes_between_hash_and_encode(void)
 	struct rr_persist_stats st;
 	struct rr_manifest *m = NULL;
 	struct rr_persist_opts o = fx_opts();
-	struct s_rewriting rw = { .pass = { .base = { .vt = &s_rewriting_vt,
-						       .url = (char *)"rewriting://" } },
-				  .keep_mtime = 1 };
-	char *d;
-	uint64_t at;
+	struct s_rewriting rw;
 
-	fx_init(&f);
-	rw.pass.inner = f.s;
+	s_rewrite_fixture(&f, &rw, 2 * RR_SEGMENT_BYTES + 4096);
 	o.threads = 1; /* the header's chunk is stored before the tensor is read again */
 	o.reread = 1;  /* as when the tensor does not fit in what phase 1 keeps */
-	d = fx_ckpt(&f, "step-1");
-	at = s_write_u8_tensor(d, "model.safetensors", 2 * RR_SEGMENT_BYTES + 4096);
-	rw.path = fx_join(d, "model.safetensors");
-	rw.offset = at + 100;
 	CU_ASSERT_EQUAL(rr_persist_checkpoint(&rw.pass.base, f.ckpt_dir, "step-1", 1, &o, &m, &st),
 			RR_EIO);
 	CU_ASSERT_TRUE(rw.done);
 	CU_ASSERT_PTR_NULL(m);
 	CU_ASSERT_FALSE(fx_has_manifest(&f, "step-1"));
 	free((char *)rw.path);
-	free(d);
 	fx_done(&f);
 }
 
@@ -836,25 +843,17 @@ static void test_persist_keeps_first_read_of_a_multi_chunk_tensor(void)
 	struct rr_persist_stats st;
 	struct rr_manifest *m = NULL;
 	struct rr_persist_opts o = fx_opts();
-	struct s_rewriting rw = { .pass = { .base = { .vt = &s_rewriting_vt,
-						       .url = (char *)"rewriting://" } },
-				  .keep_mtime = 1 };
+	struct s_rewriting rw;
 	size_t n = 2 * RR_SEGMENT_BYTES + 4096;
 	unsigned char *orig;
-	char why[256], *d;
-	uint64_t at;
+	char why[256];
 
-	fx_init(&f);
-	rw.pass.inner = f.s;
+	s_rewrite_fixture(&f, &rw, n);
 	o.threads = 1;
-	d = fx_ckpt(&f, "step-1");
-	at = s_write_u8_tensor(d, "model.safetensors", n);
 	orig = malloc(n);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(orig);
 	for (size_t i = 0; i < n; i++)
 		orig[i] = (unsigned char)(i * 2654435761u >> 13);
-	rw.path = fx_join(d, "model.safetensors");
-	rw.offset = at + 100;
 	CU_ASSERT_EQUAL(rr_persist_checkpoint(&rw.pass.base, f.ckpt_dir, "step-1", 1, &o, &m, &st),
 			0);
 	CU_ASSERT_TRUE(rw.done); /* the file was rewritten while the persist ran */
@@ -873,7 +872,6 @@ static void test_persist_keeps_first_read_of_a_multi_chunk_tensor(void)
 	rr_manifest_destroy(m);
 	free(orig);
 	free((char *)rw.path);
-	free(d);
 	fx_done(&f);
 }
 
