@@ -111,24 +111,38 @@ rm -rf canary
 ok "the search finds each of the ${#NAMES[@]} secrets (and in binary files), and nothing else"
 
 # run_watched LOG ARGS...: runs the agent with ARGS, output to LOG; while it runs, saves the
-# command lines of it and its children and the notice file into seen/ (searched later).
-# Sets RC.
+# command lines of it and its children into seen/ (searched later), and its pid in
+# seen/LOG.pid. Sets RC.
 run_watched() {
 	local log=$1 pid p c n=0
 	shift
 	mkdir -p seen
 	"$RR_BIN" "$@" > "$log" 2>&1 &
 	pid=$!
+	echo $pid > "seen/$log.pid"
 	while kill -0 $pid 2>/dev/null; do
 		for p in $pid $(pgrep -P $pid || true); do
 			c=$(tr '\0' ' ' 2>/dev/null < "/proc/$p/cmdline") || c=
 			[ -z "$c" ] || { printf '%s\n' "$c" > "seen/$log.cmdline.$p"; n=$((n + 1)); }
 		done
-		cp .resume-run/checkpoints/.resume-run-notice.json "seen/$log.notice.json" 2>/dev/null || true
 		sleep 0.05
 	done
 	wait $pid && RC=0 || RC=$?
 	WATCHED=$n
+}
+
+# notice_seen LOG: touches NOTICE with the trainer of the agent run_watched LOG started held
+# (SIGSTOP), copies the notice file the agent writes for it into seen/LOG.notice.json, then
+# lets the trainer go on. Held, because a trainer that checkpoints at once lets the agent
+# persist, exit and remove the file in less time than a poll would take to see it.
+notice_seen() {
+	local log=$1 trainer
+	trainer=$(pgrep -P "$(cat "seen/$log.pid")") || return 1
+	kill -STOP "$trainer"
+	touch NOTICE
+	wait_for 30 cp .resume-run/checkpoints/.resume-run-notice.json "seen/$log.notice.json" \
+		2>/dev/null || true
+	kill -CONT "$trainer"
 }
 
 # drill TAG: a notice while training, the checkpoint durable before exit; a new machine
@@ -136,7 +150,7 @@ run_watched() {
 drill() {
 	local tag=$1 saved
 	rm -rf .resume-run NOTICE
-	( wait_for 30 test -d .resume-run/checkpoints/step-50 && ${BEFORE_NOTICE:-true} && touch NOTICE ) &
+	( wait_for 30 test -d .resume-run/checkpoints/step-50 && ${BEFORE_NOTICE:-true} && notice_seen "$tag-m1.log" ) &
 	local notice_pid=$!
 	run_watched "$tag-m1.log" -v --precision exact --notice-file NOTICE -- \
 		"$PY" "$TRAINER" --steps 200 --step-time 0.01 --out "$tag-m1.json"
