@@ -41,9 +41,20 @@ int rr_buf_reserve(struct rr_buf *b, size_t n)
 	cap = b->cap ? b->cap : 256;
 	while (cap < need)
 		cap = cap > ((size_t)-1) / 2 ? need : cap * 2;
-	p = realloc(b->data, cap);
-	if (!p)
-		return RR_ENOMEM;
+	if (b->len == 0 && b->data) {
+		/* Empty: nothing to keep, so no copy. realloc would copy all of the old
+		 * allocation into memory touched for the first time (a codec's buffers grow so,
+		 * once per worker and persist, to megabytes). */
+		p = malloc(cap);
+		if (!p)
+			return RR_ENOMEM;
+		free(b->data);
+		p[0] = '\0';
+	} else {
+		p = realloc(b->data, cap);
+		if (!p)
+			return RR_ENOMEM;
+	}
 	if (cap >= RR_BUF_BIG_MIN)
 		s_advise_huge(p, cap);
 	b->data = p;

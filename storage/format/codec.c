@@ -116,6 +116,13 @@ static int s_form_ok(const struct rr_chunk_form *f, size_t len)
 	return 0;
 }
 
+/* The most s_compress_planes can need for len bytes of form f. */
+static size_t s_stored_bound(const struct rr_chunk_form *f, size_t len)
+{
+	unsigned planes = f->encoding == RR_ENC_ZSTD ? 1 : s_stored_width(f);
+	return planes * ZSTD_compressBound(s_planes_len(f, len) / planes);
+}
+
 int rr_codec_encode(struct rr_codec *c, const struct rr_chunk_form *f, const void *raw,
 		    size_t len, struct rr_buf *out)
 {
@@ -162,7 +169,8 @@ int rr_codec_encode_framed(struct rr_codec *c, const struct rr_chunk_form *f, co
 	if (!s_form_ok(f, len))
 		return RR_EINVAL;
 	rr_buf_reset(out);
-	rc = rr_buf_reserve(out, before);
+	/* All the room at once, while out is empty: growing plane by plane would copy. */
+	rc = rr_buf_reserve(out, before + s_stored_bound(f, len) + after);
 	if (rc)
 		return rc;
 	out->len = before;

@@ -542,6 +542,27 @@ static void test_big_buffers_are_writable_and_advised_huge(void)
 	rr_buf_big_free(NULL, len);
 }
 
+/* A buffer keeps its bytes when it grows, and an emptied one grows empty (without copying
+ * what it held: codec buffers are emptied and grown to megabytes). */
+static void test_a_buffer_keeps_its_bytes_or_grows_empty(void)
+{
+	struct rr_buf b;
+
+	rr_buf_init(&b, (size_t)64 << 20);
+	CU_ASSERT_EQUAL_FATAL(rr_buf_append(&b, "abc", 3), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_buf_reserve(&b, (size_t)5 << 20), 0);
+	CU_ASSERT_EQUAL(b.len, 3);
+	CU_ASSERT_STRING_EQUAL((char *)b.data, "abc");
+	rr_buf_reset(&b);
+	CU_ASSERT_EQUAL_FATAL(rr_buf_reserve(&b, (size_t)20 << 20), 0);
+	CU_ASSERT(b.cap > (size_t)20 << 20);
+	CU_ASSERT_EQUAL(b.len, 0);
+	CU_ASSERT_STRING_EQUAL((char *)b.data, "");
+	CU_ASSERT_EQUAL_FATAL(rr_buf_append(&b, "xyz", 3), 0);
+	CU_ASSERT_STRING_EQUAL((char *)b.data, "xyz");
+	rr_buf_free(&b);
+}
+
 static void test_framed_encoding_leaves_room_around_the_same_bytes(void)
 {
 	enum { N = 100000 };
@@ -611,6 +632,8 @@ static CU_TestInfo s_tests[] = {
 	  test_fp16_and_bf16_forms_decode_to_the_converters_result },
 	{ "test_big_buffers_are_writable_and_advised_huge",
 	  test_big_buffers_are_writable_and_advised_huge },
+	{ "test_a_buffer_keeps_its_bytes_or_grows_empty",
+	  test_a_buffer_keeps_its_bytes_or_grows_empty },
 	CU_TEST_INFO_NULL,
 };
 
