@@ -100,6 +100,7 @@ struct s_run {
 	int terminate_after;        /* SIGTERM/SIGINT notice: SIGTERM the trainer when durable */
 	int term_forwarded;
 	int notice_file_seen;
+	int watch_stopped;          /* s_stop_watching ran */
 
 	int64_t next_every;         /* monotonic ms; 0: off */
 	int exit_code;
@@ -742,6 +743,19 @@ static void s_deadline_missed(void)
 		"checkpoint");
 }
 
+/* Leaving, with the trainer and every process it left gone: nothing more can commit, so
+ * the watches go now, while the last persist runs, rather than at the exit, where closing
+ * the watcher would wait for the kernel to retire them (rr_watcher_stop). With a leftover
+ * still running they stay: it may yet commit. */
+static void s_stop_watching(struct s_run *r)
+{
+	r->watch_stopped = 1;
+	if (rr_supervisor_signal_descendants(r->pgid, 0) != 0)
+		return;
+	if (rr_watcher_stop(r->watcher, s_on_commit, r) != 0)
+		rr_warn("checkpoint watcher error while leaving");
+}
+
 static int s_loop(struct s_run *r)
 {
 	struct pollfd fds[5] = {
@@ -813,6 +827,8 @@ static int s_loop(struct s_run *r)
 		}
 		if (r->child && r->child_exited)
 			s_on_child_exit(r);
+		if (r->phase == S_FINISHING && !r->child && !r->watch_stopped)
+			s_stop_watching(r);
 
 		now = rr_mono_ms();
 		if (r->cfg->notice_file)

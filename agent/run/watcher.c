@@ -41,6 +41,7 @@ struct rr_watcher {
 	int ifd;   /* inotify instance, lives as long as the watcher */
 	int wd;    /* watch on dir; -1 while the directory is lost */
 	int lost;  /* the directory was deleted or moved away and is not watched yet */
+	int stopped; /* rr_watcher_stop: no watches, events only drained */
 	char *warned[S_WARN_MAX]; /* names already warned about as created directly */
 	size_t n_warned;
 	char *refused[S_WARN_MAX]; /* committed names already refused as unrestorable */
@@ -666,6 +667,8 @@ int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_u
 	rc = s_drain(w, &dirfd, cb, ud, &need_scan);
 	if (dirfd >= 0)
 		close(dirfd);
+	if (w->stopped)
+		return rc; /* what was drained belongs to removed watches */
 	if (w->lost) {
 		int arc;
 		s_subs_forget(w);
@@ -681,6 +684,22 @@ int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_u
 		if (!rc)
 			rc = src;
 	}
+	return rc;
+}
+
+int rr_watcher_stop(struct rr_watcher *w, rr_watcher_cb cb, void *ud)
+{
+	int rc;
+
+	if (!w || w->stopped)
+		return 0;
+	rc = rr_watcher_process(w, cb, ud);
+	s_subs_forget(w);
+	if (w->wd >= 0)
+		inotify_rm_watch(w->ifd, w->wd);
+	w->wd = -1;
+	w->lost = 0;
+	w->stopped = 1;
 	return rc;
 }
 

@@ -62,6 +62,14 @@ int rr_watcher_scan(struct rr_watcher *w, rr_watcher_cb cb, void *ud);
  * this call may have been reported already. */
 int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb cb, void *ud);
 
+/* Reports what is still queued (as rr_watcher_process), then removes every watch: nothing
+ * is reported afterwards, and rr_watcher_process only drains the descriptor. Closing an
+ * inotify instance that still has watches waits for the kernel to retire them (an RCU
+ * grace period, 5-20 ms on the bench machine); removed well before, the close does not
+ * wait. Returns what rr_watcher_process returned; the watches are removed either way.
+ * NULL or a second call: 0. */
+int rr_watcher_stop(struct rr_watcher *w, rr_watcher_cb cb, void *ud);
+
 /* Stops watching and frees w. NULL is fine. */
 void rr_watcher_destroy(struct rr_watcher *w);
 

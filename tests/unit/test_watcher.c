@@ -924,6 +924,44 @@ static void test_rename_rule_ignores_markers(void)
 	s_rm_rf(e.root);
 }
 
+/* Stopped, the watcher reports what was queued before, then nothing: no watch is left (on
+ * the directory nor inside one waiting for its marker), so later commits queue no event
+ * at all, and what is left to read (the removed watches' IN_IGNORED) drains. */
+static void test_stop_reports_what_is_queued_then_watches_nothing(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	struct pollfd pfd;
+	int i;
+
+	s_env_init(&e);
+	w = s_new_with(e.dir, "marker:DONE");
+	s_mkdir(e.dir, "run-a"); /* watched for its marker from now on */
+	s_mkdir(e.dir, "run-b");
+	s_write_in(e.dir, "run-b", "DONE", "");
+	s_pump_until(w, &r, "run-b");
+	s_mkdir(e.dir, "run-c");
+	s_write_in(e.dir, "run-c", "DONE", ""); /* queued, not processed yet */
+	CU_ASSERT_EQUAL(rr_watcher_stop(w, s_record, &r), 0);
+	CU_ASSERT_EQUAL(s_count(&r, "run-c"), 1);
+	pfd = (struct pollfd){ .fd = rr_watcher_fd(w), .events = POLLIN };
+	for (i = 0; i < 100 && poll(&pfd, 1, 0) == 1; i++)
+		CU_ASSERT_EQUAL_FATAL(rr_watcher_process(w, s_record, &r), 0);
+	CU_ASSERT_EQUAL(poll(&pfd, 1, 0), 0);
+	s_write_in(e.dir, "run-a", "DONE", "");
+	s_mkdir(e.dir, "run-d");
+	s_write_in(e.dir, "run-d", "DONE", "");
+	s_commit(e.dir, "step-1");
+	CU_ASSERT_EQUAL(poll(&pfd, 1, 0), 0); /* inotify queues an event before the call returns */
+	CU_ASSERT_EQUAL(rr_watcher_process(w, s_record, &r), 0);
+	CU_ASSERT_EQUAL(r.n, 2);
+	CU_ASSERT_EQUAL(rr_watcher_stop(w, s_record, &r), 0);
+	CU_ASSERT_EQUAL(rr_watcher_stop(NULL, s_record, &r), 0);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
 static CU_TestInfo s_tests[] = {
 	{ "test_auto_commits_an_hf_directory_when_trainer_state_is_closed",
 	  test_auto_commits_an_hf_directory_when_trainer_state_is_closed },
@@ -935,6 +973,8 @@ static CU_TestInfo s_tests[] = {
 	  test_auto_commits_a_lightning_file_moved_from_a_tmp_name },
 	{ "test_custom_marker_and_pointer_rules", test_custom_marker_and_pointer_rules },
 	{ "test_rename_rule_ignores_markers", test_rename_rule_ignores_markers },
+	{ "test_stop_reports_what_is_queued_then_watches_nothing",
+	  test_stop_reports_what_is_queued_then_watches_nothing },
 	{ "test_new_creates_missing_directory_with_parents",
 	  test_new_creates_missing_directory_with_parents },
 	{ "test_new_rejects_a_path_that_is_a_file", test_new_rejects_a_path_that_is_a_file },
