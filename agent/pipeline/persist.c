@@ -13,6 +13,7 @@
 
 #include "rr/beneath.h"
 #include "rr/buf.h"
+#include "rr/catalog.h"
 #include "rr/clock.h"
 #include "rr/codec.h"
 #include "dirwalk.h"
@@ -191,6 +192,24 @@ struct rr_chunk_index {
 struct rr_chunk_index *rr_chunk_index_new(void)
 {
 	return calloc(1, sizeof(struct rr_chunk_index));
+}
+
+struct rr_chunk_index *rr_chunk_index_of_catalog(const struct rr_catalog *c, int64_t listed_ms)
+{
+	struct rr_chunk_index *x = rr_chunk_index_new();
+
+	if (!x || !(x->sha = malloc((c->nchunks ? c->nchunks : 1) * sizeof(*x->sha)))) {
+		free(x);
+		return NULL;
+	}
+	/* The catalog's chunks are sorted by their hex name too. */
+	for (size_t i = 0; i < c->nchunks; i++) {
+		memcpy(x->sha[i].sha, c->chunks[i].sha256, sizeof(x->sha[i].sha));
+		x->sha[i].mtime_ms = c->chunks[i].mtime_unix_ms;
+	}
+	x->n = c->nchunks;
+	x->listed_ms = listed_ms;
+	return x;
 }
 
 void rr_chunk_index_destroy(struct rr_chunk_index *x)

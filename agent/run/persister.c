@@ -360,12 +360,14 @@ int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *
 	*out = NULL;
 	if (!p) {
 		rr_manifest_destroy(baseline);
+		rr_chunk_index_destroy(cfg->chunks);
 		return RR_ENOMEM;
 	}
 	p->cfg = *cfg;
 	p->events_tail = &p->events;
 	p->previous = baseline;
-	p->chunks = rr_chunk_index_new(); /* NULL (out of memory): every persist lists */
+	/* NULL (out of memory): every persist lists. */
+	p->chunks = cfg->chunks ? cfg->chunks : rr_chunk_index_new();
 	rr_throughput_init(&p->throughput, cfg->store_url);
 	if (baseline) {
 		uint64_t bytes = 0;

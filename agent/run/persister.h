@@ -34,6 +34,9 @@ struct rr_persister_config {
 	const char *store_url;
 	unsigned nnodes;    /* > 1: checkpoints are stored as this node's part (rr/parts.h) */
 	unsigned node_rank;
+	/* The store's chunks as the start-up lookup listed them (rr_chunk_index_of_catalog),
+	 * taken over by rr_persister_new even when it fails; NULL: the first persist lists. */
+	struct rr_chunk_index *chunks;
 };
 
 struct rr_persist_result {

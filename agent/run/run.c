@@ -878,11 +878,14 @@ static void s_write_pointer(struct s_run *r, const char *name)
 		rr_info("wrote %s naming %s", pointer, name);
 }
 
-static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
+/* *chunks: the store's chunks as this lookup listed them, for the first persist. */
+static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
+			      struct rr_chunk_index **chunks)
 {
 	struct rr_catalog *c = NULL;
 	struct rr_restore_stats st;
 	char name[256];
+	int64_t listed_ms = rr_wall_ms();
 	int rc;
 
 	*baseline = NULL;
@@ -897,6 +900,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline)
 			 rr_store_strerror(rc));
 		return EXIT_AGENT_ERROR;
 	}
+	*chunks = rr_chunk_index_of_catalog(c, listed_ms);
 	if (c->n == 0) {
 		rr_info("no checkpoint of run '%s' in %s: fresh start", r->cfg->run_id,
 			r->store->url);
@@ -1032,23 +1036,29 @@ static int s_guard_stop(struct s_restore_guard *g)
  * signal N stopped it (whatever the restore got to, nothing half-restored stays: the final
  * name only ever holds a complete checkpoint, see agent/pipeline/restore.c); EXIT_AGENT_ERROR when
  * it failed (said in the log). */
-static int s_restore_watched(struct s_run *r, struct rr_manifest **baseline)
+static int s_restore_watched(struct s_run *r, struct rr_manifest **baseline,
+			     struct rr_chunk_index **chunks)
 {
 	struct s_restore_guard g;
 	int failed, sig, rc;
 
 	*baseline = NULL;
+	*chunks = NULL;
 	rc = s_guard_start(&g, r);
 	if (rc) {
 		rr_error("cannot watch signals during the restore: %s", rr_strerror(rc));
 		return EXIT_AGENT_ERROR;
 	}
-	failed = s_restore_at_start(r, baseline) != 0;
+	failed = s_restore_at_start(r, baseline, chunks) != 0;
 	sig = s_guard_stop(&g);
-	if (sig) {
-		rr_info("leaving on SIG%s before the trainer started", rr_signal_name(sig));
+	if (sig || failed) {
 		rr_manifest_destroy(*baseline);
 		*baseline = NULL;
+		rr_chunk_index_destroy(*chunks);
+		*chunks = NULL;
+	}
+	if (sig) {
+		rr_info("leaving on SIG%s before the trainer started", rr_signal_name(sig));
 		return 128 + sig;
 	}
 	return failed ? EXIT_AGENT_ERROR : 0;
@@ -1075,6 +1085,7 @@ int rr_run(const struct rr_config *cfg)
 {
 	struct s_run r = { .cfg = cfg, .sfd = -1, .started_wall_ms = rr_wall_ms() };
 	struct rr_manifest *baseline = NULL;
+	struct rr_chunk_index *chunks = NULL;
 	struct rr_persister_config pc;
 	struct rr_cloud_opts co;
 	int rc, code = EXIT_AGENT_ERROR;
@@ -1126,7 +1137,7 @@ int rr_run(const struct rr_config *cfg)
 		rr_error("cannot set up the metrics file %s: out of memory", cfg->metrics_file);
 		goto out;
 	}
-	rc = s_restore_watched(&r, &baseline);
+	rc = s_restore_watched(&r, &baseline, &chunks);
 	if (rc) {
 		code = rc;
 		goto out;
@@ -1138,7 +1149,7 @@ int rr_run(const struct rr_config *cfg)
 		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
 		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
 		.metrics = r.metrics, .store_url = cfg->store_url,
-		.nnodes = cfg->nnodes, .node_rank = cfg->node_rank,
+		.nnodes = cfg->nnodes, .node_rank = cfg->node_rank, .chunks = chunks,
 	};
 	rc = rr_persister_new(&pc, baseline, &r.persister);
 	if (!rc)

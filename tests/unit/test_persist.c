@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "rr/catalog.h"
+#include "rr/clock.h"
 #include "rr/error.h"
 #include "rr/persist.h"
 #include "rr/restore.h"
@@ -934,6 +935,44 @@ static void test_persist_of_more_files_than_it_holds_open(void)
 	CU_ASSERT_EQUAL(setrlimit(RLIMIT_NOFILE, &was), 0);
 }
 
+/* The start-up lookup's catalog seeds the index: the first persist neither lists the
+ * chunks nor writes again those the catalog listed (no previous manifest, so only the
+ * index can know them). */
+static void test_persist_chunk_index_of_catalog_spares_the_first_listing(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_persist_opts o = fx_opts();
+	struct s_failing fs = { .base = { .vt = &s_failing_vt, .url = (char *)"failing://" },
+				.match = "/not-a-key/", .rc = RR_ENOSPC };
+	struct rr_catalog *c = NULL;
+	int64_t listed_ms;
+	int puts;
+
+	fx_init(&f);
+	fs.inner = f.s;
+	s_make_mixed(&f, "step-1");
+	s_make_mixed(&f, "step-2"); /* the same bytes */
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-1", 1000, &o,
+						    NULL, &st), 0);
+	CU_ASSERT_EQUAL(fs.chunk_lists, 1);
+	puts = fs.chunk_puts;
+	CU_ASSERT(puts > 0);
+
+	listed_ms = rr_wall_ms();
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
+	CU_ASSERT(c->nchunks > 0);
+	o.chunks = rr_chunk_index_of_catalog(c, listed_ms);
+	rr_catalog_destroy(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o.chunks);
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-2", 2000, &o,
+						    NULL, &st), 0);
+	CU_ASSERT_EQUAL(fs.chunk_lists, 1);
+	CU_ASSERT_EQUAL(fs.chunk_puts, puts);
+	rr_chunk_index_destroy(o.chunks);
+	fx_done(&f);
+}
+
 static CU_TestInfo s_tests[] = {
 	{ "persist_of_more_files_than_it_holds_open", test_persist_of_more_files_than_it_holds_open },
 	{ "persist_manifest_landing_meanwhile_is_success_only_with_same_content",
@@ -966,6 +1005,8 @@ static CU_TestInfo s_tests[] = {
 	{ "persist_empty_checkpoint_dir_writes_empty_manifest",
 	  test_persist_empty_checkpoint_dir_writes_empty_manifest },
 	{ "persist_chunk_index_spares_the_listing", test_persist_chunk_index_spares_the_listing },
+	{ "persist_chunk_index_of_catalog_spares_the_first_listing",
+	  test_persist_chunk_index_of_catalog_spares_the_first_listing },
 	{ "persist_chunk_store_failure_leaves_previous_checkpoint_newest",
 	  test_persist_chunk_store_failure_leaves_previous_checkpoint_newest },
 	{ "persist_manifest_store_failure_leaves_previous_checkpoint_newest",
