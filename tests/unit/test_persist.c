@@ -492,6 +492,15 @@ static const struct rr_store_vtable s_failing_vt = {
 	.destroy = s_failing_destroy,
 };
 
+/* Sets up fixture f and fs over its store, failing puts whose key holds match with
+ * RR_ENOSPC ("/not-a-key/": none; the counts still run). */
+static void s_failing_over(struct s_failing *fs, struct fx *f, const char *match)
+{
+	fx_init(f);
+	*fs = (struct s_failing){ .base = { .vt = &s_failing_vt, .url = (char *)"failing://" },
+				  .inner = f->s, .match = match, .rc = RR_ENOSPC };
+}
+
 /* step-1 persisted fine; step-2's persist meets a store failing puts matching `match`. The
  * error is reported, step-2 has no manifest, and step-1 stays the newest committed
  * checkpoint and restores. */
@@ -501,14 +510,12 @@ static void s_failure_keeps_previous(const char *match)
 	struct rr_persist_stats st;
 	struct rr_manifest *m = NULL;
 	struct rr_persist_opts o = fx_opts();
-	struct s_failing fs = { .base = { .vt = &s_failing_vt, .url = (char *)"failing://" },
-				.match = match, .rc = RR_ENOSPC };
+	struct s_failing fs;
 	struct rr_catalog *c = NULL;
 	struct rr_restore_stats rs;
 	char why[512], *src, *dst, names[256];
 
-	fx_init(&f);
-	fs.inner = f.s;
+	s_failing_over(&fs, &f, match);
 	s_make_mixed(&f, "step-1");
 	{
 		char *d = fx_ckpt(&f, "step-2");
@@ -548,13 +555,11 @@ static void test_persist_chunk_index_spares_the_listing(void)
 	struct fx f;
 	struct rr_persist_stats st;
 	struct rr_persist_opts o = fx_opts();
-	struct s_failing fs = { .base = { .vt = &s_failing_vt, .url = (char *)"failing://" },
-				.match = "/not-a-key/", .rc = RR_ENOSPC };
+	struct s_failing fs;
 	char *d, name[16];
 	int puts;
 
-	fx_init(&f);
-	fs.inner = f.s;
+	s_failing_over(&fs, &f, "/not-a-key/");
 	for (int i = 1; i <= 7; i++) {
 		snprintf(name, sizeof(name), "step-%d", i);
 		if (i == 3) {
@@ -943,14 +948,12 @@ static void test_persist_chunk_index_of_catalog_spares_the_first_listing(void)
 	struct fx f;
 	struct rr_persist_stats st;
 	struct rr_persist_opts o = fx_opts();
-	struct s_failing fs = { .base = { .vt = &s_failing_vt, .url = (char *)"failing://" },
-				.match = "/not-a-key/", .rc = RR_ENOSPC };
+	struct s_failing fs;
 	struct rr_catalog *c = NULL;
 	int64_t listed_ms;
 	int puts;
 
-	fx_init(&f);
-	fs.inner = f.s;
+	s_failing_over(&fs, &f, "/not-a-key/");
 	s_make_mixed(&f, "step-1");
 	s_make_mixed(&f, "step-2"); /* the same bytes */
 	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-1", 1000, &o,
