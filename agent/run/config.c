@@ -881,6 +881,26 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 				 "COMMAND [ARGS...]; see resume-run --help)");
 			return RR_EINVAL;
 		}
+		/* Without "--", a subcommand's name after options ("resume-run -v ls") or a
+		 * word that is no program ("resume-run lss") is a mistake, not a trainer. */
+		if (strcmp(av[optind - 1], "--") != 0) {
+			for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+				if (strcmp(av[optind], commands[i].name) == 0) {
+					snprintf(err, err_len, "'%s' is a subcommand: its options go "
+						 "after it (resume-run %s [OPTIONS]); to run a program "
+						 "named %s, put it after '--'", av[optind],
+						 av[optind], av[optind]);
+					return RR_EINVAL;
+				}
+			char *exe = NULL;
+			if (rr_supervisor_resolve(av[optind], &exe) == RR_ENOENT) {
+				snprintf(err, err_len, "unknown command '%s' (commands: ls, restore, "
+					 "verify, gc, report; a program to run goes after '--': "
+					 "resume-run [OPTIONS] -- COMMAND [ARGS...])", av[optind]);
+				return RR_EINVAL;
+			}
+			free(exe);
+		}
 		cfg->argv = av + optind;
 		cfg->argc = ac - optind;
 	} else if (optind < ac) {

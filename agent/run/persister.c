@@ -26,6 +26,12 @@ struct s_event {
 	struct s_event *next;
 };
 
+struct s_slot {
+	int have;
+	char name[256];
+	int64_t ms;
+};
+
 struct rr_persister {
 	struct rr_persister_config cfg;
 	pthread_t thread;
@@ -34,16 +40,16 @@ struct rr_persister {
 	int efd;
 	int stop;
 
-	/* queued checkpoint (one slot: the newest wins) */
-	int have_pending, pending_urgent;
-	char pending[256];
-	int64_t pending_ms;
+	/* Queued checkpoints: a notice's, which nothing replaces and which goes first, and the
+	 * newest routine one (the newest wins). */
+	struct s_slot urgent, routine;
 
 	/* running checkpoint */
 	int running;
 	char running_name[256];
 	int64_t running_ms;
 	atomic_int cancel;
+	char cancel_why[300]; /* why the running persist is set aside, for its log line */
 	/* The store's cancel flag: set with cancel, but only while the persist proper runs
 	 * (chunks and manifest), so that LATEST and the ledger event of a checkpoint already
 	 * committed still go out; cleared when the persist returns. */
@@ -251,7 +257,7 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 	else if (r.rc == RR_EEXIST)
 		rr_info("%s is already in the store; not written again", name);
 	else if (r.rc == RR_ECANCELED)
-		rr_info("persist of %s set aside for a newer checkpoint", name);
+		rr_info("persist of %s set aside: %s", name, p->cancel_why);
 	else if (r.rc == RR_ENOENT)
 		rr_warn("%s disappeared before it could be persisted", name);
 	else if (r.rc == RR_EPATH)
@@ -314,17 +320,23 @@ static void *s_thread(void *arg)
 	rr_metrics_flush(p->cfg.metrics); /* the file exists from the start, zeros and all */
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->stop && !p->have_pending && !p->events)
+		while (!p->stop && !p->urgent.have && !p->routine.have && !p->events)
 			pthread_cond_wait(&p->wake, &p->lock);
 		if (p->stop)
 			break;
-		/* An urgent checkpoint goes first; otherwise ledger events, then checkpoints. */
-		if (p->have_pending && (p->pending_urgent || !p->events)) {
+		/* A notice's checkpoint goes first; otherwise ledger events, then checkpoints. */
+		if (p->routine.have && !p->urgent.have && !p->events &&
+		    !s_newer(p->routine.name, p->routine.ms, p->done, p->done_ms)) {
+			p->routine.have = 0; /* the notice's, persisted meanwhile, is newer */
+			continue;
+		}
+		if (p->urgent.have || (p->routine.have && !p->events)) {
+			struct s_slot *q = p->urgent.have ? &p->urgent : &p->routine;
 			char name[256];
-			int64_t ms = p->pending_ms;
-			int urgent = p->pending_urgent;
-			memcpy(name, p->pending, sizeof(name));
-			p->have_pending = 0;
+			int64_t ms = q->ms;
+			int urgent = q == &p->urgent;
+			memcpy(name, q->name, sizeof(name));
+			q->have = 0;
 			p->running = 1;
 			memcpy(p->running_name, name, sizeof(name));
 			p->running_ms = ms;
@@ -397,6 +409,13 @@ int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *
 	return 0;
 }
 
+static void s_slot_set(struct s_slot *q, const char *name, int64_t ms)
+{
+	snprintf(q->name, sizeof(q->name), "%s", name);
+	q->ms = ms;
+	q->have = 1;
+}
+
 void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, int urgent)
 {
 	pthread_mutex_lock(&p->lock);
@@ -406,17 +425,22 @@ void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, i
 		goto out;
 	}
 	s_warn_outranked(p, name, ms);
-	if (!p->have_pending || s_newer(name, ms, p->pending, p->pending_ms)) {
-		if (p->have_pending)
+	if (urgent) {
+		if (p->routine.have && strcmp(name, p->routine.name) == 0)
+			p->routine.have = 0; /* queued already: now a notice waits for it */
+		if (!p->urgent.have || s_newer(name, ms, p->urgent.name, p->urgent.ms))
+			s_slot_set(&p->urgent, name, ms);
+	} else if (!p->routine.have || s_newer(name, ms, p->routine.name, p->routine.ms)) {
+		if (p->routine.have)
 			rr_info("%s replaces %s in the persist queue (the newest wins)", name,
-				p->pending);
-		snprintf(p->pending, sizeof(p->pending), "%s", name);
-		p->pending_ms = ms;
-		p->have_pending = 1;
-		p->pending_urgent = urgent || p->pending_urgent;
+				p->routine.name);
+		s_slot_set(&p->routine, name, ms);
 	}
 	if (urgent && p->running && p->running_name[0]) {
-		p->cancel = 1; /* the older persist in progress steps aside */
+		/* The older persist in progress steps aside. */
+		snprintf(p->cancel_why, sizeof(p->cancel_why), "a notice's checkpoint (%s) goes "
+			 "first", name);
+		p->cancel = 1;
 		p->store_cancel = p->persisting;
 	}
 	pthread_cond_signal(&p->wake);
@@ -465,7 +489,7 @@ int rr_persister_busy(struct rr_persister *p)
 {
 	int busy;
 	pthread_mutex_lock(&p->lock);
-	busy = p->running || p->have_pending || p->events != NULL;
+	busy = p->running || p->urgent.have || p->routine.have || p->events != NULL;
 	pthread_mutex_unlock(&p->lock);
 	return busy;
 }
@@ -477,13 +501,15 @@ void rr_persister_throughput(struct rr_persister *p, struct rr_throughput *out)
 	pthread_mutex_unlock(&p->lock);
 }
 
-void rr_persister_cancel(struct rr_persister *p)
+void rr_persister_cancel(struct rr_persister *p, const char *why)
 {
 	pthread_mutex_lock(&p->lock);
-	p->have_pending = 0;
+	p->urgent.have = 0;
+	p->routine.have = 0;
 	/* Only a checkpoint clears the flag when it ends; set during a ledger event, it
 	 * would cancel the next checkpoint submitted instead. */
 	if (p->running && p->running_name[0]) {
+		snprintf(p->cancel_why, sizeof(p->cancel_why), "%s", why);
 		p->cancel = 1;
 		p->store_cancel = p->persisting;
 	}

@@ -54,8 +54,10 @@ struct rr_persister;
 int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *baseline,
 		     struct rr_persister **out);
 
-/* Queues a committed checkpoint. Only the newest queued one is kept. urgent: persist it
- * before anything else, setting aside an older persist in progress. */
+/* Queues a committed checkpoint. urgent (a notice's): persisted before anything else,
+ * setting aside an older persist in progress, and never replaced by a routine one (submitting
+ * a queued routine one again with urgent set makes it the notice's). Of the routine ones only
+ * the newest queued is kept. */
 void rr_persister_submit(struct rr_persister *p, const char *name, int64_t committed_unix_ms,
 			 int urgent);
 
@@ -75,8 +77,9 @@ int rr_persister_busy(struct rr_persister *p);
  * notice's deadline estimate. */
 void rr_persister_throughput(struct rr_persister *p, struct rr_throughput *out);
 
-/* Cancels the persist in progress (it ends with RR_ECANCELED) and drops queued work. */
-void rr_persister_cancel(struct rr_persister *p);
+/* Cancels the persist in progress (it ends with RR_ECANCELED, logged with why) and drops
+ * queued work. */
+void rr_persister_cancel(struct rr_persister *p, const char *why);
 
 /* Stops the thread (finishing the current job) and frees everything; NULL is fine. */
 void rr_persister_destroy(struct rr_persister *p);

@@ -83,6 +83,7 @@ struct s_run {
 	enum s_phase phase;
 	int64_t restart_at; /* monotonic ms, in S_RESTART_WAIT */
 
+	char restored[256]; /* what the start-up restore put back, "" when nothing */
 	/* newest checkpoint committed in the checkpoint directory */
 	char newest[256];
 	int64_t newest_ms;
@@ -100,6 +101,7 @@ struct s_run {
 	int terminate_after;        /* SIGTERM/SIGINT notice: SIGTERM the trainer when durable */
 	int term_forwarded;
 	int notice_file_seen;
+	int outlived;               /* a going notice's deadline passed with the trainer running */
 	int watch_stopped;          /* s_stop_watching ran */
 
 	int64_t next_every;         /* monotonic ms; 0: off */
@@ -145,10 +147,17 @@ static int s_notice_durable(const struct s_run *r)
 	return r->nstate == S_DURABLE || r->nstate == S_HANDLED;
 }
 
-/* The notice is over: withdrawn, replaced, or (a precaution) done. */
+/* The notice is over: withdrawn, replaced, done (a precaution), or outlived (its deadline
+ * passed with the machine still here). Its deadline no longer bounds the store's requests:
+ * the checkpoints that follow are persisted as usual. After SIGTERM/SIGINT the agent is
+ * leaving, and the signal's own deadline stays. */
 static void s_notice_over(struct s_run *r)
 {
 	s_transition(r, r->phase, s_notice_durable(r) ? S_HANDLED : S_CALM);
+	if (!r->terminate_after) {
+		r->deadline_mono = 0;
+		rr_store_set_deadline(r->store, 0);
+	}
 }
 
 static void s_log_step(const struct s_run *r, const char *what)
@@ -499,9 +508,40 @@ static void s_end_notice(struct s_run *r)
 	unlink(r->notice_path);
 	s_notice_over(r);
 	r->ask_pending = 0;
-	if (!r->terminate_after)
-		rr_store_set_deadline(r->store, 0);
 	rr_info("notice withdrawn");
+}
+
+/* The notice's deadline passed and this machine still trains: the race the deadline bounded
+ * is over, and the store's requests are no longer held to it. A precaution that missed it is
+ * simply over. A preemption whose checkpoint is durable and whose trainer carries on past it
+ * is outlived (the machine was not taken), so the trainer's own exit status stands again.
+ * One whose checkpoint is not durable yet stays (its persist goes on): a trainer that stops
+ * for it now still leaves with --preempted-exit-code. */
+static void s_check_deadline(struct s_run *r, int64_t now)
+{
+	const char *kind = rr_notice_kind_name(r->notice.kind);
+
+	if (!s_notice_active(r) || !r->deadline_mono || now < r->deadline_mono ||
+	    r->terminate_after || r->phase == S_FINISHING)
+		return;
+	if (s_severity(r->notice.kind) == 2 && !s_notice_durable(r)) {
+		rr_warn("the %s notice's deadline passed before its checkpoint was durable, and "
+			"this machine is still here: its persist goes on without the deadline", kind);
+		r->deadline_mono = 0;
+		rr_store_set_deadline(r->store, 0);
+		return;
+	}
+	if (s_severity(r->notice.kind) == 1)
+		rr_warn("the %s notice's deadline passed before its checkpoint was durable; "
+			"training goes on, checkpoints are persisted as usual", kind);
+	else
+		rr_warn("the %s notice's deadline passed and the trainer is still running; the "
+			"notice is over: checkpoints are persisted as usual, and the trainer's own "
+			"exit status will stand", kind);
+	r->outlived = s_severity(r->notice.kind) == 2;
+	unlink(r->notice_path);
+	r->ask_pending = 0;
+	s_notice_over(r);
 }
 
 static void s_check_notice_file(struct s_run *r)
@@ -564,16 +604,13 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	}
 	snprintf(r->newest, sizeof(r->newest), "%s", name);
 	r->newest_ms = ms;
-	/* Commits after the trainer was asked answer the notice (ctime is coarse: allow 20 ms).
-	 * A routine commit can land just then and be taken for the answer; the trainer's real
-	 * answer comes next and replaces it in the persist queue (the newest wins), so until
-	 * one is durable the newest commit is the one the notice waits for. */
-	if (s_notice_active(r) && r->asked_wall_ms && r->notice_ckpt[0] && !s_notice_durable(r) &&
-	    ms >= r->asked_wall_ms - 20) {
-		rr_info("checkpoint %s committed after %s: the notice waits for it instead", name,
-			r->notice_ckpt);
-		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", name);
-		urgent = 1;
+	/* The first commit after the trainer was asked answers the notice (ctime is coarse:
+	 * allow 20 ms), and nothing sets its persist aside while the notice stands: a trainer
+	 * that commits faster than a persist takes would otherwise replace it again and again
+	 * and leave the notice with nothing durable. Later commits follow it. */
+	if (s_notice_active(r) && r->notice_ckpt[0] && !s_notice_durable(r)) {
+		rr_info("checkpoint %s committed while the notice's %s is persisting; it follows "
+			"once %s is durable", name, r->notice_ckpt, r->notice_ckpt);
 	} else if (s_notice_active(r) && r->asked_wall_ms && !r->notice_ckpt[0] &&
 		   ms >= r->asked_wall_ms - 20) {
 		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", name);
@@ -582,6 +619,10 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 		snprintf(what, sizeof(what), "checkpoint %s committed by the trainer (%.1f s after "
 			 "asking)", name, (double)(rr_mono_ms() - r->asked_mono) / 1000.0);
 		s_log_step(r, what);
+	} else if (!r->scanned && strcmp(name, r->restored) == 0) {
+		rr_debug("checkpoint %s (just restored) is in the checkpoint directory", name);
+	} else if (!r->scanned) {
+		rr_info("checkpoint %s found in the checkpoint directory", name);
 	} else {
 		rr_info("checkpoint %s committed", name);
 	}
@@ -598,17 +639,25 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 		snprintf(what, sizeof(what), "checkpoint %s is durable in the store", res->name);
 		s_log_step(r, what);
 		if (r->notice.source == RR_SOURCE_AWS || r->notice.source == RR_SOURCE_GCP ||
-		    r->notice.source == RR_SOURCE_AZURE) {
+		    r->notice.source == RR_SOURCE_AZURE)
 			rr_cloud_watch_durable(r->cloud);
-			if (s_severity(r->notice.kind) == 1 && !r->terminate_after) {
-				/* A precaution (rebalance, maintenance): done; training goes on and
-				 * the next notice is handled afresh. */
-				unlink(r->notice_path);
-				s_notice_over(r);
-				rr_info("%s notice handled; training goes on",
-					rr_notice_kind_name(r->notice.kind));
-			}
+		if (s_severity(r->notice.kind) == 1 && !r->terminate_after) {
+			/* A precaution (rebalance, maintenance), from wherever it came: done;
+			 * training goes on and the next notice is handled afresh. */
+			unlink(r->notice_path);
+			s_notice_over(r);
+			rr_info("%s notice handled; training goes on",
+				rr_notice_kind_name(r->notice.kind));
 		}
+	} else if (strcmp(r->newest, res->name) != 0) {
+		/* It failed, and a newer commit followed it: that one answers the notice now. */
+		rr_warn("the notice's checkpoint %s was not persisted; the notice takes the newer "
+			"%s", res->name, r->newest);
+		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", r->newest);
+		rr_persister_submit(r->persister, r->newest, r->newest_ms, 1);
+		return;
+	} else {
+		r->notice_ckpt[0] = '\0'; /* the trainer's next commit answers it */
 	}
 	if (r->terminate_after)
 		s_forward_term(r, res->rc == 0 || res->rc == RR_EEXIST ?
@@ -620,6 +669,8 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 static void s_on_child_exit(struct s_run *r)
 {
 	int code = rr_exit_code_from_status(r->child_status);
+	/* The notice stopped it only while the notice stands: a trainer that outlived a
+	 * preemption's deadline, or trained on after a precaution, ends with its own status. */
 	int going = s_notice_active(r) && (r->notice.kind == RR_NOTICE_PREEMPT ||
 					 r->notice.kind == RR_NOTICE_TERMINATE);
 	if (WIFSIGNALED(r->child_status))
@@ -632,9 +683,10 @@ static void s_on_child_exit(struct s_run *r)
 	if (code == 0 || going || r->terminate_after) {
 		s_transition(r, S_FINISHING, r->nstate);
 		r->exit_code = code;
-		/* Whatever the trainer's own status, the work is not done: a rebalance or
-		 * maintenance notice that training carried on past has already ended. */
+		/* Whatever the trainer's own status, the work is not done. */
 		r->preempted = going || r->terminate_after;
+		if (!r->preempted && r->outlived && code == 0)
+			rr_info("the trainer finished after outliving the notice");
 		return;
 	}
 	if (r->restarts >= r->cfg->max_restarts) {
@@ -683,7 +735,7 @@ static void s_on_signal(struct s_run *r, int sig)
 			 * signal also stops waiting for uploads. */
 			rr_info("SIG%s with no trainer running: leaving", rr_signal_name(sig));
 			if (r->terminate_after)
-				rr_persister_cancel(r->persister);
+				rr_persister_cancel(r->persister, "told again to leave");
 			/* Told to go while waiting to restart the trainer: unfinished work, too.
 			 * (Once leaving, the status already decided stands.) */
 			if (r->phase != S_FINISHING)
@@ -784,7 +836,7 @@ static int s_loop(struct s_run *r)
 		if (r->phase == S_FINISHING && r->deadline_mono && now >= r->deadline_mono &&
 		    !s_notice_durable(r)) {
 			s_deadline_missed();
-			rr_persister_cancel(r->persister);
+			rr_persister_cancel(r->persister, "the notice's deadline passed");
 			break;
 		}
 		if (r->cfg->notice_file)
@@ -795,7 +847,9 @@ static int s_loop(struct s_run *r)
 			timeout = s_min_timeout(timeout, r->next_every, now);
 		if (r->phase == S_RESTART_WAIT)
 			timeout = s_min_timeout(timeout, r->restart_at, now);
-		if (r->deadline_mono && (r->terminate_after || r->phase == S_FINISHING))
+		/* Woken at the deadline (once: past it, nothing waits for it). */
+		if (r->deadline_mono > now && (s_notice_active(r) || r->terminate_after ||
+					       r->phase == S_FINISHING))
 			timeout = s_min_timeout(timeout, r->deadline_mono, now);
 
 		int n = poll(fds, 5, (int)(timeout < 0 ? -1 : timeout > 60000 ? 60000 : timeout));
@@ -842,6 +896,7 @@ static int s_loop(struct s_run *r)
 		}
 		if (r->terminate_after && r->deadline_mono && now >= r->deadline_mono)
 			s_forward_term(r, "deadline reached before the checkpoint was durable");
+		s_check_deadline(r, now);
 		if (r->phase == S_RESTART_WAIT && now >= r->restart_at) {
 			s_transition(r, S_TRAINING, r->nstate);
 			s_kill_leftovers(r, LEFTOVER_GRACE_MS);
@@ -933,6 +988,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 		return EXIT_AGENT_ERROR;
 	}
 	char b1[16], b2[16];
+	snprintf(r->restored, sizeof(r->restored), "%s", name);
 	s_write_pointer(r, name);
 	if (st.already_present)
 		rr_info("checkpoint %s is already here and identical; nothing copied", name);

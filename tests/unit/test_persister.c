@@ -691,7 +691,7 @@ static void test_persister_cancel_during_event_does_not_cancel_later_checkpoint(
 	s_make(&e, "step-1", 1);
 	rr_persister_record(e.p, "notice", NULL);
 	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g)); /* the event is being written */
-	rr_persister_cancel(e.p);                       /* no persist in progress */
+	rr_persister_cancel(e.p, "the test cancels it");                       /* no persist in progress */
 	s_gate_open(&g);
 	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
 	rr_persister_submit(e.p, "step-1", 1000, 0);
@@ -717,7 +717,7 @@ static void test_persister_cancel_drops_queued_checkpoint(void)
 	rr_persister_submit(e.p, "step-1", 1000, 0);
 	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g));
 	rr_persister_submit(e.p, "step-2", 2000, 0);
-	rr_persister_cancel(e.p);
+	rr_persister_cancel(e.p, "the test cancels it");
 	s_gate_open(&g);
 	r = s_result(&e, "step-1");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);

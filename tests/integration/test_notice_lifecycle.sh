@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# A notice's life on an S3 store, as a platform team's soak meets it: a precaution whose
+# deadline passes (with its checkpoint durable, and without) must not stop the persists
+# that follow; a preemption the trainer outlives ends with the trainer's own status, one it
+# obeys with 75; a trainer that commits faster than a persist takes cannot starve the
+# notice's checkpoint; and the log says what happened, nothing more.
+. "$(dirname "$0")/lib.sh"
+. "$RR_SRC/tests/integration/s3lib.sh"
+start_s3
+s3_env
+. "$RR_SRC/tests/integration/faultlib.sh"
+start_faults
+T="$RR_SRC/tests/integration/trainers/ticker.py"
+
+# notice_at LOG PATTERN JSON: writes the notice file NOTICE once LOG has a line matching
+# PATTERN (in the background; its pid in NOTICE_PID).
+notice_at() {
+	(wait_for 60 grep -qE "$2" "$1" && printf '%s\n' "$3" > NOTICE) &
+	NOTICE_PID=$!
+}
+# latest RUN: the checkpoint LATEST names in run RUN's store.
+latest() { s3d s3 cp --quiet "s3://$S3_BUCKET/$1/default/LATEST" - | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["checkpoint"])'; }
+
+# --- 1. A precaution made durable in time: the persists after it go on (the store's deadline
+# for the notice used to outlive it and fail every later persist at once).
+mkdir p1 && cd p1
+export RESUME_RUN_STORE="s3://$S3_BUCKET/p1"
+notice_at ../p1.log 'persisted step-2:' '{"kind":"maintenance","deadline_in":2}'
+run_rr ../p1.log --notice-file NOTICE -- "$PY" "$T" --every 0.4 --until 12
+wait $NOTICE_PID
+cd ..
+expect_eq "$RC" 0 "precaution in time: exit status"
+expect_grep 'maintenance notice handled; training goes on' p1.log "the precaution was handled"
+expect_no_grep 'persist of step-[0-9]+ failed' p1.log "precaution in time: no persist failed"
+expect_eq "$(latest p1)" step-12 "precaution in time: LATEST"
+# Only the notice's own checkpoint goes ahead of everything else.
+expect_eq "$(grep -c 'notice: ahead of everything else' p1.log)" 1 "persists tagged as the notice's"
+ok "a precaution made durable in time: every later persist succeeds, LATEST is step-12, exit 0"
+
+# --- 2. A precaution whose deadline passes before its checkpoint is durable (every PUT held
+# 0.8 s, a 1 s deadline): once the deadline is past, the persists go on.
+mkdir p2 && cd p2
+export RESUME_RUN_STORE="s3://$S3_BUCKET/p2"
+(
+	wait_for 60 grep -qE 'persisted step-2:' ../p2.log
+	fault '{"match":{"method":"PUT"},"action":"stall","seconds":0.8}'
+	printf '%s\n' '{"kind":"maintenance","deadline_in":1}' > NOTICE
+	wait_for 60 grep -qE "deadline passed before its checkpoint was durable" ../p2.log
+	no_faults
+) &
+helper=$!
+run_rr ../p2.log --notice-file NOTICE -- "$PY" "$T" --every 0.5 --until 12
+wait $helper || fail "precaution past its deadline: the deadline was never reported passed"
+cd ..
+expect_eq "$RC" 0 "precaution past its deadline: exit status"
+expect_grep "the maintenance notice's deadline passed before its checkpoint was durable; training goes on" \
+	p2.log "the missed precaution is said"
+expect_no_grep 'persist of step-(1[0-2]|[5-9]) failed' p2.log "persists after the deadline"
+expect_eq "$(latest p2)" step-12 "precaution past its deadline: LATEST"
+ok "a precaution past its deadline: training and persists go on, LATEST is step-12, exit 0"
+
+# --- 3. A preemption the trainer outlives (it does not stop, the machine is not taken): the
+# persists after the deadline succeed and the finished run exits 0, not 75.
+mkdir p3 && cd p3
+export RESUME_RUN_STORE="s3://$S3_BUCKET/p3"
+notice_at ../p3.log 'persisted step-2:' '{"kind":"preempt","deadline_in":2}'
+run_rr ../p3.log --notice-file NOTICE -- "$PY" "$T" --every 0.4 --until 12
+wait $NOTICE_PID
+cd ..
+expect_eq "$RC" 0 "preemption outlived: exit status (the trainer finished its work)"
+expect_grep "the preempt notice's deadline passed and the trainer is still running" p3.log \
+	"the outlived preemption is said"
+expect_no_grep 'persist of step-[0-9]+ failed' p3.log "preemption outlived: no persist failed"
+expect_eq "$(latest p3)" step-12 "preemption outlived: LATEST"
+ok "a preemption the trainer outlived: persists go on, LATEST is step-12, exit 0"
+
+# --- 4. A preemption the trainer obeys: 75, with the notice's checkpoint LATEST.
+mkdir p4 && cd p4
+export RESUME_RUN_STORE="s3://$S3_BUCKET/p4"
+notice_at ../p4.log 'persisted step-2:' '{"kind":"preempt","deadline_in":20}'
+run_rr ../p4.log --notice-file NOTICE -- "$PY" "$T" --every 0.4 --until 50 --obey
+wait $NOTICE_PID
+cd ..
+expect_eq "$RC" "$RR_PREEMPTED" "preemption obeyed: exit status"
+stopped=$(sed -nE 's/^exit for the notice after (step-[0-9]+)$/\1/p' p4.log)
+[ -n "$stopped" ] || fail "the trainer did not stop for the notice"
+expect_eq "$(latest p4)" "$stopped" "preemption obeyed: LATEST"
+ok "a preemption the trainer obeyed: $stopped durable, exit $RR_PREEMPTED"
+
+# --- 5. A trainer that commits every 0.3 s while each persist takes over 1.5 s (every PUT
+# held 0.8 s): the notice's checkpoint is persisted, never set aside for the newer ones,
+# and is durable before the 20 s deadline.
+mkdir p5 && cd p5
+export RESUME_RUN_STORE="s3://$S3_BUCKET/p5"
+(
+	wait_for 60 grep -qE 'persisted step-1:' ../p5.log
+	fault '{"match":{"method":"PUT"},"action":"stall","seconds":0.8}'
+	printf '%s\n' '{"kind":"preempt","deadline_in":20}' > NOTICE
+) &
+helper=$!
+run_rr ../p5.log --notice-file NOTICE -- "$PY" "$T" --every 0.3 --until 60 --bytes 65536
+wait $helper
+no_faults
+cd ..
+answer=$(sed -nE 's/.*checkpoint (step-[0-9]+) committed by the trainer \(.*/\1/p' p5.log | head -n 1)
+[ -n "$answer" ] || fail "the trainer's answer to the notice was not seen"
+expect_grep "checkpoint $answer is durable in the store: [0-9.]+ s after the notice, [0-9.]+ s before the deadline" \
+	p5.log "the notice's checkpoint $answer was durable before the deadline"
+expect_grep "committed while the notice's $answer is persisting; it follows once $answer is durable" \
+	p5.log "newer commits are said to follow the notice's"
+expect_no_grep "persist of $answer set aside" p5.log "the notice's persist was never set aside"
+ok "commits every 0.3 s against persists of 1.5 s: the notice's $answer durable before its deadline"
+
+# --- 6. What the log says: an option before a subcommand is refused (it used to run
+# /bin/ls as the trainer); a restored checkpoint is not reported as committed.
+run_rr v-ls.log -v ls
+expect_eq "$RC" 125 "'resume-run -v ls': exit status"
+expect_grep "'ls' is a subcommand: its options go after it" v-ls.log "'-v ls' is explained"
+run_rr lss.log lss
+expect_eq "$RC" 125 "'resume-run lss': exit status"
+expect_grep "unknown command 'lss'" lss.log "a mistyped subcommand is named"
+mkdir p6 && cd p6
+export RESUME_RUN_STORE="s3://$S3_BUCKET/p4"
+run_rr ../p6.log -- "$PY" "$T" --every 0.2 --until 0
+cd ..
+expect_eq "$RC" 0 "the second machine: exit status"
+expect_grep "restored $stopped: " p6.log "the second machine restored $stopped"
+expect_no_grep "checkpoint $stopped committed" p6.log "the restored checkpoint is not reported as committed"
+ok "'-v ls' and 'lss' are refused with the reason; the restored $stopped is not logged as committed"
+finish
