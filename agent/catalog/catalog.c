@@ -45,6 +45,7 @@ static int s_on_manifest(const struct rr_store_entry *e, void *ud)
 	struct rr_catalog_entry *ce = &s->c->entries[s->c->n++];
 	memset(ce, 0, sizeof(*ce));
 	memcpy(ce->name, name, sizeof(name));
+	ce->listed_size = e->size;
 	return 0;
 }
 
@@ -84,15 +85,26 @@ static int s_cmp_entry(const void *pa, const void *pb)
 				      b->manifest->checkpoint, b->manifest->committed_unix_ms);
 }
 
-/* Returns RR_EKEY (with the store's reason kept) when the manifest cannot be opened with the
- * key given (or was sealed and none was given), else 0: other problems are the entry's. */
+/* Reads and checks one manifest. Returns 0 when the entry is settled (committed, or with
+ * its problem said: damaged, gone meanwhile); RR_EKEY (the store's reason kept) when it
+ * cannot be opened with the key given (or was sealed and none was given); or the store's
+ * error when the store could not answer (after its retries): that is no damage, and the
+ * caller cannot order the run without it. A completed answer that is wrong (empty,
+ * truncated, not a manifest) is damage at once: nothing is retried for it. */
 static int s_check_entry(struct rr_store *s, const char *run_id, struct rr_catalog *c,
 			 struct rr_catalog_entry *ce)
 {
 	char key[RR_KEY_MAX], why[200] = "";
 	struct rr_buf b;
-	int rc, key_rc = 0;
+	int rc, out_rc = 0;
 
+	ce->opened = 1;
+	if (ce->listed_size == 0) {
+		/* An aborted upload on a store that is not atomic; some answer a read of an
+		 * empty object with a length they never send, which would only be retried. */
+		snprintf(ce->problem, sizeof(ce->problem), "manifest is empty (0 bytes)");
+		return 0;
+	}
 	rr_buf_init(&b, RR_MANIFEST_MAX_BYTES);
 	rc = rr_key_manifest(key, run_id, ce->name);
 	if (!rc)
@@ -103,7 +115,9 @@ static int s_check_entry(struct rr_store *s, const char *run_id, struct rr_catal
 	if (rc) {
 		snprintf(ce->problem, sizeof(ce->problem), "manifest unreadable: %s",
 			 rr_store_strerror(rc));
-		key_rc = rc == RR_EKEY ? rc : 0;
+		/* Gone since the listing (another machine's retention), or too big to be one:
+		 * the entry's problem. Anything else: the store's. */
+		out_rc = rc == RR_ENOENT || rc == RR_ETOOBIG || rc == RR_ECORRUPT ? 0 : rc;
 		goto out;
 	}
 	rc = rr_manifest_parse((const char *)b.data, b.len, &ce->manifest, why, sizeof(why));
@@ -135,10 +149,33 @@ static int s_check_entry(struct rr_store *s, const char *run_id, struct rr_catal
 	}
 out:
 	rr_buf_free(&b);
-	return key_rc;
+	return out_rc;
 }
 
-int rr_catalog_load(struct rr_store *s, const char *run_id, struct rr_catalog **out)
+/* Newest first by what the names alone tell (a step number, then its value); the entries
+ * the names cannot order (the same step, or none) form one group, ordered once opened. */
+static int s_cmp_name(const void *pa, const void *pb)
+{
+	const struct rr_catalog_entry *a = pa, *b = pb;
+	uint64_t sa = 0, sb = 0;
+	int ha = rr_checkpoint_step(a->name, &sa), hb = rr_checkpoint_step(b->name, &sb);
+
+	if (ha != hb)
+		return ha ? -1 : 1;
+	if (sa != sb)
+		return sa > sb ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static int s_same_group(const struct rr_catalog_entry *a, const struct rr_catalog_entry *b)
+{
+	uint64_t sa = 0, sb = 0;
+	int ha = rr_checkpoint_step(a->name, &sa), hb = rr_checkpoint_step(b->name, &sb);
+
+	return ha == hb && sa == sb;
+}
+
+int rr_catalog_list(struct rr_store *s, const char *run_id, struct rr_catalog **out)
 {
 	struct rr_catalog *c = calloc(1, sizeof(*c));
 	struct s_names names = { .run_id = run_id, .c = c };
@@ -146,9 +183,11 @@ int rr_catalog_load(struct rr_store *s, const char *run_id, struct rr_catalog **
 	struct rr_buf b;
 	int rc;
 
-	rr_buf_init(&b, 64 * 1024);
+	*out = NULL;
 	if (!c)
 		return RR_ENOMEM;
+	rr_buf_init(&b, 64 * 1024);
+	snprintf(c->run_id, sizeof(c->run_id), "%s", run_id);
 	rc = rr_key_checkpoints_prefix(key, run_id);
 	if (!rc)
 		rc = rr_store_list(s, key, s_on_manifest, &names);
@@ -162,22 +201,8 @@ int rr_catalog_load(struct rr_store *s, const char *run_id, struct rr_catalog **
 		goto out;
 	if (c->nchunks)
 		qsort(c->chunks, c->nchunks, sizeof(*c->chunks), s_cmp_chunk);
-	/* A key that opens no manifest at all is the wrong key (or encryption is on for a
-	 * clear store, or off for an encrypted one): an error, not a run of damaged
-	 * checkpoints to fall back through. One manifest that does not open beside others
-	 * that do is damage. */
-	size_t key_failures = 0;
-	char key_why[512] = "";
-	for (size_t i = 0; i < c->n; i++)
-		if (s_check_entry(s, run_id, c, &c->entries[i]) == RR_EKEY && !key_failures++)
-			snprintf(key_why, sizeof(key_why), "%s", rr_store_strerror(RR_EKEY));
-	if (c->n && key_failures == c->n) {
-		rc = rr_store_fail(RR_EKEY, "%s", key_why);
-		goto out;
-	}
 	if (c->n)
-		qsort(c->entries, c->n, sizeof(*c->entries), s_cmp_entry);
-
+		qsort(c->entries, c->n, sizeof(*c->entries), s_cmp_name);
 	rc = rr_key_latest(key, run_id);
 	if (!rc && rr_store_get(s, key, &b, NULL) == 0 &&
 	    rr_latest_parse((const char *)b.data, b.len, c->latest, sizeof(c->latest)) != 0)
@@ -185,12 +210,84 @@ int rr_catalog_load(struct rr_store *s, const char *run_id, struct rr_catalog **
 	rc = 0;
 out:
 	rr_buf_free(&b);
+	if (rc)
+		rr_catalog_destroy(c);
+	else
+		*out = c;
+	return rc;
+}
+
+/* Opens the entries of [from, to) and orders them newest first, unreadable ones last.
+ * Returns 0, or the store's error (RR_EKEY only once no entry opened at all). */
+static int s_open_range(struct rr_catalog *c, struct rr_store *s, size_t from, size_t to)
+{
+	int rc;
+
+	for (size_t i = from; i < to; i++) {
+		if (c->entries[i].opened)
+			continue;
+		rc = s_check_entry(s, c->run_id, c, &c->entries[i]);
+		if (rc == RR_EKEY && !c->key_failures++)
+			snprintf(c->key_why, sizeof(c->key_why), "%s", rr_store_strerror(RR_EKEY));
+		else if (rc)
+			return rc;
+		else
+			c->opened_ok += c->entries[i].manifest != NULL;
+	}
+	if (to - from > 1)
+		qsort(c->entries + from, to - from, sizeof(*c->entries), s_cmp_entry);
+	return 0;
+}
+
+/* A key that opens no manifest at all is the wrong key (or encryption is on for a clear
+ * store, or off for an encrypted one): an error, not a run of damaged checkpoints to fall
+ * back through. One manifest that does not open beside others that do is damage. */
+static int s_key_verdict(const struct rr_catalog *c)
+{
+	if (c->key_failures && !c->opened_ok)
+		return rr_store_fail(RR_EKEY, "%s", c->key_why);
+	return 0;
+}
+
+int rr_catalog_load(struct rr_store *s, const char *run_id, struct rr_catalog **out)
+{
+	struct rr_catalog *c = NULL;
+	int rc = rr_catalog_list(s, run_id, &c);
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	rc = s_open_range(c, s, 0, c->n);
+	if (!rc)
+		rc = s_key_verdict(c);
 	if (rc) {
 		rr_catalog_destroy(c);
-		c = NULL;
+		return rc;
 	}
 	*out = c;
-	return rc;
+	return 0;
+}
+
+int rr_catalog_next(struct rr_catalog *c, struct rr_store *s, size_t *pos,
+		    const struct rr_catalog_entry **out)
+{
+	int rc;
+
+	*out = NULL;
+	while (*pos < c->n) {
+		size_t i = *pos, end = i + 1;
+		while (end < c->n && s_same_group(&c->entries[i], &c->entries[end]))
+			end++;
+		if (!c->entries[i].opened) {
+			rc = s_open_range(c, s, i, end);
+			if (rc)
+				return rc;
+		}
+		(*pos)++;
+		*out = &c->entries[i];
+		return 0;
+	}
+	return s_key_verdict(c);
 }
 
 void rr_catalog_destroy(struct rr_catalog *c)

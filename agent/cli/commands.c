@@ -77,9 +77,6 @@ int rr_cmd_restore(const struct rr_config *cfg)
 
 	if (s_open(cfg, &s, &c))
 		return EXIT_ERROR;
-	rc = rr_parts_catalog_view(c, cfg->nnodes, cfg->node_rank);
-	if (rc)
-		goto out;
 	if (cfg->checkpoint) {
 		const struct rr_catalog_entry *e = rr_catalog_find(c, cfg->checkpoint);
 		if (!e || !e->committed) {
@@ -89,13 +86,19 @@ int rr_cmd_restore(const struct rr_config *cfg)
 			goto out;
 		}
 		snprintf(name, sizeof(name), "%s", e->name);
+		/* This node's own part (a store of another --nnodes is refused). */
+		rc = rr_parts_view(e->manifest, cfg->nnodes, cfg->node_rank, why, sizeof(why));
+		if (rc) {
+			rr_error("%s", why);
+			goto out;
+		}
 		rc = rr_restore_checkpoint(s, cfg->run_id, e->manifest, cfg->to, cfg->threads, &st,
 					   why, sizeof(why));
 		if (rc)
 			rr_error("restore of %s failed: %s", name, why);
 	} else {
-		rc = rr_restore_newest(s, cfg->run_id, c, cfg->to, cfg->threads, name, sizeof(name),
-				       &st);
+		rc = rr_restore_newest(s, c, cfg->nnodes, cfg->node_rank, cfg->to, cfg->threads,
+				       name, sizeof(name), &st);
 		if (rc == RR_ENOENT)
 			rr_error("no committed checkpoint of run '%s' in %s", cfg->run_id,
 				 cfg->store_url);

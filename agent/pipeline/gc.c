@@ -144,6 +144,40 @@ static int s_delete_chunks(struct rr_store *s, const char *run_id, const struct 
 	return rc;
 }
 
+/* Deletes the doomed checkpoints' manifests, in batches where the store can (a checkpoint is
+ * gone once its manifest is; its chunks follow). */
+static int s_delete_manifests(struct rr_store *s, const char *run_id, const struct rr_catalog *c,
+			      const unsigned char *doomed, struct rr_gc_stats *stats)
+{
+	char (*keys)[RR_KEY_MAX] = malloc(S_DELETE_BATCH * sizeof(*keys));
+	const char *ptrs[S_DELETE_BATCH], *names[S_DELETE_BATCH];
+	size_t i = 0, n;
+	int rc = keys ? 0 : RR_ENOMEM;
+
+	while (!rc && i < c->n) {
+		for (n = 0; !rc && i < c->n && n < S_DELETE_BATCH; i++) {
+			if (!doomed[i])
+				continue;
+			rc = rr_key_manifest(keys[n], run_id, c->entries[i].name);
+			names[n] = c->entries[i].name;
+			ptrs[n] = keys[n];
+			n++;
+		}
+		if (!rc && n)
+			rc = rr_store_del_many(s, ptrs, n);
+		if (!rc && n > 3)
+			rr_info("retention: deleted %zu checkpoints, %s to %s", n, names[n - 1],
+				names[0]);
+		for (size_t k = 0; !rc && k < n; k++) {
+			stats->checkpoints_deleted++;
+			if (n <= 3)
+				rr_info("retention: deleted checkpoint %s", names[k]);
+		}
+	}
+	free(keys);
+	return rc;
+}
+
 struct s_due {
 	const char *run_id;
 	size_t manifests;
@@ -180,7 +214,6 @@ int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t gra
 	struct rr_catalog *c = NULL;
 	struct s_sweep w = { .stats = stats };
 	unsigned char *doomed = NULL;
-	char key[RR_KEY_MAX];
 	size_t kept = 0, unreadable = 0;
 	int seen_committed = 0, rc;
 
@@ -214,17 +247,9 @@ int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t gra
 			continue;
 		doomed[i] = 1;
 	}
-	for (size_t i = 0; i < c->n; i++) {
-		if (!doomed[i])
-			continue;
-		rc = rr_key_manifest(key, run_id, c->entries[i].name);
-		if (!rc)
-			rc = rr_store_del(s, key);
-		if (rc)
-			goto out;
-		stats->checkpoints_deleted++;
-		rr_info("retention: deleted checkpoint %s", c->entries[i].name);
-	}
+	rc = s_delete_manifests(s, run_id, c, doomed, stats);
+	if (rc)
+		goto out;
 	if (unreadable) {
 		rr_warn("%zu manifest(s) of run %s could not be read; no chunk is deleted until "
 			"they are removed or readable", unreadable, run_id);

@@ -25,6 +25,7 @@
 #include "rr/pool.h"
 #include "rr/progress.h"
 #include "rr/quote.h"
+#include "rr/parts.h"
 #include "rr/restore.h"
 #include "restored.h"
 #include "rr/store_sealed.h"
@@ -767,31 +768,34 @@ out:
 	return rc;
 }
 
-int rr_restore_newest(struct rr_store *s, const char *run_id, const struct rr_catalog *c,
+int rr_restore_newest(struct rr_store *s, struct rr_catalog *c, unsigned nnodes, unsigned rank,
 		      const char *parent, unsigned threads, char *name_out, size_t cap,
 		      struct rr_restore_stats *stats)
 {
+	const struct rr_catalog_entry *e;
 	const char *damaged = NULL;
 	unsigned fallbacks = 0;
-	int rc = RR_ENOENT;
+	size_t pos = 0;
+	int rc = RR_ENOENT, walk;
 
-	/* Manifests that cannot be read have no place in the order: name them all first. */
-	for (size_t i = 0; i < c->n; i++)
-		if (!c->entries[i].manifest)
-			rr_warn("checkpoint %s is not usable: %s", c->entries[i].name,
-				c->entries[i].problem);
-	for (size_t i = 0; i < c->n; i++) {
-		const struct rr_catalog_entry *e = &c->entries[i];
+	/* Newest first, reading manifests only as far as the walk goes: a store of many
+	 * checkpoints costs a replacement machine no more than one of a few. */
+	while ((walk = rr_catalog_next(c, s, &pos, &e)) == 0 && e) {
 		char why[512];
 
 		if (!e->committed) {
-			if (e->manifest)
-				rr_warn("checkpoint %s is not usable: %s", e->name, e->problem);
+			rr_warn("checkpoint %s is not usable: %s", e->name, e->problem);
 			continue;
+		}
+		/* Each node restores its own part; a store of another --nnodes is refused. */
+		rc = rr_parts_view(e->manifest, nnodes, rank, why, sizeof(why));
+		if (rc) {
+			rr_error("%s", why);
+			return rc;
 		}
 		if (damaged)
 			rr_warn("falling back from damaged checkpoint %s to %s", damaged, e->name);
-		rc = rr_restore_checkpoint(s, run_id, e->manifest, parent, threads, stats, why,
+		rc = rr_restore_checkpoint(s, c->run_id, e->manifest, parent, threads, stats, why,
 					   sizeof(why));
 		if (rc == 0) {
 			snprintf(name_out, cap, "%s", e->name);
@@ -807,6 +811,11 @@ int rr_restore_newest(struct rr_store *s, const char *run_id, const struct rr_ca
 		rr_error("checkpoint %s is DAMAGED: %s", e->name, why);
 		damaged = e->name;
 		fallbacks++;
+	}
+	if (walk) {
+		rr_error("cannot read the checkpoints of run '%s': %s", c->run_id,
+			 rr_store_strerror(walk));
+		return walk;
 	}
 	if (damaged)
 		rr_error("no undamaged checkpoint left to fall back to after %s", damaged);

@@ -55,6 +55,10 @@ struct rr_persister {
 	 * committed still go out; cleared when the persist returns. */
 	int persisting;
 	atomic_int store_cancel;
+	/* Retention: due once at start (a machine catches up on what an earlier one left);
+	 * retaining while it runs (a notice's checkpoint or leaving stops it); leaving: the
+	 * agent is on its way out, and starts no more of it. */
+	int retention_due, retaining, leaving;
 
 	/* newest checkpoint known to be in the store, and its manifest for reuse */
 	char done[256];
@@ -179,14 +183,56 @@ static void s_log_persisted(const struct rr_manifest *m, const struct rr_persist
 			(unsigned long long)st->tensors[RR_ENC_SHUFFLE_ZSTD]);
 }
 
+/* Applies --keep when it is due (after a persist, and once at start). It steps aside like a
+ * routine persist: a notice's checkpoint, or the agent leaving, ends its store requests, and
+ * what it did not get to waits for its next run, here or on the next machine (it deletes
+ * manifests before the chunks only they named, so nothing is left that a later run cannot
+ * collect). after: the checkpoint it follows, or NULL at start. */
+static void s_retention(struct rr_persister *p, const char *after)
+{
+	const char *why = NULL;
+	struct rr_gc_stats gs;
+	char b1[16], when[300];
+	int rc = 0;
+
+	snprintf(when, sizeof(when), "%s%s", after ? "after " : "at start", after ? after : "");
+	pthread_mutex_lock(&p->lock);
+	if (p->cancel || p->leaving)
+		why = p->leaving ? "the agent is leaving" : "a notice's checkpoint is waiting";
+	else
+		p->retaining = 1;
+	pthread_mutex_unlock(&p->lock);
+	if (why) {
+		rr_info("retention %s left for later: %s", when, why);
+		return;
+	}
+	if (rr_gc_due(p->cfg.store, p->cfg.run_id, p->cfg.keep))
+		rc = rr_gc_run(p->cfg.store, p->cfg.run_id, p->cfg.keep, p->cfg.gc_grace_ms, &gs);
+	else
+		memset(&gs, 0, sizeof(gs));
+	pthread_mutex_lock(&p->lock);
+	p->retaining = 0;
+	p->store_cancel = 0;
+	if (rc == 0)
+		p->retention_due = 0;
+	pthread_mutex_unlock(&p->lock);
+	if (rc == RR_ECANCELED)
+		rr_info("retention %s stopped: %s; its next run finishes it", when, p->cancel_why);
+	else if (rc)
+		rr_warn("retention %s did not complete (%s); it runs again after the next "
+			"checkpoint", when, rr_store_strerror(rc));
+	else if (gs.checkpoints_deleted || gs.chunks_deleted)
+		rr_info("retention %s: deleted %zu checkpoints and %zu chunks (%s)", when,
+			gs.checkpoints_deleted, gs.chunks_deleted,
+			rr_format_bytes(gs.bytes_freed, b1));
+}
+
 /* What follows a persist once its manifest is written: LATEST, the ledger, retention. The
  * checkpoint is already committed (and reported) by then. */
 static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
 			    const struct rr_manifest *latest, const struct rr_persist_stats *st,
 			    int urgent, int64_t committed_ms, int64_t durable_ms)
 {
-	char b1[16];
-	struct rr_gc_stats gs;
 	cJSON *ev = cJSON_CreateObject();
 
 	if (latest)
@@ -211,18 +257,7 @@ static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
 			rr_warn("could not record the checkpoint event of %s", m->checkpoint);
 		rr_metrics_flush(p->cfg.metrics);
 	}
-	if (p->cancel) { /* a notice's checkpoint is waiting: retention can wait instead */
-		rr_info("retention after %s left for a later checkpoint", m->checkpoint);
-		return;
-	}
-	if (!rr_gc_due(p->cfg.store, p->cfg.run_id, p->cfg.keep))
-		return;
-	if (rr_gc_run(p->cfg.store, p->cfg.run_id, p->cfg.keep, p->cfg.gc_grace_ms, &gs) != 0)
-		rr_warn("retention after %s did not complete; it runs again after the next "
-			"checkpoint", m->checkpoint);
-	else if (gs.chunks_deleted)
-		rr_info("retention: deleted %zu chunks (%s)", gs.chunks_deleted,
-			rr_format_bytes(gs.bytes_freed, b1));
+	s_retention(p, m->checkpoint);
 }
 
 static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t ms, int urgent)
@@ -320,10 +355,25 @@ static void *s_thread(void *arg)
 	rr_metrics_flush(p->cfg.metrics); /* the file exists from the start, zeros and all */
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->stop && !p->urgent.have && !p->routine.have && !p->events)
+		while (!p->stop && !p->urgent.have && !p->routine.have && !p->events &&
+		       !(p->retention_due && !p->leaving))
 			pthread_cond_wait(&p->wake, &p->lock);
 		if (p->stop)
 			break;
+		if (!p->urgent.have && !p->routine.have && !p->events) {
+			/* Idle with retention due: a machine catches up on what earlier ones
+			 * left, in the background (the trainer is already running). */
+			p->running = 1;
+			p->running_name[0] = '\0';
+			pthread_mutex_unlock(&p->lock);
+			s_retention(p, NULL);
+			pthread_mutex_lock(&p->lock);
+			p->retention_due = 0; /* once: failures wait for the next checkpoint */
+			p->running = 0;
+			p->cancel = 0;
+			s_notify(p);
+			continue;
+		}
 		/* A notice's checkpoint goes first; otherwise ledger events, then checkpoints. */
 		if (p->routine.have && !p->urgent.have && !p->events &&
 		    !s_newer(p->routine.name, p->routine.ms, p->done, p->done_ms)) {
@@ -376,6 +426,7 @@ int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *
 		return RR_ENOMEM;
 	}
 	p->cfg = *cfg;
+	p->retention_due = 1;
 	p->events_tail = &p->events;
 	p->previous = baseline;
 	/* NULL (out of memory): every persist lists. */
@@ -436,12 +487,18 @@ void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, i
 				p->routine.name);
 		s_slot_set(&p->routine, name, ms);
 	}
-	if (urgent && p->running && p->running_name[0]) {
+	if (urgent && p->running && (p->running_name[0] || p->retaining)) {
 		/* The older persist in progress steps aside. */
 		snprintf(p->cancel_why, sizeof(p->cancel_why), "a notice's checkpoint (%s) goes "
 			 "first", name);
 		p->cancel = 1;
-		p->store_cancel = p->persisting;
+		p->store_cancel = p->persisting || p->retaining;
+	} else if (p->running && !p->running_name[0] && p->retaining) {
+		/* The catching-up retention at start steps aside for any checkpoint (it runs
+		 * again after its persist). */
+		snprintf(p->cancel_why, sizeof(p->cancel_why), "checkpoint %s goes first", name);
+		p->cancel = 1;
+		p->store_cancel = 1;
 	}
 	pthread_cond_signal(&p->wake);
 out:
@@ -508,10 +565,22 @@ void rr_persister_cancel(struct rr_persister *p, const char *why)
 	p->routine.have = 0;
 	/* Only a checkpoint clears the flag when it ends; set during a ledger event, it
 	 * would cancel the next checkpoint submitted instead. */
-	if (p->running && p->running_name[0]) {
+	if (p->running && (p->running_name[0] || p->retaining)) {
 		snprintf(p->cancel_why, sizeof(p->cancel_why), "%s", why);
 		p->cancel = 1;
-		p->store_cancel = p->persisting;
+		p->store_cancel = p->persisting || p->retaining;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void rr_persister_leaving(struct rr_persister *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->leaving = 1;
+	if (p->retaining) {
+		snprintf(p->cancel_why, sizeof(p->cancel_why), "the agent is leaving");
+		p->cancel = 1;
+		p->store_cancel = 1;
 	}
 	pthread_mutex_unlock(&p->lock);
 }

@@ -81,6 +81,11 @@ void rr_persister_throughput(struct rr_persister *p, struct rr_throughput *out);
  * queued work. */
 void rr_persister_cancel(struct rr_persister *p, const char *why);
 
+/* The agent is leaving and has waited long enough: retention starts no more, and one
+ * running stops at once (its next run, here or on the next machine, finishes it); persists
+ * go on. */
+void rr_persister_leaving(struct rr_persister *p);
+
 /* Stops the thread (finishing the current job) and frees everything; NULL is fine. */
 void rr_persister_destroy(struct rr_persister *p);
 

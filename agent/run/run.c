@@ -40,6 +40,9 @@
 #define RESTART_BACKOFF_MAX_MS 30000
 #define LEFTOVER_GRACE_MS 2000 /* SIGTERM to SIGKILL for the trainer's leftovers at exit */
 #define LEFTOVER_POLL_MS 20
+/* Leaving, retention (--keep after the last checkpoint, or an earlier machine's catching up)
+ * gets this long; what it did not get to waits for the next machine or `resume-run gc`. */
+#define RETENTION_AT_EXIT_MS 3000
 /* The store's requests end at the notice's deadline too (rr_store_set_deadline), so a
  * persist can fail a few milliseconds before the loop sees the deadline pass. */
 #define DEADLINE_SLACK_MS 100
@@ -82,6 +85,8 @@ struct s_run {
 	unsigned attempt, restarts;
 	enum s_phase phase;
 	int64_t restart_at; /* monotonic ms, in S_RESTART_WAIT */
+	int64_t finishing_since; /* monotonic ms, in S_FINISHING */
+	int retention_stopped;   /* leaving: retention was told to stop (rr_persister_leaving) */
 
 	char restored[256]; /* what the start-up restore put back, "" when nothing */
 	/* newest checkpoint committed in the checkpoint directory */
@@ -127,6 +132,8 @@ static void s_transition(struct s_run *r, enum s_phase phase, enum s_notice_stat
 {
 	if (r->phase == S_FINISHING)
 		phase = S_FINISHING;
+	else if (phase == S_FINISHING)
+		r->finishing_since = rr_mono_ms();
 	if (phase != S_RESTART_WAIT)
 		r->restart_at = 0;
 	if (phase != r->phase || nstate != r->nstate)
@@ -825,6 +832,14 @@ static int s_loop(struct s_run *r)
 		if (r->restore_event)
 			timeout = s_min_timeout(timeout, r->restore_event_by, now);
 
+		if (r->phase == S_FINISHING && !r->retention_stopped &&
+		    now >= r->finishing_since + RETENTION_AT_EXIT_MS) {
+			rr_persister_leaving(r->persister);
+			r->retention_stopped = 1;
+		}
+		if (r->phase == S_FINISHING && !r->retention_stopped)
+			timeout = s_min_timeout(timeout, r->finishing_since + RETENTION_AT_EXIT_MS,
+						now);
 		if (r->phase == S_FINISHING && !rr_persister_busy(r->persister)) {
 			s_collect_results(r); /* the last ones may have arrived since the poll */
 			/* Ended by the deadline's end of its requests: the same miss as below. */
@@ -944,7 +959,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 	int rc;
 
 	*baseline = NULL;
-	rc = rr_catalog_load(r->store, r->cfg->run_id, &c);
+	rc = rr_catalog_list(r->store, r->cfg->run_id, &c);
 	if (r->store->stopped) {
 		/* Stopped by a signal (the caller says so): manifests it could not read are
 		 * not worth a warning each. */
@@ -970,20 +985,15 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 		}
 		return 0;
 	}
-	/* Each node restores its own part; a store of another --nnodes is refused. */
-	if (rr_parts_catalog_view(c, r->cfg->nnodes, r->cfg->node_rank) != 0) {
-		rr_catalog_destroy(c);
-		return EXIT_AGENT_ERROR;
-	}
-	rc = rr_restore_newest(r->store, r->cfg->run_id, c, r->ckpt_dir, r->cfg->threads, name,
-			       sizeof(name), &st);
+	rc = rr_restore_newest(r->store, c, r->cfg->nnodes, r->cfg->node_rank, r->ckpt_dir,
+			       r->cfg->threads, name, sizeof(name), &st);
 	if (rc && r->store->stopped) {
 		rr_catalog_destroy(c);
 		return EXIT_AGENT_ERROR;
 	} else if (rc) {
 		rr_error("no checkpoint of run '%s' could be restored (%s); not starting from "
 			 "scratch over them (use another --run-id for a fresh start)",
-			 r->cfg->run_id, rr_strerror(rc));
+			 r->cfg->run_id, rr_store_strerror(rc));
 		rr_catalog_destroy(c);
 		return EXIT_AGENT_ERROR;
 	}

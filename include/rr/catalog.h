@@ -13,6 +13,8 @@
 
 struct rr_catalog_entry {
 	char name[256];
+	uint64_t listed_size;         /* the manifest's size in the listing */
+	int opened;                   /* its manifest was read (rr_catalog_load, _next) */
 	struct rr_manifest *manifest; /* NULL when the manifest could not be read or parsed */
 	int committed;                /* manifest valid and every chunk it names present */
 	char problem[256];            /* why it is not committed, for log lines */
@@ -25,17 +27,35 @@ struct rr_catalog_chunk {
 };
 
 struct rr_catalog {
+	char run_id[256];
 	size_t n;
-	struct rr_catalog_entry *entries; /* readable ones newest first, then unreadable ones */
+	/* rr_catalog_load: readable ones newest first, then unreadable ones. rr_catalog_list:
+	 * newest first by name (step number), each group of names that do not order
+	 * themselves ordered as rr_catalog_next opens it. */
+	struct rr_catalog_entry *entries;
 	size_t nchunks;
 	struct rr_catalog_chunk *chunks; /* sorted by sha256, for rr_catalog_has_chunk */
 	char latest[256];                      /* LATEST's checkpoint name, "" when none */
 	int has_parts;  /* the listing showed multi-node parts (checkpoints/<name>/parts/) */
+	size_t key_failures, opened_ok; /* manifests the key did not open, and that opened */
+	char key_why[512];
 };
 
 /* Lists and reads everything of run_id. On success *out is the caller's (destroy it).
- * Unreadable manifests do not fail the load; store errors do. */
+ * Damaged manifests (empty, truncated, not a manifest, deleted meanwhile) do not fail the
+ * load, each entry saying why; store errors do, as does a key that opens none of them. */
 int rr_catalog_load(struct rr_store *s, const char *run_id, struct rr_catalog **out);
+
+/* Lists run_id's checkpoints and chunks and reads LATEST, but no manifest: what a walk
+ * from the newest (rr_catalog_next) needs, at a cost that does not grow with the number of
+ * checkpoints. On success *out is the caller's (destroy it). */
+int rr_catalog_list(struct rr_store *s, const char *run_id, struct rr_catalog **out);
+
+/* The next entry newest first from *pos (start at 0), opening manifests only as far as the
+ * order needs them. *out is NULL at the end. Returns 0, or a store error (as
+ * rr_catalog_load's) with *out NULL. */
+int rr_catalog_next(struct rr_catalog *c, struct rr_store *s, size_t *pos,
+		    const struct rr_catalog_entry **out);
 void rr_catalog_destroy(struct rr_catalog *c);
 
 int rr_catalog_has_chunk(const struct rr_catalog *c, const char *sha256_hex);

@@ -35,11 +35,14 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 int rr_verify_checkpoint(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
 			 unsigned threads, char *why, size_t why_len);
 
-/* Restores the newest committed checkpoint of the catalog into parent, falling back to
- * older ones (loudly) when one is damaged. On success copies the restored name into
- * name_out (cap bytes). Returns 0, RR_ENOENT when there is nothing to restore, or the
- * error of the last attempt. */
-int rr_restore_newest(struct rr_store *s, const char *run_id, const struct rr_catalog *c,
+/* Restores the newest committed checkpoint of the catalog (as node rank of nnodes: its own
+ * part, rr_parts_view) into parent, falling back to older ones (loudly) when one is damaged.
+ * Reads manifests only as far as it walks (rr_catalog_next), so c may come from
+ * rr_catalog_list. On success copies the restored name into name_out (cap bytes). Returns
+ * 0, RR_ENOENT when there is nothing to restore, the store's error when it could not read
+ * a manifest (not a damaged one: one it got no answer for), or the error of the last
+ * attempt. */
+int rr_restore_newest(struct rr_store *s, struct rr_catalog *c, unsigned nnodes, unsigned rank,
 		      const char *parent, unsigned threads, char *name_out, size_t cap,
 		      struct rr_restore_stats *stats);
 

@@ -43,7 +43,7 @@ mkdir p2 && cd p2
 export RESUME_RUN_STORE="s3://$S3_BUCKET/p2"
 (
 	wait_for 60 grep -qE 'persisted step-2:' ../p2.log
-	fault '{"match":{"method":"PUT"},"action":"stall","seconds":0.8}'
+	fault '{"method":"PUT","action":"stall","seconds":0.8}'
 	printf '%s\n' '{"kind":"maintenance","deadline_in":1}' > NOTICE
 	wait_for 60 grep -qE "deadline passed before its checkpoint was durable" ../p2.log
 	no_faults
@@ -94,7 +94,7 @@ mkdir p5 && cd p5
 export RESUME_RUN_STORE="s3://$S3_BUCKET/p5"
 (
 	wait_for 60 grep -qE 'persisted step-1:' ../p5.log
-	fault '{"match":{"method":"PUT"},"action":"stall","seconds":0.8}'
+	fault '{"method":"PUT","action":"stall","seconds":0.8}'
 	printf '%s\n' '{"kind":"preempt","deadline_in":20}' > NOTICE
 ) &
 helper=$!

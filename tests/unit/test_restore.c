@@ -480,7 +480,7 @@ static void test_restore_newest_falls_back_to_older_when_newest_is_damaged(void)
 	/* A flipped byte is not visible to the catalog: step-2 still looks committed. */
 	CU_ASSERT_STRING_EQUAL(rr_catalog_newest(c)->name, "step-2");
 
-	CU_ASSERT_EQUAL(rr_restore_newest(f.s, FX_RUN, c, f.restore_dir, S_THREADS, name,
+	CU_ASSERT_EQUAL(rr_restore_newest(f.s, c, 1, 0, f.restore_dir, S_THREADS, name,
 					  sizeof(name), &st),
 			0);
 	CU_ASSERT_STRING_EQUAL(name, "step-1");
@@ -510,7 +510,7 @@ static void test_restore_newest_skips_incomplete_checkpoint(void)
 	m2 = s_make_and_persist(&f, "step-2", 2, 2000);
 	fx_delete_chunk(&f, fx_first_chunk(m2, "optim/state.bin"));
 	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
-	CU_ASSERT_EQUAL(rr_restore_newest(f.s, FX_RUN, c, f.restore_dir, S_THREADS, name,
+	CU_ASSERT_EQUAL(rr_restore_newest(f.s, c, 1, 0, f.restore_dir, S_THREADS, name,
 					  sizeof(name), &st),
 			0);
 	CU_ASSERT_STRING_EQUAL(name, "step-1");
@@ -536,7 +536,7 @@ static void test_restore_newest_with_every_checkpoint_damaged_fails(void)
 	fx_corrupt_chunk(&f, fx_first_chunk(m2, "model/weights.bin"));
 	CU_ASSERT_EQUAL_FATAL(rr_mkdir_p(f.restore_dir), 0);
 	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
-	CU_ASSERT_EQUAL(rr_restore_newest(f.s, FX_RUN, c, f.restore_dir, S_THREADS, name,
+	CU_ASSERT_EQUAL(rr_restore_newest(f.s, c, 1, 0, f.restore_dir, S_THREADS, name,
 					  sizeof(name), &st),
 			RR_ECORRUPT);
 	CU_ASSERT_STRING_EQUAL(name, "untouched");
@@ -556,7 +556,7 @@ static void test_restore_newest_of_empty_run_is_enoent(void)
 
 	fx_init(&f);
 	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
-	CU_ASSERT_EQUAL(rr_restore_newest(f.s, FX_RUN, c, f.restore_dir, S_THREADS, name,
+	CU_ASSERT_EQUAL(rr_restore_newest(f.s, c, 1, 0, f.restore_dir, S_THREADS, name,
 					  sizeof(name), &st),
 			RR_ENOENT);
 	CU_ASSERT_STRING_EQUAL(name, "");
@@ -739,7 +739,7 @@ static void test_restore_newest_cancelled_does_not_fall_back(void)
 	m1 = s_make_and_persist(&f, "step-1", 1, 1000);
 	m2 = s_make_and_persist(&f, "step-2", 2, 2000);
 	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
-	CU_ASSERT_EQUAL(rr_restore_newest(&cs.base, FX_RUN, c, f.restore_dir, 1, name,
+	CU_ASSERT_EQUAL(rr_restore_newest(&cs.base, c, 1, 0, f.restore_dir, 1, name,
 					  sizeof(name), &st),
 			RR_ECANCELED);
 	CU_ASSERT_STRING_EQUAL(name, "");
