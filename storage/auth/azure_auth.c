@@ -192,7 +192,8 @@ int rr_azure_token_parse(const char *step, const void *json, size_t len, int64_t
 		goto out;
 	}
 	if (in && s_seconds(in, &secs) == 0 && secs > 0) {
-		*expires_unix_s = now_s + (int64_t)(secs < S_EXPIRES_MAX_S ? secs : S_EXPIRES_MAX_S);
+		*expires_unix_s = now_s +
+				  (int64_t)(secs < S_EXPIRES_MAX_S ? secs : S_EXPIRES_MAX_S);
 	} else if (!in && on && s_seconds(on, &secs) == 0 && secs > (double)now_s) {
 		*expires_unix_s = secs - (double)now_s < S_EXPIRES_MAX_S ? (int64_t)secs
 									  : now_s + S_EXPIRES_MAX_S;

@@ -283,9 +283,9 @@ static int s_put_blocks(struct s_az *az, const char *key, const unsigned char *d
 	ids = calloc(n, sizeof(*ids));
 	rc = jobs && ids ? s_block_ids(n, ids, jobs) : RR_ENOMEM;
 	for (size_t i = 0; !rc && i < n; i++, off += part)
-		jobs[i].q = (struct rr_remote_req){ .method = "PUT", .key = key,
-						    .query = jobs[i].query, .body = data + off,
-						    .body_len = len - off < part ? len - off : part };
+		jobs[i].q = (struct rr_remote_req){
+			.method = "PUT", .key = key, .query = jobs[i].query, .body = data + off,
+			.body_len = len - off < part ? len - off : part };
 	if (!rc)
 		rc = rr_remote_run_jobs(&az->r, jobs, n);
 	if (!rc) {
@@ -490,8 +490,8 @@ static int s_locate(struct s_az *az, const char *url, const struct rr_azure_conn
 	if (strncmp(url, "https://", 8) == 0) {
 		const char *host = url + 8, *dot = strchr(host, '.'), *slash = strchr(host, '/');
 		if (!dot || !slash || dot > slash)
-			return rr_store_fail(RR_EINVAL, "'%s' is not an Azure blob URL "
-					     "(https://ACCOUNT.blob.core.windows.net/CONTAINER)", url);
+			return rr_store_fail(RR_EINVAL, "'%s' is not an Azure blob URL (https://"
+					     "ACCOUNT.blob.core.windows.net/CONTAINER)", url);
 		az->account = strndup(host, (size_t)(dot - host));
 		ep = strndup(url, (size_t)(slash - url));
 		*rest = slash + 1;

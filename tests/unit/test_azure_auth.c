@@ -13,7 +13,8 @@
 #include "rr/error.h"
 #include "rr/http.h"
 
-#define S_DEV_KEY "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+#define S_DEV_KEY                                                                 \
+	"Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
 static char *s_sts(const char *account, const char *method, const struct rr_http_header *h,
 		   size_t n, const char *path, const char *query)
@@ -171,7 +172,8 @@ static void test_conn_string_refuses_repeats_long_values_and_bad_parts(void)
 
 static void test_token_answer_reads_expires_in_and_expires_on(void)
 {
-	const char *in = "{\"token_type\":\"Bearer\",\"expires_in\":3599,\"access_token\":\"eyJ0\"}";
+	const char *in = "{\"token_type\":\"Bearer\",\"expires_in\":3599,"
+			 "\"access_token\":\"eyJ0\"}";
 	const char *in_s = "{\"expires_in\":\"3600\",\"access_token\":\"tok\"}";
 	const char *on = "{\"access_token\":\"eyJ1\",\"expires_on\":\"1000600\","
 			 "\"resource\":\"https://storage.azure.com/\"}";
@@ -302,7 +304,8 @@ static CU_TestInfo s_tests[] = {
 	{ "test_string_to_sign_refuses_line_breaks_and_bad_escapes",
 	  test_string_to_sign_refuses_line_breaks_and_bad_escapes },
 	{ "test_shared_key_signature_known_answer", test_shared_key_signature_known_answer },
-	{ "test_key_decode_refuses_what_is_not_base64", test_key_decode_refuses_what_is_not_base64 },
+	{ "test_key_decode_refuses_what_is_not_base64",
+	  test_key_decode_refuses_what_is_not_base64 },
 	{ "test_conn_string_reads_its_parts", test_conn_string_reads_its_parts },
 	{ "test_conn_string_refuses_repeats_long_values_and_bad_parts",
 	  test_conn_string_refuses_repeats_long_values_and_bad_parts },
