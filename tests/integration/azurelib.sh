@@ -9,7 +9,8 @@ AZURITE_DIR=${RR_AZURITE_DIR:-/var/tmp/resume-run-azurite}
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# start_azurite: Azurite's blob service on a free port, in memory.
+# start_azurite: Azurite's blob service on a free port, in memory (node takes a while to
+# start on a loaded 2-core machine: up to 90 s is allowed).
 start_azurite() {
 	AZ_PORT=$(free_port)
 	"$RR_SRC/tests/azure/install-azurite.sh"
@@ -17,7 +18,7 @@ start_azurite() {
 		--inMemoryPersistence --skipApiVersionCheck --disableProductStyleUrl \
 		> "$W/azurite.log" 2>&1 &
 	AZ_PID=$!
-	wait_for 30 "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $AZ_PORT))" 2>/dev/null ||
+	wait_for 90 "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $AZ_PORT))" 2>/dev/null ||
 		fail "Azurite did not start: $(tail -5 "$W/azurite.log")"
 	AZ_ENDPOINT="http://127.0.0.1:$AZ_PORT/$AZ_ACCOUNT"
 }
