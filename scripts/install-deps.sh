@@ -10,6 +10,9 @@ if [ "$what" = test ]; then
 	# unshare (PID 1 and disk-full tests); python3-torch for the PyTorch helper tests.
 	# awscli, python3-boto3 and rclone read back what the agent writes to S3.
 	pkgs+=(clang libclang-rt-14-dev zstd util-linux python3-torch awscli python3-boto3 rclone time curl)
+	# azure-cli (az storage blob list/download, generate-sas) reads back what the agent
+	# writes to Azure Blob Storage (integration_azure_store).
+	pkgs+=(azure-cli)
 	# The deployment tests (tests/deploy): cloud-init's schema check, ShellCheck, systemd-analyze
 	# (systemd), dpkg-shlibdeps for the .deb's Depends (dpkg-dev), podman + debootstrap for
 	# the Dockerfile, a single-node Slurm (slurm-wlm, munge) for the sbatch flow.
@@ -40,4 +43,6 @@ fi
 if [ "$what" = test ]; then
 	# The S3 test server (it verifies SigV4), from npm, into a cache outside the checkout.
 	"$(dirname "$0")/../tests/s3/install-s3rver.sh"
+	# Azurite, Microsoft's Azure Storage emulator (it verifies Shared Key and SAS), likewise.
+	"$(dirname "$0")/../tests/azure/install-azurite.sh"
 fi

@@ -399,8 +399,10 @@ static int s_set_price_on_demand(struct rr_config *c, enum rr_command cmd, const
  * names and environment variables (tests/unit/test_config.c compares them). */
 static const struct s_option s_table[] = {
 	{ "store", 0, "URL", "RESUME_RUN_STORE", S_ALL, S_GROUP_MAIN, s_set_store,
-	  "file:///abs/path, file://./rel, s3://bucket/prefix or\n"
-	  "gs://bucket/prefix (default " DEFAULT_STORE ")", NULL },
+	  "file:///abs/path, file://./rel, s3://bucket/prefix,\n"
+	  "gs://bucket/prefix or az://container/prefix (Azure Blob: account\n"
+	  "and credentials from AZURE_STORAGE_* as the Azure CLI reads them)\n"
+	  "(default " DEFAULT_STORE ")", NULL },
 	{ "run-id", 0, "ID", "RESUME_RUN_ID", S_ALL, S_GROUP_MAIN, s_set_run_id,
 	  "names the run inside the store (default: default)", NULL },
 	{ "checkpoint-dir", 0, "DIR", "RESUME_RUN_CHECKPOINT_DIR", S_ON(RR_CMD_RUN), S_GROUP_MAIN,

@@ -72,4 +72,26 @@ void rr_aws_creds_destroy(struct rr_aws_creds *c);
 /* Wipes a credentials struct (for callers' copies). */
 void rr_aws_credentials_wipe(struct rr_aws_credentials *cr);
 
+/* The fields of an AWS XML error document: S3's <Error> (rr/s3_xml.h) and STS's
+ * <ErrorResponse><Error> share them. */
+struct rr_s3_error {
+	char code[64];     /* e.g. "SignatureDoesNotMatch", "SlowDown", "NoSuchBucket" */
+	char message[512];
+	char request_id[128];
+	char server_time[64]; /* RequestTimeTooSkewed: the server's clock, ISO 8601 */
+};
+
+struct rr_s3_xml_credentials {
+	char access_key_id[128];
+	char secret_access_key[128];
+	char session_token[4096];
+	char expiration[64];    /* as sent, e.g. "2026-11-22T12:00:00Z" */
+};
+/* <AssumeRoleWithWebIdentityResponse> from STS (Result/Credentials/{AccessKeyId,
+ * SecretAccessKey, SessionToken, Expiration}); all four required. An <ErrorResponse> root
+ * gives RR_EACCES with *err filled (Error/Code, Error/Message). Read by the web identity
+ * provider (storage/auth/aws_creds_sts_web_identity.c); out is wiped on failure. */
+int rr_s3_xml_parse_sts(const void *xml, size_t len, struct rr_s3_xml_credentials *out,
+			struct rr_s3_error *err);
+
 #endif

@@ -1,25 +1,24 @@
-/* The XML of the S3 API, read with expat (never by searching strings) and written with
- * escaping: error documents, ListObjectsV2 pages, multipart initiate/complete, DeleteObjects,
- * and STS AssumeRoleWithWebIdentity results. Every parser has a size ceiling, treats element
- * names by their local name (namespace prefixes and xmlns values vary between S3 and its
- * clones), refuses DOCTYPE/entity declarations (no entity expansion attacks), and copies
- * text only into bounded fields: an over-long value is RR_ECORRUPT, never truncated. */
+/* The XML of the S3 API (storage/store/s3_xml.c), read with the engine of rr/xml.h and
+ * written with escaping: error documents, ListObjectsV2 pages, multipart initiate/complete,
+ * DeleteObjects. Every parser has a size ceiling, treats element names by their local name
+ * (namespace prefixes and xmlns values vary between S3 and its clones), refuses
+ * DOCTYPE/entity declarations (no entity expansion attacks), and copies text only into
+ * bounded fields: an over-long value is RR_ECORRUPT, never truncated. STS's answer is read
+ * beside the provider that asks for it (rr_s3_xml_parse_sts in rr/aws_credentials.h). */
 #ifndef RR_S3_XML_H
 #define RR_S3_XML_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rr/aws_credentials.h"
 #include "rr/buf.h"
+#include "rr/xml.h"
 
-#define RR_S3_XML_MAX (16u << 20) /* ceiling on any XML document read */
+#define RR_S3_XML_MAX RR_XML_MAX /* ceiling on any XML document read */
 
-struct rr_s3_error {
-	char code[64];     /* e.g. "SignatureDoesNotMatch", "SlowDown", "NoSuchBucket" */
-	char message[512];
-	char request_id[128];
-	char server_time[64]; /* RequestTimeTooSkewed: the server's clock, ISO 8601 */
-};
+/* struct rr_s3_error (the fields of an AWS error document) is in rr/aws_credentials.h,
+ * whose STS reader fills it too. */
 
 /* Parses an S3 <Error> document (Code, Message, RequestId, ServerTime). Returns 0 when the
  * root element is Error (fields filled; missing ones ""), RR_ENOENT when the document is
@@ -55,20 +54,7 @@ int rr_s3_xml_parse_list(const void *xml, size_t len, rr_s3_object_cb cb, void *
 int rr_s3_xml_parse_delete(const void *xml, size_t len, char *first_key, size_t key_cap,
 			   struct rr_s3_error *first_err);
 
-struct rr_s3_xml_credentials {
-	char access_key_id[128];
-	char secret_access_key[128];
-	char session_token[4096];
-	char expiration[64];    /* as sent, e.g. "2026-11-22T12:00:00Z" */
-};
-/* <AssumeRoleWithWebIdentityResponse> from STS (Result/Credentials/{AccessKeyId,
- * SecretAccessKey, SessionToken, Expiration}); all four required. An <ErrorResponse> root
- * gives RR_EACCES with *err filled (Error/Code, Error/Message). */
-int rr_s3_xml_parse_sts(const void *xml, size_t len, struct rr_s3_xml_credentials *out,
-			struct rr_s3_error *err);
-
-/* Appends text to out with &, <, >, ", ' and control bytes escaped (control bytes other than
- * tab/CR/LF as &#xNN;). Returns 0, RR_ENOMEM or RR_ETOOBIG. */
+/* rr_xml_escape, under the name S3's callers know. */
 int rr_s3_xml_escape(struct rr_buf *out, const char *text, size_t len);
 
 /* Builds the CompleteMultipartUpload body for n parts numbered 1..n with these ETags (as

@@ -11,6 +11,7 @@
 #include "rr/error.h"
 #include "rr/log.h"
 #include "rr/store.h"
+#include "store_azure.h"
 #include "store_s3.h"
 #include "rr/store_sealed.h"
 
@@ -70,6 +71,17 @@ static int s_seal(struct rr_store *s, const char *path, struct rr_store **out)
 	return rr_store_sealed_new(s, key, out);
 }
 
+/* https://ACCOUNT.blob.core.windows.net/... (or another cloud's blob host). */
+static int s_azure_https(const char *url)
+{
+	const char *host = url + 8, *end;
+
+	if (strncmp(url, "https://", 8) != 0)
+		return 0;
+	end = host + strcspn(host, "/");
+	return memmem(host, (size_t)(end - host), ".blob.", 6) != NULL;
+}
+
 int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_store **out)
 {
 	static const struct rr_store_opts none;
@@ -93,9 +105,11 @@ int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_s
 		rc = rr_store_s3_new(rest, opts, &s);
 	} else if ((rest = s_after_scheme(url, "gs")) != NULL) {
 		rc = rr_store_gcs_new(rest, opts, &s);
+	} else if (s_after_scheme(url, "az") || s_azure_https(url)) {
+		rc = rr_store_azure_new(url, opts, &s);
 	} else {
-		return rr_store_fail(RR_EINVAL, "the store URL must start with file://, s3:// "
-					       "or gs://");
+		return rr_store_fail(RR_EINVAL, "the store URL must start with file://, s3://, "
+					       "gs:// or az://");
 	}
 	if (rc)
 		return rc;

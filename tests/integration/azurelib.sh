@@ -1,0 +1,47 @@
+# Azure test server helpers, sourced after lib.sh: Microsoft's Azurite blob emulator (it
+# verifies Shared Key signatures and SAS tokens) on 127.0.0.1, the well-known development
+# account, and the variables that point the agent and the Azure CLI at it.
+AZ_ACCOUNT=devstoreaccount1
+AZ_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
+AZ_CONTAINER=ckpt
+AZ_PID=
+AZURITE_DIR=${RR_AZURITE_DIR:-/var/tmp/resume-run-azurite}
+
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start_azurite: Azurite's blob service on a free port, in memory (node takes a while to
+# start on a loaded 2-core machine: up to 90 s is allowed).
+start_azurite() {
+	AZ_PORT=$(free_port)
+	"$RR_SRC/tests/azure/install-azurite.sh"
+	"$AZURITE_DIR/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$AZ_PORT" \
+		--inMemoryPersistence --skipApiVersionCheck --disableProductStyleUrl \
+		> "$W/azurite.log" 2>&1 &
+	AZ_PID=$!
+	wait_for 90 "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $AZ_PORT))" 2>/dev/null ||
+		fail "Azurite did not start: $(tail -5 "$W/azurite.log")"
+	AZ_ENDPOINT="http://127.0.0.1:$AZ_PORT/$AZ_ACCOUNT"
+}
+
+stop_azurite() {
+	[ -n "$AZ_PID" ] || return 0
+	kill "$AZ_PID" 2>/dev/null || true
+	wait "$AZ_PID" 2>/dev/null || true
+	AZ_PID=
+}
+
+# Only what the test sets: nothing of the machine's Azure configuration.
+az_env() {
+	unset AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN AZURE_FEDERATED_TOKEN_FILE \
+	      AZURE_CLIENT_ID AZURE_TENANT_ID AZURE_CLIENT_SECRET AZURE_AUTHORITY_HOST \
+	      AZURE_STORAGE_ACCOUNT
+	export HOME="$W/home" AZURE_CONFIG_DIR="$W/home/.azure" AZURE_CORE_COLLECT_TELEMETRY=no
+	mkdir -p "$HOME"
+	export AZURE_STORAGE_CONNECTION_STRING="DefaultEndpointsProtocol=http;AccountName=$AZ_ACCOUNT;AccountKey=$AZ_KEY;BlobEndpoint=$AZ_ENDPOINT;"
+}
+
+# Debian's Azure CLI against Azurite (the connection string above names it).
+azcli() { /usr/bin/az "$@" --only-show-errors; }
+
+# shellcheck disable=SC2154 # assigned inside the trap string itself
+trap 'az_rc=$?; stop_azurite; (exit $az_rc); cleanup' EXIT
