@@ -319,8 +319,15 @@ int rr_remote_send_policy(struct rr_remote *r, const struct rr_remote_req *q,
 		delay = s_next_delay(retry, retry_after);
 		if (delay < 0)
 			return rc;
-		rr_debug("%s %s %s: %s; retrying in %lld ms", r->label, q->method,
-			 rr_remote_what(q), rr_store_strerror(rc), (long long)delay);
+		/* A request the store keeps failing is said at the default level once, on its
+		 * third try: a machine silent for minutes at start-up looks hung. */
+		if (retry->attempt == 2)
+			rr_info("%s %s %s: %s; still retrying (attempt %u of %u)", r->label,
+				q->method, rr_remote_what(q), rr_store_strerror(rc),
+				retry->attempt + 1, retry->max_attempts);
+		else
+			rr_debug("%s %s %s: %s; retrying in %lld ms", r->label, q->method,
+				 rr_remote_what(q), rr_store_strerror(rc), (long long)delay);
 		rr_remote_sleep_ms(r, delay);
 	}
 }

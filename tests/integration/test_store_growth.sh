@@ -104,7 +104,19 @@ expect_grep 'checkpoint step-47 is not usable: manifest is empty \(0 bytes\)' da
 expect_grep 'restored step-46: ' damaged.log "the new machine restored step-46"
 ok "an empty manifest (aborted upload) is passed over at once by ls and by a new machine"
 
-# --- 5. A store that answers the newest manifest with an error is no damage: the start
+# --- 5. Retries are for the store's transient errors, and said at the default level when
+# they go on (a machine used to stay silent for minutes).
+fault '{"method":"GET","path":"step-46/manifest.json","action":"error","status":503,"code":"SlowDown","times":2}'
+rm -rf .resume-run/checkpoints
+run_rr retried.log --keep 100 -- "$PY" "$T" --until 0
+no_faults
+expect_eq "$RC" 0 "machine whose store answered 503 twice: exit status"
+expect_grep 'GET .*step-46/manifest.json: .*503 SlowDown.*; still retrying \(attempt 3 of 10\)' \
+	retried.log "the retries are said"
+expect_grep 'restored step-46: ' retried.log "restored step-46 after the retries"
+ok "two 503s on the newest manifest: retried, said once at the default level, restored"
+
+# --- 6. A store that answers the newest manifest with an error is no damage: the start
 # stops with the store's reason (it used to fall back to an older checkpoint, as if the
 # newer were damaged), and so does gc, instead of blaming unreadable manifests.
 fault '{"method":"GET","path":"step-46/manifest.json","action":"error","status":403,"code":"AccessDenied","times":100}'
