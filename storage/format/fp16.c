@@ -217,6 +217,39 @@ static void s_stats_portable(struct rr_f32_stats *s, const uint8_t *src, size_t 
 	s->odd_nans = odd;
 }
 
+/* 1 when x (F32 bits) is finite and not an integer. From 2^23 up every F32 is an integer
+ * (or Inf/NaN); below, x is one exactly when truncating it to int32 and back gives x. */
+static inline uint32_t s_fraction(uint32_t x)
+{
+	uint32_t a = x & S_ABS;
+	uint32_t small = 0u - (uint32_t)((int32_t)a < 0x4b000000); /* signed: see above */
+	float f = s_f32(a & small);
+
+	return small & (uint32_t)((float)(int32_t)f != f);
+}
+
+/* 1 when one of the n values at src is finite and not an integer. Branch-free within a block
+ * of S_CHUNK values, so the compiler vectorizes it; it stops after the first block holding
+ * a fraction, which for trained weights is the first. */
+static int s_has_fraction(const uint8_t *src, size_t n)
+{
+	uint32_t x[S_CHUNK];
+	size_t i = 0;
+
+	for (; i + S_CHUNK <= n; i += S_CHUNK) {
+		uint32_t frac = 0;
+		memcpy(x, src + 4 * i, sizeof(x));
+		for (unsigned j = 0; j < S_CHUNK; j++)
+			frac |= s_fraction(x[j]);
+		if (frac)
+			return 1;
+	}
+	for (; i < n; i++)
+		if (s_fraction(s_load32(src + 4 * i)))
+			return 1;
+	return 0;
+}
+
 /* ---- AVX2 + F16C kernels ---- */
 
 #if S_HAVE_X86
@@ -412,10 +445,13 @@ void rr_f32_stats_init(struct rr_f32_stats *s)
 	s->max_abs_bits = 0;
 	s->min_abs_bits = S_INF;
 	s->odd_nans = 0;
+	s->has_fraction = 0;
 }
 
 void rr_f32_stats_update(struct rr_f32_stats *s, const void *src, size_t n)
 {
+	if (!s->has_fraction)
+		s->has_fraction = s_has_fraction(src, n);
 #if S_HAVE_X86
 	if (s_use_simd()) {
 		s_stats_avx2(s, src, n);
@@ -432,6 +468,7 @@ void rr_f32_stats_merge(struct rr_f32_stats *into, const struct rr_f32_stats *fr
 	if (from->min_abs_bits < into->min_abs_bits)
 		into->min_abs_bits = from->min_abs_bits;
 	into->odd_nans += from->odd_nans;
+	into->has_fraction |= from->has_fraction;
 }
 
 /* floor(log2(x)) for the bits of a finite, non-zero, non-negative F32. */
