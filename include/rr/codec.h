@@ -20,8 +20,8 @@ enum rr_precision { RR_PRECISION_AUTO, RR_PRECISION_FP16, RR_PRECISION_BF16,
 
 /* F32 tensors of at most this many elements are never rounded: such tensors are scalars
  * and per-head or per-group settings (a learning rate, an EMA decay BF16 would make 1.0, a
- * temperature) more often than weights, and rounding one saves at most 512 bytes, less
- * than the tensor's own entry in the manifest. */
+ * temperature) more often than weights, and rounding one saves at most 512 bytes, about
+ * what the tensor's own entry in the manifest takes (some 330 bytes). */
 #define RR_EXACT_MAX_ELEMS 256
 
 /* How a chunk is stored: the segment's encoding, its element width in bytes (1, 2, 4 or 8;
