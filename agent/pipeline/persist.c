@@ -37,8 +37,9 @@
 #define S_HELD_MAX 65536
 #include "rr/store_sealed.h"
 
-/* How a segment is to be stored, before its data is seen. */
-enum s_policy { S_PLAIN, S_EXACT, S_AUTO, S_FP16, S_BF16 };
+/* How a segment is to be stored, before its data is seen: S_F32 is an F32 tensor whose
+ * form --precision and its values decide (rr_codec_f32_encoding). */
+enum s_policy { S_PLAIN, S_EXACT, S_F32 };
 
 /* Phase 1 keeps up to this many bytes of what it read for phase 2 (a tensor of several chunks
  * is read once instead of twice when it fits); the rest is read again. It bounds what a
@@ -471,14 +472,8 @@ static enum s_policy s_tensor_policy(const struct rr_persist_opts *o, const char
 	for (unsigned i = 0; i < o->n_exact_globs; i++)
 		if (fnmatch(o->exact_globs[i], name, 0) == 0)
 			return S_EXACT;
-	if (dtype != RR_ST_F32)
-		return S_EXACT; /* other dtypes are stored lossless */
-	switch (o->precision) {
-	case RR_PRECISION_FP16: return S_FP16;
-	case RR_PRECISION_BF16: return S_BF16;
-	case RR_PRECISION_EXACT: return S_EXACT;
-	default: return S_AUTO;
-	}
+	/* Other dtypes are stored lossless. */
+	return dtype != RR_ST_F32 || o->precision == RR_PRECISION_EXACT ? S_EXACT : S_F32;
 }
 
 /* Appends a segment covering [offset, offset+length) of fe. */
@@ -689,7 +684,7 @@ static void s_hash_and_stats(struct s_job *j, size_t t, const unsigned char *raw
 	rr_xxh128_hex(raw, task->length, seg->chunks[task->chunk].raw_xxh128);
 	seg->chunks[task->chunk].size = task->length;
 	rr_f32_stats_init(&j->stats[t]);
-	if (p == S_AUTO || p == S_FP16 || p == S_BF16)
+	if (p == S_F32)
 		rr_f32_stats_update(&j->stats[t], raw, task->length / 4);
 }
 
@@ -738,27 +733,14 @@ static void s_choose_encoding(struct s_job *j, size_t f, size_t g)
 	struct rr_segment *seg = &j->m->files[f].segs[g];
 	const struct s_seg_plan *plan = &j->plans[f][g];
 	struct rr_f32_stats st;
-	int k;
 
-	if (plan->policy == S_PLAIN || plan->policy == S_EXACT)
+	if (plan->policy != S_F32)
 		return;
 	rr_f32_stats_init(&st);
 	for (size_t c = 0; c < seg->nchunks; c++)
 		rr_f32_stats_merge(&st, &j->stats[plan->first_task + c]);
-	if (st.odd_nans) {
-		/* FP16/BF16 cannot give these NaNs back bit for bit: keep the tensor exact. */
-		char q[RR_QUOTE_CAP];
-		rr_debug("%s: %llu NaNs with payloads; stored exact", rr_quote_str(q, seg->tensor),
-			 (unsigned long long)st.odd_nans);
-		return;
-	}
-	k = rr_fp16_scale_for(&st);
-	if (plan->policy == S_BF16 || (plan->policy == S_AUTO && !rr_fp16_is_safe(&st, k))) {
-		seg->encoding = RR_ENC_BF16;
-	} else {
-		seg->encoding = RR_ENC_FP16;
-		seg->scale_exp = k;
-	}
+	seg->encoding = rr_codec_f32_encoding(j->opts->precision, &st, seg->length / 4,
+					      &seg->scale_exp);
 }
 
 static int s_cmp_reuse(const void *a, const void *b)

@@ -19,10 +19,14 @@ struct rr_f32_stats {
 	uint32_t min_abs_bits; /* least |x| over finite non-zero x, as bits (0x7f800000: none) */
 	uint64_t odd_nans;     /* NaNs other than the canonical quiet NaN (+/-0x7fc00000):
 				* FP16/BF16 cannot give those back bit for bit */
+	int has_fraction;      /* 1 once a finite value that is not an integer was seen; 0:
+				* every finite value is one (a step counter, position ids) */
 };
 
 void rr_f32_stats_init(struct rr_f32_stats *s);
-/* Adds n F32 values (src may be unaligned) to s. */
+/* Adds n F32 values (src may be unaligned) to s. Looking for a fraction stops at the first
+ * one found (for trained weights, the first value), so it costs a full pass only over
+ * integer-valued data. */
 void rr_f32_stats_update(struct rr_f32_stats *s, const void *src, size_t n);
 void rr_f32_stats_merge(struct rr_f32_stats *into, const struct rr_f32_stats *from);
 

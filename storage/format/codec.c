@@ -53,6 +53,24 @@ struct rr_chunk_form rr_chunk_form_of(const struct rr_segment *seg)
 	return f;
 }
 
+enum rr_encoding rr_codec_f32_encoding(enum rr_precision p, const struct rr_f32_stats *s,
+				       uint64_t n, int *scale_exp)
+{
+	int k;
+
+	/* Never lossy where it is not safe: FP16 holds integers exactly only up to 2048 and
+	 * BF16 up to 256, so a rounded step counter changes Adam's bias correction on every
+	 * resume; small tensors cost nothing to keep; NaN payloads would not come back. */
+	if (p == RR_PRECISION_EXACT || n <= RR_EXACT_MAX_ELEMS || !s->has_fraction ||
+	    s->odd_nans)
+		return RR_ENC_SHUFFLE_ZSTD;
+	k = rr_fp16_scale_for(s);
+	if (p == RR_PRECISION_BF16 || (p == RR_PRECISION_AUTO && !rr_fp16_is_safe(s, k)))
+		return RR_ENC_BF16;
+	*scale_exp = k;
+	return RR_ENC_FP16;
+}
+
 /* Appends `planes` zstd frames of len/planes bytes each to out. */
 static int s_compress_planes(struct rr_codec *c, const uint8_t *src, size_t len,
 			     unsigned planes, int level, int tensor, struct rr_buf *out)

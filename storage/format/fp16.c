@@ -217,6 +217,38 @@ static void s_stats_portable(struct rr_f32_stats *s, const uint8_t *src, size_t 
 	s->odd_nans = odd;
 }
 
+/* 1 when x (F32 bits) is finite and not an integer. From 2^23 up every F32 is an integer
+ * (or Inf/NaN); below, x is one exactly when truncating it to int32 and back gives x. */
+static inline uint32_t s_fraction(uint32_t x)
+{
+	uint32_t a = x & S_ABS;
+	uint32_t small = 0u - (uint32_t)((int32_t)a < 0x4b000000); /* signed: see above */
+	float f = s_f32(a & small);
+
+	return small & (uint32_t)((float)(int32_t)f != f);
+}
+
+/* 1 when one of elements [i, n) is finite and not an integer. Branch-free within a block
+ * of S_CHUNK values, so the compiler vectorizes it; it stops after the first block holding
+ * a fraction, which for trained weights is the first. */
+static int s_fraction_portable(const uint8_t *src, size_t i, size_t n)
+{
+	uint32_t x[S_CHUNK];
+
+	for (; i + S_CHUNK <= n; i += S_CHUNK) {
+		uint32_t frac = 0;
+		memcpy(x, src + 4 * i, sizeof(x));
+		for (unsigned j = 0; j < S_CHUNK; j++)
+			frac |= s_fraction(x[j]);
+		if (frac)
+			return 1;
+	}
+	for (; i < n; i++)
+		if (s_fraction(s_load32(src + 4 * i)))
+			return 1;
+	return 0;
+}
+
 /* ---- AVX2 + F16C kernels ---- */
 
 #if S_HAVE_X86
@@ -332,6 +364,27 @@ S_TARGET static void s_from_bf16_avx2(const uint8_t *src, size_t n, uint8_t *dst
 	s_from_bf16_portable(src, i, n, dst);
 }
 
+/* As s_fraction_portable, 32 values a step: x has a fraction when truncating it changes
+ * it; the ordered compare leaves NaN out, and Inf and values from 2^23 up truncate to
+ * themselves. */
+S_TARGET static int s_fraction_avx2(const uint8_t *src, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 32 <= n; i += 32) {
+		__m256 any = _mm256_setzero_ps();
+		for (unsigned j = 0; j < 4; j++) {
+			const uint8_t *p = src + 4 * i + 32 * j;
+			__m256 x = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i_u *)p));
+			__m256 t = _mm256_round_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+			any = _mm256_or_ps(any, _mm256_cmp_ps(t, x, _CMP_NEQ_OQ));
+		}
+		if (!_mm256_testz_ps(any, any))
+			return 1;
+	}
+	return s_fraction_portable(src, i, n);
+}
+
 /* Number of NaNs in a (absolute values) other than the canonical one. */
 S_TARGET static inline unsigned s_odd_nans8(__m256i a)
 {
@@ -412,16 +465,21 @@ void rr_f32_stats_init(struct rr_f32_stats *s)
 	s->max_abs_bits = 0;
 	s->min_abs_bits = S_INF;
 	s->odd_nans = 0;
+	s->has_fraction = 0;
 }
 
 void rr_f32_stats_update(struct rr_f32_stats *s, const void *src, size_t n)
 {
 #if S_HAVE_X86
 	if (s_use_simd()) {
+		if (!s->has_fraction)
+			s->has_fraction = s_fraction_avx2(src, n);
 		s_stats_avx2(s, src, n);
 		return;
 	}
 #endif
+	if (!s->has_fraction)
+		s->has_fraction = s_fraction_portable(src, 0, n);
 	s_stats_portable(s, src, 0, n);
 }
 
@@ -432,6 +490,7 @@ void rr_f32_stats_merge(struct rr_f32_stats *into, const struct rr_f32_stats *fr
 	if (from->min_abs_bits < into->min_abs_bits)
 		into->min_abs_bits = from->min_abs_bits;
 	into->odd_nans += from->odd_nans;
+	into->has_fraction |= from->has_fraction;
 }
 
 /* floor(log2(x)) for the bits of a finite, non-zero, non-negative F32. */

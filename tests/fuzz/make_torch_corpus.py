@@ -59,6 +59,19 @@ def main():
                        "view1": base[2:5], "view2": base.view(3, 4).t(),
                        "untyped": torch.UntypedStorage(8), "empty": torch.zeros(0)})
     save("protocol4.pt", {"w": torch.ones(4), "names": ["a", "b"]}, pickle_protocol=4)
+    # A run past step 2048: Adam's F32 `step` scalars at 4097 (FP16 would make them 4096),
+    # F32 position ids FP16/BF16 cannot hold (2000..4099), an EMA decay BF16 rounds to 1.0,
+    # and moments big enough to be rounded (tests/unit/test_precision.c).
+    big = torch.nn.Linear(32, 32)
+    adam = torch.optim.Adam(big.parameters(), lr=1e-3)
+    for _ in range(2):
+        big(torch.randn(2, 32)).sum().backward()
+        adam.step()
+    for st in adam.state.values():
+        st["step"].fill_(4097.0)
+    save("adam_step.pt", {"optimizer": adam.state_dict(),
+                          "position_ids": torch.arange(2000, 4100, dtype=torch.float32),
+                          "ema_decay": torch.tensor([0.9999, 0.999])})
     save("legacy.pt", {"w": torch.ones(4)}, _use_new_zipfile_serialization=False)
     # A pickle that would call os.system if it were executed: the scanner only reads it.
     # Variants the torch plug-in must store byte-exact: compressed entries, a big-endian

@@ -6,7 +6,9 @@ that stored it (the guarantee in README, "How checkpoints are made small"):
 - F32 tensors stored as BF16 or scaled FP16: every normal finite value comes back finite
   with relative error at most 2^-8 (BF16, and FP16 values that land in FP16's subnormal range
   after scaling) or 2^-11 (FP16 values in its normal range); signs, zeros, +-Inf and NaN come
-  back exactly (bit for bit); no finite value becomes Inf.
+  back exactly (bit for bit); no finite value becomes Inf. No tensor of at most 256
+  elements and none whose finite values are all integers (Adam's step, position ids) is
+  stored lossy, under any --precision: those come back bit for bit.
 torch.save files (manifest "format": "torch") also: the only other bytes that may differ are
 the CRC-32 fields of records stored lossy, zipfile's testzip() passes on the restored file,
 torch.load accepts it (with weights_only=True too when the original loads that way), and
@@ -163,6 +165,10 @@ def main(orig_dir, restored_dir, manifest_path):
                 sys.exit(f"FAIL {s['tensor']}: a zero, Inf or NaN did not come back bit for bit")
             checked["specials"] += int(special.sum())
             finite = np.isfinite(x)
+            if x.size <= 256:
+                sys.exit(f"FAIL {s['tensor']}: a tensor of {x.size} elements stored lossy")
+            if np.array_equal(np.trunc(x[finite]), x[finite]):
+                sys.exit(f"FAIL {s['tensor']}: an integer-valued tensor stored lossy")
             if not np.isfinite(y[finite]).all():
                 sys.exit(f"FAIL {s['tensor']}: a finite value came back non-finite")
             normal = finite & (np.abs(x) >= np.float32(2.0 ** -126))

@@ -6,6 +6,7 @@
  * literal section may decode to the right number of wrong bytes. Integrity is the job of
  * the sha256 of every chunk, which restore checks before decoding; these tests only assert
  * that such damage never crashes decode or makes it report success with the wrong size. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -500,6 +501,61 @@ static void test_fp16_and_bf16_forms_decode_to_the_converters_result(void)
 	free(planes);
 }
 
+/* The encoding of n F32 values: stats of x[0..n) under precision p (*k gets FP16's scale). */
+static enum rr_encoding s_f32_encoding(enum rr_precision p, const float *x, uint64_t n, int *k)
+{
+	struct rr_f32_stats st;
+
+	rr_f32_stats_init(&st);
+	rr_f32_stats_update(&st, x, (size_t)n);
+	*k = -1000;
+	return rr_codec_f32_encoding(p, &st, n, k);
+}
+
+/* `exact` keeps everything; `fp16`, `bf16` and `auto` round weights as asked but keep a
+ * tensor of at most RR_EXACT_MAX_ELEMS elements, one whose finite values are all integers
+ * (Adam's step at 4097, position ids, counters beside Inf) and one holding NaN payloads. */
+static void test_f32_encoding_never_rounds_integers_small_tensors_or_nan_payloads(void)
+{
+	static const enum rr_precision lossy[] = { RR_PRECISION_AUTO, RR_PRECISION_FP16,
+						   RR_PRECISION_BF16 };
+	size_t n = 4096;
+	float *w = malloc(n * sizeof(float)), *ints = malloc(n * sizeof(float));
+	float *wide = malloc(n * sizeof(float)), *payload = malloc(n * sizeof(float));
+	uint32_t nan = 0x7fc00001u;
+	int k;
+
+	CU_ASSERT_FATAL(w && ints && wide && payload);
+	for (size_t i = 0; i < n; i++) {
+		w[i] = ((float)(i % 997) - 498.0f) * 4e-5f + 1e-6f; /* no integer among them */
+		ints[i] = i % 5 == 0 ? -INFINITY : (float)(4097 + 3 * i);
+		wide[i] = i % 2 ? 1.5f : 1e-10f; /* a range too wide for scaled FP16 */
+		payload[i] = w[i];
+	}
+	memcpy(&payload[9], &nan, 4);
+	for (size_t p = 0; p < 3; p++) {
+		CU_ASSERT_EQUAL(s_f32_encoding(lossy[p], w, RR_EXACT_MAX_ELEMS, &k),
+				RR_ENC_SHUFFLE_ZSTD);
+		CU_ASSERT_EQUAL(s_f32_encoding(lossy[p], w, 1, &k), RR_ENC_SHUFFLE_ZSTD);
+		CU_ASSERT_EQUAL(s_f32_encoding(lossy[p], ints, n, &k), RR_ENC_SHUFFLE_ZSTD);
+		CU_ASSERT_EQUAL(s_f32_encoding(lossy[p], payload, n, &k), RR_ENC_SHUFFLE_ZSTD);
+		CU_ASSERT_EQUAL(k, -1000); /* untouched when exact */
+		CU_ASSERT_NOT_EQUAL(s_f32_encoding(lossy[p], w, RR_EXACT_MAX_ELEMS + 1, &k),
+				    RR_ENC_SHUFFLE_ZSTD);
+	}
+	CU_ASSERT_EQUAL(s_f32_encoding(RR_PRECISION_EXACT, w, n, &k), RR_ENC_SHUFFLE_ZSTD);
+	/* The rest as before: auto takes scaled FP16 where it is safe, else BF16. */
+	CU_ASSERT_EQUAL(s_f32_encoding(RR_PRECISION_AUTO, w, n, &k), RR_ENC_FP16);
+	CU_ASSERT_EQUAL(k, 20); /* max |w| is 0.0199, in [2^-6, 2^-5) */
+	CU_ASSERT_EQUAL(s_f32_encoding(RR_PRECISION_AUTO, wide, n, &k), RR_ENC_BF16);
+	CU_ASSERT_EQUAL(s_f32_encoding(RR_PRECISION_FP16, wide, n, &k), RR_ENC_FP16);
+	CU_ASSERT_EQUAL(s_f32_encoding(RR_PRECISION_BF16, w, n, &k), RR_ENC_BF16);
+	free(w);
+	free(ints);
+	free(wide);
+	free(payload);
+}
+
 /* Framed encoding: the same stored bytes as plain encoding, after `before` bytes, with
  * `after` bytes of capacity past the end (for sealing in place). */
 /* The VmFlags line of the mapping holding p in /proc/self/smaps ("" when not found). */
@@ -597,6 +653,8 @@ static void test_framed_encoding_leaves_room_around_the_same_bytes(void)
 }
 
 static CU_TestInfo s_tests[] = {
+	{ "test_f32_encoding_never_rounds_integers_small_tensors_or_nan_payloads",
+	  test_f32_encoding_never_rounds_integers_small_tensors_or_nan_payloads },
 	{ "test_framed_encoding_leaves_room_around_the_same_bytes",
 	  test_framed_encoding_leaves_room_around_the_same_bytes },
 	{ "test_empty_input_encodes_to_a_frame_that_decodes_to_nothing",

@@ -121,6 +121,27 @@ static size_t s_fill_block(uint32_t *x, uint32_t b)
 	return s_fill_strided(x, b, S_STRIDE);
 }
 
+/* Reference: 1 when F32 bits x are finite and not an integer, from the fields (the code
+ * under test converts to int32 and back): below 1 only zeros are integers; from 2^23 all
+ * are; between, the mantissa bits worth less than 1 must all be 0. */
+static int s_ref_fraction(uint32_t x)
+{
+	uint32_t a = x & 0x7fffffff, e = a >> 23;
+
+	if (a == 0 || e >= 150)
+		return 0; /* zeros, 2^23 and up, Inf, NaN */
+	if (e < 127)
+		return 1;
+	return (a & ((1u << (150 - e)) - 1)) != 0;
+}
+
+/* Field by field: the struct has padding, which memcmp would compare. */
+static int s_stats_equal(const struct rr_f32_stats *a, const struct rr_f32_stats *b)
+{
+	return a->max_abs_bits == b->max_abs_bits && a->min_abs_bits == b->min_abs_bits &&
+	       a->odd_nans == b->odd_nans && a->has_fraction == b->has_fraction;
+}
+
 /* ---- the exhaustive scans ---- */
 
 #define S_NCOUNT 4
@@ -450,7 +471,7 @@ static void s_block_fp16_round_trip(struct s_scan *s, uint32_t blk)
 	 * binade it accepts the block whatever the mantissas, in it it decides value by value. */
 	for (size_t i = 0; i < n; i += e == 0xfe ? 1 : n) {
 		uint32_t a = xs[i] & 0x7fffffff;
-		struct rr_f32_stats one = { a, a, 0 };
+		struct rr_f32_stats one = { a, a, 0, 1 };
 		unsafe += rr_fp16_is_safe(&one, k) != ((s_half_at(enc, n, i) & 0x7c00) != 0x7c00);
 	}
 	if ((wrong || unsafe) && !s->bad[0] && !s->bad[1])
@@ -617,6 +638,115 @@ static void test_bf16_decode_of_every_value_is_a_shift_on_both_paths(void)
 	free(port);
 }
 
+/* ---- integer-valued data: has_fraction ---- */
+
+/* On both paths: every integer-valued pattern of the block in one update, where no fraction
+ * may be seen; every non-integer among every 61st pattern (and the block's edges), one
+ * update each, where each must be seen. All patterns of magnitude 2^-1 to 2^24, where
+ * integers and fractions interleave; every 61st elsewhere, where a fraction is any non-zero
+ * below 1 (every 997th one checked on its own). Sanitizer builds check a 61st of that. */
+static void s_block_fraction(struct s_scan *s, uint32_t blk)
+{
+	uint32_t e = (blk >> (23 - S_BLOCK_BITS)) & 0xff;
+	int mixed = e >= 126 && e <= 150;
+	struct rr_f32_stats st;
+
+	for (int portable = 0; portable <= 1; portable++) {
+		size_t n = s_fill_strided(s->x, blk, mixed ? S_STRIDE : 61), ni = 0, m;
+		rr_fp16_force_portable(portable);
+		for (size_t i = 0; i < n; i++)
+			if (!s_ref_fraction(s->x[i]))
+				s->x[ni++] = s->x[i];
+		rr_f32_stats_init(&st);
+		rr_f32_stats_update(&st, s->x, ni);
+		if (st.has_fraction && !s->bad[0]++)
+			printf("\n  portable=%d: a fraction seen among the integers of block 0x%x\n",
+			       portable, blk);
+		m = s_fill_strided(s->x, blk, (mixed ? 61 : 997) * S_STRIDE);
+		for (size_t i = 0; i < m; i++) {
+			if (!s_ref_fraction(s->x[i]))
+				continue;
+			rr_f32_stats_init(&st);
+			rr_f32_stats_update(&st, &s->x[i], 1);
+			if (!st.has_fraction && !s->bad[1]++)
+				printf("\n  portable=%d: no fraction seen in 0x%08x\n", portable,
+				       s->x[i]);
+		}
+	}
+	rr_fp16_force_portable(0);
+}
+
+static void test_stats_see_a_fraction_exactly_in_finite_non_integers(void)
+{
+	static const uint32_t hand[][2] = {
+		{ 0x00000000, 0 }, { 0x80000000, 0 }, /* +-0 */
+		{ 0x00000001, 1 }, { 0x3f7fffff, 1 }, /* least subnormal, just below 1 */
+		{ 0x3f800000, 0 }, { 0xbf800000, 0 }, { 0x3fc00000, 1 }, /* 1, -1, 1.5 */
+		{ 0x45800800, 0 }, { 0x4b7fffff, 0 }, /* 4097, 2^24 - 1 */
+		{ 0x4afffffe, 0 }, { 0x4affffff, 1 }, /* 2^23 - 2, 2^23 - 0.5 */
+		{ 0x4b000000, 0 }, { 0x4b800001, 0 }, { 0x7f7fffff, 0 }, /* 2^23, 2^24 + 2, max */
+		{ 0x7f800000, 0 }, { 0xff800000, 0 }, { 0x7fc00000, 0 }, { 0xffc00001, 0 },
+	};
+	uint64_t bad[S_NCOUNT];
+
+	for (size_t i = 0; i < sizeof(hand) / sizeof(hand[0]); i++) {
+		struct rr_f32_stats st;
+		CU_ASSERT_EQUAL(s_ref_fraction(hand[i][0]), (int)hand[i][1]);
+		rr_f32_stats_init(&st);
+		rr_f32_stats_update(&st, &hand[i][0], 1);
+		if (st.has_fraction != (int)hand[i][1])
+			printf("\n  0x%08x: has_fraction %d\n", hand[i][0], st.has_fraction);
+		CU_ASSERT_EQUAL(st.has_fraction, (int)hand[i][1]);
+	}
+	CU_ASSERT_EQUAL(s_scan_all(s_block_fraction, NULL, bad), 0);
+	CU_ASSERT_EQUAL(bad[0], 0);
+	CU_ASSERT_EQUAL(bad[1], 0);
+}
+
+/* One fraction among integers is seen at every position of runs of every length up to 80
+ * (the vectorized blocks and the tail), from an unaligned buffer, on both paths, in one
+ * update or whichever of several it came in; integers alone never count as one. */
+static void test_stats_find_a_fraction_wherever_it_sits(void)
+{
+	uint8_t buf[4 * 80 + 1];
+	float *x = malloc(80 * sizeof(float));
+	struct rr_f32_stats s;
+	uint64_t missed = 0, false_alarm = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	for (int portable = 0; portable <= 1; portable++) {
+		rr_fp16_force_portable(portable);
+		for (size_t n = 1; n <= 80; n++) {
+			for (size_t i = 0; i < n; i++)
+				x[i] = (float)((int)i * 4099 - 70000);
+			memcpy(buf + 1, x, 4 * n);
+			rr_f32_stats_init(&s);
+			rr_f32_stats_update(&s, buf + 1, n);
+			false_alarm += s.has_fraction != 0;
+			for (size_t at = 0; at < n; at++) {
+				float keep = x[at];
+				x[at] = keep + 0.25f;
+				memcpy(buf + 1, x, 4 * n);
+				x[at] = keep;
+				rr_f32_stats_init(&s);
+				rr_f32_stats_update(&s, buf + 1, n);
+				missed += s.has_fraction != 1;
+				rr_f32_stats_init(&s);
+				rr_f32_stats_update(&s, buf + 1, at);
+				false_alarm += s.has_fraction != 0;
+				rr_f32_stats_update(&s, buf + 1 + 4 * at, n - at);
+				missed += s.has_fraction != 1;
+				rr_f32_stats_update(&s, buf + 1, at); /* integers after: still seen */
+				missed += s.has_fraction != 1;
+			}
+		}
+	}
+	rr_fp16_force_portable(0);
+	CU_ASSERT_EQUAL(missed, 0);
+	CU_ASSERT_EQUAL(false_alarm, 0);
+	free(x);
+}
+
 /* ---- odd lengths and unaligned buffers ---- */
 
 /* Random F32 patterns with all kinds of specials mixed in. */
@@ -681,7 +811,7 @@ static void test_all_kernels_agree_on_odd_lengths_and_unaligned_buffers(void)
 			rr_fp16_force_portable(0);
 			bad += memcmp(o1, o2, 2 * n) != 0;
 			bad += memcmp(da + off, dc + 1, 4 * n) != 0;
-			bad += memcmp(&s1, &s2, sizeof(s1)) != 0;
+			bad += !s_stats_equal(&s1, &s2);
 			if (bad) {
 				printf("\n  n=%zu off=%zu differs\n", n, off);
 				break;
@@ -704,6 +834,7 @@ static void s_stats_reference(struct rr_f32_stats *s, const uint32_t *x, size_t 
 	for (size_t i = 0; i < n; i++) {
 		uint32_t a = x[i] & 0x7fffffff;
 		float f = s_f32(a);
+		s->has_fraction |= s_ref_fraction(x[i]);
 		if (f != f) {
 			s->odd_nans += a != 0x7fc00000;
 			continue;
@@ -731,8 +862,12 @@ static void test_stats_of_random_and_special_values_match_reference_on_both_path
 		if (seed % 5 == 0) /* no specials at all in some runs: pure small weights */
 			for (size_t i = 0; i < n; i++)
 				x[i] = (x[i] & 0x807fffff) | 0x3c000000;
+		if (seed % 5 == 1) /* integers only, as a step counter or position ids */
+			for (size_t i = 0; i < n; i++)
+				x[i] = s_bits((float)(int32_t)(x[i] >> 8) - 8388608.0f);
 		rr_f32_stats_init(&ref);
 		s_stats_reference(&ref, x, n);
+		bad += ref.has_fraction != (seed % 5 != 1); /* the runs are what they claim */
 		rr_fp16_force_portable(0);
 		rr_f32_stats_init(&simd);
 		rr_f32_stats_update(&simd, x, n);
@@ -740,7 +875,7 @@ static void test_stats_of_random_and_special_values_match_reference_on_both_path
 		rr_f32_stats_init(&port);
 		rr_f32_stats_update(&port, x, n);
 		rr_fp16_force_portable(0);
-		bad += memcmp(&ref, &simd, sizeof(ref)) != 0 || memcmp(&ref, &port, sizeof(ref)) != 0;
+		bad += !s_stats_equal(&ref, &simd) || !s_stats_equal(&ref, &port);
 	}
 	CU_ASSERT_EQUAL(bad, 0);
 	free(x);
@@ -792,25 +927,29 @@ static void test_stats_count_nans_with_payloads_on_both_paths(void)
 	rr_fp16_force_portable(0);
 }
 
-static void test_stats_merge_takes_max_min_and_sums_nans(void)
+static void test_stats_merge_takes_max_min_sums_nans_and_any_fraction(void)
 {
-	struct rr_f32_stats a = { 0x3f800000, 0x3a000000, 2 }, b = { 0x40400000, 0x3b000000, 5 };
+	struct rr_f32_stats a = { 0x3f800000, 0x3a000000, 2, 0 }, b = { 0x40400000, 0x3b000000, 5, 1 };
 	struct rr_f32_stats e;
 
 	rr_f32_stats_merge(&a, &b);
 	CU_ASSERT_EQUAL(a.max_abs_bits, 0x40400000);
 	CU_ASSERT_EQUAL(a.min_abs_bits, 0x3a000000);
 	CU_ASSERT_EQUAL(a.odd_nans, 7);
+	CU_ASSERT_EQUAL(a.has_fraction, 1);
+	b.has_fraction = 0;
+	rr_f32_stats_merge(&a, &b);
+	CU_ASSERT_EQUAL(a.has_fraction, 1); /* once seen, it stays */
 	rr_f32_stats_init(&e);
 	rr_f32_stats_merge(&e, &a);
-	CU_ASSERT_EQUAL(memcmp(&e, &a, sizeof(a)), 0);
+	CU_ASSERT(s_stats_equal(&e, &a));
 }
 
 /* ---- scale and the auto rule ---- */
 
 static int s_scale_of(uint32_t max_bits)
 {
-	struct rr_f32_stats s = { max_bits, max_bits, 0 };
+	struct rr_f32_stats s = { max_bits, max_bits, 0, 1 };
 	return rr_fp16_scale_for(&s);
 }
 
@@ -847,7 +986,7 @@ static void test_scale_puts_max_in_2_pow_14_to_2_pow_15(void)
 
 static int s_safe(uint32_t min_bits, uint32_t max_bits, int k)
 {
-	struct rr_f32_stats s = { max_bits, min_bits, 0 };
+	struct rr_f32_stats s = { max_bits, min_bits, 0, 1 };
 	return rr_fp16_is_safe(&s, k);
 }
 
@@ -1043,8 +1182,11 @@ static CU_TestInfo s_tests[] = {
 	  test_stats_init_is_empty_and_skip_zeros_inf_and_canonical_nan },
 	{ "test_stats_count_nans_with_payloads_on_both_paths",
 	  test_stats_count_nans_with_payloads_on_both_paths },
-	{ "test_stats_merge_takes_max_min_and_sums_nans",
-	  test_stats_merge_takes_max_min_and_sums_nans },
+	{ "test_stats_merge_takes_max_min_sums_nans_and_any_fraction",
+	  test_stats_merge_takes_max_min_sums_nans_and_any_fraction },
+	{ "test_stats_see_a_fraction_exactly_in_finite_non_integers",
+	  test_stats_see_a_fraction_exactly_in_finite_non_integers },
+	{ "test_stats_find_a_fraction_wherever_it_sits", test_stats_find_a_fraction_wherever_it_sits },
 	{ "test_stats_of_random_and_special_values_match_reference_on_both_paths",
 	  test_stats_of_random_and_special_values_match_reference_on_both_paths },
 	{ "test_all_kernels_agree_on_odd_lengths_and_unaligned_buffers",
