@@ -18,7 +18,7 @@ version=$(sed -nE 's/^project\(resume-run VERSION ([0-9.]+).*/\1/p' "$RR_SRC/CMa
 rm -rf "$BUILD/wheel"
 start=$SECONDS
 "$FW/bin/pip" wheel --no-build-isolation --no-deps --no-index -w "$BUILD/wheel" \
-	-C build-dir="$BUILD/wheel-build" "$RR_SRC" > wheel.log 2>&1 || fail "pip wheel: $(tail -n 30 wheel.log)"
+	--config-settings=build-dir="$BUILD/wheel-build" "$RR_SRC" > wheel.log 2>&1 || fail "pip wheel: $(tail -n 30 wheel.log)"
 whl=$(ls "$BUILD"/wheel/resume_run-"$version"-*.whl)
 case "$whl" in *-py3-none-linux_x86_64.whl) ;; *) fail "wheel tag: $whl" ;; esac
 "$PY" -c 'import sys, zipfile; print("\n".join(sorted(zipfile.ZipFile(sys.argv[1]).namelist())))' "$whl" > contents.txt
