@@ -3,7 +3,8 @@ run sees the same random numbers and the same batches as one that never stopped.
 
     from resume_run.training import ResumableSampler, rng_state, set_rng_state
     sampler = ResumableSampler(len(dataset), seed=0)          # shuffles per epoch from (seed, epoch)
-    loader = DataLoader(dataset, batch_size=32, sampler=sampler, drop_last=True)
+    loader = DataLoader(dataset, batch_size=32, sampler=sampler, drop_last=True,
+                        generator=torch.Generator())       # see below
     ...
     state = {"model": model.state_dict(), "optimizer": opt.state_dict(),
              "rng": rng_state(), "sampler": sampler.state_dict(), "step": step}
@@ -11,6 +12,11 @@ run sees the same random numbers and the same batches as one that never stopped.
     ...
     state = resume_run.load_state_dict(f"{resume_run.restore_dir()}/state.safetensors")
     sampler.load_state_dict(state["sampler"]); set_rng_state(state["rng"])
+
+Give the DataLoader a generator of its own: each new DataLoader iterator draws a seed from
+its generator, by default the global RNG that dropout and friends use, and a resumed loop
+makes its iterator at another moment than the run that never stopped (after the restore of
+the RNG states, not at the start of the epoch), so its random numbers would be one draw off.
 
 Everything returned here is made of ints, lists and tensors, which save_state_dict stores.
 torch (and NumPy, when the program imported it) are imported only when used.

@@ -50,7 +50,8 @@ def main():
     data = torch.utils.data.TensorDataset(x, x.sum(dim=1, keepdim=True).sin())
     sampler = torch.utils.data.distributed.DistributedSampler(data, shuffle=True, seed=9,
                                                               drop_last=True)
-    loader = torch.utils.data.DataLoader(data, batch_size=4, sampler=sampler, drop_last=True)
+    loader = torch.utils.data.DataLoader(data, batch_size=4, sampler=sampler, drop_last=True,
+                                         generator=torch.Generator())  # see plain_trainer
     state = {"app": AppState(model, opt)}
     if a.crash_at_save and rank == 0:
         # DCP writes every rank's shard, then the coordinator (rank 0) writes .metadata in

@@ -47,7 +47,8 @@ class ResumableLoader(torch.utils.data.DataLoader):
 
     def __init__(self, dataset, batch_size):
         super().__init__(dataset, batch_size=batch_size, drop_last=True,
-                         sampler=ResumableSampler(len(dataset), seed=3))
+                         sampler=ResumableSampler(len(dataset), seed=3),
+                         generator=torch.Generator())  # not the global RNG: see plain_trainer
 
     def state_dict(self):
         return self.sampler.state_dict()

@@ -22,7 +22,10 @@ def main():
     x = torch.randn(40, 8, generator=torch.Generator().manual_seed(5))
     data = torch.utils.data.TensorDataset(x, x.sum(dim=1, keepdim=True).sin())
     sampler = ResumableSampler(len(data), seed=3)
-    loader = torch.utils.data.DataLoader(data, batch_size=4, sampler=sampler, drop_last=True)
+    # A generator of its own: a new DataLoader iterator draws a seed from it, not from the
+    # global RNG that dropout uses (a resumed loop makes its iterator at another moment).
+    loader = torch.utils.data.DataLoader(data, batch_size=4, sampler=sampler, drop_last=True,
+                                         generator=torch.Generator())
 
     step, restored = 0, resume_run.restore_dir()
     if restored:  # resume-run: everything the loop needs to go on as if it never stopped
