@@ -35,7 +35,7 @@ install(CODE "
     set(rr_py_dir \"\${CMAKE_INSTALL_PREFIX}/\${rr_py_dir}\")
   endif()
   file(INSTALL DESTINATION \"\${rr_py_dir}\" TYPE DIRECTORY
-       FILES \"${PROJECT_SOURCE_DIR}/python/resume_run\" FILES_MATCHING PATTERN \"*.py\")
+       FILES \"${PROJECT_SOURCE_DIR}/python/resume_run\" FILES_MATCHING PATTERN \"*.py\" PATTERN \"__pycache__\" EXCLUDE)
 ")
 
 set(CPACK_GENERATOR DEB)
