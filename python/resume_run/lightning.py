@@ -14,7 +14,11 @@ On the checkpoint signal, at the end of the current training batch, every rank a
 waits for, whatever TMPDIR Lightning's own atomic save uses). When the notice says the machine
 is going, the Trainer stops after that save (`trainer.should_stop`). `ckpt_path` is None on a
 fresh start and the restored `.ckpt` after a restore; Lightning's own resume puts back the
-model, optimizers, schedulers, loops and the state of resumable data loaders.
+model, optimizers, schedulers, loops and the state of resumable data loaders. Lightning keeps
+no RNG states in its checkpoints: the callback adds every rank's (Python, NumPy, torch CPU
+and CUDA; resume_run.training.rng_state) to each checkpoint the Trainer writes, and puts the
+rank's own back when training starts from one, so dropout and other random draws go on as in
+a run that never stopped.
 
 Lightning's SLURMEnvironment with `auto_requeue` takes SIGUSR1 (its requeue signal) to save
 and requeue the job itself, the agent's default checkpoint signal. Lightning installs that
@@ -33,6 +37,7 @@ import signal
 import sys
 
 from . import Checkpointer, _fsync_dir, _fsync_path
+from .training import rng_state, set_rng_state
 
 __all__ = ["ResumeRunCallback", "callback_for"]
 
@@ -62,8 +67,22 @@ class _Mixin:
             checkpointer = Checkpointer(dirpath)
         self.checkpointer = checkpointer
         self.dirpath = checkpointer.directory if dirpath is None else dirpath
+        self._restored_rng = None
+
+    def state_dict(self):
+        # Called on every rank for each checkpoint the Trainer writes (rank 0 writes it).
+        return {"rng_states": _gather(rng_state())}
+
+    def load_state_dict(self, state):
+        states = state.get("rng_states") or []
+        rank = _rank()
+        # Put back when training starts, after Lightning's own restore.
+        self._restored_rng = states[rank] if rank < len(states) else None
 
     def on_train_start(self, trainer, pl_module):
+        if self._restored_rng is not None:
+            set_rng_state(self._restored_rng)
+            self._restored_rng = None
         ck = self.checkpointer
         current = signal.getsignal(ck.signum)
         if ck._installed and current != ck._on_signal:
@@ -90,6 +109,29 @@ class _Mixin:
         strategy.barrier("resume_run.lightning.save")
         if leave:
             trainer.should_stop = True
+
+
+def _dist():
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return None
+    return dist if dist.is_available() and dist.is_initialized() else None
+
+
+def _rank():
+    dist = _dist()
+    return dist.get_rank() if dist is not None else 0
+
+
+def _gather(obj):
+    """[obj of rank 0, obj of rank 1, ...] on every rank."""
+    dist = _dist()
+    if dist is None or dist.get_world_size() == 1:
+        return [obj]
+    out = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
 
 
 def _default_base():
