@@ -13,6 +13,9 @@ T="$RR_SRC/tests/frameworks/trainers"
 export PYTHONPATH="$T" # the trainers' common.py; resume_run comes from the venv
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export OMP_NUM_THREADS=1 PYTHONWARNINGS=ignore
+# DeepSpeed's op, compiled once by scripts/install-frameworks.sh into the frameworks venv.
+TORCH_EXTENSIONS_DIR="$("$RR_SRC/scripts/install-frameworks.sh" --path)/torch_extensions"
+export TORCH_EXTENSIONS_DIR
 "$FPY" -c 'import resume_run, sys; sys.exit(0 if resume_run.__file__.startswith(sys.argv[1]) else 1)' "$VENV/" ||
 	fail "resume_run does not come from the wheel installed in $VENV"
 

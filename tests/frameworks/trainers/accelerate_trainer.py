@@ -1,13 +1,13 @@
 """accelerate's Accelerator with resume_run.accelerate.ResumeRun: an MLP with dropout, AdamW, a
 linear schedule, a shuffled DataLoader prepared by accelerate; on resume, accelerate's
 load_state (model, optimizer, scheduler, RNG states) and skip_first_batches for the data
-position. Runs alone or under torchrun (one process per rank, gloo). The lines a user adds
+position (with a seedable sampler, so the resumed epoch has the same order). Runs alone or under torchrun (one process per rank, gloo). The lines a user adds
 are marked "resume-run"."""
 import common  # noqa: I100 (sets seeds and threads first)
 
 import torch
 from accelerate import Accelerator
-from accelerate.utils import set_seed
+from accelerate.utils import DataLoaderConfiguration, set_seed
 from torch import nn
 
 from resume_run.accelerate import ResumeRun
@@ -15,7 +15,10 @@ from resume_run.accelerate import ResumeRun
 
 def main():
     a = common.parse()
-    accelerator = Accelerator(cpu=True)
+    # A seedable sampler: each epoch's order comes from (seed, epoch), so the resumed epoch
+    # is shuffled as it was and skip_first_batches lands where the save was.
+    accelerator = Accelerator(cpu=True, dataloader_config=DataLoaderConfiguration(
+        use_seedable_sampler=True))
     rr = ResumeRun(accelerator)  # resume-run: the handler, on every process
     set_seed(11)
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.2), nn.Linear(32, 1))
