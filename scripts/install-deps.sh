@@ -19,6 +19,9 @@ if [ "$what" = test ]; then
 	# python3-cryptography: service-account keys for the GCS tests (test_gcs_store,
 	# test_encryption); it also made the fuzz_sealed seeds.
 	pkgs+=(python3-cryptography)
+	# python3-venv: the venvs of the real-framework tests (scripts/install-frameworks.sh, the
+	# wheel's fresh venv); python3-dev: DeepSpeed's CPU op is compiled against Python.h.
+	pkgs+=(python3-venv python3-dev)
 	# prometheus brings promtool, which checks the --metrics-file output (test_report.sh).
 	pkgs+=(prometheus)
 	# Node.js runs the S3 test server; this machine kind ships it (NodeSource), Debian's
@@ -40,4 +43,6 @@ fi
 if [ "$what" = test ]; then
 	# The S3 test server (it verifies SigV4), from npm, into a cache outside the checkout.
 	"$(dirname "$0")/../tests/s3/install-s3rver.sh"
+	# The ML frameworks of tests/frameworks, from PyPI, into a venv cached outside the checkout.
+	"$(dirname "$0")/install-frameworks.sh"
 fi

@@ -27,7 +27,8 @@ def main():
     g = torch.Generator().manual_seed(5)
     x = torch.randn(48, 8, generator=g)
     data = torch.utils.data.TensorDataset(x, x.sum(dim=1, keepdim=True).sin())
-    loader = torch.utils.data.DataLoader(data, batch_size=4, shuffle=True, drop_last=True)
+    loader = torch.utils.data.DataLoader(data, batch_size=4, shuffle=True, drop_last=True,
+                                         generator=torch.Generator())  # see plain_trainer
     model, opt, loader, sched = accelerator.prepare(model, opt, loader, sched)
     if a.crash_at_save:
         # save_state: the model (safetensors), then the optimizer (torch.save), scheduler,
