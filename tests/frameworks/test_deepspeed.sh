@@ -16,6 +16,14 @@ reference deepspeed $STEPS "${DS[@]}"
 drill_exact deepspeed $STEPS "${DS[@]}"
 expect_eq "$CKPT" "global_step$SAVED" "DeepSpeed's checkpoint name"
 [ "$(cat "$W/deepspeed-b/latest")" = "$CKPT" ] || fail "restore did not write DeepSpeed's latest"
+# The restore subcommand puts it back the same way: `latest` beside global_stepN (not under
+# --commit rename, which knows no pointer).
+"$RR_BIN" restore --store "file://$W/deepspeed-store" --to "$W/r-ds" > r-ds.log 2>&1 || fail "restore deepspeed"
+[ -d "$W/r-ds/$CKPT" ] && [ "$(cat "$W/r-ds/latest")" = "$CKPT" ] || fail "restore --to: latest"
+"$RR_BIN" restore --commit rename --store "file://$W/deepspeed-store" --to "$W/r-ds2" > r-ds2.log 2>&1 ||
+	fail "restore deepspeed under rename"
+[ -d "$W/r-ds2/$CKPT" ] && [ ! -e "$W/r-ds2/latest" ] || fail "restore --commit rename wrote latest"
+ok "restore subcommand: latest written beside $CKPT (not under --commit rename)"
 drill_auto deepspeed $STEPS "${DS[@]}"
 crash deepspeed 3 "${DS[@]}"
 finish

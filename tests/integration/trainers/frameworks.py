@@ -1,13 +1,9 @@
-"""A trainer that saves and resumes the way a framework does, with no line changed for
-resume-run: each --shape reproduces one framework's on-disk write order and file names with
-real torch.save, and its own resume logic; each save_/find_ function names the framework
-source it follows. Only where the real library cannot run here: HF Trainer, Lightning,
-accelerate, DCP under torchrun and plain PyTorch are tested with the libraries themselves
-(tests/frameworks). DeepSpeed 0.19 does not train on this CPU-only machine (its CPU
-accelerator builds a communication op at start, which fails here); the dcp shape serves as
-the worker of a launcher that real torchrun is not (test_frameworks_torchrun.sh).
+"""A worker that saves the way torch.distributed.checkpoint does (each rank's shard, then
+.metadata, with real torch.save), for a launcher that real torchrun is not: one that keeps
+SIGTERM to itself (test_frameworks_torchrun.sh). The frameworks themselves, DCP under real
+torchrun included, are tested with the real libraries in tests/frameworks.
 
-usage: frameworks.py --shape deepspeed|dcp --steps N --save-every K
+usage: frameworks.py --shape dcp --steps N --save-every K
                      [--crash-at-save M] [--rank R --world W] [--step-time S]
 
 The model is one tensor w; every step adds 1 to it, so the resumed step can be checked from
@@ -49,45 +45,6 @@ def torch_bytes(obj):
     b = io.BytesIO()
     torch.save(obj, b)
     return b.getvalue()
-
-
-# ---- DeepSpeed: deepspeed/runtime/engine.py DeepSpeedEngine.save_checkpoint: tag
-# "global_step{N}", _save_checkpoint -> {tag}/mp_rank_00_model_states.pt, _save_zero_checkpoint
-# -> {tag}/zero_pp_rank_0_mp_rank_00_optim_states.pt and _copy_recovery_script
-# (zero_to_fp32.py in save_dir), then with save_latest: open(save_dir/'latest','w').write(tag).
-# Resume: load_checkpoint(load_dir, tag=None) reads 'latest' for the tag.
-
-def save_deepspeed(state, crash):
-    tag = "global_step%d" % state["step"]
-    d = os.path.join(OUT, tag)
-    os.makedirs(d, exist_ok=True)
-    torch.save({"module": {"w": state["w"]}, "global_steps": state["step"]},
-               os.path.join(d, "mp_rank_00_model_states.pt"))
-    optim = torch_bytes({"optimizer_state_dict": {"step": state["step"]}})
-    if crash:
-        write_half(os.path.join(d, "zero_pp_rank_0_mp_rank_00_optim_states.pt"), optim)
-        crash_now(tag + "/zero_pp_rank_0_mp_rank_00_optim_states.pt")
-    with open(os.path.join(d, "zero_pp_rank_0_mp_rank_00_optim_states.pt"), "wb") as f:
-        f.write(optim)
-    with open(os.path.join(OUT, "zero_to_fp32.py"), "w") as f:
-        f.write("# DeepSpeed's recovery script, copied next to the checkpoints\n")
-    with open(os.path.join(OUT, "latest"), "w") as fd:
-        fd.write(tag)
-
-
-def find_deepspeed():
-    p = os.path.join(OUT, "latest")
-    if not os.path.isfile(p):
-        return None
-    with open(p) as fd:
-        tag = fd.read().strip()
-    return os.path.join(OUT, tag)
-
-
-def load_deepspeed(path):
-    ck = torch.load(os.path.join(path, "mp_rank_00_model_states.pt"))
-    torch.load(os.path.join(path, "zero_pp_rank_0_mp_rank_00_optim_states.pt"))
-    return {"step": ck["global_steps"], "w": ck["module"]["w"]}
 
 
 # ---- torch.distributed.checkpoint: filesystem.py FileSystemWriter.write_data writes each
@@ -163,7 +120,7 @@ def notice_says_going():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", required=True, choices=["deepspeed", "dcp"])
+    ap.add_argument("--shape", required=True, choices=["dcp"])
     ap.add_argument("--steps", type=int, required=True)
     ap.add_argument("--save-every", type=int, default=0)
     ap.add_argument("--crash-at-save", type=int, default=0)
@@ -179,10 +136,7 @@ def main():
     # Resume the way the framework does.
     restore = os.environ.get("RESUME_RUN_RESTORE_DIR")
     state = None
-    if a.shape == "deepspeed":
-        p = find_deepspeed()
-        state = load_deepspeed(p) if p and os.path.isdir(p) else None
-    elif restore and a.shape == "dcp":
+    if restore:
         p = restore
         state = load_dcp(p, a.rank)
     if state:
@@ -208,10 +162,7 @@ def main():
         globals()["ASKED"] = False
         saves += 1
         crash = saves == a.crash_at_save
-        if a.shape == "deepspeed":
-            save_deepspeed(state, crash)
-        else:
-            save_dcp(state, crash, a.rank, a.world, saves)
+        save_dcp(state, crash, a.rank, a.world, saves)
         if asked:
             print("%scheckpoint signal: saved at step %d" % (tag, state["step"]), flush=True)
             if notice_says_going() and not os.environ.get("FW_STAY"):
