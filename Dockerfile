@@ -4,7 +4,7 @@
 #       resume-run python3 train.py          (ENTRYPOINT adds "resume-run --")
 # Into an image of your own (Debian bookworm based; add the runtime libraries below):
 #   COPY --from=resume-run /usr/bin/resume-run /usr/bin/resume-run
-#   COPY --from=resume-run /usr/lib/python3/dist-packages/resume_run.py /usr/lib/python3/dist-packages/
+#   COPY --from=resume-run /usr/lib/python3/dist-packages/resume_run /usr/lib/python3/dist-packages/resume_run
 
 FROM debian:bookworm AS build
 WORKDIR /src
@@ -24,6 +24,6 @@ RUN apt-get update \
        libxxhash0 libexpat1 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/usr/bin/resume-run /usr/bin/resume-run
-COPY --from=build /out/usr/lib/python3/dist-packages/resume_run.py /usr/lib/python3/dist-packages/resume_run.py
+COPY --from=build /out/usr/lib/python3/dist-packages/resume_run /usr/lib/python3/dist-packages/resume_run
 # As PID 1 the agent reaps every zombie and turns `docker stop`'s SIGTERM into a notice.
 ENTRYPOINT ["resume-run", "--"]

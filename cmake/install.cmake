@@ -1,5 +1,13 @@
-# `cmake --install`: the agent in bin/, the trainer-side Python helper where the system
+# `cmake --install`: the agent in bin/, the Python package resume_run where the system
 # Python imports it from; CPack: a .deb whose Depends come from the libraries it links.
+# The wheel's build (scikit-build-core, pyproject.toml) installs only the agent, into the
+# wheel's scripts (pip puts it in the environment's bin/); the wheel takes the package
+# from python/resume_run itself.
+
+if(SKBUILD)
+  install(TARGETS resume-run RUNTIME DESTINATION ${SKBUILD_SCRIPTS_DIR})
+  return()
+endif()
 
 install(TARGETS resume-run RUNTIME DESTINATION bin)
 
@@ -8,7 +16,7 @@ install(TARGETS resume-run RUNTIME DESTINATION bin)
 # known at install time (`cmake --install --prefix`, CPack's /usr), so the choice is made then.
 # RR_PYTHON_INSTALL_DIR (relative to the prefix, or absolute) overrides it.
 set(RR_PYTHON_INSTALL_DIR "" CACHE STRING
-  "Where scripts/resume_run.py is installed (default: the Debian dist-packages dir of the prefix)")
+  "Where the resume_run package is installed (default: the Debian dist-packages dir of the prefix)")
 set(rr_py_minor "")
 if(EXISTS /usr/bin/python3)
   execute_process(COMMAND /usr/bin/python3 -c "import sys; print(sys.version_info[1])"
@@ -26,8 +34,8 @@ install(CODE "
   if(NOT IS_ABSOLUTE \"\${rr_py_dir}\")
     set(rr_py_dir \"\${CMAKE_INSTALL_PREFIX}/\${rr_py_dir}\")
   endif()
-  file(INSTALL DESTINATION \"\${rr_py_dir}\" TYPE FILE
-       FILES \"${PROJECT_SOURCE_DIR}/scripts/resume_run.py\")
+  file(INSTALL DESTINATION \"\${rr_py_dir}\" TYPE DIRECTORY
+       FILES \"${PROJECT_SOURCE_DIR}/python/resume_run\" FILES_MATCHING PATTERN \"*.py\" PATTERN \"__pycache__\" EXCLUDE)
 ")
 
 set(CPACK_GENERATOR DEB)

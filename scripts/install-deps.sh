@@ -22,6 +22,9 @@ if [ "$what" = test ]; then
 	# python3-cryptography: service-account keys for the GCS tests (test_gcs_store,
 	# test_encryption); it also made the fuzz_sealed seeds.
 	pkgs+=(python3-cryptography)
+	# python3-venv: the venvs of the real-framework tests (scripts/install-frameworks.sh, the
+	# wheel's fresh venv); python3-dev: DeepSpeed's CPU op is compiled against Python.h.
+	pkgs+=(python3-venv python3-dev)
 	# prometheus brings promtool, which checks the --metrics-file output (test_report.sh).
 	pkgs+=(prometheus)
 	# Node.js runs the S3 test server; this machine kind ships it (NodeSource), Debian's
@@ -45,4 +48,6 @@ if [ "$what" = test ]; then
 	"$(dirname "$0")/../tests/s3/install-s3rver.sh"
 	# Azurite, Microsoft's Azure Storage emulator (it verifies Shared Key and SAS), likewise.
 	"$(dirname "$0")/../tests/azure/install-azurite.sh"
+	# The ML frameworks of tests/frameworks, from PyPI, into a venv cached outside the checkout.
+	"$(dirname "$0")/install-frameworks.sh"
 fi

@@ -121,14 +121,17 @@ FROM docker.io/library/debian:bookworm-slim
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends libcurl4 libssl3 \\
     libzstd1 libcjson1 libxxhash0 libexpat1 python3 && rm -rf /var/lib/apt/lists/*
 COPY --from=$IMG /usr/bin/resume-run /usr/bin/resume-run
-COPY --from=$IMG /usr/lib/python3/dist-packages/resume_run.py /usr/lib/python3/dist-packages/resume_run.py
+COPY --from=$IMG /usr/lib/python3/dist-packages/resume_run /usr/lib/python3/dist-packages/resume_run
 ENTRYPOINT ["resume-run", "--"]
 CF
 podman build --network host -t localhost/resume-run-user-test:latest user > user-build.log 2>&1 ||
 	fail "user image build: $(tail -n 20 user-build.log)"
 got=$(podman run --rm --network none localhost/resume-run-user-test:latest python3 -c \
-	'import resume_run, subprocess; print(resume_run.__file__); subprocess.run(["resume-run", "--version"], check=True)')
-echo "$got" | grep -q '^/usr/lib/python3/dist-packages/resume_run.py$' || fail "import resume_run: $got"
+	'import os, resume_run, resume_run.training, subprocess; print(resume_run.__file__); print(" ".join(sorted(f for f in os.listdir(os.path.dirname(resume_run.__file__)) if f.endswith(".py")))); subprocess.run(["resume-run", "--version"], check=True)')
+echo "$got" | grep -q '^/usr/lib/python3/dist-packages/resume_run/__init__.py$' || fail "import resume_run: $got"
+# The same module as the wheel's and the .deb's: every file of python/resume_run.
+echo "$got" | grep -qxF "$(cd "$RR_SRC/python/resume_run" && ls -- *.py | sort | tr '\n' ' ' | sed 's/ $//')" ||
+	fail "the image's resume_run is not python/resume_run: $got"
 echo "$got" | grep -q "^resume-run $version" || fail "resume-run in the user image: $got"
 ok "COPY --from into a bookworm-slim image of one's own: resume-run runs, import resume_run works"
 podman rmi localhost/resume-run-user-test:latest > /dev/null 2>&1 || true

@@ -86,13 +86,15 @@ ok "train.sbatch: --signal=B:TERM@120, --requeue, grace $sgrace < 120"
 # --- cmake --install ---
 cmake --install "$BUILD" --prefix "$W/inst" > install.log 2>&1 || fail "cmake --install: $(cat install.log)"
 [ -x inst/bin/resume-run ] || fail "no bin/resume-run"
-[ -f inst/lib/python3/dist-packages/resume_run.py ] || fail "no lib/python3/dist-packages/resume_run.py"
+# The package, file for file as in python/resume_run (the wheel's and the image's too).
+pkg_files=$(cd "$RR_SRC/python/resume_run" && ls -- *.py | sort | tr '\n' ' ')
+expect_eq "$(cd inst/lib/python3/dist-packages/resume_run && ls | sort | tr '\n' ' ')" "$pkg_files" "lib/python3/dist-packages/resume_run/"
 # /usr/local: the versioned dist-packages that Debian's Python searches there.
 DESTDIR="$W/dest" cmake --install "$BUILD" --prefix /usr/local > install2.log 2>&1 || fail "cmake --install /usr/local"
 pydir=$(cd dest && ls -d usr/local/lib/python3*/dist-packages)
-[ -f "dest/$pydir/resume_run.py" ] || fail "no resume_run.py under /usr/local"
+[ -f "dest/$pydir/resume_run/__init__.py" ] || fail "no resume_run/ under /usr/local"
 /usr/bin/python3 -c 'import sys; sys.exit(0 if sys.argv[1] in sys.path else 1)' "/$pydir" || fail "/$pydir is not on Debian's Python path"
-ok "cmake --install: bin/resume-run; resume_run.py in lib/python3/dist-packages (/usr) and /$pydir (/usr/local, on sys.path)"
+ok "cmake --install: bin/resume-run; the resume_run package in lib/python3/dist-packages (/usr) and /$pydir (/usr/local, on sys.path)"
 
 # --- the .deb ---
 (cd "$BUILD" && cpack -G DEB -B "$W/pkg") > cpack.log 2>&1 || fail "cpack: $(tail -n 20 cpack.log)"
@@ -110,13 +112,13 @@ expect_eq "$(dpkg-deb -f "$deb" Version)" "$version" "package version"
 mkdir root
 dpkg -x "$deb" root
 (cd root && find . -type f | sort) > files.txt
-expect_eq "$(tr '\n' ' ' < files.txt)" "./usr/bin/resume-run ./usr/lib/python3/dist-packages/resume_run.py " "files in the package"
+expect_eq "$(tr '\n' ' ' < files.txt)" "./usr/bin/resume-run $(for f in $pkg_files; do printf './usr/lib/python3/dist-packages/resume_run/%s ' "$f"; done)" "files in the package"
 root/usr/bin/resume-run --version > version.txt
 expect_grep "^resume-run $version( \(git [0-9a-f]+\))?$" version.txt "--version from the unpacked package"
 if git -C "$RR_SRC" rev-parse HEAD > /dev/null 2>&1; then
 	expect_grep '\(git [0-9a-f]{12}\)$' version.txt "the commit in --version"
 fi
-PYTHONPATH="$W/root/usr/lib/python3/dist-packages" /usr/bin/python3 -c 'import resume_run, sys; sys.exit(0 if resume_run.__file__.startswith(sys.argv[1]) else 1)' "$W/root/" ||
+PYTHONPATH="$W/root/usr/lib/python3/dist-packages" /usr/bin/python3 -c 'import resume_run, resume_run.training, sys; sys.exit(0 if resume_run.__file__.startswith(sys.argv[1]) else 1)' "$W/root/" ||
 	fail "import resume_run from the unpacked package"
 ok "$(basename "$deb"): Depends $depends; unpacked into an empty root, $(cat version.txt); import resume_run works"
 finish

@@ -6,7 +6,8 @@ set -euo pipefail
 : "${RR_BIN:=$RR_SRC/build/resume-run}"
 PY=/usr/bin/python3
 TRAINER="$RR_SRC/scripts/example_trainer.py"
-export PYTHONPATH="$RR_SRC/scripts${PYTHONPATH:+:$PYTHONPATH}"
+# The resume_run package (python/), then the example trainers (scripts/).
+export PYTHONPATH="$RR_SRC/python:$RR_SRC/scripts${PYTHONPATH:+:$PYTHONPATH}"
 # The agent's own variables must come from each test, not from whoever runs it.
 unset RESUME_RUN_STORE RESUME_RUN_ID RESUME_RUN_CHECKPOINT_DIR RESUME_RUN_RESTORE_DIR \
       RESUME_RUN_NOTICE_FILE RESUME_RUN_SIGNAL RESUME_RUN_ATTEMPT RESUME_RUN_METADATA_ENDPOINT

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests for scripts/resume_run.py and scripts/example_trainer.py.
+"""Tests for the resume_run package (python/resume_run) and scripts/example_trainer.py.
 
 Run: /usr/bin/python3 tests/python/test_resume_run.py -v   (exits nonzero on failure)
 The PyTorch tests run only when torch is importable (Debian: python3-torch).
@@ -21,7 +21,8 @@ from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.normpath(os.path.join(HERE, "..", "..", "scripts"))
-sys.path.insert(0, SCRIPTS)
+PACKAGE_ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, PACKAGE_ROOT)
 
 import resume_run  # noqa: E402
 from resume_run import SafetensorsError  # noqa: E402
@@ -117,6 +118,24 @@ class TestEnvironment(TempDirTest):
         code = "import sys, resume_run; sys.exit(1 if 'torch' in sys.modules else 0)"
         r = subprocess.run([sys.executable, "-c", code], cwd=SCRIPTS, env=clean_env())
         self.assertEqual(r.returncode, 0)
+
+    def test_scripts_shim_imports_the_package(self):
+        # README's recipe before the package put scripts/ on sys.path: that still works, and
+        # gives the package itself, not a second copy.
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); import resume_run, resume_run.training; "
+                "print(resume_run.__file__); print(resume_run.training.rng_state.__module__)")
+        r = subprocess.run([sys.executable, "-c", code, SCRIPTS], env=clean_env(),
+                           capture_output=True, text=True, cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), [os.path.join(PACKAGE_ROOT, "resume_run", "__init__.py"),
+                                            "resume_run.training"])
+
+    def test_step_of_reads_the_step_as_the_agent_orders_names(self):
+        cases = {"step-1200": 1200, "/ck/checkpoint-30/": 30, "global_step7": 7,
+                 "epoch=3-step=1200.ckpt": 1200, "step-5.final": 5, "model-step-20.pt": 20,
+                 "xstep-1": None, "model.pt": None, "": None, None: None, "step-": None}
+        for name, step in cases.items():
+            self.assertEqual(resume_run.step_of(name), step, name)
 
 
 class TestCheckpointer(TempDirTest):

@@ -1,10 +1,9 @@
-"""A trainer that saves and resumes the way a real framework does, with no line changed for
-resume-run: each --shape reproduces one framework's on-disk write order and file names with
-real torch.save, and its own resume logic. HF transformers, Lightning and DeepSpeed are not
-installable here (no internet beyond Debian and npm), so their documented behaviour is
-reproduced; each save_/find_ function names the framework source it follows.
+"""A worker that saves the way torch.distributed.checkpoint does (each rank's shard, then
+.metadata, with real torch.save), for a launcher that real torchrun is not: one that keeps
+SIGTERM to itself (test_frameworks_torchrun.sh). The frameworks themselves, DCP under real
+torchrun included, are tested with the real libraries in tests/frameworks.
 
-usage: frameworks.py --shape hf|lightning|deepspeed|dcp|plain --steps N --save-every K
+usage: frameworks.py --shape dcp --steps N --save-every K
                      [--crash-at-save M] [--rank R --world W] [--step-time S]
 
 The model is one tensor w; every step adds 1 to it, so the resumed step can be checked from
@@ -17,12 +16,8 @@ import io
 import json
 import os
 import pickle
-import re
-import shutil
 import signal
-import struct
 import sys
-import tempfile
 import time
 
 import torch
@@ -34,10 +29,6 @@ ASKED = False
 def on_signal(signum, frame):
     global ASKED
     ASKED = True
-
-
-class Crash(Exception):
-    pass
 
 
 def crash_now(what):
@@ -54,140 +45,6 @@ def torch_bytes(obj):
     b = io.BytesIO()
     torch.save(obj, b)
     return b.getvalue()
-
-
-def safetensors_bytes(tensors):
-    """The safetensors layout (8-byte header length, JSON header, raw data), as
-    safetensors.torch.save_file writes it."""
-    header, blobs, off = {}, [], 0
-    for name, t in tensors.items():
-        raw = t.contiguous().numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
-
-
-def safetensors_load(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8 : 8 + n])
-    out = {}
-    for name, meta in header.items():
-        a, b = meta["data_offsets"]
-        out[name] = torch.frombuffer(bytearray(data[8 + n + a : 8 + n + b]), dtype=torch.float32).reshape(meta["shape"])
-    return out
-
-
-# ---- HF Trainer: transformers/trainer.py Trainer._save_checkpoint writes output_dir/
-# checkpoint-{global_step}/ in place: save_model (model.safetensors), then
-# _save_optimizer_and_scheduler (optimizer.pt, scheduler.pt), _save_rng_state
-# (rng_state.pth), and last state.save_to_json (trainer_state.json).
-# Resume: trainer_utils.get_last_checkpoint, regex ^checkpoint\-(\d+)$ over directories.
-
-def save_hf(state, crash):
-    d = os.path.join(OUT, "checkpoint-%d" % state["step"])
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "model.safetensors"), "wb") as f:
-        f.write(safetensors_bytes({"w": state["w"]}))
-    opt = torch_bytes({"state": {0: {"momentum_buffer": state["w"] * 0.5}}, "param_groups": [{"lr": 0.1}]})
-    if crash:
-        write_half(os.path.join(d, "optimizer.pt"), opt)
-        crash_now("checkpoint-%d/optimizer.pt" % state["step"])
-    with open(os.path.join(d, "optimizer.pt"), "wb") as f:
-        f.write(opt)
-    torch.save({"last_epoch": state["step"]}, os.path.join(d, "scheduler.pt"))
-    torch.save({"cpu": torch.get_rng_state()}, os.path.join(d, "rng_state.pth"))
-    with open(os.path.join(d, "trainer_state.json"), "w") as f:
-        json.dump({"global_step": state["step"], "log_history": []}, f, indent=2)
-
-
-def find_hf():
-    rx = re.compile(r"^checkpoint\-(\d+)$")
-    if not os.path.isdir(OUT):
-        return None
-    found = [p for p in os.listdir(OUT) if rx.search(p) and os.path.isdir(os.path.join(OUT, p))]
-    if not found:
-        return None
-    return os.path.join(OUT, max(found, key=lambda x: int(rx.search(x).groups()[0])))
-
-
-def load_hf(path):
-    with open(os.path.join(path, "trainer_state.json")) as f:
-        step = json.load(f)["global_step"]
-    torch.load(os.path.join(path, "optimizer.pt"))
-    return {"step": step, "w": safetensors_load(os.path.join(path, "model.safetensors"))["w"]}
-
-
-# ---- Lightning: pytorch_lightning ModelCheckpoint._save_checkpoint -> trainer.save_checkpoint
-# -> lightning.fabric.utilities.cloud_io._atomic_save: torch.save into a BytesIO, then an
-# fsspec transaction (fsspec/implementations/local.py LocalFileOpener: tempfile.mkstemp(),
-# a "tmpXXXXXXXX" name in TMPDIR, committed by shutil.move onto epoch=E-step=S.ckpt).
-# With save_top_k=1 the previous best file is removed afterwards (_remove_checkpoint).
-# Resume: trainer.fit(ckpt_path=...) torch.loads that file.
-
-def save_lightning(state, crash, prev):
-    name = "epoch=%d-step=%d.ckpt" % (state["step"] // 10, state["step"])
-    data = torch_bytes({"epoch": state["step"] // 10, "global_step": state["step"],
-                        "state_dict": {"w": state["w"]}, "pytorch-lightning_version": "2.2.0"})
-    fd, tmp = tempfile.mkstemp()
-    os.close(fd)
-    if crash:
-        write_half(tmp, data)
-        crash_now(os.path.basename(tmp) + " (the fsspec temp file of " + name + ")")
-    with open(tmp, "wb") as f:
-        f.write(data)
-    shutil.move(tmp, os.path.join(OUT, name))
-    if prev and prev != name:
-        os.remove(os.path.join(OUT, prev))
-    return name
-
-
-def load_lightning(path):
-    ck = torch.load(path)
-    return {"step": ck["global_step"], "w": ck["state_dict"]["w"]}
-
-
-# ---- DeepSpeed: deepspeed/runtime/engine.py DeepSpeedEngine.save_checkpoint: tag
-# "global_step{N}", _save_checkpoint -> {tag}/mp_rank_00_model_states.pt, _save_zero_checkpoint
-# -> {tag}/zero_pp_rank_0_mp_rank_00_optim_states.pt and _copy_recovery_script
-# (zero_to_fp32.py in save_dir), then with save_latest: open(save_dir/'latest','w').write(tag).
-# Resume: load_checkpoint(load_dir, tag=None) reads 'latest' for the tag.
-
-def save_deepspeed(state, crash):
-    tag = "global_step%d" % state["step"]
-    d = os.path.join(OUT, tag)
-    os.makedirs(d, exist_ok=True)
-    torch.save({"module": {"w": state["w"]}, "global_steps": state["step"]},
-               os.path.join(d, "mp_rank_00_model_states.pt"))
-    optim = torch_bytes({"optimizer_state_dict": {"step": state["step"]}})
-    if crash:
-        write_half(os.path.join(d, "zero_pp_rank_0_mp_rank_00_optim_states.pt"), optim)
-        crash_now(tag + "/zero_pp_rank_0_mp_rank_00_optim_states.pt")
-    with open(os.path.join(d, "zero_pp_rank_0_mp_rank_00_optim_states.pt"), "wb") as f:
-        f.write(optim)
-    with open(os.path.join(OUT, "zero_to_fp32.py"), "w") as f:
-        f.write("# DeepSpeed's recovery script, copied next to the checkpoints\n")
-    with open(os.path.join(OUT, "latest"), "w") as fd:
-        fd.write(tag)
-
-
-def find_deepspeed():
-    p = os.path.join(OUT, "latest")
-    if not os.path.isfile(p):
-        return None
-    with open(p) as fd:
-        tag = fd.read().strip()
-    return os.path.join(OUT, tag)
-
-
-def load_deepspeed(path):
-    ck = torch.load(os.path.join(path, "mp_rank_00_model_states.pt"))
-    torch.load(os.path.join(path, "zero_pp_rank_0_mp_rank_00_optim_states.pt"))
-    return {"step": ck["global_steps"], "w": ck["module"]["w"]}
 
 
 # ---- torch.distributed.checkpoint: filesystem.py FileSystemWriter.write_data writes each
@@ -250,26 +107,6 @@ def load_dcp(path, rank):
     return {"step": ck["step"], "w": ck["w"]}
 
 
-# ---- plain PyTorch: torch.save to a temporary name, then os.replace onto the final name.
-
-def save_plain(state, crash):
-    final = os.path.join(OUT, "model-step-%d.pt" % state["step"])
-    tmp = final + ".tmp"
-    data = torch_bytes({"step": state["step"], "w": state["w"]})
-    if crash:
-        write_half(tmp, data)
-        crash_now(os.path.basename(tmp))
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, final)
-
-
-def load_plain(path):
-    return torch.load(path)
-
-
 def notice_says_going():
     p = os.environ.get("RESUME_RUN_NOTICE_FILE")
     if not p or not os.path.exists(p):
@@ -283,7 +120,7 @@ def notice_says_going():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", required=True, choices=["hf", "lightning", "deepspeed", "dcp", "plain"])
+    ap.add_argument("--shape", required=True, choices=["dcp"])
     ap.add_argument("--steps", type=int, required=True)
     ap.add_argument("--save-every", type=int, default=0)
     ap.add_argument("--crash-at-save", type=int, default=0)
@@ -299,21 +136,9 @@ def main():
     # Resume the way the framework does.
     restore = os.environ.get("RESUME_RUN_RESTORE_DIR")
     state = None
-    if a.shape == "hf":
-        p = find_hf()  # resume_from_checkpoint=True
-        state = load_hf(p) if p else None
-    elif a.shape == "deepspeed":
-        p = find_deepspeed()
-        state = load_deepspeed(p) if p and os.path.isdir(p) else None
-    elif restore and a.shape == "lightning":
-        p = restore  # trainer.fit(ckpt_path=os.environ.get("RESUME_RUN_RESTORE_DIR"))
-        state = load_lightning(p)
-    elif restore and a.shape == "dcp":
+    if restore:
         p = restore
         state = load_dcp(p, a.rank)
-    elif restore and a.shape == "plain":
-        p = restore
-        state = load_plain(p)
     if state:
         expect = torch.full((4,), float(state["step"]))
         if not torch.equal(state["w"], expect):
@@ -324,7 +149,7 @@ def main():
         state = {"step": 0, "w": torch.zeros(4)}
         print("%sfresh start" % tag, flush=True)
 
-    saves, prev = 0, None
+    saves = 0
     while state["step"] < a.steps:
         state["step"] += 1
         state["w"] = state["w"] + 1
@@ -337,16 +162,7 @@ def main():
         globals()["ASKED"] = False
         saves += 1
         crash = saves == a.crash_at_save
-        if a.shape == "hf":
-            save_hf(state, crash)
-        elif a.shape == "lightning":
-            prev = save_lightning(state, crash, prev)
-        elif a.shape == "deepspeed":
-            save_deepspeed(state, crash)
-        elif a.shape == "dcp":
-            save_dcp(state, crash, a.rank, a.world, saves)
-        else:
-            save_plain(state, crash)
+        save_dcp(state, crash, a.rank, a.world, saves)
         if asked:
             print("%scheckpoint signal: saved at step %d" % (tag, state["step"]), flush=True)
             if notice_says_going() and not os.environ.get("FW_STAY"):

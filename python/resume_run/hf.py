@@ -1,0 +1,62 @@
+"""HF transformers: a `TrainerCallback` that saves on the agent's signal.
+
+    import resume_run
+    from resume_run.hf import ResumeRunCallback
+
+    args = TrainingArguments(output_dir=resume_run.checkpoint_dir(), ...)
+    trainer = Trainer(model, args, ..., callbacks=[ResumeRunCallback()])
+    trainer.train(resume_from_checkpoint=resume_run.restore_dir())
+
+On the checkpoint signal the Trainer saves at the end of the current step, its own way
+(`checkpoint-N/`, `trainer_state.json` written last, which is the commit the agent waits
+for); when the notice says the machine is going it stops training after that save.
+`resume_from_checkpoint` is None on a fresh start; after a restore it names the restored
+`checkpoint-N`, and the Trainer's own resume puts back the model, optimizer, scheduler, RNG
+states and data position. Under torch.distributed every rank takes the same decision (an
+all-reduce of the two flags per step), so all ranks save the same step.
+"""
+
+import os
+import sys
+
+from transformers import TrainerCallback
+
+from . import Checkpointer, agree, checkpoint_dir
+
+__all__ = ["ResumeRunCallback"]
+
+
+class ResumeRunCallback(TrainerCallback):
+    """Makes the Trainer save at the end of the step in which the agent's signal came, and
+    stop after that save when the notice says the machine is going.
+
+    Create it before `trainer.train()` (it installs the signal handler, which only sets a
+    flag, from the main thread). `checkpointer` is a resume_run.Checkpointer to share with
+    other code; by default one is made for RESUME_RUN_CHECKPOINT_DIR.
+    """
+
+    def __init__(self, checkpointer=None):
+        self.checkpointer = checkpointer if checkpointer is not None else Checkpointer()
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        # A save elsewhere is never seen by the agent: say so once, at the start.
+        if "RESUME_RUN_CHECKPOINT_DIR" in os.environ and not _same_dir(args.output_dir,
+                                                                        checkpoint_dir()):
+            print("resume_run.hf: output_dir %r is not RESUME_RUN_CHECKPOINT_DIR %r: the agent "
+                  "will not see the Trainer's checkpoints" % (args.output_dir, checkpoint_dir()),
+                  file=sys.stderr, flush=True)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        save, leave = agree(self.checkpointer)
+        if save:
+            control.should_save = True
+            if leave:
+                control.should_training_stop = True
+        return control
+
+
+def _same_dir(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# HF transformers' Trainer with resume_run.hf.ResumeRunCallback (issue 28), installed from the
+# wheel: a drill notice mid-run makes the Trainer save its own checkpoint-N/ at the end of the
+# step (trainer_state.json last: the commit), the agent makes it durable and exits 75; on a
+# fresh directory the restore is found by trainer.train(resume_from_checkpoint=...), whose
+# own resume (optimizer, scheduler, RNG states, data position) ends with the weights of an
+# uninterrupted run (--precision exact), or within the documented bound (auto). A crash in
+# the middle of the Trainer's save is never persisted.
+. "$(dirname "$0")/fwlib.sh"
+HF=("$FPY" "$T/hf_trainer.py")
+STEPS=24
+reference hf $STEPS "${HF[@]}"
+drill_exact hf $STEPS "${HF[@]}"
+expect_eq "$CKPT" "checkpoint-$SAVED" "the Trainer's own checkpoint name"
+for f in model.safetensors optimizer.pt scheduler.pt rng_state.pth trainer_state.json; do
+	[ -f "$W/hf-b/$CKPT/$f" ] || fail "restored $CKPT lacks the Trainer's $f"
+done
+drill_auto hf $STEPS "${HF[@]}"
+crash hf 3 "${HF[@]}"
+finish

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Lightning's Trainer with resume_run.lightning.ResumeRunCallback (issue 28), installed from
+# the wheel, under both import names (lightning.pytorch, pytorch_lightning): a drill notice
+# mid-run makes the callback save through trainer.save_checkpoint at the end of the batch
+# (epoch=E-step=S.ckpt, committed by a rename) and stop the Trainer; the agent makes it
+# durable and exits 75; on a fresh directory trainer.fit(ckpt_path=restore_dir()) resumes
+# (model, optimizer, scheduler, loops, the resumable loader's position) and ends with the
+# weights of an uninterrupted run (--precision exact), or within the documented bound (auto).
+# A crash in the middle of Lightning's atomic save (before its temp file is moved onto the
+# name) is never persisted.
+. "$(dirname "$0")/fwlib.sh"
+L=("$FPY" "$T/lightning_trainer.py")
+STEPS=24
+reference lightning $STEPS "${L[@]}"
+drill_exact lightning $STEPS "${L[@]}"
+[[ "$CKPT" =~ ^epoch=[0-9]+-step=$SAVED\.ckpt$ ]] || fail "Lightning's checkpoint name: $CKPT"
+[ -f "$W/lightning-b/$CKPT" ] || fail "restored $CKPT is not a file"
+drill_auto lightning $STEPS "${L[@]}"
+# TMPDIR: Lightning's atomic save makes its temp file there and moves it onto the name; in
+# the checkpoint dir (README) the half-written temp file sits beside the checkpoints.
+TMPDIR="$W/lightning-crash" crash lightning 3 "${L[@]}"
+reference pl $STEPS "${L[@]}" --package pytorch_lightning
+drill_exact pl $STEPS "${L[@]}" --package pytorch_lightning
+finish
