@@ -993,7 +993,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 	} else if (rc) {
 		rr_error("no checkpoint of run '%s' could be restored (%s); not starting from "
 			 "scratch over them (use another --run-id for a fresh start)",
-			 r->cfg->run_id, rr_store_strerror(rc));
+			 r->cfg->run_id, rr_strerror(rc));
 		rr_catalog_destroy(c);
 		return EXIT_AGENT_ERROR;
 	}
