@@ -7,6 +7,24 @@
 #define RR_CUNIT_MAIN_H
 
 #include <CUnit/Basic.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Asserts that stmt returns (does not crash, abort or hang the caller's process): it runs
+ * in a forked child, which then exits 0. For "accepts NULL" and the like, whose only
+ * promise is to return. */
+#define RR_ASSERT_RETURNS(stmt)                                                          \
+	do {                                                                              \
+		pid_t rr_pid_ = fork();                                                   \
+		int rr_st_ = -1;                                                          \
+		if (rr_pid_ == 0) {                                                       \
+			stmt;                                                             \
+			_exit(0);                                                         \
+		}                                                                         \
+		CU_ASSERT_FATAL(rr_pid_ > 0);                                             \
+		CU_ASSERT(waitpid(rr_pid_, &rr_st_, 0) == rr_pid_ && WIFEXITED(rr_st_) && \
+			  WEXITSTATUS(rr_st_) == 0);                                      \
+	} while (0)
 
 #define RR_CUNIT_MAIN(suite_name, tests)                                                  \
 	int main(void)                                                                    \

@@ -64,8 +64,8 @@ static void test_format_bytes_stops_at_terabytes_and_fits_16_bytes(void)
 
 static void test_null_progress_is_accepted_everywhere(void)
 {
-	rr_progress_add(NULL, 123);
-	rr_progress_destroy(NULL);
+	RR_ASSERT_RETURNS(rr_progress_add(NULL, 123));
+	RR_ASSERT_RETURNS(rr_progress_destroy(NULL));
 }
 
 static void test_new_add_destroy_works_for_any_name_and_total(void)

@@ -621,8 +621,7 @@ static void test_open_unknown_or_malformed_url_is_einval(void)
 
 static void test_destroy_null_is_fine(void)
 {
-	rr_store_destroy(NULL);
-	CU_PASS("rr_store_destroy(NULL) returned");
+	RR_ASSERT_RETURNS(rr_store_destroy(NULL));
 }
 
 /* Compare-and-swap increments of the decimal counter at key, retried on RR_EPRECOND.

@@ -232,7 +232,7 @@ static void test_new_rejects_a_path_that_is_a_file(void)
 
 static void test_destroy_accepts_null(void)
 {
-	rr_watcher_destroy(NULL);
+	RR_ASSERT_RETURNS(rr_watcher_destroy(NULL));
 }
 
 static void test_process_with_nothing_pending_returns_at_once(void)
