@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# Folders are layers (README, "Code layout"): a source file may include headers of its own
+# Folders are layers (README, "Layout"): a source file may include headers of its own
 # folder and of the folders below it, never one above or beside. Fails with one line per
 # include that breaks the order, so the layers cannot drift back together.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# folder: the folders it may include from (besides itself). Lowest first.
-declare -A below=(
-	[storage/common]=""
-	[storage/net]="storage/common"
-	[storage/auth]="storage/net storage/common"
-	[storage/format]="storage/common"
-	[storage/store]="storage/auth storage/net storage/common"
-	[cloud]="storage/net storage/common"
-	[agent/catalog]="storage/store storage/format storage/auth storage/net storage/common"
-	[agent/pipeline]="agent/catalog storage/store storage/format storage/auth storage/net storage/common"
-	[agent/run]="agent/pipeline agent/catalog cloud storage/store storage/format storage/auth storage/net storage/common"
-	[agent/cli]="agent/run agent/pipeline agent/catalog cloud storage/store storage/format storage/auth storage/net storage/common"
-)
+# The layer graph, from cmake/layers.txt (the one place it is written): each folder and the
+# folders it may include from besides itself (its lower layers, and theirs).
+declare -A folder_of direct below
+while read -r name dir lower; do
+	folder_of[$name]=$dir
+	direct[$name]=$lower
+done < <(grep -E '^[a-z]' cmake/layers.txt)
+closure() { # the lower layers of $1, transitively
+	local l
+	for l in ${direct[$1]}; do echo "$l"; closure "$l"; done
+}
+for name in "${!folder_of[@]}"; do
+	folders=
+	for l in $(closure "$name" | sort -u); do folders+="${folder_of[$l]} "; done
+	below[${folder_of[$name]}]=${folders% }
+done
 # Public headers without a .c of the same name, and the folder they belong to.
 declare -A header_home=(
 	[clock]=storage/common
@@ -88,8 +91,18 @@ for h in include/rr/*.h; do
 	[[ -n "${home[$m]:-}" ]] && check_file "$h" "${home[$m]}"
 done
 
+# README's "Layout" names each layer's folder with the same lower layers ("-> a, b").
+layout=$(sed -n '/^## Layout/,/^## /p' README.md)
+for name in "${!folder_of[@]}"; do
+	want=$(echo "${direct[$name]}" | tr ' ' '\n' | sed '/^$/d' | sort | paste -sd, | sed 's/,/, /g')
+	line=$(grep -E "^${folder_of[$name]}/ " <<< "$layout" || true)
+	[[ -n "$line" ]] || { complain "README.md, Layout: no line for ${folder_of[$name]}/"; continue; }
+	got=$(sed -nE 's/.*-> ([a-z, ]+|nothing of ours)$/\1/p' <<< "$line" | tr -d ' ' | tr ',' '\n' | sed '/^$/d' | sort | paste -sd, | sed 's/,/, /g')
+	[[ "$got" == "${want:-nothingofours}" ]] || complain "README.md, Layout: ${folder_of[$name]}/ says '-> ${got}', cmake/layers.txt says '-> ${want:-nothing of ours}'"
+done
+
 if [[ $bad != 0 ]]; then
-	echo "check-layers: includes must point down; each folder's lower layers are in the table at the top of scripts/check-layers.sh (README, \"Layout\")" >&2
+	echo "check-layers: includes must point down; each folder's lower layers are in cmake/layers.txt (README, \"Layout\")" >&2
 	exit 1
 fi
 echo "check-layers: ok (${#below[@]} layers)"
