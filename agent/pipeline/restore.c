@@ -581,44 +581,50 @@ static void s_save_record(const struct s_job *j, const char *parent)
 	rr_restored_destroy(now);
 }
 
-int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
-			  const char *parent, unsigned threads, struct rr_restore_stats *stats,
-			  char *why, size_t why_len)
-{
-	struct s_job j = { .store = s, .run_id = run_id, .m = m,
-			   .why = RR_REASON_INIT };
-	struct rr_dir_listing local = { 0 };
-	struct rr_restored *rec = NULL;
-	char tmp_name[300], what[300], q[RR_QUOTE_CAP];
-	char *final = NULL, *tmp = NULL, *aside = NULL;
-	struct stat st;
-	int64_t t0 = rr_mono_ms();
-	int exists, rc, local_fd = -1, in_memory = 0;
-	uint64_t need = 0;
+/* Where one checkpoint lands: its final name under parent, the staging directory beside it,
+ * and what is already there (a copy whose identical files are linked, not fetched). */
+struct s_target {
+	const char *parent;
+	char *final, *tmp, *aside;
+	int exists;                   /* something is at final */
+	struct stat st;               /* its lstat */
+	int local_fd;                 /* the local copy's directory, -1: none usable */
+	struct rr_dir_listing local;
+};
 
-	memset(stats, 0, sizeof(*stats));
-	stats->files = m->nfiles;
-	stats->bytes = rr_manifest_total_size(m);
+static int s_target_open(struct s_target *t, const char *parent, const struct rr_manifest *m)
+{
+	char tmp_name[300];
+
+	memset(t, 0, sizeof(*t));
+	t->parent = parent;
+	t->local_fd = -1;
 	snprintf(tmp_name, sizeof(tmp_name), ".%s.restoring", m->checkpoint);
-	final = rr_path_join(parent, m->checkpoint);
-	tmp = rr_path_join(parent, tmp_name);
-	if (!final || !tmp) {
-		rc = RR_ENOMEM;
-		goto out;
-	}
-	rc = rr_mkdir_p(parent);
-	if (rc)
-		goto out;
-	rec = rr_restored_load(parent);
-	if (!rec) {
-		rc = RR_ENOMEM;
-		goto out;
-	}
-	j.rec = rec;
-	exists = lstat(final, &st) == 0;
-	if (exists && m->single_file && S_ISREG(st.st_mode) && m->nfiles == 1) {
+	t->final = rr_path_join(parent, m->checkpoint);
+	t->tmp = rr_path_join(parent, tmp_name);
+	if (!t->final || !t->tmp)
+		return RR_ENOMEM;
+	t->exists = lstat(t->final, &t->st) == 0;
+	return rr_mkdir_p(parent);
+}
+
+static void s_target_close(struct s_target *t)
+{
+	rr_dir_listing_free(&t->local);
+	if (t->local_fd >= 0)
+		close(t->local_fd);
+	free(t->final);
+	free(t->tmp);
+	free(t->aside);
+}
+
+/* 1 when the checkpoint is already at its final name, identical (nothing to do). */
+static int s_already_present(struct s_target *t, const struct rr_manifest *m,
+			     const struct rr_restored *rec, struct rr_restore_stats *stats)
+{
+	if (t->exists && m->single_file && S_ISREG(t->st.st_mode) && m->nfiles == 1) {
 		/* A one-file checkpoint already in place: opened as the regular file it is. */
-		int fd = open(final, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		int fd = open(t->final, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		struct stat fst;
 		int same = fd >= 0 && fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) &&
 			   s_local_identical(fd, &m->files[0], rec);
@@ -627,144 +633,186 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 		if (same) {
 			stats->already_present = 1;
 			stats->kept_files = 1;
-			goto out;
+			return 1;
 		}
 	}
 	/* Files to keep are taken only from a real directory, and only those its listing
 	 * (which follows no symlink) shows, opened below it as the inode listed: a link to a
 	 * file reached through a symlink would put an inode from outside the target into the
 	 * checkpoint. */
-	if (exists && !m->single_file && S_ISDIR(st.st_mode) &&
-	    s_open_local(parent, m->checkpoint, &local_fd, &local) != 0)
-		local_fd = -1;
-	if (!m->single_file && s_dir_identical(local_fd, &local, m, rec)) {
+	if (t->exists && !m->single_file && S_ISDIR(t->st.st_mode) &&
+	    s_open_local(t->parent, m->checkpoint, &t->local_fd, &t->local) != 0)
+		t->local_fd = -1;
+	if (!m->single_file && s_dir_identical(t->local_fd, &t->local, m, rec)) {
 		stats->already_present = 1;
 		stats->kept_files = m->nfiles;
-		goto out;
+		return 1;
 	}
+	return 0;
+}
 
-	rc = rr_remove_tree(tmp);
+/* Builds the staging directory: every file created at its size, or linked from the local
+ * copy when identical; then checks that what is left to fetch fits (tmpfs). */
+static int s_stage(struct s_target *t, struct s_job *j, unsigned *threads,
+		   struct rr_restore_stats *stats)
+{
+	const struct rr_manifest *m = j->m;
+	char q[RR_QUOTE_CAP];
+	uint64_t need = 0;
+	int rc, in_memory;
+
+	rc = rr_remove_tree(t->tmp);
 	if (!rc)
-		rc = rr_mkdir_p(tmp);
+		rc = rr_mkdir_p(t->tmp);
 	if (!rc)
-		rc = s_job_init(&j, &threads);
-	if (!rc && !(j.kept = calloc(m->nfiles ? m->nfiles : 1, 1)))
+		rc = s_job_init(j, threads);
+	if (!rc && !(j->kept = calloc(m->nfiles ? m->nfiles : 1, 1)))
 		rc = RR_ENOMEM;
-	if (!rc && !(j.decoded = calloc(j.ntasks ? j.ntasks : 1, sizeof(*j.decoded))))
+	if (!rc && !(j->decoded = calloc(j->ntasks ? j->ntasks : 1, sizeof(*j->decoded))))
 		rc = RR_ENOMEM;
-	in_memory = !rc && s_in_memory(tmp);
+	in_memory = !rc && s_in_memory(t->tmp);
 	for (size_t f = 0; !rc && f < m->nfiles; f++) {
 		const struct rr_file_entry *fe = &m->files[f];
-		if (s->stopped) {
+		if (j->store->stopped) {
 			rc = RR_ECANCELED;
 			break;
 		}
-		int have = s_local_fd(local_fd, &local, fe->path);
+		int have = s_local_fd(t->local_fd, &t->local, fe->path);
 		char to[8192];
 		/* Same bytes already on disk: a link instead of a download (if linking fails,
 		 * e.g. across filesystems, the download it is). */
-		if (have >= 0 && s_local_identical(have, fe, j.rec) &&
-		    s_make_parent(tmp, fe->path, to, sizeof(to)) == 0 && s_link_fd(have, to) == 0) {
-			j.kept[f] = 1;
+		if (have >= 0 && s_local_identical(have, fe, j->rec) &&
+		    s_make_parent(t->tmp, fe->path, to, sizeof(to)) == 0 && s_link_fd(have, to) == 0) {
+			j->kept[f] = 1;
 			stats->kept_files++;
 		} else {
-			rc = s_create_file(tmp, fe->path, fe->size, !in_memory);
+			rc = s_create_file(t->tmp, fe->path, fe->size, !in_memory);
 			need += fe->size;
 		}
 		if (rc)
-			rr_reason_set(&j.why, "cannot create %s in %s: %s",
-				      rr_quote_str(q, fe->path), tmp, rr_strerror(rc));
+			rr_reason_set(&j->why, "cannot create %s in %s: %s",
+				      rr_quote_str(q, fe->path), t->tmp, rr_strerror(rc));
 		if (have >= 0)
 			close(have);
 	}
 	if (!rc && in_memory)
-		rc = s_fits_in_memory(tmp, need, &j.why);
-	if (rc)
-		goto out;
+		rc = s_fits_in_memory(t->tmp, need, &j->why);
+	return rc;
+}
 
-	j.root = tmp;
+/* Fetches and decodes every chunk into the staging directory on the pool, then completes
+ * and syncs its files. A cancelled store stops the chunks not yet started. */
+static int s_fetch(struct s_target *t, struct s_job *j, unsigned threads,
+		   struct rr_restore_stats *stats)
+{
+	const struct rr_manifest *m = j->m;
+	char what[300];
+	int rc;
+
+	j->root = t->tmp;
 	snprintf(what, sizeof(what), "restore %s", m->checkpoint);
-	j.progress = rr_progress_new(what, stats->bytes);
-	/* A cancelled store stops the chunks not yet started; the half-built directory is
-	 * removed below, so the final name never holds part of a checkpoint. */
-	rc = rr_pool_run(threads, j.ngroups, s_do_task, &j, &s->stopped);
-	if (!rc && s->stopped)
+	j->progress = rr_progress_new(what, stats->bytes);
+	rc = rr_pool_run(threads, j->ngroups, s_do_task, j, &j->store->stopped);
+	if (!rc && j->store->stopped)
 		rc = RR_ECANCELED;
-	rr_progress_destroy(j.progress);
+	rr_progress_destroy(j->progress);
 	for (size_t f = 0; !rc && f < m->nfiles; f++)
-		if (!j.kept[f])
-			rc = s_finish_file(tmp, &m->files[f]);
+		if (!j->kept[f])
+			rc = s_finish_file(t->tmp, &m->files[f]);
 	if (!rc)
-		rc = rr_fsync_dir(tmp);
-	if (rc)
-		goto out;
-	if (exists) {
-		/* Only the name in a fixed buffer (it fits: names are at most 255 bytes); a
-		 * fixed buffer for the whole path truncated long parents to some other path. */
+		rc = rr_fsync_dir(t->tmp);
+	return rc;
+}
+
+/* Puts the staged checkpoint under its final name. What was there is set aside first, so
+ * that a crash in between leaves one of the two under the name, and removed after. */
+static int s_swap_into_place(struct s_target *t, const struct rr_manifest *m)
+{
+	char q[RR_QUOTE_CAP];
+	int rc = 0;
+
+	if (t->exists) {
+		/* Only the name in a fixed buffer (it fits: names are at most 255 bytes). */
 		char aside_name[300];
 		snprintf(aside_name, sizeof(aside_name), ".%s.local-%lld", m->checkpoint,
 			 (long long)rr_wall_ms());
-		aside = rr_path_join(parent, aside_name);
-		if (!aside) {
-			rc = RR_ENOMEM;
-			goto out;
-		}
-		if (rename(final, aside) != 0) {
-			rc = rr_error_from_errno(errno);
-			goto out;
-		}
+		t->aside = rr_path_join(t->parent, aside_name);
+		if (!t->aside)
+			return RR_ENOMEM;
+		if (rename(t->final, t->aside) != 0)
+			return rr_error_from_errno(errno);
 	}
 	if (m->single_file) {
 		/* A one-file checkpoint goes back as that file, where the framework looks
 		 * (Lightning's .ckpt); the staging directory only held it. */
-		char *inner = rr_path_join(tmp, m->files[0].path);
-		if (!inner) {
-			rc = RR_ENOMEM;
-			goto out;
-		}
-		if (rename(inner, final) != 0)
+		char *inner = rr_path_join(t->tmp, m->files[0].path);
+		if (!inner)
+			return RR_ENOMEM;
+		if (rename(inner, t->final) != 0)
 			rc = rr_error_from_errno(errno);
 		free(inner);
 		if (rc)
-			goto out;
-		rr_remove_tree(tmp);
-	} else if (rename(tmp, final) != 0) {
+			return rc;
+		rr_remove_tree(t->tmp);
+	} else if (rename(t->tmp, t->final) != 0) {
 		rc = rr_error_from_errno(errno);
-		if (aside && rename(aside, final) != 0)
-			rr_warn("%s existed locally with other contents and is now at %s", final,
-				aside);
-		goto out;
+		if (t->aside && rename(t->aside, t->final) != 0)
+			rr_warn("%s existed locally with other contents and is now at %s", t->final,
+				t->aside);
+		return rc;
 	}
-	rc = rr_fsync_dir(parent);
-	if (aside) {
+	rc = rr_fsync_dir(t->parent);
+	if (t->aside) {
 		/* The store's copy is in place: the old one was set aside only so that a crash
 		 * before that left one of them under the name. (Its files that matched were
 		 * linked into the new copy, which keeps them.) */
-		int drc = rr_remove_tree(aside);
+		int drc = rr_remove_tree(t->aside);
 		if (drc)
 			rr_warn("%s existed locally with other contents; the old copy is left at %s "
-				"(%s)", final, aside, rr_strerror(drc));
+				"(%s)", t->final, t->aside, rr_strerror(drc));
 		else
 			rr_info("checkpoint %s existed locally with other contents; replaced by the "
 				"store's copy", rr_quote_str(q, m->checkpoint));
 	}
+	return rc;
+}
+
+int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
+			  const char *parent, unsigned threads, struct rr_restore_stats *stats,
+			  char *why, size_t why_len)
+{
+	struct s_job j = { .store = s, .run_id = run_id, .m = m, .why = RR_REASON_INIT };
+	struct rr_restored *rec = NULL;
+	struct s_target t;
+	int64_t t0 = rr_mono_ms();
+	int rc;
+
+	memset(stats, 0, sizeof(*stats));
+	stats->files = m->nfiles;
+	stats->bytes = rr_manifest_total_size(m);
+	rc = s_target_open(&t, parent, m);
+	if (!rc && !(rec = rr_restored_load(parent)))
+		rc = RR_ENOMEM;
+	j.rec = rec;
+	if (rc || s_already_present(&t, m, rec, stats))
+		goto out;
+	rc = s_stage(&t, &j, &threads, stats);
+	if (!rc)
+		rc = s_fetch(&t, &j, threads, stats);
+	if (!rc)
+		rc = s_swap_into_place(&t, m);
 	if (!rc)
 		s_save_record(&j, parent);
 out:
-	if (rc && tmp)
-		rr_remove_tree(tmp);
+	if (rc && t.tmp)
+		rr_remove_tree(t.tmp);
 	stats->downloaded_bytes = atomic_load(&j.downloaded);
 	stats->elapsed_ms = rr_mono_ms() - t0;
 	if (why && why_len)
 		snprintf(why, why_len, "%s", j.why.text[0] ? j.why.text : rr_strerror(rc));
 	s_job_free(&j, threads);
-	rr_dir_listing_free(&local);
-	if (local_fd >= 0)
-		close(local_fd);
 	rr_restored_destroy(rec);
-	free(final);
-	free(tmp);
-	free(aside);
+	s_target_close(&t);
 	return rc;
 }
 
