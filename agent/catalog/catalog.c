@@ -257,7 +257,12 @@ int rr_catalog_load(struct rr_store *s, const char *run_id, struct rr_catalog **
 	*out = NULL;
 	if (rc)
 		return rc;
-	rc = s_open_range(c, s, 0, c->n);
+	/* Every manifest, in the walk's own order (rr_catalog_next), so that a checkpoint
+	 * whose manifest is unreadable stands where its name puts it. */
+	for (size_t pos = 0; !rc && pos < c->n;) {
+		const struct rr_catalog_entry *e;
+		rc = rr_catalog_next(c, s, &pos, &e);
+	}
 	if (!rc)
 		rc = s_key_verdict(c);
 	if (rc) {

@@ -228,7 +228,7 @@ int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t gra
 		rc = RR_ENOMEM;
 		goto out;
 	}
-	/* Entries are newest first, unreadable manifests last. */
+	/* Entries are newest first; unreadable manifests are counted and kept. */
 	for (size_t i = 0; i < c->n; i++) {
 		const struct rr_catalog_entry *e = &c->entries[i];
 		if (!e->manifest) {

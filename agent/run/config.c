@@ -733,6 +733,27 @@ static const char *s_option_env(const struct s_option *o, const char **which)
 	return v;
 }
 
+/* Parses argv again with its subcommand, found at index at behind options meant for it,
+ * moved to the front: "resume-run -v ls" as "resume-run ls -v". */
+static int s_parse_moved(int argc, char **argv, int at, struct rr_config *cfg,
+			 enum rr_command *help_for, char *err, size_t err_len)
+{
+	char **moved = malloc(((size_t)argc + 1) * sizeof(*moved));
+	int rc, n = 0;
+
+	if (!moved)
+		return RR_ENOMEM;
+	moved[n++] = argv[0];
+	moved[n++] = argv[at];
+	for (int i = 1; i < argc; i++)
+		if (i != at)
+			moved[n++] = argv[i];
+	moved[n] = NULL;
+	rc = rr_config_parse(argc, moved, cfg, help_for, err, err_len);
+	free(moved);
+	return rc;
+}
+
 int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_command *help_for,
 		    char *err, size_t err_len)
 {
@@ -883,17 +904,14 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 				 "COMMAND [ARGS...]; see resume-run --help)");
 			return RR_EINVAL;
 		}
-		/* Without "--", a subcommand's name after options ("resume-run -v ls") or a
-		 * word that is no program ("resume-run lss") is a mistake, not a trainer. */
+		/* Without "--", a subcommand's name after options ("resume-run -v ls") is that
+		 * subcommand with those options (it used to run /bin/ls as the trainer), and a
+		 * word that is no program ("resume-run lss") a mistake, not a trainer. */
 		if (strcmp(av[optind - 1], "--") != 0) {
 			for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-				if (strcmp(av[optind], commands[i].name) == 0) {
-					snprintf(err, err_len, "'%s' is a subcommand: its options go "
-						 "after it (resume-run %s [OPTIONS]); to run a program "
-						 "named %s, put it after '--'", av[optind],
-						 av[optind], av[optind]);
-					return RR_EINVAL;
-				}
+				if (strcmp(av[optind], commands[i].name) == 0)
+					return s_parse_moved(argc, argv, argc - ac + optind, cfg,
+							     help_for, err, err_len);
 			char *exe = NULL;
 			if (rr_supervisor_resolve(av[optind], &exe) == RR_ENOENT) {
 				snprintf(err, err_len, "unknown command '%s' (commands: ls, restore, "
