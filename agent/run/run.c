@@ -103,6 +103,7 @@ struct s_run {
 	int64_t asked_mono;
 	int ask_pending, ask_warned;
 	char notice_ckpt[256];      /* the checkpoint written for it */
+	int notice_retaken;         /* a second commit took notice_ckpt's place (only once) */
 	int terminate_after;        /* SIGTERM/SIGINT notice: SIGTERM the trainer when durable */
 	int term_forwarded;
 	int notice_file_seen;
@@ -446,6 +447,7 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 	/* The store stops retrying where a retry could not finish before the deadline. */
 	rr_store_set_deadline(r->store, r->deadline_mono);
 	r->notice_ckpt[0] = '\0';
+	r->notice_retaken = 0;
 	r->asked_wall_ms = 0;
 	r->ask_warned = 0;
 	if (n->deadline_unix)
@@ -612,10 +614,19 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	snprintf(r->newest, sizeof(r->newest), "%s", name);
 	r->newest_ms = ms;
 	/* The first commit after the trainer was asked answers the notice (ctime is coarse:
-	 * allow 20 ms), and nothing sets its persist aside while the notice stands: a trainer
-	 * that commits faster than a persist takes would otherwise replace it again and again
-	 * and leave the notice with nothing durable. Later commits follow it. */
-	if (s_notice_active(r) && r->notice_ckpt[0] && !s_notice_durable(r)) {
+	 * allow 20 ms). It may be a save that was under way when the signal came, the trainer's
+	 * real answer coming next: the second commit takes its place, once. Later ones follow
+	 * it and never set it aside, or a trainer that commits faster than a persist takes
+	 * would leave the notice with nothing durable. */
+	if (s_notice_active(r) && r->notice_ckpt[0] && !s_notice_durable(r) &&
+	    !r->notice_retaken) {
+		rr_info("checkpoint %s committed after %s: the notice takes it as the trainer's "
+			"answer (%s may have been a save under way when it was asked)", name,
+			r->notice_ckpt, r->notice_ckpt);
+		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", name);
+		r->notice_retaken = 1;
+		urgent = 1;
+	} else if (s_notice_active(r) && r->notice_ckpt[0] && !s_notice_durable(r)) {
 		rr_info("checkpoint %s committed while the notice's %s is persisting; it follows "
 			"once %s is durable", name, r->notice_ckpt, r->notice_ckpt);
 	} else if (s_notice_active(r) && r->asked_wall_ms && !r->notice_ckpt[0] &&

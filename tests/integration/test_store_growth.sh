@@ -59,7 +59,7 @@ ok "a replacement machine over $n checkpoints read $reads manifest(s)"
 rm -rf .resume-run/checkpoints
 run_rr catchup.log --keep 3 -- sh -c 'sleep 4'
 expect_eq "$RC" 0 "catching-up machine: exit status"
-expect_grep 'retention: deleted [0-9]+ checkpoints, step-[0-9]+ to step-27' catchup.log \
+expect_grep 'retention: deleted [0-9]+ checkpoints, step-[0-9]+ to step-[0-9]+' catchup.log \
 	"retention at start deleted the old checkpoints"
 expect_eq "$(committed)" 3 "committed checkpoints after a machine that only caught up"
 ok "retention caught up at start on a machine that committed nothing: 3 kept of $n"
