@@ -235,7 +235,7 @@ PY
 	--bucket "$S3_BUCKET" --key-file sa.json --accept-token gcp-token > gcs.out 2> gcs.log &
 GCS_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'g_rc=$?; kill $GCS_PID 2>/dev/null; stop_s3; (exit $g_rc); cleanup' EXIT
+trap 'g_rc=$?; kill $GCS_PID 2>/dev/null; stop_s3; cleanup $g_rc' EXIT
 wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
 (
 	export STORAGE_EMULATOR_HOST="127.0.0.1:$GPORT" GOOGLE_APPLICATION_CREDENTIALS="$W/sa.json"

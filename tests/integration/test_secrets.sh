@@ -67,7 +67,7 @@ http.server.HTTPServer(("127.0.0.1", int(port)), H).serve_forever()
 PY
 CREDS_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 's_rc=$?; kill $GCS_PID $META_PID $CREDS_PID 2>/dev/null; stop_s3; (exit $s_rc); cleanup' EXIT
+trap 's_rc=$?; kill $GCS_PID $META_PID $CREDS_PID 2>/dev/null; stop_s3; cleanup $s_rc' EXIT
 wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
 wait_for 20 grep -q '^ready' meta.out || fail "the metadata test server did not start"
 wait_for 20 grep -q '^ready' creds.out || fail "the container credentials server did not start"

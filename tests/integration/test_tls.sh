@@ -41,7 +41,7 @@ PY
 	> gcs.out 2> gcs.log &
 GCS_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 't_rc=$?; kill $GCS_PID 2>/dev/null; stop_stunnel; stop_s3; (exit $t_rc); cleanup' EXIT
+trap 't_rc=$?; kill $GCS_PID 2>/dev/null; stop_stunnel; stop_s3; cleanup $t_rc' EXIT
 wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
 start_stunnel "$S3_TLS" "$GCS_TLS" "$UNKNOWN_TLS" "$WRONGHOST_TLS" "$EXPIRED_TLS"
 

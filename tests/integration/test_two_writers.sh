@@ -22,7 +22,7 @@ release_agents() {
 	for p in $AGENTS; do kill -CONT "$p" 2>/dev/null || true; done
 	for p in $AGENTS; do wait "$p" 2>/dev/null || true; done
 }
-trap 's3_rc=$?; release_agents; stop_s3; (exit $s3_rc); cleanup' EXIT
+trap 's3_rc=$?; release_agents; stop_s3; cleanup $s3_rc' EXIT
 
 # latest_is FILE N: LATEST names step-N.
 latest_is() { [ "$(step_of "$1")" = "$2" ]; }
