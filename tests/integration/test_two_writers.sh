@@ -8,6 +8,8 @@
 # machine must not report its step-4 as stored when the store holds the new one's.
 # Then one stray far-future name (step-9999999999) restored from the store: later commits,
 # the notice's included, are persisted, with one warning naming it.
+# The S3 server: s3rver, not MinIO (tests/integration/s3lib.sh): the test watches LATEST and ages chunk objects as files on the server's disk.
+S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 
