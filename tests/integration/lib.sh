@@ -26,7 +26,7 @@ W=$(mktemp -d /tmp/rr-it.XXXXXX)
 # an "(exit $rc)" there would end the trap under set -e before cleanup ran).
 cleanup() {
 	local rc=${1:-$?}
-	if [ $rc -ne 0 ]; then
+	if [ "$rc" -ne 0 ]; then
 		echo "--- FAILED ($rc); work directory kept: $W" >&2
 		for f in "$W"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 40 "$f" >&2; }; done
 	else

@@ -18,6 +18,7 @@ start_minio() {
 	MINIO_ROOT_USER=$S3_AKID MINIO_ROOT_PASSWORD=$S3_SECRET MINIO_BROWSER=off \
 	MINIO_UPDATE=off MINIO_REGION=us-east-1 MINIO_CALLHOME_ENABLE=off \
 		"$MINIO_BIN" server --quiet --anonymous --address "127.0.0.1:$port" "$dir" > "$log" 2>&1 &
+	# shellcheck disable=SC2034 # s3lib.sh's, which stops it
 	S3_PID=$!
 	wait_for 60 curl -fs -o /dev/null "http://127.0.0.1:$port/minio/health/live" ||
 		fail "MinIO did not start: $(tail -n 5 "$log")"

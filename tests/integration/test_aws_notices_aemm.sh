@@ -13,7 +13,7 @@ unset RESUME_RUN_CLOUD
 CLOCK="$RR_SRC/tests/integration/trainers/notice_clock.py"
 POLL_S=2  # the agent's default AWS poll interval
 # AEMM's spot mode serves the rebalance recommendation from its start unless told otherwise.
-NO_REBALANCE="--rebalance-delay-sec 86400"
+NO_REBALANCE=(--rebalance-delay-sec 86400)
 
 # run_on_aemm NAME [TRAINER OPTIONS...]: runs the agent (cloud aws, at AEMM, default poll
 # interval) with the clock trainer; its log is NAME.log, the trainer's requests NAME.jsonl.
@@ -59,7 +59,7 @@ check_latency() {
 
 # --- spot interruption, terminate, at a time the mock states ---
 trigger=$(rfc3339 4); action_time=$(rfc3339 100)
-start_aemm terminate spot -a terminate -t "$action_time" --mock-trigger-time "$trigger" $NO_REBALANCE
+start_aemm terminate spot -a terminate -t "$action_time" --mock-trigger-time "$trigger" "${NO_REBALANCE[@]}"
 run_on_aemm terminate
 expect_eq "$RC" "$RR_PREEMPTED" "terminate: exit status"
 expect_grep 'notice: preempt from aws' terminate.log "terminate: the notice"
@@ -85,7 +85,7 @@ ok "terminate: signal $lat ms after AEMM started answering; deadline = its time 
 # --- spot interruption, stop, with AEMM's default time (request time + 2 minutes, computed
 # anew on every request: the time moves while the notice stands) ---
 trigger=$(rfc3339 4)
-start_aemm stop spot -a stop --mock-trigger-time "$trigger" $NO_REBALANCE
+start_aemm stop spot -a stop --mock-trigger-time "$trigger" "${NO_REBALANCE[@]}"
 run_on_aemm stop
 expect_eq "$RC" "$RR_PREEMPTED" "stop: exit status"
 expect_eq "$(requests stop)" 1 "stop: one checkpoint request, however the time moves"
