@@ -72,6 +72,26 @@ ok "interop: aws s3 ls/cp read the run; boto3's download restores to the trainer
 "$(sdk_python)" "$RR_SRC/tests/thirdparty/sdk_read_back.py" s3 "$S3_BUCKET" runs/default/ > sdk.out 2>&1 ||
 	fail "boto3 read-back: $(cat sdk.out)"
 ok "SDK read-back: $(cat sdk.out)"
+# The server itself enforces the conditional writes the agent's commit safety rests on
+# (create-only with If-None-Match: *, compare-and-swap with If-Match): asked with boto3.
+"$(sdk_python)" - "$S3_BUCKET" > cond.out 2>&1 <<'PY' || fail "conditional writes: $(cat cond.out)"
+import os, sys, boto3, botocore
+bucket, key = sys.argv[1], "conditional/probe"
+s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+def status(**kw):
+    try:
+        return s3.put_object(Bucket=bucket, Key=key, Body=b"x", **kw)["ResponseMetadata"]["HTTPStatusCode"]
+    except botocore.exceptions.ClientError as e:
+        return e.response["ResponseMetadata"]["HTTPStatusCode"]
+first = status(IfNoneMatch="*")
+again = status(IfNoneMatch="*")
+etag = s3.head_object(Bucket=bucket, Key=key)["ETag"]
+stale = status(IfMatch='"0123456789abcdef0123456789abcdef"')
+swap = status(IfMatch=etag)
+print(f"create-only {first} then {again}; If-Match stale {stale}, current {swap}")
+sys.exit(0 if (first, again, stale, swap) == (200, 412, 412, 200) else 1)
+PY
+ok "the server enforces conditional writes: $(cat cond.out)"
 
 # The AWS CLI writes a run (a file:// store synced up, big objects as multipart); the agent
 # restores it from S3.
