@@ -2,7 +2,7 @@
 # checkout by tests/thirdparty/install.sh), sourced by s3lib.sh when S3_SERVER=minio. It
 # verifies SigV4 (and session tokens: only its own STS's), and implements multipart uploads,
 # ListObjectsV2, multi-object delete and conditional writes (If-None-Match: * and If-Match on
-# PutObject and CompleteMultipartUpload) itself.
+# PutObject, checked in test_s3_store.sh) itself.
 MINIO_BIN=$(RR_TOOLS_PRINT=1 "$RR_SRC/tests/thirdparty/install.sh" minio)
 # Its root credentials (MinIO wants at least 3 and 8 characters).
 S3_AKID=rr-test-root

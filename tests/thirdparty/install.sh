@@ -4,7 +4,8 @@
 # fake-gcs-server; from PyPI, boto3 and google-cloud-storage in a virtual environment. All
 # versions are pinned here; everything lands in a cache outside the checkout
 # (RR_TOOLS_CACHE, default ${XDG_CACHE_HOME:-$HOME/.cache}/resume-run/thirdparty), once:
-# a second run finds it there and prints nothing.
+# a second run finds it there and prints nothing. scripts/install-deps.sh test runs it before
+# the tests (a first build of MinIO takes minutes, longer than one test may wait).
 # usage: tests/thirdparty/install.sh [aemm|minio|fake-gcs|sdk]...   (none: all of them)
 # With RR_TOOLS_PRINT=1 it prints the path of each thing asked for instead of building it.
 set -euo pipefail
@@ -25,9 +26,10 @@ go_tool() { # NAME PACKAGE VERSION BINARY: builds it into $cache/bin/NAME@VERSIO
 	command -v go >/dev/null || { echo "install.sh: Go is needed to build $1 (golang from Debian, or go.dev)" >&2; exit 1; }
 	echo "building $1 $3 (go install $2@$3) into $dir"
 	local start=$SECONDS
-	# Its own module and build caches, so that a build here never touches the user's and
-	# the time of a build from nothing can be measured by removing $cache.
-	GOPATH="$cache/gopath" GOCACHE="$cache/gobuild" GOBIN="$dir.tmp" GOFLAGS=-buildvcs=false \
+	# Its own module and build caches, so that a build here never touches the user's, and
+	# rm -rf "$cache" starts again from nothing (-modcacherw: Go's module files are
+	# read-only otherwise).
+	GOPATH="$cache/gopath" GOCACHE="$cache/gobuild" GOBIN="$dir.tmp" GOFLAGS="-buildvcs=false -modcacherw" \
 		GOTOOLCHAIN=local CGO_ENABLED=0 go install -trimpath -ldflags='-s -w' "$2@$3"
 	mv "$dir.tmp" "$dir"
 	echo "built $1 in $((SECONDS - start)) s"
