@@ -33,6 +33,7 @@ go_tool() { # NAME PACKAGE VERSION BINARY: builds it into $cache/bin/NAME@VERSIO
 		GOTOOLCHAIN=local CGO_ENABLED=0 go install -trimpath -ldflags='-s -w' "$2@$3"
 	mv "$dir.tmp" "$dir"
 	echo "built $1 in $((SECONDS - start)) s"
+	built_go=1
 }
 
 sdk() {
@@ -47,6 +48,7 @@ sdk() {
 	echo "$want" > "$venv/pins"
 }
 
+built_go=
 [ $# -gt 0 ] || set -- aemm minio fake-gcs sdk
 if [ "${RR_TOOLS_PRINT:-}" != 1 ]; then
 	mkdir -p "$cache"
@@ -63,3 +65,5 @@ for what in "$@"; do
 	*) echo "install.sh: unknown $what (aemm, minio, fake-gcs, sdk)" >&2; exit 2 ;;
 	esac
 done
+# The binaries are all that is used: Go's module and build caches (3.5 GB after MinIO) go.
+[ -z "$built_go" ] || rm -rf "$cache/gopath" "$cache/gobuild"
