@@ -23,14 +23,16 @@ go_tool() { # NAME PACKAGE VERSION BINARY: builds it into $cache/bin/NAME@VERSIO
 	local dir="$cache/bin/$1@$3"
 	if [ "${RR_TOOLS_PRINT:-}" = 1 ]; then echo "$dir/$4"; return; fi
 	[ -x "$dir/$4" ] && return 0
-	command -v go >/dev/null || { echo "install.sh: Go is needed to build $1 (golang from Debian, or go.dev)" >&2; exit 1; }
+	local go
+	go=$(command -v go || echo /usr/local/go/bin/go) # (where this machine kind puts it)
+	[ -x "$go" ] || { echo "install.sh: Go >= 1.26 is needed to build $1" >&2; exit 1; }
 	echo "building $1 $3 (go install $2@$3) into $dir"
 	local start=$SECONDS
 	# Its own module and build caches, so that a build here never touches the user's, and
 	# rm -rf "$cache" starts again from nothing (-modcacherw: Go's module files are
 	# read-only otherwise).
 	GOPATH="$cache/gopath" GOCACHE="$cache/gobuild" GOBIN="$dir.tmp" GOFLAGS="-buildvcs=false -modcacherw" \
-		GOTOOLCHAIN=local CGO_ENABLED=0 go install -trimpath -ldflags='-s -w' "$2@$3"
+		GOTOOLCHAIN=local CGO_ENABLED=0 "$go" install -trimpath -ldflags='-s -w' "$2@$3"
 	mv "$dir.tmp" "$dir"
 	echo "built $1 in $((SECONDS - start)) s"
 	built_go=1
