@@ -27,7 +27,7 @@ struct s_aws {
 	struct rr_imds *imds;
 	int64_t next_poll_mono;
 	char action_seen[160];    /* "action@time" of the spot notice reported */
-	char rebalance_seen[64];  /* noticeTime of the rebalance reported */
+	int rebalance_standing;   /* the recommendation reported is still there */
 	char maint_seen[S_SEEN_MAX][96];
 	unsigned nmaint;
 };
@@ -180,29 +180,31 @@ static int s_check_spot(struct s_aws *a, struct rr_buf *b, struct rr_notice *n, 
 	return 1;
 }
 
-/* events/recommendations/rebalance: {"noticeTime": ...}: checkpoint now, keep training. */
+/* events/recommendations/rebalance: {"noticeTime": ...}: checkpoint now, keep training. One
+ * recommendation is one notice for as long as the item stands, whatever its noticeTime says:
+ * AWS's metadata mock (amazon-ec2-metadata-mock) writes the time of each request there, and
+ * taking every new time for a new recommendation asked for a checkpoint on every poll. Once
+ * the item is gone (404), the next one is new. */
 static int s_check_rebalance(struct s_aws *a, struct rr_buf *b, struct rr_notice *n, char *why,
 			     size_t cap)
 {
-	const char *when;
 	cJSON *j;
 	int rc = s_get(a, "events/recommendations/rebalance", b, why, cap);
 
+	if (rc == RR_ENOENT)
+		a->rebalance_standing = 0;
 	if (rc)
 		return rc == RR_ENOENT ? 0 : rc;
 	j = rr_json_parse((const char *)b->data, b->len, NULL);
-	when = j ? s_string(j, "noticeTime") : NULL;
-	if (!when) {
-		cJSON_Delete(j);
-		snprintf(why, cap, "IMDS rebalance recommendation is not {\"noticeTime\"} JSON");
-		return RR_ECORRUPT;
-	}
-	rc = strncmp(when, a->rebalance_seen, sizeof(a->rebalance_seen) - 1) != 0;
-	if (rc)
-		snprintf(a->rebalance_seen, sizeof(a->rebalance_seen), "%s", when);
+	rc = j && s_string(j, "noticeTime") ? 0 : RR_ECORRUPT;
 	cJSON_Delete(j);
-	if (!rc)
+	if (rc) {
+		snprintf(why, cap, "IMDS rebalance recommendation is not {\"noticeTime\"} JSON");
+		return rc;
+	}
+	if (a->rebalance_standing)
 		return 0;
+	a->rebalance_standing = 1;
 	n->kind = RR_NOTICE_REBALANCE;
 	n->deadline_unix = 0;
 	return 1;

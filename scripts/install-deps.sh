@@ -27,6 +27,8 @@ if [ "$what" = test ]; then
 	pkgs+=(python3-venv python3-dev)
 	# prometheus brings promtool, which checks the --metrics-file output (test_report.sh).
 	pkgs+=(prometheus)
+	# python3-venv: the virtual environment of the clouds' SDKs (tests/thirdparty/install.sh).
+	pkgs+=(python3-venv)
 	# Node.js runs the S3 test server; this machine kind ships it (NodeSource), Debian's
 	# nodejs + npm are the fallback.
 	command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
@@ -50,4 +52,8 @@ if [ "$what" = test ]; then
 	"$(dirname "$0")/../tests/azure/install-azurite.sh"
 	# The ML frameworks of tests/frameworks, from PyPI, into a venv cached outside the checkout.
 	"$(dirname "$0")/install-frameworks.sh"
+	# Servers and SDKs that others maintain, pinned, built once into a cache outside the
+	# checkout: AWS's EC2 metadata mock, MinIO and fake-gcs-server from the Go module proxy
+	# (Go >= 1.26, which this machine kind ships), boto3 and google-cloud-storage from PyPI.
+	"$(dirname "$0")/../tests/thirdparty/install.sh"
 fi

@@ -99,7 +99,7 @@ run_args=(--network none -v "$W/store:/store" -v "$W/trainer.sh:/trainer.sh:ro"
 	-e RESUME_RUN_STORE=file:///store -e RESUME_RUN_CLOUD=none -e RESUME_RUN_CHECKPOINT_DIR=/ckpt)
 podman run -d --name rr-test-pid1 "${run_args[@]}" "$IMG" sh /trainer.sh > /dev/null
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'c_rc=$?; podman rm -f rr-test-pid1 > /dev/null 2>&1; (exit $c_rc); cleanup' EXIT
+trap 'c_rc=$?; podman rm -f rr-test-pid1 > /dev/null 2>&1; cleanup $c_rc' EXIT
 wait_for 60 sh -c 'podman logs rr-test-pid1 2>&1 | grep -q "^training"' || fail "the trainer did not start: $(podman logs rr-test-pid1 2>&1)"
 podman stop -t 30 rr-test-pid1 > /dev/null
 podman logs rr-test-pid1 > pid1.log 2>&1

@@ -33,7 +33,7 @@ stop_slurm() {
 	return 0
 }
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'sl_rc=$?; stop_slurm; (exit $sl_rc); cleanup' EXIT
+trap 'sl_rc=$?; stop_slurm; cleanup $sl_rc' EXIT
 munged -F -f -S "$SOCK" --key-file="$S/munge/munge.key" --log-file="$S/munged.log" \
 	--pid-file="$S/munged.pid" --seed-file="$S/munged.seed" &
 PIDS+=($!)

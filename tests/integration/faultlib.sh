@@ -42,10 +42,9 @@ stop_bg() {
 	BG_PIDS=
 }
 
-# set +e: under set -e the "(exit $f_rc)" that hands the status to cleanup would end the
-# trap before cleanup reports the failure.
+# set +e: a failing stop_* under set -e would end the trap before cleanup reports.
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'f_rc=$?; set +e; stop_bg; stop_faults; stop_s3; (exit $f_rc); cleanup' EXIT
+trap 'f_rc=$?; set +e; stop_bg; stop_faults; stop_s3; cleanup $f_rc' EXIT
 
 . "$RR_SRC/tests/integration/faultlib_commit.sh"
 

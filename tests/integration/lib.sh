@@ -11,13 +11,23 @@ export PYTHONPATH="$RR_SRC/python:$RR_SRC/scripts${PYTHONPATH:+:$PYTHONPATH}"
 # The agent's own variables must come from each test, not from whoever runs it.
 unset RESUME_RUN_STORE RESUME_RUN_ID RESUME_RUN_CHECKPOINT_DIR RESUME_RUN_RESTORE_DIR \
       RESUME_RUN_NOTICE_FILE RESUME_RUN_SIGNAL RESUME_RUN_ATTEMPT RESUME_RUN_METADATA_ENDPOINT
+# Where tests/thirdparty/install.sh keeps the servers and SDKs it builds, fixed before a
+# test points HOME elsewhere.
+export RR_TOOLS_CACHE=${RR_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/resume-run/thirdparty}
+# sdk_python: the Python of the clouds' SDKs (boto3, google-cloud-storage), installed once.
+sdk_python() {
+	"$RR_SRC/tests/thirdparty/install.sh" sdk >&2
+	RR_TOOLS_PRINT=1 "$RR_SRC/tests/thirdparty/install.sh" sdk
+}
 # No cloud metadata probes unless a test asks for them (the cloud tests do).
 export RESUME_RUN_CLOUD=none
 
 W=$(mktemp -d /tmp/rr-it.XXXXXX)
+# cleanup [STATUS]: the EXIT trap's last word (a lib's own trap passes the status it saw:
+# an "(exit $rc)" there would end the trap under set -e before cleanup ran).
 cleanup() {
-	local rc=$?
-	if [ $rc -ne 0 ]; then
+	local rc=${1:-$?}
+	if [ "$rc" -ne 0 ]; then
 		echo "--- FAILED ($rc); work directory kept: $W" >&2
 		for f in "$W"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 40 "$f" >&2; }; done
 	else
@@ -69,5 +79,8 @@ reference_run() {
 	env -u RESUME_RUN_RESTORE_DIR RESUME_RUN_CHECKPOINT_DIR="$W/ref-ckpt" \
 		"$PY" "$TRAINER" --steps "$steps" --step-time 0 --checkpoint-every 0 --out "$out" >/dev/null
 }
+
+# free_port: a TCP port nothing listens on now (tests run in parallel: never a fixed one).
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 json_field() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }

@@ -26,4 +26,4 @@ ctl() { curl -fsS -X POST "$META_CTL/_test/$1" > /dev/null || fail "control call
 state() { curl -fsS "$META_CTL/_test/state" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'meta_rc=$?; stop_meta; (exit $meta_rc); cleanup' EXIT
+trap 'meta_rc=$?; stop_meta; cleanup $meta_rc' EXIT

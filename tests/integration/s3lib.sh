@@ -1,25 +1,50 @@
-# S3 test server helpers, sourced after lib.sh: a real @20minutes/s3rver (it verifies SigV4
-# signatures) on 127.0.0.1, and the AWS variables that point the agent and the AWS CLI at it.
+# S3 test server helpers, sourced after lib.sh: a real S3 server on 127.0.0.1 and the AWS
+# variables that point the agent and the AWS CLI at it. S3_SERVER (set before sourcing)
+# picks the server:
+#   minio   (default) MinIO, a server others maintain (tests/integration/miniolib.sh);
+#   s3rver  @20minutes/s3rver 5.0.0 with our conditional-write plug-in (tests/s3/): its
+#           objects are plain files under $S3_DIR, which the tests that look into or age
+#           objects on disk, restart it as a crash, or put our GCS front and fault proxy in
+#           front of it rely on. Both verify SigV4 signatures.
+S3_SERVER=${S3_SERVER:-minio}
 S3_BUCKET=ckpt
 S3_DIR="$W/s3data"
 S3_PID=
+case $S3_SERVER in
+minio) . "$RR_SRC/tests/integration/miniolib.sh"; S3_LOG="$W/minio.log" ;;
+s3rver) S3_AKID=S3RVER S3_SECRET=S3RVER S3_LOG="$W/s3rver.log" ;; # its built-in account
+*) echo "S3_SERVER=$S3_SERVER: minio or s3rver" >&2; exit 2 ;;
+esac
 
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# s3_serve: starts the server on $S3_PORT over $S3_DIR (again, after a stop: same data).
+s3_serve() {
+	if [ "$S3_SERVER" = minio ]; then
+		start_minio "$S3_PORT" "$S3_DIR" "$S3_LOG"
+		return
+	fi
+	local started
+	"$RR_SRC/tests/s3/install-s3rver.sh"
+	mkdir -p "$S3_DIR"
+	started=$(grep -c '^ready' "$S3_LOG" 2>/dev/null || true)
+	S3RVER_VERBOSE=1 node --openssl-legacy-provider "$RR_SRC/tests/s3/s3rver.js" "$S3_PORT" \
+		"$S3_DIR" "$S3_BUCKET" >> "$S3_LOG" 2>&1 &
+	S3_PID=$!
+	wait_for 20 s3_ready_after "${started:-0}" || fail "the S3 test server did not start"
+}
+s3_ready_after() { [ "$(grep -c '^ready' "$S3_LOG" || true)" -gt "$1" ]; }
 
-# start_s3 [PORT]: starts the server (on PORT, or a free one) and waits until it listens.
+# start_s3 [PORT]: starts the server (on PORT, or a free one) with the bucket $S3_BUCKET.
 start_s3() {
 	S3_PORT=${1:-${S3_PORT:-$(free_port)}}
-	mkdir -p "$S3_DIR"
-	: > "$W/s3rver.log"
-	"$RR_SRC/tests/s3/install-s3rver.sh"
-	S3RVER_VERBOSE=1 node --openssl-legacy-provider "$RR_SRC/tests/s3/s3rver.js" "$S3_PORT" "$S3_DIR" "$S3_BUCKET" > "$W/s3rver.log" 2>&1 &
-	S3_PID=$!
-	wait_for 20 grep -q '^ready' "$W/s3rver.log" || fail "the S3 test server did not start"
+	: > "$S3_LOG"
+	s3_serve
+	[ "$S3_SERVER" != minio ] || minio_mb "$S3_BUCKET"
 }
 
+# stop_s3 [SIGNAL]: stops the server (SIGKILL: at once, as in a crash).
 stop_s3() {
 	[ -n "$S3_PID" ] || return 0
-	kill "$S3_PID" 2>/dev/null || true
+	kill "-${1:-TERM}" "$S3_PID" 2>/dev/null || true
 	wait "$S3_PID" 2>/dev/null || true
 	S3_PID=
 }
@@ -32,7 +57,7 @@ s3_env() {
 	      AWS_ENDPOINT_URL_S3 AWS_DEFAULT_REGION AWS_CA_BUNDLE
 	export HOME="$W/home" AWS_EC2_METADATA_DISABLED=true
 	mkdir -p "$HOME"
-	export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+	export AWS_ACCESS_KEY_ID=$S3_AKID AWS_SECRET_ACCESS_KEY=$S3_SECRET AWS_REGION=us-east-1
 	export AWS_ENDPOINT_URL="http://127.0.0.1:$S3_PORT"
 	export AWS_PAGER=""
 }
@@ -42,4 +67,4 @@ s3_env() {
 s3cli() { /usr/bin/aws --endpoint-url "$AWS_ENDPOINT_URL" "$@"; }
 
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 's3_rc=$?; stop_s3; (exit $s3_rc); cleanup' EXIT
+trap 's3_rc=$?; stop_s3; cleanup $s3_rc' EXIT

@@ -82,7 +82,7 @@ RATE=200000
 	> proxy.out 2> proxy.log &
 PROXY_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'p_rc=$?; kill $PROXY_PID 2>/dev/null; stop_s3; (exit $p_rc); cleanup' EXIT
+trap 'p_rc=$?; kill $PROXY_PID 2>/dev/null; stop_s3; cleanup $p_rc' EXIT
 wait_for 20 grep -qs '^ready' proxy.out || fail "the throttling proxy did not start"
 PPORT=$(sed -nE 's/^ready ([0-9]+)/\1/p' proxy.out)
 mkdir b && cd b

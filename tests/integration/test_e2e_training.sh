@@ -12,7 +12,7 @@
 . "$RR_SRC/tests/integration/s3lib.sh"
 . "$RR_SRC/tests/integration/metalib.sh"
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'e_rc=$?; stop_meta; stop_s3; (exit $e_rc); cleanup' EXIT
+trap 'e_rc=$?; stop_meta; stop_s3; cleanup $e_rc' EXIT
 
 start_s3
 s3_env

@@ -5,6 +5,8 @@
 # object; a wrong key, no key, or a key on a clear store is one clear error (125) and nothing
 # is restored; a tampered object is damage and restore falls back; incremental checkpoints
 # stay incremental (keyed chunk addresses are deterministic).
+# The S3 server: s3rver, not MinIO (tests/integration/s3lib.sh): our GCS front (the gs:// half) stores into s3rver.
+S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 T="$RR_SRC/tests/integration/trainers"
@@ -235,7 +237,7 @@ PY
 	--bucket "$S3_BUCKET" --key-file sa.json --accept-token gcp-token > gcs.out 2> gcs.log &
 GCS_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'g_rc=$?; kill $GCS_PID 2>/dev/null; stop_s3; (exit $g_rc); cleanup' EXIT
+trap 'g_rc=$?; kill $GCS_PID 2>/dev/null; stop_s3; cleanup $g_rc' EXIT
 wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
 (
 	export STORAGE_EMULATOR_HOST="127.0.0.1:$GPORT" GOOGLE_APPLICATION_CREDENTIALS="$W/sa.json"

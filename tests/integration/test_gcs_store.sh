@@ -4,6 +4,8 @@
 # of the S3 test server): a service-account key turned into a signed JWT and exchanged for a
 # token at the key's token_uri; the full drill of the core issue on gs://; the metadata
 # server's token as the other credential source; a key the token endpoint refuses.
+# The S3 server: s3rver, not MinIO (tests/integration/s3lib.sh): our GCS front (tests/gcs/server.py) stores into s3rver.
+S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 
@@ -25,7 +27,7 @@ PY
 	--bucket "$S3_BUCKET" --key-file sa.json --accept-token gcp-token > gcs.out 2> gcs.log &
 GCS_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'g_rc=$?; kill $GCS_PID 2>/dev/null; stop_s3; (exit $g_rc); cleanup' EXIT
+trap 'g_rc=$?; kill $GCS_PID 2>/dev/null; stop_s3; cleanup $g_rc' EXIT
 wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
 gstate() { curl -fsS "http://127.0.0.1:$GPORT/_test/state" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
@@ -68,7 +70,7 @@ ok "LATEST kept by generation preconditions ($last); every request carried a val
 # --- the metadata server's token, when there is no key file ---
 "$PY" "$RR_SRC/tests/metadata/server.py" --cloud gcp --port 0 --control-port 0 > meta.out 2> meta.log &
 META_PID=$!
-trap 'g_rc=$?; kill $GCS_PID $META_PID 2>/dev/null; stop_s3; (exit $g_rc); cleanup' EXIT
+trap 'g_rc=$?; kill $GCS_PID $META_PID 2>/dev/null; stop_s3; cleanup $g_rc' EXIT
 wait_for 20 grep -q '^ready' meta.out || fail "the metadata test server did not start"
 mport=$(sed -nE 's/^ready ([0-9]+)/\1/p' meta.out)
 env -u GOOGLE_APPLICATION_CREDENTIALS GCE_METADATA_HOST="127.0.0.1:$mport" "$RR_BIN" ls > meta-ls.out 2>&1 ||

@@ -18,7 +18,7 @@ stop_all() {
 		case "$cwd" in "$W"|"$W"/*) kill -9 "$p" 2>/dev/null || true ;; esac
 	done
 }
-trap 's3_rc=$?; stop_all; stop_s3; (exit $s3_rc); cleanup' EXIT
+trap 's3_rc=$?; stop_all; stop_s3; cleanup $s3_rc' EXIT
 
 # RR_SECTIONS="2 5" runs only those sections (to watch each one fail on an old build).
 want() { [ -z "${RR_SECTIONS:-}" ] || [[ " $RR_SECTIONS " == *" $1 "* ]]; }

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/metalib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
-trap 'rc=$?; stop_meta; stop_s3; (exit $rc); cleanup' EXIT
+trap 'rc=$?; stop_meta; stop_s3; cleanup $rc' EXIT
 unset RESUME_RUN_CLOUD
 
 STORE="file://$W/store"

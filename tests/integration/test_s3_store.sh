@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The S3 store against a real S3 server that verifies SigV4 (@20minutes/s3rver): the drill
-# of the core issue, a multipart object, a wrong secret, the server going away in the middle
-# of a persist, credentials from a profile and from a container endpoint, and what the
-# agent wrote read back by the AWS CLI and boto3.
+# The S3 store against MinIO (a real S3 server that verifies SigV4 and session tokens): the
+# drill of the core issue, a multipart object, a wrong secret, the server going away in the
+# middle of a persist, credentials from a profile and from a container endpoint (temporary
+# credentials from MinIO's own STS, so the session token is checked), and what the agent
+# wrote read back by the AWS CLI and boto3.
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 
@@ -66,6 +67,32 @@ diff -r "from-boto/$last" "by-hand/$last" || fail "boto3 copy and S3 restore dif
 diff -r "by-hand/$last" ".resume-run/checkpoints/$last" || fail "restore from S3 differs from the original"
 ok "interop: aws s3 ls/cp read the run; boto3's download restores to the trainer's own files"
 
+# The current boto3 (from PyPI, tests/thirdparty/install.sh) lists the run in pages and
+# reads LATEST and the manifest it names.
+"$(sdk_python)" "$RR_SRC/tests/thirdparty/sdk_read_back.py" s3 "$S3_BUCKET" runs/default/ > sdk.out 2>&1 ||
+	fail "boto3 read-back: $(cat sdk.out)"
+ok "SDK read-back: $(cat sdk.out)"
+# The server itself enforces the conditional writes the agent's commit safety rests on
+# (create-only with If-None-Match: *, compare-and-swap with If-Match): asked with boto3.
+"$(sdk_python)" - "$S3_BUCKET" > cond.out 2>&1 <<'PY' || fail "conditional writes: $(cat cond.out)"
+import os, sys, boto3, botocore
+bucket, key = sys.argv[1], "conditional/probe"
+s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+def status(**kw):
+    try:
+        return s3.put_object(Bucket=bucket, Key=key, Body=b"x", **kw)["ResponseMetadata"]["HTTPStatusCode"]
+    except botocore.exceptions.ClientError as e:
+        return e.response["ResponseMetadata"]["HTTPStatusCode"]
+first = status(IfNoneMatch="*")
+again = status(IfNoneMatch="*")
+etag = s3.head_object(Bucket=bucket, Key=key)["ETag"]
+stale = status(IfMatch='"0123456789abcdef0123456789abcdef"')
+swap = status(IfMatch=etag)
+print(f"create-only {first} then {again}; If-Match stale {stale}, current {swap}")
+sys.exit(0 if (first, again, stale, swap) == (200, 412, 412, 200) else 1)
+PY
+ok "the server enforces conditional writes: $(cat cond.out)"
+
 # The AWS CLI writes a run (a file:// store synced up, big objects as multipart); the agent
 # restores it from S3.
 s3cli s3 sync --quiet "$W/boto-copy" "s3://$S3_BUCKET/synced/"
@@ -80,20 +107,61 @@ mkdir -p big-ckpt/.step-1.tmp
 head -c 8388608 /dev/urandom > big-ckpt/.step-1.tmp/random.bin
 mv big-ckpt/.step-1.tmp big-ckpt/step-1
 export RESUME_RUN_S3_PART_SIZE=5242880
-log_before=$(wc -l < "$W/s3rver.log")
 run_rr big.log -v --store "s3://$S3_BUCKET/big" --checkpoint-dir big-ckpt -- true
 expect_eq "$RC" 0 "persist with a multipart chunk"
 chunk=$(s3cli s3 ls --recursive "s3://$S3_BUCKET/big/default/chunks/" | awk '$3 > 5242880 {print $4}')
 [ -n "$chunk" ] || fail "no chunk bigger than a part"
-# (s3rver gives multipart objects a plain MD5 ETag, so its log tells the parts apart)
-tail -n +"$((log_before + 1))" "$W/s3rver.log" | grep -E 'Stored part [0-9]+ of ' | sed -E 's/.*Stored part ([0-9]+) of ([^ ]+) .*/\1 \2/' > parts.txt
-[ "$(wc -l < parts.txt)" -eq 2 ] && [ "$(cut -d' ' -f2 parts.txt | sort -u | wc -l)" -eq 1 ] &&
-	[ "$(cut -d' ' -f1 parts.txt | sort | paste -sd,)" = "1,2" ] || fail "expected parts 1 and 2 of one upload: $(cat parts.txt)"
+# S3 gives an object completed from N parts the ETag "<md5 of the parts' md5s>-N".
+etag=$(s3cli s3api head-object --bucket "$S3_BUCKET" --key "$chunk" --query ETag --output text)
+[[ "$etag" =~ -2\"?$ ]] || fail "expected the ETag of a 2-part upload, got $etag"
 run_rr big-restore.log restore --store "s3://$S3_BUCKET/big" --to big-restored
 expect_eq "$RC" 0 "restore of the multipart chunk"
 cmp big-restored/step-1/random.bin big-ckpt/step-1/random.bin || fail "multipart object differs"
-ok "multipart: an 8 MiB chunk went up as parts 1 and 2 of one upload and came back identical"
+ok "multipart: an 8 MiB chunk went up as one 2-part upload (ETag $etag) and came back identical"
 unset RESUME_RUN_S3_PART_SIZE
+
+# --- list pagination: a new agent's start-up listing of chunks/ spans two pages (1100 decoy
+# objects sort ahead of the run's chunks under a 1000-key page); it must still see every
+# stored chunk, so the same files committed again upload no chunk ---
+"$RR_BIN" --store "s3://$S3_BUCKET/paged" --checkpoint-dir big-ckpt -- true > paged1.log 2>&1 ||
+	fail "first persist into paged: $(cat paged1.log)"
+"$(sdk_python)" - "$S3_BUCKET" paged/default/chunks/00/ 1100 <<'PY' || fail "could not store the decoys"
+import concurrent.futures, os, sys, boto3
+bucket, prefix, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+keys = [prefix + "00%062x" % i for i in range(n)]
+with concurrent.futures.ThreadPoolExecutor(8) as pool:
+    list(pool.map(lambda k: s3.put_object(Bucket=bucket, Key=k, Body=b""), keys))
+PY
+cp -al big-ckpt/step-1 big-ckpt/step-2
+run_rr paged2.log --store "s3://$S3_BUCKET/paged" --checkpoint-dir big-ckpt -- true
+expect_eq "$RC" 0 "second persist into paged"
+expect_grep 'persisted step-2: .* 1 of 1 segments unchanged' paged2.log "the chunk listed on page 2 was reused"
+rm -rf big-ckpt/step-2
+ok "pagination: with 1100 decoys ahead of it, the run's chunk was found on the second page and not uploaded again"
+
+# --- client-side encryption on MinIO: every object sealed, verify and restore with the key ---
+"$PY" -c 'import os; print(os.urandom(32).hex())' > key.hex; chmod 600 key.hex
+run_rr enc.log --encryption-key-file key.hex --store "s3://$S3_BUCKET/enc" --checkpoint-dir big-ckpt -- true
+expect_eq "$RC" 0 "encrypted persist"
+s3cli s3 sync --quiet "s3://$S3_BUCKET/enc/" enc-copy/
+"$PY" - enc-copy <<'PY' || fail "an object of the encrypted run is not sealed"
+import os, sys
+n = 0
+for d, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        n += 1
+        if not open(os.path.join(d, f), "rb").read().startswith(b"\x89RRSEAL\n"):
+            sys.exit(f"{f} is not sealed")
+print(n, "objects, all sealed")
+PY
+run_rr enc-verify.log verify --encryption-key-file key.hex --store "s3://$S3_BUCKET/enc"
+expect_eq "$RC" 0 "verify with the key"
+run_rr enc-restore.log restore --encryption-key-file key.hex --store "s3://$S3_BUCKET/enc" --to enc-restored
+cmp enc-restored/step-1/random.bin big-ckpt/step-1/random.bin || fail "encrypted restore differs"
+run_rr enc-nokey.log restore --store "s3://$S3_BUCKET/enc" --to enc-nokey
+expect_eq "$RC" 125 "restore of an encrypted run without the key"
+ok "encryption on MinIO: every object sealed; verify and restore with the key; without it: exit 125"
 
 # --- a wrong secret fails at once with the cause ---
 start=$SECONDS
@@ -107,7 +175,7 @@ ok "wrong secret: exit 125 in $((SECONDS - start)) s with one line: $(head -c 16
 
 # --- credentials from a profile (shared files) ---
 mkdir -p aws
-printf '[ckpt]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n' > aws/credentials
+printf '[ckpt]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$S3_AKID" "$S3_SECRET" > aws/credentials
 printf '[profile ckpt]\nregion = us-east-1\n' > aws/config
 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_PROFILE=ckpt \
 	AWS_SHARED_CREDENTIALS_FILE="$W/aws/credentials" AWS_CONFIG_FILE="$W/aws/config" \
@@ -119,17 +187,24 @@ env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_PROFILE=nosuch \
 expect_grep 'nosuch' noprofile.out "the missing profile is named"
 ok "profile credentials work; a missing profile is named"
 
-# --- credentials from a container endpoint (ECS/EKS style), with its authorization token ---
+# --- credentials from a container endpoint (ECS/EKS style), with its authorization token:
+# temporary credentials from MinIO's STS (AssumeRole), whose session token MinIO checks ---
+"$PY" - > sts.json <<'PY'
+import json, os, boto3
+sts = boto3.client("sts", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+c = sts.assume_role(RoleArn="arn:aws:iam::000000000000:role/rr-test", RoleSessionName="rr-test",
+                    DurationSeconds=900)["Credentials"]
+print(json.dumps({"AccessKeyId": c["AccessKeyId"], "SecretAccessKey": c["SecretAccessKey"],
+                  "Token": c["SessionToken"], "Expiration": c["Expiration"].strftime("%Y-%m-%dT%H:%M:%SZ")}))
+PY
 CPORT=$(free_port)
-"$PY" - "$CPORT" > creds-server.log 2>&1 <<'PY' &
-import http.server, json, sys, datetime
+"$PY" - "$CPORT" "$W/sts.json" > creds-server.log 2>&1 <<'PY' &
+import http.server, sys
+body = open(sys.argv[2], "rb").read()
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.headers.get("Authorization") != "container-token-123":
             self.send_response(403); self.end_headers(); print("refused", flush=True); return
-        exp = (datetime.datetime.utcnow() + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = json.dumps({"AccessKeyId": "S3RVER", "SecretAccessKey": "S3RVER",
-                           "Token": "session-token-xyz", "Expiration": exp}).encode()
         self.send_response(200); self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
         print("served", self.path, flush=True)
@@ -143,10 +218,15 @@ env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
 	AWS_CONTAINER_CREDENTIALS_FULL_URI="http://127.0.0.1:$CPORT/v2/credentials/abc" \
 	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE="$W/token-file" \
 	"$RR_BIN" ls > container.out 2>&1 || fail "ls with container credentials: $(cat container.out)"
+# The same keys with the session token altered: MinIO refuses them.
+read -r key secret token < <("$PY" -c 'import json; d = json.load(open("sts.json"))
+print(d["AccessKeyId"], d["SecretAccessKey"], d["Token"][:-4] + ("AAAA" if d["Token"][-4:] != "AAAA" else "BBBB"))')
+AWS_ACCESS_KEY_ID=$key AWS_SECRET_ACCESS_KEY=$secret AWS_SESSION_TOKEN=$token run_rr badtoken.log ls
+[ "$RC" -ne 0 ] || fail "an altered session token was accepted"
 kill $CREDS_PID; wait $CREDS_PID 2>/dev/null || true
 expect_grep "^\* $last" container.out "ls with container credentials"
 expect_grep 'served /v2/credentials/abc' creds-server.log "the endpoint was asked"
-ok "container credentials: fetched with the authorization token, then used to sign"
+ok "container credentials: MinIO STS keys fetched with the authorization token, then used to sign (an altered token is refused: $(head -c 120 badtoken.log))"
 
 # --- the server goes away in the middle of a persist and comes back ---
 mkdir -p outage-ckpt/.step-1.tmp
@@ -158,6 +238,9 @@ sleep 0.5; mv outage-ckpt/.step-1.tmp outage-ckpt/step-1
 while [ ! -f outage-marker ]; do sleep 0.1; done; sleep 8
 SH
 chmod +x slow-trainer.sh
+# Chunk objects of the outage run on the server's disk (a key is a file for s3rver, a
+# directory for MinIO: either way its last part is the hash).
+disk_chunks() { ls -R "$S3_DIR/$S3_BUCKET/outage" 2>/dev/null | grep -c '^[0-9a-f]\{64\}' || true; }
 (
 	# As soon as the first chunk of step-1 has landed: freeze the agent (so the rest of the
 	# persist certainly has not happened), stop the server, let the agent run into the dead
@@ -167,26 +250,27 @@ chmod +x slow-trainer.sh
 	kill -STOP "$agent"
 	# SIGKILL: the server dies at once, as in a crash (a SIGTERM would wait for the frozen
 	# agent's open connections).
-	kill -KILL "$S3_PID"; wait_for 10 sh -c "! kill -0 $S3_PID 2>/dev/null" || true
+	stop_s3 KILL
+	disk_chunks > chunks-at-crash
 	kill -CONT "$agent"
 	echo "server stopped" > outage-marker
 	sleep 3
-	S3RVER_VERBOSE=1 node --openssl-legacy-provider "$RR_SRC/tests/s3/s3rver.js" "$S3_PORT" "$S3_DIR" "$S3_BUCKET" > "$W/s3rver2.log" 2>&1 &
-	echo $! > s3rver2.pid
+	s3_serve
+	echo "$S3_PID" > s3-restarted.pid
 ) &
 outage_pid=$!
 run_rr outage.log -v --threads 1 --store "s3://$S3_BUCKET/outage" --checkpoint-dir outage-ckpt \
 	-- ./slow-trainer.sh
-wait $outage_pid
-S3_PID=$(cat s3rver2.pid)
-wait_for 10 grep -q '^ready' "$W/s3rver2.log" || fail "the S3 server did not come back"
+wait $outage_pid || fail "the S3 server did not come back"
+S3_PID=$(cat s3-restarted.pid)
 expect_grep 'server stopped' outage-marker "the server was stopped mid-persist"
 expect_grep 'retrying in' outage.log "requests were retried"
 expect_grep 'persisted step-1' outage.log "the persist completed"
-expect_grep 'Stored object "outage/default/chunks/' "$W/s3rver2.log" "chunks stored after the restart"
+[ "$(disk_chunks)" -gt "$(cat chunks-at-crash)" ] ||
+	fail "no chunk stored after the restart ($(cat chunks-at-crash) at the crash, $(disk_chunks) now)"
 run_rr outage-verify.log verify --store "s3://$S3_BUCKET/outage"
 expect_eq "$RC" 0 "verify after the outage"
 run_rr outage-restore.log restore --store "s3://$S3_BUCKET/outage" --to outage-restored
 diff -r outage-restored/step-1 outage-ckpt/step-1 || fail "restore after the outage differs"
-ok "server stopped mid-persist for 3 s: retried, persist completed, verifies and restores"
+ok "server stopped mid-persist for 3 s: retried, persist completed ($(cat chunks-at-crash) of $(disk_chunks) chunks before the crash), verifies and restores"
 finish

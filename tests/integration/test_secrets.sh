@@ -7,6 +7,8 @@
 # store, the notice file, the checkpoint and staging directories, and the command lines of
 # the agent and its trainer read while they ran. The search itself is checked first: it
 # must find each secret in a file that holds it on purpose.
+# The S3 server: s3rver, not MinIO (tests/integration/s3lib.sh): s3rver takes the test's own distinctive key pairs (RR_S3RVER_KEYS), and our GCS front stores into it.
+S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 
@@ -67,7 +69,7 @@ http.server.HTTPServer(("127.0.0.1", int(port)), H).serve_forever()
 PY
 CREDS_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 's_rc=$?; kill $GCS_PID $META_PID $CREDS_PID 2>/dev/null; stop_s3; (exit $s_rc); cleanup' EXIT
+trap 's_rc=$?; kill $GCS_PID $META_PID $CREDS_PID 2>/dev/null; stop_s3; cleanup $s_rc' EXIT
 wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
 wait_for 20 grep -q '^ready' meta.out || fail "the metadata test server did not start"
 wait_for 20 grep -q '^ready' creds.out || fail "the container credentials server did not start"

@@ -14,7 +14,7 @@ start_s3
 	--stats "$W/link.stats" > proxy.out 2> proxy.log &
 PROXY_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'p_rc=$?; kill $PROXY_PID 2>/dev/null; stop_s3; (exit $p_rc); cleanup' EXIT
+trap 'p_rc=$?; kill $PROXY_PID 2>/dev/null; stop_s3; cleanup $p_rc' EXIT
 wait_for 20 grep -q '^ready' proxy.out || fail "the throttling proxy did not start"
 PPORT=$(sed -nE 's/^ready ([0-9]+)/\1/p' proxy.out)
 s3_env
@@ -25,7 +25,9 @@ up() { awk '{print $2}' "$W/link.stats"; }
 # The link really is that slow: 200 kB through it take about 4 s.
 head -c 200000 /dev/urandom > probe.bin
 t0=$(date +%s.%N)
-curl -sS -o /dev/null -T probe.bin "http://127.0.0.1:$PPORT/$S3_BUCKET/probe" || true
+# (signed: MinIO refuses an anonymous PUT before reading its body)
+curl -sS -o /dev/null -T probe.bin --aws-sigv4 "aws:amz:us-east-1:s3" --user "$S3_AKID:$S3_SECRET" \
+	"http://127.0.0.1:$PPORT/$S3_BUCKET/probe" || true
 secs=$("$PY" -c "import sys,time; print('%.1f' % (time.time() - float(sys.argv[1])))" "$t0")
 "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 3 else 1)" "$secs" ||
 	fail "200 kB crossed the throttled link in $secs s (expected about 4 s)"

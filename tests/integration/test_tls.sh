@@ -4,6 +4,8 @@
 # AWS_CA_BUNDLE (S3) and SSL_CERT_FILE (GCS, and S3 without AWS_CA_BUNDLE). A certificate the
 # agent cannot trust (an unknown CA, expired, another host's) is refused at start: exit 125,
 # one line naming the certificate problem. There is no switch that turns verification off.
+# The S3 server: s3rver, not MinIO (tests/integration/s3lib.sh): s3rver's log shows the objects that came through the TLS terminator, and our GCS front stores into it.
+S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 . "$RR_SRC/tests/integration/tlslib.sh"
@@ -41,7 +43,7 @@ PY
 	> gcs.out 2> gcs.log &
 GCS_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 't_rc=$?; kill $GCS_PID 2>/dev/null; stop_stunnel; stop_s3; (exit $t_rc); cleanup' EXIT
+trap 't_rc=$?; kill $GCS_PID 2>/dev/null; stop_stunnel; stop_s3; cleanup $t_rc' EXIT
 wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
 start_stunnel "$S3_TLS" "$GCS_TLS" "$UNKNOWN_TLS" "$WRONGHOST_TLS" "$EXPIRED_TLS"
 

@@ -276,6 +276,27 @@ static void test_aws_rebalance_recommendation_is_reported_once(void)
 	s_teardown(&e);
 }
 
+/* amazon-ec2-metadata-mock writes each request's time into noticeTime: a recommendation that
+ * stands is one notice however its time moves; after a 404 the next one is new. */
+static void test_aws_rebalance_with_a_moving_notice_time_is_one_notice_until_gone(void)
+{
+	struct s_env e;
+
+	s_setup(&e);
+	e.ec2.rebalance = "{\"noticeTime\": \"2026-01-01T00:00:00Z\"}";
+	CU_ASSERT_EQUAL_FATAL(s_wait(&e), 1);
+	s_set(&e, &e.ec2.rebalance, "{\"noticeTime\": \"2026-01-01T00:00:02Z\"}");
+	CU_ASSERT_EQUAL(s_wait(&e), 0);
+	s_set(&e, &e.ec2.rebalance, "{\"noticeTime\": \"2026-01-01T00:00:04Z\"}");
+	CU_ASSERT_EQUAL(s_wait(&e), 0);
+	s_set(&e, &e.ec2.rebalance, NULL);
+	CU_ASSERT_EQUAL(s_wait(&e), 0);
+	s_set(&e, &e.ec2.rebalance, "{\"noticeTime\": \"2026-01-01T01:00:00Z\"}");
+	CU_ASSERT_EQUAL_FATAL(s_wait(&e), 1);
+	CU_ASSERT_EQUAL(e.n.kind, RR_NOTICE_REBALANCE);
+	s_teardown(&e);
+}
+
 static void test_aws_scheduled_maintenance_has_its_not_before_deadline(void)
 {
 	struct s_env e;
@@ -471,6 +492,8 @@ static CU_TestInfo s_tests[] = {
 	  test_aws_malformed_spot_answer_is_ecorrupt_with_why },
 	{ "aws_rebalance_recommendation_is_reported_once",
 	  test_aws_rebalance_recommendation_is_reported_once },
+	{ "aws_rebalance_with_a_moving_notice_time_is_one_notice_until_gone",
+	  test_aws_rebalance_with_a_moving_notice_time_is_one_notice_until_gone },
 	{ "aws_scheduled_maintenance_has_its_not_before_deadline",
 	  test_aws_scheduled_maintenance_has_its_not_before_deadline },
 	{ "aws_same_maintenance_event_is_reported_once",
