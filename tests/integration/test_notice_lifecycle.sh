@@ -5,6 +5,8 @@
 # obeys with 75; a trainer that commits faster than a persist takes cannot starve the
 # notice's checkpoint; and the log says what happened, nothing more.
 . "$(dirname "$0")/lib.sh"
+# s3rver: the fault proxy (stalled PUTs) is built around it.
+S3_SERVER=s3rver
 . "$RR_SRC/tests/integration/s3lib.sh"
 start_s3
 s3_env
