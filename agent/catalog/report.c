@@ -264,6 +264,8 @@ int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_
 			goto out;
 	}
 	s_cost(r, o);
+	if (rr_report_interval_build(r, ev, n))
+		goto out;
 	*out = r;
 	r = NULL;
 	rc = 0;
