@@ -533,12 +533,12 @@ static const struct s_option s_table[] = {
 	  "measured cost make worthwhile (Daly's interval)", NULL },
 	{ "mtbf", 0, "DURATION", "RESUME_RUN_MTBF", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_SIMULATE),
 	  S_GROUP_MAIN, s_set_mtbf,
-	  "--every auto: the mean time between losses no notice\n"
+	  "for --every auto: the mean time between losses no notice\n"
 	  "covers (default: estimated from the run's history);\n"
 	  "simulate: that of the synthetic losses", NULL },
 	{ "max-overhead", 0, "PCT", "RESUME_RUN_MAX_OVERHEAD",
 	  S_ON(RR_CMD_RUN) | S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN, s_set_max_overhead,
-	  "--every auto: the checkpoint stall takes at most PCT% of\n"
+	  "for --every auto: the checkpoint stall takes at most PCT% of\n"
 	  "training time (default 5)", NULL },
 	/* restore takes it too: it writes the rule's pointer file (DeepSpeed's latest) */
 	{ "commit", 0, "RULE", "RESUME_RUN_COMMIT", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_RESTORE),
