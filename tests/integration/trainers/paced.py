@@ -47,7 +47,9 @@ while time.monotonic() < end:
             for k, b in enumerate(state):
                 with open(os.path.join(d, "f%03d.bin" % k), "wb") as f:
                     f.write(b)
-            # the rest of the known stall; the commit's own fsync and rename follow
+                    f.flush()
+                    os.fsync(f.fileno())  # so the commit's own fsync finds nothing to do
+            # the rest of the known stall; the commit's rename follows
             rest = a.save_time - (time.monotonic() - t0)
             if rest > 0:
                 time.sleep(rest)
