@@ -67,11 +67,11 @@ static void s_print_text(const struct rr_config *cfg, const struct rr_sim_trace 
 	char d1[32], d2[32], d3[32], d4[32];
 
 	if (cfg->sim_trace)
-		printf("Replayed %s: %s of training; losses no notice covered: %u; notices in "
-		       "time: %u\n", cfg->sim_trace, s_dur(t->total_s, d1), t->uncovered, t->notices);
+		printf("Replayed %s: %.1f h of training; losses no notice covered: %u; notices in "
+		       "time: %u\n", cfg->sim_trace, t->total_s / 3600, t->uncovered, t->notices);
 	else
-		printf("Simulated %s of training: %s losses, mean %s apart (%u of them)\n",
-		       s_dur(t->total_s, d1), cfg->sim_weibull > 0 ? "Weibull" : "exponential",
+		printf("Simulated %.0f h of training: %s losses, mean %s apart (%u of them)\n",
+		       t->total_s / 3600, cfg->sim_weibull > 0 ? "Weibull" : "exponential",
 		       s_dur((double)cfg->mtbf_ms / 1000.0, d2), t->uncovered);
 	printf("Checkpoint cost %s; --every auto with an MTBF of %s checkpoints every %s",
 	       s_dur((double)cfg->sim_cost_ms / 1000.0, d1), s_dur(mtbf_s, d2),
@@ -82,13 +82,13 @@ static void s_print_text(const struct rr_config *cfg, const struct rr_sim_trace 
 	else
 		printf(" (bound: %s; Daly's interval is %s)\n\n", rr_interval_bound_name(ch->bound),
 		       s_dur(ch->daly_s, d4));
-	printf("  %-28s %-14s %11s %-14s %-14s %-14s %7s %s\n", "POLICY", "INTERVAL",
-	       "CHECKPOINTS", "OVERHEAD", "LOST WORK", "WASTE", "WASTE%", "VS BEST");
+	printf("  %-24s %-12s %11s %10s %10s %10s %7s %8s\n", "POLICY", "INTERVAL",
+	       "CHECKPOINTS", "OVERHEAD h", "LOST h", "WASTE h", "WASTE", "VS BEST");
 	for (size_t i = 0; i < nrows; i++) {
 		const struct rr_sim_result *r = &rows[i].r;
-		printf("  %-28s %-14s %11.0f %-14s %-14s %-14s %6.2f%% %+.1f%%\n", rows[i].name,
-		       s_dur(r->interval_s, d1), r->checkpoints, s_dur(r->overhead_s, d2),
-		       s_dur(r->lost_s, d3), s_dur(r->waste_s, d4),
+		printf("  %-24s %-12s %11.0f %10.1f %10.1f %10.1f %6.2f%% %+7.1f%%\n", rows[i].name,
+		       s_dur(r->interval_s, d1), r->checkpoints, r->overhead_s / 3600,
+		       r->lost_s / 3600, r->waste_s / 3600,
 		       t->total_s > 0 ? 100 * r->waste_s / t->total_s : 0,
 		       best_waste > 0 ? 100 * (r->waste_s / best_waste - 1) : 0);
 	}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # --every auto (issue 31), on the S3 test server with a real trainer and agent:
+#  0. `resume-run simulate`, its JSON and a trace file;
 #  1. a checkpoint that stalls the trainer 0.2 s and losses every 20 s (--mtbf): the interval
 #     the agent uses converges to Daly's, 2.70 s, within 10% (its log, the asks' spacing, the
 #     metrics file), and `report` shows the interval, the stall spent and the hindsight;
@@ -24,6 +25,28 @@ for l in open(sys.argv[1]):
 within() { "$PY" -c 'import sys; a,b,p=map(float,sys.argv[1:]); sys.exit(0 if abs(a/b-1)<=p/100 else 1)' "$@"; }
 daly() { "$PY" -c 'import math,sys; d,m=map(float,sys.argv[1:]); x=d/(2*m); print(math.sqrt(2*d*m)*(1+math.sqrt(x)/3+x/9)-d)' "$@"; }
 
+# --- 0. `simulate`: Daly's case as JSON; a trace file, and a broken one.
+"$RR_BIN" simulate --cost 5m --mtbf 24h --hours 2000 --json > sim.json 2> sim.err ||
+	fail "simulate: $(cat sim.err)"
+"$PY" - sim.json <<'PYEOF' || fail "simulate --json: $(cat sim.json)"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert abs(j["interval_s"] / 60 - 116.7) < 0.05 and j["interval_bound"] == "daly", j
+names = [p["policy"] for p in j["policies"]]
+assert names[0].startswith("auto") and names[-1] == "best fixed (hindsight)", names
+assert all(p["waste_s"] >= j["policies"][-1]["waste_s"] for p in j["policies"][2:]), j
+PYEOF
+printf '# seconds, kind\n3600 loss\n7200 notice\n' > trace.txt
+"$RR_BIN" simulate --cost 30s --trace trace.txt > sim.txt 2>&1 || fail "simulate --trace: $(cat sim.txt)"
+expect_grep '^Replayed trace.txt: 2.0 h of training; losses no notice covered: 1; notices in time: 1$' \
+	sim.txt "the trace's losses and notices"
+printf '3600 loss\n60 loss\n' > bad.txt
+run_rr sim-bad.txt simulate --cost 30s --trace bad.txt
+expect_eq "$RC" 125 "simulate over a broken trace"
+expect_grep 'trace bad.txt: line 2: time 60.000 is before the line above' sim-bad.txt \
+	"the broken line named"
+ok "simulate: Daly's 116.7 min for 5 min and 24 h; a trace replayed; a broken one named"
+
 # --- 1. Daly's interval, within 10%.
 mkdir m1 && cd m1
 export RESUME_RUN_STORE="s3://$S3_BUCKET/daly"
@@ -34,11 +57,15 @@ expect_eq "$RC" 0 "run 1 exit status"
 msgs daly.log > daly.txt
 expect_grep '^every auto: a checkpoint every [0-9.]+ s: Daly.s interval \(cost 1.00 s, assumed until one is measured; MTBF 20.0 s, from --mtbf\)' \
 	daly.txt "the first interval, from the assumed cost"
-want=$(daly 0.2 20)
+# The stall as the trainer itself timed it (0.2 s, plus what a loaded machine adds to it):
+# the checkpoint's known cost, which the agent only sees from outside.
+stall=$("$PY" -c 'import re,statistics,sys
+print(statistics.median(float(m) for m in re.findall(r"committed step-[0-9]+ in ([0-9.]+) s", open(sys.argv[1]).read())))' daly.log)
+want=$(daly "$stall" 20)
 last=$(grep -E '^every auto: a checkpoint every' daly.txt | tail -n 1)
 got=$(sed -nE 's/^every auto: a checkpoint every ([0-9.]+) s: Daly.s interval.*/\1/p' <<< "$last")
 [ -n "$got" ] || fail "no Daly interval logged: $last"
-within "$got" "$want" 10 || fail "interval $got s is not within 10% of Daly's $want s: $last"
+within "$got" "$want" 10 || fail "interval $got s is not within 10% of Daly's $want s for the trainer's $stall s: $last"
 # The asks' spacing: each comes that interval after the commit before it.
 spacing=$("$PY" - daly.log <<'PYEOF'
 import json, re, statistics, sys
@@ -55,7 +82,7 @@ within "$gap" "$want" 10 || fail "the asks came $gap s after each commit, not Da
 m_iv=$(sed -nE 's/^resume_run_checkpoint_interval_seconds ([0-9.]+)$/\1/p' daly.prom)
 m_cost=$(sed -nE 's/^resume_run_checkpoint_cost_seconds ([0-9.]+)$/\1/p' daly.prom)
 within "$m_iv" "$want" 10 || fail "metrics: interval $m_iv s"
-within "$m_cost" 0.2 25 || fail "metrics: cost $m_cost s for a 0.2 s stall"
+within "$m_cost" "$stall" 25 || fail "metrics: cost $m_cost s for a $stall s stall"
 expect_grep '^resume_run_uncovered_mtbf_seconds 20.000$' daly.prom "metrics: the MTBF"
 expect_grep '^resume_run_checkpoint_stall_seconds_total [0-9.]+$' daly.prom "metrics: the stall"
 if command -v promtool >/dev/null; then
@@ -76,7 +103,7 @@ assert abs(iv["interval_seconds"] / float(sys.argv[2]) - 1) <= 0.1, iv
 assert 0.15 < iv["cost_seconds"] < 0.3 and iv["overhead_seconds"] > 0.5, iv
 PYEOF
 cost=$(sed -nE 's/.*\(cost ([0-9]+ ms), the median of.*/\1/p' <<< "$last")
-ok "a 0.2 s stall (measured: $cost) and --mtbf 20s: interval $got s, asks $gap s after each commit (median of $ngaps); Daly's is $(printf %.3f "$want") s"
+ok "a ${stall} s stall (the agent measured $cost) and --mtbf 20s: interval $got s, asks $gap s after each commit (median of $ngaps); Daly's is $(printf %.3f "$want") s ($(printf %.3f "$(daly 0.2 20)") s for 0.2 s)"
 
 # --- 2. The stall bound: at most 5% of training time.
 mkdir m2 && cd m2
