@@ -203,8 +203,8 @@ static void s_log_choice(struct rr_cadence *c)
 		snprintf(costwhy, sizeof(costwhy), "the median of %u stall%s", st->stalls,
 			 st->stalls == 1 ? "" : "s");
 	else
-		snprintf(costwhy, sizeof(costwhy), st->cost_measured ? "an earlier machine's" :
-			 "assumed until one is measured");
+		snprintf(costwhy, sizeof(costwhy), "%s", st->cost_measured ?
+			 "an earlier machine's" : "assumed until one is measured");
 	if (c->o.mtbf_ms)
 		snprintf(mtbfwhy, sizeof(mtbfwhy), "from --mtbf");
 	else
@@ -232,7 +232,8 @@ static void s_log_choice(struct rr_cadence *c)
 			st->choice.bound == RR_BOUND_DALY ? "Daly's interval" :
 			rr_interval_bound_name(st->choice.bound), cost, costwhy, mtbf, mtbfwhy);
 	}
-	if (st->choice.lead_overruled && !c->overruled_logged) {
+	/* Said once the cost is settled (three stalls): the first ones move a lot. */
+	if (st->choice.lead_overruled && !c->overruled_logged && st->stalls >= 3) {
 		c->overruled_logged = 1;
 		c->st.lead_warnings++;
 		rr_warn("every auto: the notice-lead rule asks for a checkpoint every %s, more stall "

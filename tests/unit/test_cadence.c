@@ -332,8 +332,14 @@ static void test_cadence_lead_rule_overruled_by_the_overhead_bound(void)
 	s_checkpoint(c, "step-0", 1000, 500); /* 0.5 s: at 5%, no less than 10 s */
 	s_persist(c, "step-1", 10000, 4e6, 262e3 * 8, 400e3);
 	s_persist(c, "step-2", 18000, 4e6, 262e3 * 8, 400e3);
+	rr_cadence_next(c, 1700000000000LL + 19000);
+	rr_cadence_status(c, &st);
+	CU_ASSERT_EQUAL(st.choice.lead_overruled, 1);
+	CU_ASSERT_EQUAL(st.lead_warnings, 0); /* one stall: not settled yet, not said */
+	s_checkpoint(c, "step-3", 20000, 500);
+	s_checkpoint(c, "step-4", 31000, 500);
 	for (int i = 0; i < 5; i++)
-		rr_cadence_next(c, 1700000000000LL + 20000 + i * 1000);
+		rr_cadence_next(c, 1700000000000LL + 42000 + i * 1000);
 	rr_cadence_status(c, &st);
 	CU_ASSERT_EQUAL(st.choice.bound, RR_BOUND_OVERHEAD);
 	CU_ASSERT_EQUAL(st.choice.lead_overruled, 1);
