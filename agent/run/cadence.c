@@ -232,15 +232,22 @@ static void s_log_choice(struct rr_cadence *c)
 			st->choice.bound == RR_BOUND_DALY ? "Daly's interval" :
 			rr_interval_bound_name(st->choice.bound), cost, costwhy, mtbf, mtbfwhy);
 	}
-	/* Said once the cost is settled (three stalls): the first ones move a lot. */
-	if (st->choice.lead_overruled && !c->overruled_logged && st->stalls >= 3) {
-		c->overruled_logged = 1;
-		c->st.lead_warnings++;
-		rr_warn("every auto: the notice-lead rule asks for a checkpoint every %s, more stall "
-			"than --max-overhead %g%% allows; a notice's checkpoint may not be durable "
-			"within the %s lead", rr_format_seconds(c->lead_cap_s, daly),
-			c->o.max_overhead * 100, rr_format_seconds(st->lead_s, lead));
-	}
+}
+
+/* The lead rule asks for more stall than --max-overhead allows: said once, when the cost
+ * has settled (three stalls: the first ones move a lot). */
+static void s_warn_overruled(struct rr_cadence *c)
+{
+	char cap[24], lead[24];
+
+	if (!c->st.choice.lead_overruled || c->overruled_logged || c->st.stalls < 3)
+		return;
+	c->overruled_logged = 1;
+	c->st.lead_warnings++;
+	rr_warn("every auto: the notice-lead rule asks for a checkpoint every %s, more stall than "
+		"--max-overhead %g%% allows; a notice's checkpoint may not be durable within the %s "
+		"lead", rr_format_seconds(c->lead_cap_s, cap), c->o.max_overhead * 100,
+		rr_format_seconds(c->st.lead_s, lead));
 }
 
 /* Logs and records a new interval when it moved by RR_CADENCE_LOG_CHANGE or its bound
@@ -251,6 +258,7 @@ static void s_note_change(struct rr_cadence *c)
 
 	if (!c->cloud_known)
 		return;
+	s_warn_overruled(c);
 	if (c->logged_s > 0 && c->st.choice.bound == c->logged_bound &&
 	    fabs(s - c->logged_s) < RR_CADENCE_LOG_CHANGE * c->logged_s)
 		return;
