@@ -116,7 +116,9 @@ void rr_report_interval_print_text(const struct rr_report *r, FILE *f)
 				iv->missed, iv->missed == 1 ? "" : "s");
 		return;
 	}
-	fprintf(f, " (--every %s)\n", strcmp(iv->mode, "fixed") == 0 ? "DURATION" : iv->mode);
+	fprintf(f, " (%s)\n", strcmp(iv->mode, "auto") == 0 ? "--every auto" :
+			       strcmp(iv->mode, "fixed") == 0 ? "a fixed --every" :
+								"--every auto and fixed");
 	if (iv->min_ms == iv->max_ms)
 		fprintf(f, "  used: %s", rr_format_seconds((double)iv->last_ms / 1000.0, a));
 	else
