@@ -26,11 +26,6 @@ static const struct {
 		{ "fixed 8h", 8 * 3600 } };
 #define S_NFIXED (sizeof(s_fixed) / sizeof(s_fixed[0]))
 
-static const char *s_dur(double s, char out[32])
-{
-	return rr_format_seconds(s, out);
-}
-
 struct s_row {
 	char name[48];
 	struct rr_sim_result r;
@@ -72,22 +67,22 @@ static void s_print_text(const struct rr_config *cfg, const struct rr_sim_trace 
 	else
 		printf("Simulated %.0f h of training: %s losses, mean %s apart (%u of them)\n",
 		       t->total_s / 3600, cfg->sim_weibull > 0 ? "Weibull" : "exponential",
-		       s_dur((double)cfg->mtbf_ms / 1000.0, d2), t->uncovered);
+		       rr_format_seconds((double)cfg->mtbf_ms / 1000.0, d2), t->uncovered);
 	printf("Checkpoint cost %s; --every auto with an MTBF of %s checkpoints every %s",
-	       s_dur((double)cfg->sim_cost_ms / 1000.0, d1), s_dur(mtbf_s, d2),
-	       s_dur(ch->interval_s, d3));
+	       rr_format_seconds((double)cfg->sim_cost_ms / 1000.0, d1),
+	       rr_format_seconds(mtbf_s, d2), rr_format_seconds(ch->interval_s, d3));
 	if (ch->bound == RR_BOUND_DALY)
 		printf(" (Daly's interval; the %g%% stall bound is %s)\n\n",
-		       cfg->max_overhead * 100, s_dur(ch->floor_s, d4));
+		       cfg->max_overhead * 100, rr_format_seconds(ch->floor_s, d4));
 	else
 		printf(" (bound: %s; Daly's interval is %s)\n\n", rr_interval_bound_name(ch->bound),
-		       s_dur(ch->daly_s, d4));
+		       rr_format_seconds(ch->daly_s, d4));
 	printf("  %-24s %-12s %11s %10s %10s %10s %7s %8s\n", "POLICY", "INTERVAL",
 	       "CHECKPOINTS", "OVERHEAD h", "LOST h", "WASTE h", "WASTE", "VS BEST");
 	for (size_t i = 0; i < nrows; i++) {
 		const struct rr_sim_result *r = &rows[i].r;
 		printf("  %-24s %-12s %11.0f %10.1f %10.1f %10.1f %6.2f%% %+7.1f%%\n", rows[i].name,
-		       s_dur(r->interval_s, d1), r->checkpoints, r->overhead_s / 3600,
+		       rr_format_seconds(r->interval_s, d1), r->checkpoints, r->overhead_s / 3600,
 		       r->lost_s / 3600, r->waste_s / 3600,
 		       t->total_s > 0 ? 100 * r->waste_s / t->total_s : 0,
 		       best_waste > 0 ? 100 * (r->waste_s / best_waste - 1) : 0);

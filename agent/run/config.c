@@ -467,14 +467,9 @@ static int s_set_json(struct rr_config *c, enum rr_command cmd, const char *v)
 /* A price per machine-hour: a plain positive decimal number below a million. */
 static int s_parse_price(const char *a, double *out)
 {
-	char *end;
 	double v;
 
-	if (!a[0] || strspn(a, "0123456789.") != strlen(a))
-		return RR_EINVAL;
-	errno = 0;
-	v = strtod(a, &end);
-	if (errno || *end || !(v > 0) || v >= 1e6)
+	if (s_parse_decimal(a, 1e6, &v) || v >= 1e6)
 		return RR_EINVAL;
 	*out = v;
 	return 0;
