@@ -246,6 +246,8 @@ int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_
 			break;
 		}
 		case RR_LEDGER_START:
+		case RR_LEDGER_INTERVAL: /* rr_report_interval_build reads them */
+		case RR_LEDGER_EXIT:
 		case RR_LEDGER_OTHER:
 			break;
 		}
@@ -262,6 +264,8 @@ int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_
 			goto out;
 	}
 	s_cost(r, o);
+	if (rr_report_interval_build(r, ev, n))
+		goto out;
 	*out = r;
 	r = NULL;
 	rc = 0;

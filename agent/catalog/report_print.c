@@ -146,6 +146,7 @@ int rr_report_print_text(const struct rr_report *r, const char *run_id, FILE *f)
 	fprintf(f, ", %s uploaded (new chunks and manifests)\n",
 		rr_format_bytes(r->bytes_uploaded, b3));
 
+	rr_report_interval_print_text(r, f);
 	fprintf(f, "\nMachine time: %.2f h (%.2f h spot or unknown, %.2f h on-demand); useful "
 		"%.2f h\n", r->machine_hours, r->spot_hours, r->on_demand_hours, r->useful_hours);
 	if (r->have_cost)
@@ -360,7 +361,8 @@ int rr_report_print_json(const struct rr_report *r, const char *run_id, FILE *f)
 	    !cJSON_AddItemToObject(root, "restarts", s_restarts_and_counts(r, &counts)) ||
 	    !cJSON_AddItemToObject(root, "notice_counts", counts) ||
 	    !cJSON_AddItemToObject(root, "totals", s_totals(r)) ||
-	    !cJSON_AddItemToObject(root, "cost", s_cost(r)))
+	    !cJSON_AddItemToObject(root, "cost", s_cost(r)) ||
+	    !cJSON_AddItemToObject(root, "interval", rr_report_interval_json(r)))
 		goto out;
 	counts = NULL;
 	text = cJSON_Print(root);

@@ -13,4 +13,8 @@ int rr_cmd_gc(const struct rr_config *cfg);
 /* `resume-run report`: loads the ledger and prints (agent/cli/report_cmd.c). */
 int rr_cmd_report(const struct rr_config *cfg);
 
+/* `resume-run simulate`: the checkpoint interval over a loss history
+ * (agent/cli/simulate_cmd.c). */
+int rr_cmd_simulate(const struct rr_config *cfg);
+
 #endif

@@ -63,6 +63,8 @@ int rr_parse_duration_ms(const char *s, int64_t *out)
 #define S_ALL ((1u << RR_CMD_RUN) | (1u << RR_CMD_LS) | (1u << RR_CMD_RESTORE) |   \
 	       (1u << RR_CMD_VERIFY) | (1u << RR_CMD_GC) | (1u << RR_CMD_REPORT))
 #define S_ON(cmd) (1u << (cmd))
+/* every command, simulate too (it opens no store) */
+#define S_ANY (S_ALL | S_ON(RR_CMD_SIMULATE))
 
 /* Where a command's help lists an option. */
 enum s_group { S_GROUP_MAIN, S_GROUP_S3, S_GROUP_GCS, S_GROUP_ENCRYPTION };
@@ -168,7 +170,102 @@ static int s_set_signal(struct rr_config *c, enum rr_command cmd, const char *v)
 static int s_set_every(struct rr_config *c, enum rr_command cmd, const char *v)
 {
 	(void)cmd;
+	c->every_auto = strcmp(v, "auto") == 0;
+	if (c->every_auto) {
+		c->every_ms = 0;
+		return 0;
+	}
 	return rr_parse_duration_ms(v, &c->every_ms) || c->every_ms < 1000 ? RR_EINVAL : 0;
+}
+
+/* A plain positive decimal number in (0, max], nothing else. */
+static int s_parse_decimal(const char *a, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (!a[0] || strspn(a, "0123456789.") != strlen(a))
+		return RR_EINVAL;
+	errno = 0;
+	v = strtod(a, &end);
+	if (errno || *end || !(v > 0) || v > max)
+		return RR_EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int s_set_mtbf(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->mtbf_ms) || c->mtbf_ms < 1000 ? RR_EINVAL : 0;
+}
+
+/* "5", "3.5" or "5%": a share of training time, above 0 and at most 100. */
+static int s_set_max_overhead(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	char num[32];
+	size_t n = strlen(v);
+	double pct;
+
+	(void)cmd;
+	if (n && v[n - 1] == '%')
+		n--;
+	if (n == 0 || n >= sizeof(num))
+		return RR_EINVAL;
+	memcpy(num, v, n);
+	num[n] = '\0';
+	if (s_parse_decimal(num, 100, &pct))
+		return RR_EINVAL;
+	c->max_overhead = pct / 100.0;
+	return 0;
+}
+
+static int s_set_cost(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->sim_cost_ms) || c->sim_cost_ms < 1 ? RR_EINVAL : 0;
+}
+
+static int s_set_lead(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->sim_lead_ms) ? RR_EINVAL : 0;
+}
+
+static int s_set_prior(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->sim_prior_ms) || c->sim_prior_ms < 1000 ? RR_EINVAL : 0;
+}
+
+static int s_set_trace(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	c->sim_trace = v;
+	return 0;
+}
+
+static int s_set_hours(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return s_parse_decimal(v, 1e6, &c->sim_hours);
+}
+
+static int s_set_weibull(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return s_parse_decimal(v, 10, &c->sim_weibull) || c->sim_weibull < 0.1 ? RR_EINVAL : 0;
+}
+
+static int s_set_seed(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	long long n;
+
+	(void)cmd;
+	if (rr_parse_int(v, 0, 0x7fffffffffffffffLL, &n))
+		return RR_EINVAL;
+	c->sim_seed = (unsigned long long)n;
+	return 0;
 }
 
 static int s_set_commit(struct rr_config *c, enum rr_command cmd, const char *v)
@@ -370,14 +467,9 @@ static int s_set_json(struct rr_config *c, enum rr_command cmd, const char *v)
 /* A price per machine-hour: a plain positive decimal number below a million. */
 static int s_parse_price(const char *a, double *out)
 {
-	char *end;
 	double v;
 
-	if (!a[0] || strspn(a, "0123456789.") != strlen(a))
-		return RR_EINVAL;
-	errno = 0;
-	v = strtod(a, &end);
-	if (errno || *end || !(v > 0) || v >= 1e6)
+	if (s_parse_decimal(a, 1e6, &v) || v >= 1e6)
 		return RR_EINVAL;
 	*out = v;
 	return 0;
@@ -431,7 +523,18 @@ static const struct s_option s_table[] = {
 	{ "signal", 0, "SIG", "RESUME_RUN_SIGNAL", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_signal,
 	  "signal asking the trainer for a checkpoint (default USR1)", NULL },
 	{ "every", 0, "DURATION", "RESUME_RUN_EVERY", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_every,
-	  "also ask for a checkpoint periodically (90s, 30m, 2h)", NULL },
+	  "also ask for a checkpoint periodically (90s, 30m, 2h), or\n"
+	  "auto: as often as the run's losses and the checkpoint's\n"
+	  "measured cost make worthwhile (Daly's interval)", NULL },
+	{ "mtbf", 0, "DURATION", "RESUME_RUN_MTBF", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_SIMULATE),
+	  S_GROUP_MAIN, s_set_mtbf,
+	  "for --every auto: the mean time between losses no notice\n"
+	  "covers (default: estimated from the run's history);\n"
+	  "simulate: that of the synthetic losses", NULL },
+	{ "max-overhead", 0, "PCT", "RESUME_RUN_MAX_OVERHEAD",
+	  S_ON(RR_CMD_RUN) | S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN, s_set_max_overhead,
+	  "for --every auto: the checkpoint stall takes at most PCT% of\n"
+	  "training time (default 5)", NULL },
 	/* restore takes it too: it writes the rule's pointer file (DeepSpeed's latest) */
 	{ "commit", 0, "RULE", "RESUME_RUN_COMMIT", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_RESTORE),
 	  S_GROUP_MAIN, s_set_commit,
@@ -495,6 +598,27 @@ static const struct s_option s_table[] = {
 	  "this checkpoint instead of the newest committed one", NULL },
 	{ "to", 0, "DIR", "RESUME_RUN_TO", S_ON(RR_CMD_RESTORE), S_GROUP_MAIN, s_set_to,
 	  "where the checkpoint lands: DIR/NAME/ (required)", NULL },
+	{ "cost", 0, "DURATION", "RESUME_RUN_COST", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN,
+	  s_set_cost, "what a checkpoint stalls the trainer (required)", NULL },
+	{ "lead", 0, "DURATION", "RESUME_RUN_LEAD", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN,
+	  s_set_lead, "the lead of the trace's notices that give none\n"
+	  "(default 120s, AWS's)", NULL },
+	{ "trace", 0, "FILE", "RESUME_RUN_TRACE", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN,
+	  s_set_trace, "replay FILE's losses and notices (\"SECONDS loss\",\n"
+	  "\"SECONDS notice [LEAD]\") instead of synthetic ones", NULL },
+	{ "hours", 0, "H", "RESUME_RUN_HOURS", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN, s_set_hours,
+	  "how long to simulate (default 10000; with --trace: until its\n"
+	  "last event)", NULL },
+	{ "weibull", 0, "SHAPE", "RESUME_RUN_WEIBULL", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN,
+	  s_set_weibull, "Weibull lifetimes of this shape (0.1-10) instead of\n"
+	  "exponential ones (< 1: losses cluster early)", NULL },
+	{ "prior", 0, "DURATION", "RESUME_RUN_PRIOR", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN,
+	  s_set_prior, "what auto believes of the MTBF before any loss\n"
+	  "(default 24h, the prior without a cloud)", NULL },
+	{ "seed", 0, "N", "RESUME_RUN_SEED", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN, s_set_seed,
+	  "the synthetic history's seed (default 1)", NULL },
+	{ "json", 0, NULL, "RESUME_RUN_JSON", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN, s_set_json,
+	  "print the results as JSON (with interval_s)", NULL },
 	{ "json", 0, NULL, "RESUME_RUN_JSON", S_ON(RR_CMD_REPORT), S_GROUP_MAIN, s_set_json,
 	  "the report as JSON for tools (shape in the README)", NULL },
 	{ "price-spot", 0, "PRICE", "RESUME_RUN_PRICE_SPOT", S_ON(RR_CMD_REPORT), S_GROUP_MAIN,
@@ -504,13 +628,13 @@ static const struct s_option s_table[] = {
 	{ "price-on-demand", 0, "PRICE", "RESUME_RUN_PRICE_ON_DEMAND", S_ON(RR_CMD_REPORT),
 	  S_GROUP_MAIN, s_set_price_on_demand,
 	  "price of an on-demand machine-hour", NULL },
-	{ "log-format", 0, "text|json", "RESUME_RUN_LOG_FORMAT", S_ALL, S_GROUP_MAIN,
+	{ "log-format", 0, "text|json", "RESUME_RUN_LOG_FORMAT", S_ANY, S_GROUP_MAIN,
 	  s_set_log_format, "log lines on stderr (default text)",
 	  "text or json" },
-	{ "verbose", 'v', NULL, "RESUME_RUN_VERBOSE", S_ALL, S_GROUP_MAIN, s_set_verbose,
+	{ "verbose", 'v', NULL, "RESUME_RUN_VERBOSE", S_ANY, S_GROUP_MAIN, s_set_verbose,
 	  "also log debug lines", NULL },
-	{ "help", 'h', NULL, NULL, S_ALL, S_GROUP_MAIN, s_set_help, "this help", NULL },
-	{ "version", 0, NULL, NULL, S_ALL, S_GROUP_MAIN, s_set_version, "the version", NULL },
+	{ "help", 'h', NULL, NULL, S_ANY, S_GROUP_MAIN, s_set_help, "this help", NULL },
+	{ "version", 0, NULL, NULL, S_ANY, S_GROUP_MAIN, s_set_version, "the version", NULL },
 	{ "s3-addressing", 0, "MODE", "RESUME_RUN_S3_ADDRESSING", S_ALL, S_GROUP_S3,
 	  s_set_s3_addressing,
 	  "auto (path-style with an endpoint URL, else virtual-hosted),\n"
@@ -565,7 +689,7 @@ static const char *const s_group_title[] = {
 
 static const char s_run_head[] =
 	"usage: resume-run [OPTIONS] -- COMMAND [ARGS...]\n"
-	"       resume-run ls|restore|verify|gc|report [OPTIONS]   (see resume-run CMD --help)\n"
+	"       resume-run ls|restore|verify|gc|report|simulate [OPTIONS]   (see CMD --help)\n"
 	"\n"
 	"Runs COMMAND (the trainer) under supervision. At start it restores the newest committed\n"
 	"checkpoint of the run from the store; on a notice it asks the trainer for a checkpoint\n"
@@ -602,6 +726,14 @@ static const char s_gc_head[] =
 	"Keeps the N newest committed checkpoints (default 3), deletes older ones, then deletes\n"
 	"chunks no remaining checkpoint references and older than --grace (default 1h; chunks\n"
 	"younger than that may belong to an upload still in flight).\n";
+
+static const char s_simulate_head[] =
+	"usage: resume-run simulate --cost DURATION --mtbf DURATION [--lead DURATION]\n"
+	"                           [--trace FILE] [--hours H] [--weibull SHAPE] [--json]\n"
+	"Replays losses (exponential, Weibull, or a trace file's losses and notices) against a\n"
+	"trainer whose checkpoint stalls it --cost, and prints the lost work and the checkpoint\n"
+	"overhead under --every auto, under fixed intervals, and under the best fixed interval\n"
+	"in hindsight; and the interval --every auto --mtbf would choose (JSON: interval_s).\n";
 
 static const char s_report_head[] =
 	"usage: resume-run report [--store URL] [--run-id ID] [--json]\n"
@@ -651,6 +783,7 @@ static void s_print_option(FILE *f, const struct s_option *o)
 static void s_print_help(FILE *f, enum rr_command cmd)
 {
 	const char *head = cmd == RR_CMD_LS ? s_ls_head :
+			   cmd == RR_CMD_SIMULATE ? s_simulate_head :
 			   cmd == RR_CMD_REPORT ? s_report_head :
 			   cmd == RR_CMD_RESTORE ? s_restore_head :
 			   cmd == RR_CMD_VERIFY ? s_verify_head :
@@ -760,6 +893,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	static const struct { const char *name; enum rr_command cmd; } commands[] = {
 		{ "ls", RR_CMD_LS }, { "restore", RR_CMD_RESTORE },
 		{ "verify", RR_CMD_VERIFY }, { "gc", RR_CMD_GC }, { "report", RR_CMD_REPORT },
+		{ "simulate", RR_CMD_SIMULATE },
 	};
 	/* getopt's table: one entry per name, val = S_VAL + its index in s_table (above every
 	 * letter, so the two never meet) */
@@ -790,6 +924,10 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	(void)rr_commit_rule_parse("auto", &cfg->commit);
 	cfg->zstd_level = RR_ZSTD_LEVEL_DEFAULT;
 	cfg->gc_grace_ms = 3600 * 1000;
+	cfg->max_overhead = 0.05;
+	cfg->sim_lead_ms = 120 * 1000; /* AWS's notice */
+	cfg->sim_prior_ms = 24LL * 3600 * 1000;
+	cfg->sim_seed = 1;
 
 	for (size_t i = 0; i < S_N_OPTIONS; i++) {
 		size_t k;
@@ -915,7 +1053,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			char *exe = NULL;
 			if (rr_supervisor_resolve(av[optind], &exe) == RR_ENOENT) {
 				snprintf(err, err_len, "unknown command '%s' (commands: ls, restore, "
-					 "verify, gc, report; a program to run goes after '--': "
+					 "verify, gc, report, simulate; a program to run goes after '--': "
 					 "resume-run [OPTIONS] -- COMMAND [ARGS...])", av[optind]);
 				return RR_EINVAL;
 			}
@@ -926,6 +1064,12 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	} else if (optind < ac) {
 		snprintf(err, err_len, "%s: unexpected argument '%s' (see resume-run %s --help)",
 			 cmd_name, av[optind], cmd_name);
+		return RR_EINVAL;
+	}
+	if (cfg->command == RR_CMD_SIMULATE && (!cfg->sim_cost_ms ||
+						(!cfg->mtbf_ms && !cfg->sim_trace))) {
+		snprintf(err, err_len, "simulate: %s is required (see resume-run simulate --help)",
+			 !cfg->sim_cost_ms ? "--cost DURATION" : "--mtbf DURATION (or --trace FILE)");
 		return RR_EINVAL;
 	}
 	if (cfg->command == RR_CMD_RESTORE && !cfg->to) {

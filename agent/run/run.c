@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cadence.h"
 #include "rr/catalog.h"
 #include "rr/ckpt_order.h"
 #include "rr/clock.h"
@@ -19,6 +20,7 @@
 #include "rr/error.h"
 #include "events.h"
 #include "rr/fsutil.h"
+#include "history.h"
 #include "rr/log.h"
 #include "metrics.h"
 #include "rr/notice.h"
@@ -111,6 +113,9 @@ struct s_run {
 	int watch_stopped;          /* s_stop_watching ran */
 
 	int64_t next_every;         /* monotonic ms; 0: off */
+	struct rr_cadence *cadence; /* --every: how often (NULL: off) */
+	struct rr_history *history; /* --every auto: the run's past losses, being read */
+	int cloud_noted;            /* the cadence was told which cloud this is */
 	int exit_code;
 	int preempted;              /* a preemption/termination notice ended the run */
 };
@@ -345,6 +350,7 @@ static void s_ask_checkpoint(struct s_run *r)
 		r->ask_pending = 0;
 		r->asked_wall_ms = rr_wall_ms();
 		r->asked_mono = rr_mono_ms();
+		rr_cadence_asked(r->cadence, r->asked_mono, s_notice_active(r));
 		if (s_notice_active(r))
 			s_log_step(r, "asked the trainer for a checkpoint");
 		else
@@ -594,6 +600,67 @@ static void s_check_notice_file(struct s_run *r)
 	}
 }
 
+/* ---- --every: the periodic checkpoint (agent/run/cadence.c says when) ---- */
+
+static void s_cadence_record(void *persister, const char *kind, cJSON *fields)
+{
+	rr_persister_record(persister, kind, fields);
+}
+
+/* With --every: the cadence, and for --every auto without --mtbf the read of the run's past
+ * losses. Returns 0 or an rr_error. */
+static int s_cadence_start(struct s_run *r)
+{
+	const struct rr_config *cfg = r->cfg;
+	struct rr_cadence_opts o = {
+		.every_ms = cfg->every_ms, .every_auto = cfg->every_auto, .mtbf_ms = cfg->mtbf_ms,
+		.max_overhead = cfg->max_overhead, .grace_ms = cfg->grace_ms,
+		.nnodes = cfg->nnodes, .start_mono_ms = rr_mono_ms(), .start_wall_ms = rr_wall_ms(),
+	};
+	struct rr_cadence_io io = { .record = s_cadence_record, .ud = r->persister };
+	int rc;
+
+	if (!cfg->every_ms && !cfg->every_auto)
+		return 0;
+	rc = rr_cadence_new(&o, &io, &r->cadence);
+	if (!rc && cfg->every_auto && !cfg->mtbf_ms)
+		rc = rr_history_start(cfg->store_url, &cfg->store_opts, cfg->run_id,
+				      r->started_wall_ms, cfg->nnodes, &r->history);
+	if (!rc)
+		r->next_every = rr_cadence_next(r->cadence, rr_wall_ms());
+	return rc;
+}
+
+/* What the cadence learns as the loop goes: the history once read, the cloud once known;
+ * then when to ask next. */
+static void s_cadence_tick(struct s_run *r)
+{
+	struct rr_history_summary h;
+	struct rr_cloud_identity id;
+
+	if (!r->cadence)
+		return;
+	if (rr_history_poll(r->history, &h))
+		rr_cadence_set_history(r->cadence, &h);
+	if (!r->cloud_noted && rr_cloud_watch_settled(r->cloud)) {
+		r->cloud_noted = 1;
+		rr_cadence_set_cloud(r->cadence,
+				     rr_cloud_watch_identity(r->cloud, &id) ? id.cloud : "");
+	}
+	r->next_every = rr_cadence_next(r->cadence, rr_wall_ms());
+}
+
+/* A persist's size, changed share and rate: the notice-lead rule's inputs. */
+static void s_cadence_persisted(struct s_run *r, const struct rr_persist_result *res)
+{
+	struct rr_throughput tp;
+
+	if (!r->cadence || res->rc != 0)
+		return;
+	rr_persister_throughput(r->persister, &tp);
+	rr_cadence_persisted(r->cadence, res->name, &res->stats, tp.bps);
+}
+
 /* ---- checkpoints ---- */
 
 static void s_on_commit(const char *name, int64_t ms, void *ud)
@@ -613,6 +680,7 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	}
 	snprintf(r->newest, sizeof(r->newest), "%s", name);
 	r->newest_ms = ms;
+	rr_cadence_committed(r->cadence, name, ms, rr_mono_ms());
 	/* The first commit after the trainer was asked answers the notice (ctime is coarse:
 	 * allow 20 ms). It may be a save that was under way when the signal came, the trainer's
 	 * real answer coming next: the second commit takes its place, once. Later ones follow
@@ -649,6 +717,7 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 
 static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 {
+	s_cadence_persisted(r, res);
 	if (!s_notice_active(r) || strcmp(res->name, r->notice_ckpt) != 0 || s_notice_durable(r))
 		return;
 	if (res->rc == 0 || res->rc == RR_EEXIST) {
@@ -839,6 +908,7 @@ static int s_loop(struct s_run *r)
 	for (;;) {
 		int64_t now = rr_mono_ms(), timeout = -1;
 
+		s_cadence_tick(r);
 		s_flush_restore_event(r, r->phase == S_FINISHING);
 		if (r->restore_event)
 			timeout = s_min_timeout(timeout, r->restore_event_by, now);
@@ -916,9 +986,10 @@ static int s_loop(struct s_run *r)
 		if (r->ask_pending)
 			s_ask_checkpoint(r);
 		if (r->next_every && now >= r->next_every) {
-			r->next_every = now + r->cfg->every_ms;
 			if (!s_notice_active(r))
 				s_ask_checkpoint(r);
+			rr_cadence_fired(r->cadence, now);
+			r->next_every = rr_cadence_next(r->cadence, rr_wall_ms());
 		}
 		if (r->terminate_after && r->deadline_mono && now >= r->deadline_mono)
 			s_forward_term(r, "deadline reached before the checkpoint was durable");
@@ -1243,13 +1314,17 @@ int rr_run(const struct rr_config *cfg)
 	rr_watcher_set_rule(r.watcher, &r.cfg->commit);
 	rr_watcher_scan(r.watcher, s_on_commit, &r);
 	r.scanned = 1;
-	if (cfg->every_ms)
-		r.next_every = rr_mono_ms() + cfg->every_ms;
+	rc = s_cadence_start(&r);
+	if (rc) {
+		rr_error("cannot start: %s", rr_strerror(rc));
+		goto out;
+	}
 
 	code = s_launch(&r);
 	if (code == 0)
 		code = s_loop(&r);
 out:
+	rr_history_stop(r.history);
 	s_end_leftovers(&r);
 	if (r.restore_event && r.persister)
 		s_flush_restore_event(&r, 1);
@@ -1260,6 +1335,7 @@ out:
 	if (r.persister && rr_persister_busy(r.persister) && code != EXIT_AGENT_ERROR)
 		rr_warn("leaving with a persist unfinished");
 	rr_persister_destroy(r.persister);
+	rr_cadence_destroy(r.cadence);
 	rr_metrics_finish(r.metrics, rr_wall_ms());
 	rr_metrics_flush(r.metrics);
 	rr_metrics_destroy(r.metrics);

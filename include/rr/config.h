@@ -14,7 +14,8 @@
 #define RR_MAX_NODES 4096 /* --nnodes at most */
 
 enum rr_command { RR_CMD_RUN, RR_CMD_LS, RR_CMD_RESTORE, RR_CMD_VERIFY, RR_CMD_GC,
-		  RR_CMD_HELP, RR_CMD_VERSION, RR_CMD_REPORT };
+		  RR_CMD_HELP, RR_CMD_VERSION, RR_CMD_REPORT,
+		  RR_CMD_SIMULATE };
 
 struct rr_config {
 	enum rr_command command;
@@ -29,7 +30,10 @@ struct rr_config {
 	int azure_ack;
 	int64_t grace_ms;
 	int checkpoint_signal;
-	int64_t every_ms;         /* 0: off */
+	int64_t every_ms;         /* 0: off (or auto) */
+	int every_auto;           /* --every auto (README, "How often to checkpoint") */
+	int64_t mtbf_ms;          /* --mtbf: 0: estimated from the run's history */
+	double max_overhead;      /* --max-overhead as a fraction of training time */
 	struct rr_commit_rule commit; /* --commit (README, "The trainer contract") */
 	unsigned keep;
 	unsigned max_restarts;
@@ -46,11 +50,19 @@ struct rr_config {
 	const char *checkpoint;   /* --checkpoint NAME */
 	const char *to;           /* restore --to DIR */
 	int64_t gc_grace_ms;
-	int report_json;          /* report --json */
+	int report_json;          /* report --json, simulate --json */
 	double price_spot, price_on_demand; /* report: per machine-hour, 0: not given */
 	const char *metrics_file; /* run: Prometheus text file, NULL: none */
 	unsigned nnodes;          /* --nnodes (1: a single-node job, the store as always) */
 	unsigned node_rank;       /* --node-rank, below nnodes */
+	/* simulate (also --mtbf, --max-overhead, --json) */
+	int64_t sim_cost_ms;      /* --cost */
+	int64_t sim_lead_ms;      /* --lead */
+	int64_t sim_prior_ms;     /* --prior */
+	const char *sim_trace;    /* --trace FILE, NULL: synthetic */
+	double sim_hours;         /* --hours */
+	double sim_weibull;       /* --weibull SHAPE, 0: exponential */
+	unsigned long long sim_seed; /* --seed */
 	/* the trainer command (run): argv[0..argc-1], NULL-terminated */
 	char **argv;
 	int argc;

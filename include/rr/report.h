@@ -67,6 +67,22 @@ struct rr_report_count {
 	unsigned n;
 };
 
+/* The periodic interval (--every) against what it cost, and against the best fixed interval
+ * in hindsight (agent/catalog/report_interval.c). */
+struct rr_report_interval {
+	int have;               /* the ledger has interval events */
+	char mode[8];           /* "auto", "fixed" or "mixed" */
+	int64_t last_ms, min_ms, max_ms; /* the intervals recorded */
+	int64_t cost_ms;        /* the median of the periodic stalls recorded (0: none) */
+	unsigned stalls;        /* periodic checkpoints whose stall was recorded */
+	int64_t overhead_ms;    /* those stalls, summed */
+	unsigned losses, vanished, missed; /* ends no notice covered (rr/losses.h) */
+	int64_t lost_ms;        /* the training they lost (a vanished machine's: a lower bound) */
+	int64_t training_ms;    /* the machines' time, summed */
+	int have_best;          /* a cost to judge by: the hindsight below is filled */
+	int64_t best_ms, best_overhead_ms, best_lost_ms;
+};
+
 struct rr_report_opts {
 	double price_spot;      /* per machine-hour; 0: not given */
 	double price_on_demand; /* per machine-hour; 0: not given */
@@ -98,6 +114,7 @@ struct rr_report {
 	double useful_hours;   /* machine hours less work lost and restore time */
 	double cost;           /* machine hours at their own price */
 	double on_demand_cost; /* the useful hours, at the on-demand price */
+	struct rr_report_interval interval;
 };
 
 /* Builds the report from n ledger events (oldest first, as rr_ledger_load gives them).
@@ -110,5 +127,12 @@ void rr_report_destroy(struct rr_report *r);
  * ("## What preemptions cost"). Return 0 or RR_ENOMEM / RR_EIO. */
 int rr_report_print_text(const struct rr_report *r, const char *run_id, FILE *f);
 int rr_report_print_json(const struct rr_report *r, const char *run_id, FILE *f);
+
+/* Fills r->interval from the report and its n events. Returns 0 or RR_ENOMEM. */
+int rr_report_interval_build(struct rr_report *r, const struct rr_ledger_event *ev, size_t n);
+/* The section for people; and for tools, a new cJSON object (NULL on ENOMEM; a JSON null
+ * when the run recorded no interval). */
+void rr_report_interval_print_text(const struct rr_report *r, FILE *f);
+struct cJSON *rr_report_interval_json(const struct rr_report *r);
 
 #endif

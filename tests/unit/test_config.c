@@ -1008,6 +1008,7 @@ static void test_help_lists_every_option_a_command_takes_with_its_variable(void)
 		{ "--help", RR_CMD_RUN }, { "ls --help", RR_CMD_LS },
 		{ "restore --help", RR_CMD_RESTORE }, { "verify --help", RR_CMD_VERIFY },
 		{ "gc --help", RR_CMD_GC }, { "report --help", RR_CMD_REPORT },
+		{ "simulate --help", RR_CMD_SIMULATE },
 	};
 	const char *bin = getenv("RR_BIN");
 
@@ -1170,7 +1171,101 @@ static void test_parse_node_rank_must_be_below_nnodes(void)
 	CU_ASSERT_EQUAL(p.cfg.node_rank, 1);
 }
 
+/* --every auto, --mtbf, --max-overhead (README, "How often to checkpoint"). */
+static void test_parse_every_auto_mtbf_and_max_overhead(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--every", "auto", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_auto, 1);
+	CU_ASSERT_EQUAL(p.cfg.every_ms, 0);
+	CU_ASSERT_EQUAL(p.cfg.mtbf_ms, 0);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.max_overhead, 0.05, 1e-12);
+	p = s_parse(ARGV("resume-run", "--every", "auto", "--mtbf", "20s", "--max-overhead",
+			 "3.5", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.mtbf_ms, 20000);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.max_overhead, 0.035, 1e-12);
+	p = s_parse(ARGV("resume-run", "--max-overhead", "10%", "--", "train"));
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.max_overhead, 0.10, 1e-12);
+	static const char *const bad_pct[] = { "0", "101", "-5", "x", "%", "5%%", "1e1", "" };
+	for (size_t i = 0; i < sizeof(bad_pct) / sizeof(bad_pct[0]); i++) {
+		p = s_parse(ARGV("resume-run", "--max-overhead", (char *)bad_pct[i], "--", "train"));
+		CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	}
+	p = s_parse(ARGV("resume-run", "--mtbf", "500ms", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "--every", "automatic", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	/* a later fixed --every replaces auto */
+	p = s_parse(ARGV("resume-run", "--every", "auto", "--every", "90s", "--", "train"));
+	CU_ASSERT_EQUAL(p.cfg.every_auto, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_ms, 90000);
+	/* from the environment */
+	setenv("RESUME_RUN_EVERY", "auto", 1);
+	setenv("RESUME_RUN_MTBF", "6h", 1);
+	setenv("RESUME_RUN_MAX_OVERHEAD", "2", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_auto, 1);
+	CU_ASSERT_EQUAL(p.cfg.mtbf_ms, 6 * 3600 * 1000LL);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.max_overhead, 0.02, 1e-12);
+	s_clear_env();
+}
+
+static void test_parse_simulate(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "simulate", "--cost", "5m", "--mtbf", "24h"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.command, RR_CMD_SIMULATE);
+	CU_ASSERT_EQUAL(p.cfg.sim_cost_ms, 300000);
+	CU_ASSERT_EQUAL(p.cfg.mtbf_ms, 86400000);
+	CU_ASSERT_EQUAL(p.cfg.sim_lead_ms, 120000);
+	CU_ASSERT_EQUAL(p.cfg.sim_prior_ms, 86400000);
+	CU_ASSERT_EQUAL(p.cfg.sim_seed, 1);
+	CU_ASSERT_PTR_NULL(p.cfg.sim_trace);
+	p = s_parse(ARGV("resume-run", "simulate", "--cost", "200ms", "--trace", "t.txt",
+			 "--lead", "30s", "--hours", "12.5", "--weibull", "0.7", "--prior", "6h",
+			 "--seed", "42", "--json", "--max-overhead", "10"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.sim_trace, "t.txt");
+	CU_ASSERT_EQUAL(p.cfg.sim_lead_ms, 30000);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.sim_hours, 12.5, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.sim_weibull, 0.7, 1e-12);
+	CU_ASSERT_EQUAL(p.cfg.sim_prior_ms, 6 * 3600 * 1000LL);
+	CU_ASSERT_EQUAL(p.cfg.sim_seed, 42);
+	CU_ASSERT_EQUAL(p.cfg.report_json, 1);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.max_overhead, 0.10, 1e-12);
+	/* what is required, and said so */
+	p = s_parse(ARGV("resume-run", "simulate", "--mtbf", "24h"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "simulate: --cost DURATION is required"));
+	p = s_parse(ARGV("resume-run", "simulate", "--cost", "5m"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "--mtbf DURATION (or --trace FILE) is required"));
+	p = s_parse(ARGV("resume-run", "simulate", "--cost", "5m", "--mtbf", "1h", "--weibull",
+			 "0.05"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	/* simulate opens no store: no --store; run takes no --cost */
+	p = s_parse(ARGV("resume-run", "simulate", "--cost", "5m", "--mtbf", "1h", "--store",
+			 "file:///x"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "does not apply here"));
+	p = s_parse(ARGV("resume-run", "--cost", "5m", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "simulate", "--help"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.help_for, RR_CMD_SIMULATE);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "parse_every_auto_mtbf_and_max_overhead", test_parse_every_auto_mtbf_and_max_overhead },
+	{ "parse_simulate", test_parse_simulate },
 	{ "test_commit_rule_defaults_to_auto_and_comes_from_flag_or_environment",
 	  test_commit_rule_defaults_to_auto_and_comes_from_flag_or_environment },
 	{ "test_parse_preempted_exit_code_flag_env_default",
