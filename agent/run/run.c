@@ -592,6 +592,23 @@ static void s_check_notice_file(struct s_run *r)
 	}
 }
 
+/* A notice file already there when the agent starts announces nothing now: it is an
+ * earlier drill's (README says to touch it) or one a scheduler left, and taking it as a
+ * notice would preempt every start, a relaunch loop under systemd's Restart=on-failure. It
+ * counts as seen, so the next notice is its removal and creation again (DESIGN §3). */
+static void s_notice_file_at_start(struct s_run *r)
+{
+	struct stat st;
+
+	/* Not a regular file: s_check_notice_file refuses it with a warning of its own. */
+	if (!r->cfg->notice_file || stat(r->cfg->notice_file, &st) != 0 || !S_ISREG(st.st_mode))
+		return;
+	r->notice_file_seen = 1;
+	rr_warn("notice file %s already exists at start: not a notice (left from an earlier "
+		"drill?); it is ignored until removed, and creating it again announces one",
+		r->cfg->notice_file);
+}
+
 /* ---- checkpoints ---- */
 
 static void s_on_commit(const char *name, int64_t ms, void *ud)
@@ -1232,6 +1249,7 @@ int rr_run(const struct rr_config *cfg)
 	rr_watcher_set_rule(r.watcher, &r.cfg->commit);
 	rr_watcher_scan(r.watcher, s_on_commit, &r);
 	r.scanned = 1;
+	s_notice_file_at_start(&r);
 	if (cfg->every_ms)
 		r.next_every = rr_mono_ms() + cfg->every_ms;
 
