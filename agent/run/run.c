@@ -107,6 +107,7 @@ struct s_run {
 	int term_forwarded;
 	int notice_file_seen;
 	int outlived;               /* a going notice's deadline passed with the trainer running */
+	int store_checked;          /* s_warn_local_store has looked at the cloud */
 	int watch_stopped;          /* s_stop_watching ran */
 
 	int64_t next_every;         /* monotonic ms; 0: off */
@@ -498,8 +499,38 @@ static int s_severity(enum rr_notice_kind k)
 	return k == RR_NOTICE_PREEMPT || k == RR_NOTICE_TERMINATE ? 2 : 1;
 }
 
+/* The default store is a directory on this machine (file://./.resume-run/store): on a
+ * cloud's machine, its checkpoints go down with the machine and a replacement starts from
+ * scratch. Said once the cloud is known, and again at each of the cloud's notices. A warning
+ * and not a refusal: detection runs beside training, which does not wait for it, and a
+ * machine that is stopped rather than deleted keeps its disk (README, "Command line"). An
+ * explicit file:// store is the user's choice, said nothing about. */
+static void s_warn_local_store(struct s_run *r, const struct rr_notice *n)
+{
+	enum rr_cloud c = rr_cloud_watch_cloud(r->cloud);
+
+	if (r->cfg->store_given)
+		return;
+	if (n) {
+		if (n->source == RR_SOURCE_AWS || n->source == RR_SOURCE_GCP ||
+		    n->source == RR_SOURCE_AZURE)
+			rr_warn("this notice's checkpoint goes to this machine's disk (%s, the "
+				"default store): it is lost with the machine", r->cfg->store_url);
+		return;
+	}
+	if (r->store_checked || c == RR_CLOUD_AUTO)
+		return;
+	r->store_checked = 1;
+	if (c == RR_CLOUD_AWS || c == RR_CLOUD_GCP || c == RR_CLOUD_AZURE)
+		rr_warn("the store is this machine's disk (%s, the default) on %s: its checkpoints "
+			"are lost with the machine, and a replacement starts from scratch; give "
+			"--store s3://, gs:// or az:// (or --store file:///PATH on a disk that "
+			"outlives the machine)", r->cfg->store_url, rr_cloud_name(c));
+}
+
 static void s_on_cloud_notice(struct s_run *r, const struct rr_notice *n)
 {
+	s_warn_local_store(r, n);
 	if (s_notice_active(r) && s_severity(n->kind) > s_severity(r->notice.kind)) {
 		/* e.g. an AWS rebalance recommendation, then the interruption notice itself:
 		 * the new one replaces it, with its deadline and a fresh checkpoint. */
@@ -904,6 +935,7 @@ static int s_loop(struct s_run *r)
 			while (rr_cloud_watch_next(r->cloud, &cn))
 				s_on_cloud_notice(r, &cn);
 		}
+		s_warn_local_store(r, NULL);
 		if (fds[4].revents & POLLIN) {
 			struct rr_notice nn;
 			while (rr_fanout_next(r->fanout, &nn)) {

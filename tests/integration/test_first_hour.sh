@@ -66,11 +66,18 @@ ok "the drill file removed and created again is a notice: exit $RR_PREEMPTED"
 # --- 3. The default store on a cloud: said loudly at start ---
 start_meta aws
 mkdir c1 && cd c1
-run_rr ../c1.log --cloud aws --metadata-endpoint "$META_URL" -- sh -c 'sleep 1.5'
+( wait_for 60 grep -q 'persisted step-2:' ../c1.log && ctl "announce?in=0" ) &
+helper=$!
+run_rr ../c1.log --cloud aws --metadata-endpoint "$META_URL" --poll-interval 200ms \
+	-- "$PY" "$T" --every 0.3 --until 200 --obey
+wait $helper
 cd ..
-expect_eq "$RC" 0 "default store on aws: exit status"
-expect_grep "WARNING: the store is this machine's disk \(file://\./\.resume-run/store, the default\) on aws" c1.log \
-	"the default store on a cloud is said loudly"
+expect_eq "$RC" "$RR_PREEMPTED" "default store on aws, interrupted: exit status"
+expect_grep "warning: this notice's checkpoint goes to this machine's disk \(file://\./\.resume-run/store, the default store\): it is lost with the machine" \
+	c1.log "the notice says where its checkpoint goes"
+expect_grep "warning: the store is this machine's disk \(file://\./\.resume-run/store, the default\) on aws: its checkpoints are lost with the machine" \
+	c1.log "the default store on a cloud is said loudly"
+ctl reset
 mkdir c2 && cd c2
 run_rr ../c2.log --cloud aws --metadata-endpoint "$META_URL" --store "file://$W/c2/st" -- sh -c 'sleep 1.5'
 cd ..
