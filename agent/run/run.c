@@ -1196,6 +1196,46 @@ static int s_signals_setup(void)
 	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+/* Makes the checkpoint directory and puts its absolute path in out. The default one
+ * (./.resume-run/checkpoints) is made with its parent; one given is made only as its last
+ * component, under a parent that exists, so that a mistyped path (the agent may run as root)
+ * creates no tree of directories. Returns 0, or -1 with the reason logged. */
+static int s_make_checkpoint_dir(const struct rr_config *cfg, char out[PATH_MAX])
+{
+	const char *dir = cfg->checkpoint_dir;
+	struct stat st;
+	int rc = 0;
+
+	if (!cfg->checkpoint_dir_given)
+		rc = rr_mkdir_p(dir);
+	else if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		rc = -1;
+	if (rc && errno == ENOENT && cfg->checkpoint_dir_given) {
+		char parent[PATH_MAX];
+		size_t n = strlen(dir);
+		while (n > 1 && dir[n - 1] == '/')
+			n--;
+		while (n > 0 && dir[n - 1] != '/')
+			n--;
+		if (n == 0)
+			snprintf(parent, sizeof(parent), ".");
+		else /* "/x" has the parent "/", "a/b/x" has "a/b" */
+			snprintf(parent, sizeof(parent), "%.*s", n > 1 ? (int)n - 1 : 1, dir);
+		rr_error("cannot create the checkpoint directory %s: its parent %s does not exist "
+			 "(only the last component is made: create the parent first)", dir, parent);
+		return -1;
+	}
+	if (!rc && !realpath(dir, out))
+		rc = -1;
+	if (!rc && (stat(out, &st) != 0 || !S_ISDIR(st.st_mode))) {
+		errno = ENOTDIR;
+		rc = -1;
+	}
+	if (rc)
+		rr_error("cannot create the checkpoint directory %s: %s", dir, strerror(errno));
+	return rc;
+}
+
 int rr_run(const struct rr_config *cfg)
 {
 	struct s_run r = { .cfg = cfg, .sfd = -1, .started_wall_ms = rr_wall_ms() };
@@ -1220,11 +1260,8 @@ int rr_run(const struct rr_config *cfg)
 	if (getpid() != 1)
 		prctl(PR_SET_CHILD_SUBREAPER, 1); /* orphans of the trainer come to us */
 
-	if (rr_mkdir_p(cfg->checkpoint_dir) != 0 || !realpath(cfg->checkpoint_dir, r.ckpt_dir)) {
-		rr_error("cannot create the checkpoint directory %s: %s", cfg->checkpoint_dir,
-			 strerror(errno));
+	if (s_make_checkpoint_dir(cfg, r.ckpt_dir) != 0)
 		goto out;
-	}
 	snprintf(r.notice_path, sizeof(r.notice_path), "%s/%s", r.ckpt_dir, NOTICE_FILE_NAME);
 	unlink(r.notice_path); /* a stale one from a previous machine's run */
 

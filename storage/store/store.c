@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "rr/clock.h"
 #include "rr/error.h"
@@ -98,8 +99,12 @@ int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_s
 	if ((rest = s_after_scheme(url, "file")) != NULL) {
 		/* "file:///abs" -> "/abs"; "file://./rel" and "file://rel" are relative to the
 		 * working directory (no host part: this is a local store only). */
+		struct stat st;
 		if (*rest == '\0')
 			return rr_store_fail(RR_EINVAL, "a file:// URL needs a path");
+		if (opts->existing && stat(rest, &st) != 0)
+			return rr_store_fail(RR_ENOENT, "no store at %s (the directory does not "
+					     "exist)", url);
 		rc = rr_store_file_new(rest, &s);
 	} else if ((rest = s_after_scheme(url, "s3")) != NULL) {
 		rc = rr_store_s3_new(rest, opts, &s);

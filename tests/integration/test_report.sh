@@ -188,7 +188,8 @@ assert 1 <= t["notice_checkpoints"] <= t["checkpoints"] and r["events_skipped"] 
 PY
 ok "report from an S3 store: the drill's notice met its 90 s deadline"
 
-"$RR_BIN" report --store "$STORE" --run-id nosuchrun > empty.txt || fail "report of an empty run failed"
-expect_grep "no ledger events for run 'nosuchrun'" empty.txt "empty run"
-ok "report of a run with no ledger says so"
+run_rr empty.txt report --store "$STORE" --run-id nosuchrun
+expect_eq "$RC" 125 "report of a run the store does not hold: exit status"
+expect_grep "no run 'nosuchrun' in $STORE; runs there: default, missed" empty.txt "the runs that exist are named"
+ok "report of a run the store does not hold: 125, naming the runs it does"
 finish
