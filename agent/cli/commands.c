@@ -22,9 +22,7 @@ int rr_cmd_open_store(const struct rr_config *cfg, struct rr_store **s)
 
 	o.existing = 1; /* reading a store creates none */
 	rc = rr_store_open(cfg->store_url, &o, s);
-	if (rc == RR_ENOENT)
-		rr_error("%s", rr_store_strerror(rc));
-	else if (rc)
+	if (rc)
 		rr_error("cannot open store %s: %s", cfg->store_url, rr_store_strerror(rc));
 	return rc ? EXIT_ERROR : 0;
 }

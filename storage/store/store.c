@@ -16,7 +16,7 @@
 #include "store_s3.h"
 #include "rr/store_sealed.h"
 
-static _Thread_local char s_why[512];
+static _Thread_local char s_why[1600];
 static _Thread_local int s_why_rc;
 
 int rr_store_fail(int rc, const char *fmt, ...)
@@ -103,8 +103,8 @@ int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_s
 		if (*rest == '\0')
 			return rr_store_fail(RR_EINVAL, "a file:// URL needs a path");
 		if (opts->existing && stat(rest, &st) != 0)
-			return rr_store_fail(RR_ENOENT, "no store at %s (the directory does not "
-					     "exist)", url);
+			return rr_store_fail(RR_ENOENT, "its directory does not exist (nothing "
+					     "was stored there)");
 		rc = rr_store_file_new(rest, &s);
 	} else if ((rest = s_after_scheme(url, "s3")) != NULL) {
 		rc = rr_store_s3_new(rest, opts, &s);

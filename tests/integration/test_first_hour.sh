@@ -95,7 +95,8 @@ expect_eq "$RC" 125 "ls --run-id nope: exit status"
 expect_grep "no run 'nope' in $STORE; runs there: drill, drill2, real" ls-nope.log "ls names the runs that exist"
 run_rr ls-nostore.log ls --store "file://$W/no-such-store"
 expect_eq "$RC" 125 "ls of a store path that does not exist: exit status"
-expect_grep "no store at file://$W/no-such-store \(the directory does not exist\)" ls-nostore.log "the missing store is said"
+expect_grep "cannot open store file://$W/no-such-store: its directory does not exist \(nothing was stored there\)" \
+	ls-nostore.log "the missing store is said"
 [ ! -e "$W/no-such-store" ] || fail "ls created the store directory it was asked to list"
 run_rr ls-real.log ls --store "$STORE" --run-id real
 expect_eq "$RC" 0 "ls of a run that exists: exit status"
