@@ -46,6 +46,8 @@
 /* The store's requests end at the notice's deadline too (rr_store_set_deadline), so a
  * persist can fail a few milliseconds before the loop sees the deadline pass. */
 #define DEADLINE_SLACK_MS 100
+/* The exit event's write, after everything else: bounded, as the machine may be going. */
+#define EXIT_EVENT_MS 3000
 
 extern char **environ;
 
@@ -1046,17 +1048,20 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 		rr_catalog_destroy(c);
 		return EXIT_AGENT_ERROR;
 	}
-	char b1[16], b2[16];
+	char b1[16], b2[16], b3[16], shared[80] = "";
 	snprintf(r->restored, sizeof(r->restored), "%s", name);
 	s_write_pointer(r, name);
+	if (st.unused_bytes)
+		snprintf(shared, sizeof(shared), ", %s of it other checkpoints' data in shared "
+			 "packs", rr_format_bytes(st.unused_bytes, b3));
 	if (st.already_present)
 		rr_info("checkpoint %s is already here and identical; nothing copied", name);
 	else
-		rr_info("restored %s: %llu files, %s (%s read from the store, %llu files already "
+		rr_info("restored %s: %llu files, %s (%s read from the store%s, %llu files already "
 			"here) in %.2f s",
 			name, (unsigned long long)st.files, rr_format_bytes(st.bytes, b1),
-			rr_format_bytes(st.downloaded_bytes, b2), (unsigned long long)st.kept_files,
-			(double)st.elapsed_ms / 1000.0);
+			rr_format_bytes(st.downloaded_bytes, b2), shared,
+			(unsigned long long)st.kept_files, (double)st.elapsed_ms / 1000.0);
 	for (size_t i = 0; i < c->n; i++)
 		if (strcmp(c->entries[i].name, name) == 0) {
 			*baseline = c->entries[i].manifest; /* taken over by the persister */
@@ -1067,6 +1072,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 		cJSON_AddStringToObject(ev, "checkpoint", name);
 		cJSON_AddNumberToObject(ev, "bytes", (double)st.bytes);
 		cJSON_AddNumberToObject(ev, "downloaded_bytes", (double)st.downloaded_bytes);
+		cJSON_AddNumberToObject(ev, "unused_bytes", (double)st.unused_bytes);
 		cJSON_AddNumberToObject(ev, "elapsed_ms", (double)st.elapsed_ms);
 		cJSON_AddBoolToObject(ev, "already_present", st.already_present);
 		cJSON_AddNumberToObject(ev, "fallbacks", (double)st.fallbacks);
@@ -1194,6 +1200,33 @@ static int s_signals_setup(void)
 	signal(SIGPIPE, SIG_IGN);
 	sigdelset(&set, SIGPIPE);
 	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/* The ledger's last word from this machine: how it ended (DESIGN §4), so that `report` tells
+ * a machine that finished, was preempted or failed from one lost without a word (no exit
+ * event). Written directly, not queued: the persister's work is over. code: the agent's
+ * exit status. */
+static void s_record_exit(struct s_run *r, int code)
+{
+	int signaled = r->pgid && WIFSIGNALED(r->child_status); /* it ran, and its last end */
+	const char *how = r->preempted ? "preempted" : code == 0 ? "finished" :
+			  signaled ? "killed" : "failed";
+	cJSON *ev = cJSON_CreateObject();
+
+	if (!ev)
+		return;
+	cJSON_AddStringToObject(ev, "how", how);
+	cJSON_AddNumberToObject(ev, "exit_status", code);
+	cJSON_AddNumberToObject(ev, "trainer_status", r->exit_code);
+	if (signaled)
+		cJSON_AddStringToObject(ev, "signal", rr_signal_name(WTERMSIG(r->child_status)));
+	cJSON_AddNumberToObject(ev, "started_unix_ms", (double)r->started_wall_ms);
+	s_add_instance(r, ev);
+	/* A notice's deadline may have passed (the store then sends nothing): the machine is
+	 * still here, and this is the last request. */
+	rr_store_set_deadline(r->store, rr_mono_ms() + EXIT_EVENT_MS);
+	if (rr_event_record(r->store, r->cfg->run_id, "exit", ev) != 0)
+		rr_warn("could not record how this machine's run ended in the ledger");
 }
 
 /* Makes the checkpoint directory and puts its absolute path in out. The default one
@@ -1325,6 +1358,7 @@ int rr_run(const struct rr_config *cfg)
 	code = s_launch(&r);
 	if (code == 0)
 		code = s_loop(&r);
+	s_record_exit(&r, code);
 out:
 	s_end_leftovers(&r);
 	if (r.restore_event && r.persister)
