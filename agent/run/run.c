@@ -1335,6 +1335,7 @@ int rr_run(const struct rr_config *cfg)
 		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
 		.metrics = r.metrics, .store_url = cfg->store_url,
 		.nnodes = cfg->nnodes, .node_rank = cfg->node_rank, .chunks = chunks,
+		.commit = &cfg->commit,
 	};
 	rc = rr_persister_new(&pc, baseline, &r.persister);
 	if (!rc)
