@@ -415,12 +415,14 @@ static const struct s_option s_table[] = {
 	  "file:///abs/path, file://./rel, s3://bucket/prefix,\n"
 	  "gs://bucket/prefix or az://container/prefix (Azure Blob: account\n"
 	  "and credentials from AZURE_STORAGE_* as the Azure CLI reads them)\n"
-	  "(default " DEFAULT_STORE ")", NULL },
+	  "(default " DEFAULT_STORE ": this machine's disk, said\n"
+	  "loudly on a cloud)", NULL },
 	{ "run-id", 0, "ID", "RESUME_RUN_ID", S_ALL, S_GROUP_MAIN, s_set_run_id,
 	  "names the run inside the store (default: default)", NULL },
 	{ "checkpoint-dir", 0, "DIR", "RESUME_RUN_CHECKPOINT_DIR", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_checkpoint_dir,
-	  "where the trainer writes checkpoints\n(default " DEFAULT_CHECKPOINT_DIR ")", NULL },
+	  "where the trainer writes checkpoints; only its last component\n"
+	  "is created (default " DEFAULT_CHECKPOINT_DIR ")", NULL },
 	{ "cloud", 0, "NAME", "RESUME_RUN_CLOUD", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_cloud,
 	  "auto (default: detect), none, aws, gcp or azure: whose\n"
 	  "preemption notices to watch",
@@ -436,7 +438,9 @@ static const struct s_option s_table[] = {
 	{ "azure-ack", 0, NULL, "RESUME_RUN_AZURE_ACK", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_azure_ack, "approve the Azure event once the checkpoint is durable", NULL },
 	{ "notice-file", 0, "PATH", "RESUME_RUN_NOTICE_FILE", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
-	  s_set_notice_file, "treat the appearance of PATH as a preemption notice (drills)", NULL },
+	  s_set_notice_file,
+	  "treat the appearance of PATH as a preemption notice (drills);\n"
+	  "one there at start is a leftover, ignored until removed", NULL },
 	{ "grace", 0, "SECONDS", "RESUME_RUN_GRACE", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_grace,
 	  "deadline after SIGTERM/SIGINT to the agent (default 25)",
 	  "whole seconds, 0-86400" },
@@ -851,7 +855,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			return RR_EINVAL;
 		}
 		if (cmd == RR_CMD_GC && strcmp(o->name, "grace") == 0) {
-			/* Until 0.3 gc's grace was --grace too: a script that still says so gets
+			/* Before 0.2.0 gc's grace was --grace too: a script that still says so gets
 			 * the new name rather than the run's deadline or a silent default. */
 			snprintf(err, err_len, "gc: --grace is the run's SIGTERM deadline; gc's age "
 				 "for unreferenced chunks is --gc-grace DURATION (RESUME_RUN_GC_GRACE, "

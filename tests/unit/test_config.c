@@ -529,7 +529,7 @@ static void test_parse_gc_grace_is_its_own_duration_of_at_least_ten_minutes(void
 	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
 }
 
-/* gc's grace was --grace / RESUME_RUN_GRACE until 0.3, the same name as the run's SIGTERM
+/* gc's grace was --grace / RESUME_RUN_GRACE before 0.2.0, the same name as the run's SIGTERM
  * deadline: deploy files set RESUME_RUN_GRACE=25, and a gc started from them deleted chunks
  * 25 s old. gc now ignores the variable and refuses the flag, naming the new one. */
 static void test_parse_gc_refuses_grace_and_ignores_the_runs_variable(void)
