@@ -202,7 +202,7 @@ trainer=$(sed -nE 's/.*started [^ ]+ \(pid ([0-9]+),.*/\1/p' m5.log | head -n 1)
 kill -KILL $agent
 wait $agent || true
 [ -n "$trainer" ] && kill -KILL "$trainer" 2>/dev/null || true
-run_rr m6.log --cloud none --checkpoint-dir ck-lost2 --store "$STORE" --run-id lost -- "$PY" packs.py done
+run_rr m6.log --cloud none --checkpoint-dir ck-lost2 --store "$STORE" --run-id lost -- "$PY" packs.py finish
 expect_eq "$RC" 0 "machine 6 exit status"
 expect_grep "restored step-3: 20 files, .* read from the store, [0-9.]+ [kM]?B of it other checkpoints' data in shared packs" \
 	m6.log "the restore says what of its reads belongs to other checkpoints"
