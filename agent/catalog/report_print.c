@@ -241,8 +241,9 @@ static cJSON *s_attempts(const struct rr_report *r)
 		cJSON_AddNumberToObject(o, "notices", a->notices);
 		cJSON_AddNumberToObject(o, "checkpoints", a->checkpoints);
 		cJSON_AddNumberToObject(o, "restarts", a->restarts);
-		s_str_or_null(o, "ended", a->ended[0] ? a->ended :
-				   rr_report_ended(r, i) && i + 1 < r->nattempts ? "lost" : NULL);
+		/* "running or lost" is for people: tools get null for the newest machine */
+		const char *ended = rr_report_ended(r, i);
+		s_str_or_null(o, "ended", ended && strcmp(ended, "running or lost") ? ended : NULL);
 		s_num_or_null(o, "exit_status", a->ended[0] != 0, (double)a->exit_status);
 		s_str_or_null(o, "signal", a->signal);
 	}

@@ -287,7 +287,8 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 	struct rr_manifest *m = NULL, *written;
 
 	snprintf(r.name, sizeof(r.name), "%s", name);
-	s_check_late(p);
+	if (!urgent) /* a notice's persist spends nothing on it: the next one, or the exit, does */
+		s_check_late(p);
 	rr_info("persisting %s%s", name, urgent ? " (notice: ahead of everything else)" : "");
 	pthread_mutex_lock(&p->lock);
 	p->persisting = 1;
