@@ -158,6 +158,7 @@ int rr_ledger_event_parse(const char *text, size_t len, struct rr_ledger_event *
 	    s_u64(root, "stored_bytes", &e.stored_bytes, why, why_len) ||
 	    s_u64(root, "new_bytes", &e.new_bytes, why, why_len) ||
 	    s_u64(root, "downloaded_bytes", &e.downloaded_bytes, why, why_len) ||
+	    s_u64(root, "unused_bytes", &e.unused_bytes, why, why_len) ||
 	    s_int(root, "elapsed_ms", 0, S_MS_MAX, &e.elapsed_ms, why, why_len) ||
 	    s_int(root, "committed_unix_ms", 0, S_MS_MAX, &e.committed_ms, why, why_len) ||
 	    s_int(root, "durable_unix_ms", 0, S_MS_MAX, &e.durable_ms, why, why_len) ||
@@ -170,7 +171,9 @@ int rr_ledger_event_parse(const char *text, size_t len, struct rr_ledger_event *
 	    s_int(root, "interval_ms", 0, S_MS_MAX, &e.interval_ms, why, why_len) ||
 	    s_int(root, "cost_ms", 0, S_MS_MAX, &e.cost_ms, why, why_len) ||
 	    s_int(root, "mtbf_ms", 0, S_MS_MAX, &e.mtbf_ms, why, why_len) ||
-	    s_int(root, "stall_ms", 0, S_MS_MAX, &e.stall_ms, why, why_len))
+	    s_int(root, "stall_ms", 0, S_MS_MAX, &e.stall_ms, why, why_len) ||
+	    s_str(root, "how", e.how, sizeof(e.how), why, why_len) ||
+	    s_str(root, "signal", e.signal, sizeof(e.signal), why, why_len))
 		goto out;
 	/* Older agents wrote whole seconds only, and no durable time (the event is written
 	 * just after the manifest, so its own time stands in). */

@@ -214,6 +214,7 @@ int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_
 			memcpy(s->checkpoint, e->checkpoint, sizeof(s->checkpoint));
 			s->bytes = e->bytes;
 			s->downloaded_bytes = e->downloaded_bytes;
+			s->unused_bytes = e->unused_bytes;
 			s->elapsed_ms = e->elapsed_ms;
 			s->fallbacks = e->fallbacks;
 			s->already_present = e->already_present;
@@ -245,9 +246,14 @@ int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_
 			s_widen(a, e->received_ms);
 			break;
 		}
+		case RR_LEDGER_EXIT:
+			r->exits++;
+			snprintf(a->ended, sizeof(a->ended), "%s", e->how[0] ? e->how : "?");
+			a->exit_status = e->exit_status;
+			memcpy(a->signal, e->signal, sizeof(a->signal));
+			break;
 		case RR_LEDGER_START:
 		case RR_LEDGER_INTERVAL: /* rr_report_interval_build reads them */
-		case RR_LEDGER_EXIT:
 		case RR_LEDGER_OTHER:
 			break;
 		}
@@ -263,6 +269,8 @@ int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_
 		if (s_count(r, a->inst.cloud, no->kind, no->source))
 			goto out;
 	}
+	for (size_t i = 0; r->exits && i + 1 < r->nattempts; i++)
+		r->lost += !r->attempts[i].ended[0];
 	s_cost(r, o);
 	if (rr_report_interval_build(r, ev, n))
 		goto out;
@@ -273,6 +281,15 @@ out:
 	free(att);
 	rr_report_destroy(r);
 	return rc;
+}
+
+const char *rr_report_ended(const struct rr_report *r, size_t i)
+{
+	if (r->attempts[i].ended[0])
+		return r->attempts[i].ended;
+	if (!r->exits)
+		return NULL;
+	return i + 1 < r->nattempts ? "lost" : "running or lost";
 }
 
 void rr_report_destroy(struct rr_report *r)

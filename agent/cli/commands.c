@@ -11,22 +11,59 @@
 #include "rr/commit_rule.h"
 #include "rr/parts.h"
 #include "rr/restore.h"
+#include "rr/runs.h"
 
 #define EXIT_ERROR 125
 
-/* Opens the store and reads the run's catalog; logs and returns 125 on failure. */
+int rr_cmd_open_store(const struct rr_config *cfg, struct rr_store **s)
+{
+	struct rr_store_opts o = cfg->store_opts;
+	int rc;
+
+	o.existing = 1; /* reading a store creates none */
+	rc = rr_store_open(cfg->store_url, &o, s);
+	if (rc)
+		rr_error("cannot open store %s: %s", cfg->store_url, rr_store_strerror(rc));
+	return rc ? EXIT_ERROR : 0;
+}
+
+int rr_cmd_check_run(const struct rr_config *cfg, struct rr_store *s)
+{
+	char runs[1024];
+	int rc = rr_runs_exists(s, cfg->run_id);
+
+	if (rc == 1)
+		return 0;
+	if (!rc)
+		rc = rr_runs_list(s, runs, sizeof(runs));
+	if (rc)
+		rr_error("cannot list the runs of %s: %s", cfg->store_url, rr_store_strerror(rc));
+	else if (runs[0])
+		rr_error("no run '%s' in %s; runs there: %s", cfg->run_id,
+			 cfg->store_url, runs);
+	else
+		rr_error("no run '%s' in %s, which holds no runs: check --store", cfg->run_id,
+			 cfg->store_url);
+	return EXIT_ERROR;
+}
+
+/* Opens the store and reads the run's catalog; logs and returns 125 on failure, a run the
+ * store does not hold included. */
 static int s_open(const struct rr_config *cfg, struct rr_store **s, struct rr_catalog **c)
 {
-	int rc = rr_store_open(cfg->store_url, &cfg->store_opts, s);
-	if (rc) {
-		rr_error("cannot open store %s: %s", cfg->store_url,
-			 rr_store_strerror(rc));
-		return EXIT_ERROR;
-	}
+	int rc = rr_cmd_open_store(cfg, s);
+
+	if (rc)
+		return rc;
 	rc = rr_catalog_load(*s, cfg->run_id, c);
 	if (rc) {
 		rr_error("cannot read run '%s' in %s: %s", cfg->run_id, cfg->store_url,
 			 rr_store_strerror(rc));
+		rr_store_destroy(*s);
+		return EXIT_ERROR;
+	}
+	if ((*c)->n == 0 && rr_cmd_check_run(cfg, *s)) {
+		rr_catalog_destroy(*c);
 		rr_store_destroy(*s);
 		return EXIT_ERROR;
 	}
@@ -153,6 +190,11 @@ int rr_cmd_verify(const struct rr_config *cfg)
 	if (cfg->checkpoint && !checked) {
 		rr_error("checkpoint %s is not in the store", cfg->checkpoint);
 		damaged = -1;
+	} else if (!checked) {
+		/* Nothing verified is not "all intact". */
+		rr_error("run '%s' in %s has no checkpoints to verify", cfg->run_id,
+			 cfg->store_url);
+		damaged = -1;
 	}
 	rr_catalog_destroy(c);
 	rr_store_destroy(s);
@@ -164,10 +206,12 @@ int rr_cmd_gc(const struct rr_config *cfg)
 	struct rr_store *s;
 	struct rr_gc_stats st;
 	char b1[16];
-	int rc = rr_store_open(cfg->store_url, &cfg->store_opts, &s);
+	int rc;
 
-	if (rc) {
-		rr_error("cannot open store %s: %s", cfg->store_url, rr_store_strerror(rc));
+	if (rr_cmd_open_store(cfg, &s))
+		return EXIT_ERROR;
+	if (rr_cmd_check_run(cfg, s)) {
+		rr_store_destroy(s);
 		return EXIT_ERROR;
 	}
 	rc = rr_gc_run(s, cfg->run_id, cfg->keep, cfg->gc_grace_ms, &st);

@@ -1260,6 +1260,10 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	if (rc)
 		goto out;
 
+	if (opts->settle_ms > 0) {
+		rr_persist_settle(ckpt_dir, name, committed_ms, opts->settle_ms, opts->cancel);
+		t0 = rr_mono_ms(); /* the wait is no part of the link's throughput (logged itself) */
+	}
 	rc = s_open_checkpoint(ckpt_dir, name, &j.root_fd, &l, &single);
 	if (rc)
 		goto out;

@@ -61,6 +61,7 @@ struct s_job {
 	struct s_worker *workers;
 	struct rr_progress *progress;
 	atomic_uint_fast64_t downloaded;
+	atomic_uint_fast64_t unused; /* of downloaded: parts of packs this checkpoint skips */
 	struct rr_reason why;
 };
 
@@ -175,6 +176,26 @@ done:
 	return rc;
 }
 
+/* A pack is fetched whole (its address covers all of it) while this checkpoint may take
+ * only some of its segments: the unchanged ones of an older checkpoint, packed with
+ * segments that have changed since. Counts the rest, so that "read from the store" can say
+ * why it exceeds what the checkpoint stores. members: the group's tasks, by pack offset. */
+static void s_count_unused(struct s_job *j, const size_t *members, size_t n, size_t len)
+{
+	uint64_t used = 0, at = UINT64_MAX;
+
+	for (size_t k = 0; k < n; k++) {
+		const struct s_task *t = &j->tasks[members[k]];
+		const struct rr_chunk_ref *ref =
+			&j->m->files[t->file].segs[t->seg].chunks[t->chunk];
+		if (ref->pack_offset != at) /* the same slice twice (identical segments): once */
+			used += ref->stored_size;
+		at = ref->pack_offset;
+	}
+	if (len > used)
+		atomic_fetch_add(&j->unused, len - used);
+}
+
 /* One object: fetched once, every chunk this manifest takes from it placed. */
 static int s_do_task(size_t g, unsigned worker, void *ud)
 {
@@ -191,6 +212,8 @@ static int s_do_task(size_t g, unsigned worker, void *ud)
 	if (!wanted)
 		return 0;
 	rc = s_get_object(j, w, fe, &fe->segs[first->seg].chunks[first->chunk]);
+	if (!rc && fe->segs[first->seg].chunks[first->chunk].packed)
+		s_count_unused(j, members, n, w->stored.len);
 	for (size_t k = 0; !rc && k < n; k++)
 		if (!(j->kept && j->kept[j->tasks[members[k]].file]))
 			rc = s_place_chunk(j, members[k], w);
@@ -807,6 +830,7 @@ out:
 	if (rc && t.tmp)
 		rr_remove_tree(t.tmp);
 	stats->downloaded_bytes = atomic_load(&j.downloaded);
+	stats->unused_bytes = atomic_load(&j.unused);
 	stats->elapsed_ms = rr_mono_ms() - t0;
 	if (why && why_len)
 		snprintf(why, why_len, "%s", j.why.text[0] ? j.why.text : rr_strerror(rc));

@@ -10,6 +10,7 @@
 #include "rr/cloud.h"
 #include "rr/config.h"
 #include "rr/error.h"
+#include "rr/gc.h"
 #include "rr/manifest.h"
 #include "rr/pool.h"
 #include "rr/supervisor.h"
@@ -82,13 +83,15 @@ struct s_option {
 	enum s_group group;
 	s_setter set;
 	const char *help;   /* the help's lines after the option column, '\n' between them */
-	const char *values; /* for a bad variable's message: "must be <values>"; NULL: generic */
+	const char *values; /* what a bad value's message says it "must be"; NULL: a value this
+			     * option takes is never refused here */
 };
 
 static int s_set_store(struct rr_config *c, enum rr_command cmd, const char *v)
 {
 	(void)cmd;
 	c->store_url = v;
+	c->store_given = 1;
 	return 0;
 }
 
@@ -103,6 +106,7 @@ static int s_set_checkpoint_dir(struct rr_config *c, enum rr_command cmd, const 
 {
 	(void)cmd;
 	c->checkpoint_dir = v;
+	c->checkpoint_dir_given = 1;
 	return 0;
 }
 
@@ -144,16 +148,25 @@ static int s_set_notice_file(struct rr_config *c, enum rr_command cmd, const cha
 	return 0;
 }
 
-/* run: whole seconds after SIGTERM/SIGINT; gc: how old an unreferenced chunk must be. */
+/* Whole seconds after SIGTERM/SIGINT to the agent. */
 static int s_set_grace(struct rr_config *c, enum rr_command cmd, const char *v)
 {
 	long long n;
 
-	if (cmd == RR_CMD_GC)
-		return rr_parse_duration_ms(v, &c->gc_grace_ms) ? RR_EINVAL : 0;
+	(void)cmd;
 	if (rr_parse_int(v, 0, 86400, &n))
 		return RR_EINVAL;
 	c->grace_ms = n * 1000;
+	return 0;
+}
+
+/* How old an unreferenced chunk must be before gc (or the run's retention) deletes it; never
+ * less than a persist can take (RR_GC_GRACE_MS_MIN says why). */
+static int s_set_gc_grace(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	if (rr_parse_duration_ms(v, &c->gc_grace_ms) || c->gc_grace_ms < RR_GC_GRACE_MS_MIN)
+		return RR_EINVAL;
 	return 0;
 }
 
@@ -494,12 +507,14 @@ static const struct s_option s_table[] = {
 	  "file:///abs/path, file://./rel, s3://bucket/prefix,\n"
 	  "gs://bucket/prefix or az://container/prefix (Azure Blob: account\n"
 	  "and credentials from AZURE_STORAGE_* as the Azure CLI reads them)\n"
-	  "(default " DEFAULT_STORE ")", NULL },
+	  "(default " DEFAULT_STORE ": this machine's disk, said\n"
+	  "loudly on a cloud)", NULL },
 	{ "run-id", 0, "ID", "RESUME_RUN_ID", S_ALL, S_GROUP_MAIN, s_set_run_id,
 	  "names the run inside the store (default: default)", NULL },
 	{ "checkpoint-dir", 0, "DIR", "RESUME_RUN_CHECKPOINT_DIR", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_checkpoint_dir,
-	  "where the trainer writes checkpoints\n(default " DEFAULT_CHECKPOINT_DIR ")", NULL },
+	  "where the trainer writes checkpoints; only its last component\n"
+	  "is created (default " DEFAULT_CHECKPOINT_DIR ")", NULL },
 	{ "cloud", 0, "NAME", "RESUME_RUN_CLOUD", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_cloud,
 	  "auto (default: detect), none, aws, gcp or azure: whose\n"
 	  "preemption notices to watch",
@@ -510,31 +525,40 @@ static const struct s_option s_table[] = {
 	{ "poll-interval", 0, "DURATION", "RESUME_RUN_POLL_INTERVAL", S_ON(RR_CMD_RUN),
 	  S_GROUP_MAIN, s_set_poll_interval,
 	  "metadata poll period (default aws 2s, azure 1s; GCP\n"
-	  "waits on a hanging GET instead)", NULL },
+	  "waits on a hanging GET instead)",
+	  "a duration of at least 100ms (500ms, 2s)" },
 	{ "azure-ack", 0, NULL, "RESUME_RUN_AZURE_ACK", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_azure_ack, "approve the Azure event once the checkpoint is durable", NULL },
 	{ "notice-file", 0, "PATH", "RESUME_RUN_NOTICE_FILE", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
-	  s_set_notice_file, "treat the appearance of PATH as a preemption notice (drills)", NULL },
+	  s_set_notice_file,
+	  "treat the appearance of PATH as a preemption notice (drills);\n"
+	  "one there at start is a leftover, ignored until removed", NULL },
 	{ "grace", 0, "SECONDS", "RESUME_RUN_GRACE", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_grace,
-	  "deadline after SIGTERM/SIGINT to the agent (default 25)", NULL },
-	{ "grace", 0, "DURATION", "RESUME_RUN_GRACE", S_ON(RR_CMD_GC), S_GROUP_MAIN, s_set_grace,
-	  "chunks no checkpoint references are deleted once older\n"
-	  "than this (default 1h)", NULL },
+	  "deadline after SIGTERM/SIGINT to the agent (default 25)",
+	  "whole seconds, 0-86400" },
+	{ "gc-grace", 0, "DURATION", "RESUME_RUN_GC_GRACE", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC),
+	  S_GROUP_MAIN, s_set_gc_grace,
+	  "chunks no checkpoint references are deleted (by gc and the\n"
+	  "run's retention) once older than this; at least 10m, longer\n"
+	  "than a persist takes (default 1h)",
+	  "a duration of at least 10m (e.g. 1h, 90m)" },
 	{ "signal", 0, "SIG", "RESUME_RUN_SIGNAL", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_signal,
-	  "signal asking the trainer for a checkpoint (default USR1)", NULL },
+	  "signal asking the trainer for a checkpoint (default USR1)",
+	  "a signal a handler can catch (USR1, USR2, HUP, ... or its number; not KILL or STOP)" },
 	{ "every", 0, "DURATION", "RESUME_RUN_EVERY", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_every,
 	  "also ask for a checkpoint periodically (90s, 30m, 2h), or\n"
 	  "auto: as often as the run's losses and the checkpoint's\n"
-	  "measured cost make worthwhile (Daly's interval)", NULL },
+	  "measured cost make worthwhile (Daly's interval)",
+	  "a duration of at least 1s (90s, 30m, 2h), or auto" },
 	{ "mtbf", 0, "DURATION", "RESUME_RUN_MTBF", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_SIMULATE),
 	  S_GROUP_MAIN, s_set_mtbf,
 	  "for --every auto: the mean time between losses no notice\n"
 	  "covers (default: estimated from the run's history);\n"
-	  "simulate: that of the synthetic losses", NULL },
+	  "simulate: that of the synthetic losses", "a duration of at least 1s (30m, 24h)" },
 	{ "max-overhead", 0, "PCT", "RESUME_RUN_MAX_OVERHEAD",
 	  S_ON(RR_CMD_RUN) | S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN, s_set_max_overhead,
 	  "for --every auto: the checkpoint stall takes at most PCT% of\n"
-	  "training time (default 5)", NULL },
+	  "training time (default 5)", "a percentage above 0 and at most 100 (5, 3.5%)" },
 	/* restore takes it too: it writes the rule's pointer file (DeepSpeed's latest) */
 	{ "commit", 0, "RULE", "RESUME_RUN_COMMIT", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_RESTORE),
 	  S_GROUP_MAIN, s_set_commit,
@@ -550,7 +574,8 @@ static const struct s_option s_table[] = {
 	  "auto, fp16, bf16 or exact" },
 	{ "exact", 0, "GLOB", "RESUME_RUN_EXACT", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_exact,
 	  "tensors whose names match are stored bit-exact (repeatable;\n"
-	  "the environment holds one GLOB)", NULL },
+	  "the environment holds one GLOB)",
+	  "a GLOB that is not empty, given at most 64 times" },
 	{ "keep", 0, "N", "RESUME_RUN_KEEP", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC), S_GROUP_MAIN,
 	  s_set_keep, "committed checkpoints kept in the store (default 3)",
 	  "1-1000000" },
@@ -624,10 +649,12 @@ static const struct s_option s_table[] = {
 	{ "price-spot", 0, "PRICE", "RESUME_RUN_PRICE_SPOT", S_ON(RR_CMD_REPORT), S_GROUP_MAIN,
 	  s_set_price_spot,
 	  "price of a spot machine-hour; with --price-on-demand, an\n"
-	  "estimate of what the run cost against on-demand machines", NULL },
+	  "estimate of what the run cost against on-demand machines",
+	  "a positive number below 1000000 (e.g. 0.85)" },
 	{ "price-on-demand", 0, "PRICE", "RESUME_RUN_PRICE_ON_DEMAND", S_ON(RR_CMD_REPORT),
 	  S_GROUP_MAIN, s_set_price_on_demand,
-	  "price of an on-demand machine-hour", NULL },
+	  "price of an on-demand machine-hour",
+	  "a positive number below 1000000 (e.g. 2.45)" },
 	{ "log-format", 0, "text|json", "RESUME_RUN_LOG_FORMAT", S_ANY, S_GROUP_MAIN,
 	  s_set_log_format, "log lines on stderr (default text)",
 	  "text or json" },
@@ -722,10 +749,11 @@ static const char s_verify_head[] =
 	"Exit status 0 when all are intact, 1 when any is damaged, 125 on other errors.\n";
 
 static const char s_gc_head[] =
-	"usage: resume-run gc [--store URL] [--run-id ID] [--keep N] [--grace DURATION]\n"
+	"usage: resume-run gc [--store URL] [--run-id ID] [--keep N] [--gc-grace DURATION]\n"
 	"Keeps the N newest committed checkpoints (default 3), deletes older ones, then deletes\n"
-	"chunks no remaining checkpoint references and older than --grace (default 1h; chunks\n"
-	"younger than that may belong to an upload still in flight).\n";
+	"chunks no remaining checkpoint references and older than --gc-grace (default 1h, at\n"
+	"least 10m: chunks go up before the manifest that names them, so a younger one may\n"
+	"belong to a persist still in flight on another machine).\n";
 
 static const char s_simulate_head[] =
 	"usage: resume-run simulate --cost DURATION --mtbf DURATION [--lead DURATION]\n"
@@ -812,7 +840,7 @@ void rr_config_print_help(enum rr_command cmd)
 
 /* ---- parsing ---- */
 
-/* The entry for option name that command cmd takes (--grace has one per meaning). */
+/* The entry for option name that command cmd takes, else any entry of that name. */
 static const struct s_option *s_find(const char *name, enum rr_command cmd)
 {
 	const struct s_option *any = NULL;
@@ -901,6 +929,9 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	unsigned char given[S_N_OPTIONS];
 	char shortopts[16] = "+:";
 	const char *cmd_name = "resume-run";
+	/* What a message begins with: the log line says "resume-run:" already, so only a
+	 * subcommand's name ("gc: "). */
+	char lead[16] = "";
 	enum rr_command cmd = RR_CMD_RUN;
 	size_t nlong = 0;
 	char **av;
@@ -949,6 +980,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			if (strcmp(argv[1], commands[i].name) == 0) {
 				cmd = commands[i].cmd;
 				cmd_name = commands[i].name;
+				snprintf(lead, sizeof(lead), "%s: ", cmd_name);
 				first = 2;
 			}
 	}
@@ -976,23 +1008,30 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			char letter[3] = { '-', (char)optopt, '\0' };
 			const char *bad = opt == '?' && optopt > 0 && optopt < 256 &&
 					  !strchr("vh", optopt) ? letter : av[optind - 1];
-			snprintf(err, err_len, "%s: %s '%s' (see %s%s --help)", cmd_name,
+			snprintf(err, err_len, "%s%s '%s' (see %s%s --help)", lead,
 				 opt == ':' ? "missing value for" : "unknown option", bad,
 				 first == 2 ? "resume-run " : "", cmd_name);
 			return RR_EINVAL;
 		}
+		if (cmd == RR_CMD_GC && strcmp(o->name, "grace") == 0) {
+			/* Before 0.2.0 gc's grace was --grace too: a script that still says so gets
+			 * the new name rather than the run's deadline or a silent default. */
+			snprintf(err, err_len, "gc: --grace is the run's SIGTERM deadline; gc's age "
+				 "for unreferenced chunks is --gc-grace DURATION (RESUME_RUN_GC_GRACE, "
+				 "default 1h, at least 10m)");
+			return RR_EINVAL;
+		}
 		if (!(o->commands & S_ON(cmd))) {
-			snprintf(err, err_len, "%s: option '%s' does not apply here (see %s%s --help)",
-				 cmd_name, s_opt_word(av, a), first == 2 ? "resume-run " : "", cmd_name);
+			snprintf(err, err_len, "%soption '%s' does not apply here (see %s%s --help)",
+				 lead, s_opt_word(av, a), first == 2 ? "resume-run " : "", cmd_name);
 			return RR_EINVAL;
 		}
 		rc = o->set(cfg, cmd, a);
 		if (rc == 1)
 			return 0; /* --help, --version */
 		if (rc) {
-			snprintf(err, err_len, "%s: invalid value '%s' for %s (see %s%s --help)",
-				 cmd_name, a, s_opt_word(av, a), first == 2 ? "resume-run " : "",
-				 cmd_name);
+			snprintf(err, err_len, "%sinvalid value '%s' for %s: must be %s", lead, a,
+				 s_opt_word(av, a), o->values ? o->values : "see --help");
 			return RR_EINVAL;
 		}
 		given[o - s_table] = 1;
@@ -1004,12 +1043,8 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		    !(v = s_option_env(&s_table[i], &which)))
 			continue;
 		if (s_table[i].set(cfg, cmd, v)) {
-			if (s_table[i].values)
-				snprintf(err, err_len, "%s must be %s, not '%s'", which,
-					 s_table[i].values, v);
-			else
-				snprintf(err, err_len, "invalid value '%s' in %s (see %s%s --help)", v,
-					 which, first == 2 ? "resume-run " : "", cmd_name);
+			snprintf(err, err_len, "%s must be %s, not '%s'", which,
+				 s_table[i].values ? s_table[i].values : "see --help", v);
 			return RR_EINVAL;
 		}
 	}

@@ -65,6 +65,7 @@ struct rr_persister {
 	int64_t done_ms;
 	char warned[256]; /* the far-future name already warned about */
 	struct rr_manifest *previous;
+	int previous_checked; /* its directory was compared with it (rr_persist_late_files) */
 	struct rr_throughput throughput; /* learned from each persist (agent/run/throughput.c) */
 	struct rr_chunk_index *chunks;   /* the store's chunks, so not every persist lists them */
 
@@ -260,6 +261,15 @@ static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
 	s_retention(p, m->checkpoint);
 }
 
+/* Files the trainer closed in the last persisted checkpoint after it was persisted are not
+ * in the store's copy: named once, when the next checkpoint comes or the agent leaves. */
+static void s_check_late(struct rr_persister *p)
+{
+	if (p->previous && !p->previous_checked)
+		rr_persist_late_files(p->cfg.checkpoint_dir, p->previous);
+	p->previous_checked = 1;
+}
+
 static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t ms, int urgent)
 {
 	struct rr_persist_opts opts = {
@@ -269,12 +279,16 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 		.n_exact_globs = p->cfg.n_exact_globs, .gc_grace_ms = p->cfg.gc_grace_ms,
 		.urgent = urgent, .nnodes = p->cfg.nnodes, .node_rank = p->cfg.node_rank,
 		.chunks = p->chunks,
+		.settle_ms = p->cfg.commit && rr_commit_in_place(p->cfg.commit, p->cfg.checkpoint_dir,
+								 name) ? RR_PERSIST_SETTLE_MS : 0,
 	};
 	struct rr_manifest *commit = NULL;
 	struct rr_persist_result r = { .urgent = urgent };
 	struct rr_manifest *m = NULL, *written;
 
 	snprintf(r.name, sizeof(r.name), "%s", name);
+	if (!urgent) /* a notice's persist spends nothing on it: the next one, or the exit, does */
+		s_check_late(p);
 	rr_info("persisting %s%s", name, urgent ? " (notice: ahead of everything else)" : "");
 	pthread_mutex_lock(&p->lock);
 	p->persisting = 1;
@@ -311,6 +325,7 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 		if (m) {
 			rr_manifest_destroy(p->previous);
 			p->previous = m; /* only this thread frees it, so written stays valid */
+			p->previous_checked = 0;
 			m = NULL;
 		}
 	}
@@ -602,6 +617,7 @@ void rr_persister_destroy(struct rr_persister *p)
 		free(e);
 	}
 	close(p->efd);
+	s_check_late(p); /* the thread is gone: what it persisted last is this thread's now */
 	rr_manifest_destroy(p->previous);
 	rr_chunk_index_destroy(p->chunks);
 	pthread_mutex_destroy(&p->lock);

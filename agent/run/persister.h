@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "rr/commit_rule.h"
 #include "rr/manifest.h"
 #include "metrics.h"
 #include "rr/persist.h"
@@ -37,6 +38,9 @@ struct rr_persister_config {
 	/* The store's chunks as the start-up lookup listed them (rr_chunk_index_of_catalog),
 	 * taken over by rr_persister_new even when it fails; NULL: the first persist lists. */
 	struct rr_chunk_index *chunks;
+	/* What commits a checkpoint: one written in place is let settle before it is read
+	 * (rr_persist_settle). NULL: none is. */
+	const struct rr_commit_rule *commit;
 };
 
 struct rr_persist_result {

@@ -48,6 +48,8 @@
 /* The store's requests end at the notice's deadline too (rr_store_set_deadline), so a
  * persist can fail a few milliseconds before the loop sees the deadline pass. */
 #define DEADLINE_SLACK_MS 100
+/* The exit event's write, after everything else: bounded, as the machine may be going. */
+#define EXIT_EVENT_MS 3000
 
 extern char **environ;
 
@@ -110,6 +112,7 @@ struct s_run {
 	int term_forwarded;
 	int notice_file_seen;
 	int outlived;               /* a going notice's deadline passed with the trainer running */
+	int store_checked;          /* s_warn_local_store has looked at the cloud */
 	int watch_stopped;          /* s_stop_watching ran */
 
 	int64_t next_every;         /* monotonic ms; 0: off */
@@ -506,8 +509,38 @@ static int s_severity(enum rr_notice_kind k)
 	return k == RR_NOTICE_PREEMPT || k == RR_NOTICE_TERMINATE ? 2 : 1;
 }
 
+/* The default store is a directory on this machine (file://./.resume-run/store): on a
+ * cloud's machine, its checkpoints go down with the machine and a replacement starts from
+ * scratch. Said once the cloud is known, and again at each of the cloud's notices. A warning
+ * and not a refusal: detection runs beside training, which does not wait for it, and a
+ * machine that is stopped rather than deleted keeps its disk (README, "Command line"). An
+ * explicit file:// store is the user's choice, said nothing about. */
+static void s_warn_local_store(struct s_run *r, const struct rr_notice *n)
+{
+	enum rr_cloud c = rr_cloud_watch_cloud(r->cloud);
+
+	if (r->cfg->store_given)
+		return;
+	if (n) {
+		if (n->source == RR_SOURCE_AWS || n->source == RR_SOURCE_GCP ||
+		    n->source == RR_SOURCE_AZURE)
+			rr_warn("this notice's checkpoint goes to this machine's disk (%s, the "
+				"default store): it is lost with the machine", r->cfg->store_url);
+		return;
+	}
+	if (r->store_checked || c == RR_CLOUD_AUTO)
+		return;
+	r->store_checked = 1;
+	if (c == RR_CLOUD_AWS || c == RR_CLOUD_GCP || c == RR_CLOUD_AZURE)
+		rr_warn("the store is this machine's disk (%s, the default) on %s: its checkpoints "
+			"are lost with the machine, and a replacement starts from scratch; give "
+			"--store s3://, gs:// or az:// (or --store file:///PATH on a disk that "
+			"outlives the machine)", r->cfg->store_url, rr_cloud_name(c));
+}
+
 static void s_on_cloud_notice(struct s_run *r, const struct rr_notice *n)
 {
+	s_warn_local_store(r, n);
 	if (s_notice_active(r) && s_severity(n->kind) > s_severity(r->notice.kind)) {
 		/* e.g. an AWS rebalance recommendation, then the interruption notice itself:
 		 * the new one replaces it, with its deadline and a fresh checkpoint. */
@@ -659,6 +692,23 @@ static void s_cadence_persisted(struct s_run *r, const struct rr_persist_result 
 		return;
 	rr_persister_throughput(r->persister, &tp);
 	rr_cadence_persisted(r->cadence, res->name, &res->stats, tp.bps);
+}
+
+/* A notice file already there when the agent starts announces nothing now: it is an
+ * earlier drill's (README says to touch it) or one a scheduler left, and taking it as a
+ * notice would preempt every start, a relaunch loop under systemd's Restart=on-failure. It
+ * counts as seen, so the next notice is its removal and creation again (DESIGN §3). */
+static void s_notice_file_at_start(struct s_run *r)
+{
+	struct stat st;
+
+	/* Not a regular file: s_check_notice_file refuses it with a warning of its own. */
+	if (!r->cfg->notice_file || stat(r->cfg->notice_file, &st) != 0 || !S_ISREG(st.st_mode))
+		return;
+	r->notice_file_seen = 1;
+	rr_warn("notice file %s already exists at start: not a notice (left from an earlier "
+		"drill?); it is ignored until removed, and creating it again announces one",
+		r->cfg->notice_file);
 }
 
 /* ---- checkpoints ---- */
@@ -968,6 +1018,7 @@ static int s_loop(struct s_run *r)
 			while (rr_cloud_watch_next(r->cloud, &cn))
 				s_on_cloud_notice(r, &cn);
 		}
+		s_warn_local_store(r, NULL);
 		if (fds[4].revents & POLLIN) {
 			struct rr_notice nn;
 			while (rr_fanout_next(r->fanout, &nn)) {
@@ -1079,17 +1130,20 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 		rr_catalog_destroy(c);
 		return EXIT_AGENT_ERROR;
 	}
-	char b1[16], b2[16];
+	char b1[16], b2[16], b3[16], shared[80] = "";
 	snprintf(r->restored, sizeof(r->restored), "%s", name);
 	s_write_pointer(r, name);
+	if (st.unused_bytes)
+		snprintf(shared, sizeof(shared), ", %s of it other checkpoints' data in shared "
+			 "packs", rr_format_bytes(st.unused_bytes, b3));
 	if (st.already_present)
 		rr_info("checkpoint %s is already here and identical; nothing copied", name);
 	else
-		rr_info("restored %s: %llu files, %s (%s read from the store, %llu files already "
+		rr_info("restored %s: %llu files, %s (%s read from the store%s, %llu files already "
 			"here) in %.2f s",
 			name, (unsigned long long)st.files, rr_format_bytes(st.bytes, b1),
-			rr_format_bytes(st.downloaded_bytes, b2), (unsigned long long)st.kept_files,
-			(double)st.elapsed_ms / 1000.0);
+			rr_format_bytes(st.downloaded_bytes, b2), shared,
+			(unsigned long long)st.kept_files, (double)st.elapsed_ms / 1000.0);
 	for (size_t i = 0; i < c->n; i++)
 		if (strcmp(c->entries[i].name, name) == 0) {
 			*baseline = c->entries[i].manifest; /* taken over by the persister */
@@ -1100,6 +1154,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 		cJSON_AddStringToObject(ev, "checkpoint", name);
 		cJSON_AddNumberToObject(ev, "bytes", (double)st.bytes);
 		cJSON_AddNumberToObject(ev, "downloaded_bytes", (double)st.downloaded_bytes);
+		cJSON_AddNumberToObject(ev, "unused_bytes", (double)st.unused_bytes);
 		cJSON_AddNumberToObject(ev, "elapsed_ms", (double)st.elapsed_ms);
 		cJSON_AddBoolToObject(ev, "already_present", st.already_present);
 		cJSON_AddNumberToObject(ev, "fallbacks", (double)st.fallbacks);
@@ -1229,6 +1284,73 @@ static int s_signals_setup(void)
 	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+/* The ledger's last word from this machine: how it ended (DESIGN §4), so that `report` tells
+ * a machine that finished, was preempted or failed from one lost without a word (no exit
+ * event). Written directly, not queued: the persister's work is over. code: the agent's
+ * exit status. */
+static void s_record_exit(struct s_run *r, int code)
+{
+	int signaled = r->pgid && WIFSIGNALED(r->child_status); /* it ran, and its last end */
+	const char *how = r->preempted ? "preempted" : code == 0 ? "finished" :
+			  signaled ? "killed" : "failed";
+	cJSON *ev = cJSON_CreateObject();
+
+	if (!ev)
+		return;
+	cJSON_AddStringToObject(ev, "how", how);
+	cJSON_AddNumberToObject(ev, "exit_status", code);
+	cJSON_AddNumberToObject(ev, "trainer_status", r->exit_code);
+	if (signaled)
+		cJSON_AddStringToObject(ev, "signal", rr_signal_name(WTERMSIG(r->child_status)));
+	cJSON_AddNumberToObject(ev, "started_unix_ms", (double)r->started_wall_ms);
+	s_add_instance(r, ev);
+	/* A notice's deadline may have passed (the store then sends nothing): the machine is
+	 * still here, and this is the last request. */
+	rr_store_set_deadline(r->store, rr_mono_ms() + EXIT_EVENT_MS);
+	if (rr_event_record(r->store, r->cfg->run_id, "exit", ev) != 0)
+		rr_warn("could not record how this machine's run ended in the ledger");
+}
+
+/* Makes the checkpoint directory and puts its absolute path in out. The default one
+ * (./.resume-run/checkpoints) is made with its parent; one given is made only as its last
+ * component, under a parent that exists, so that a mistyped path (the agent may run as root)
+ * creates no tree of directories. Returns 0, or -1 with the reason logged. */
+static int s_make_checkpoint_dir(const struct rr_config *cfg, char out[PATH_MAX])
+{
+	const char *dir = cfg->checkpoint_dir;
+	struct stat st;
+	int rc = 0;
+
+	if (!cfg->checkpoint_dir_given)
+		rc = rr_mkdir_p(dir);
+	else if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		rc = -1;
+	if (rc && errno == ENOENT && cfg->checkpoint_dir_given) {
+		char parent[PATH_MAX];
+		size_t n = strlen(dir);
+		while (n > 1 && dir[n - 1] == '/')
+			n--;
+		while (n > 0 && dir[n - 1] != '/')
+			n--;
+		if (n == 0)
+			snprintf(parent, sizeof(parent), ".");
+		else /* "/x" has the parent "/", "a/b/x" has "a/b" */
+			snprintf(parent, sizeof(parent), "%.*s", n > 1 ? (int)n - 1 : 1, dir);
+		rr_error("cannot create the checkpoint directory %s: its parent %s does not exist "
+			 "(only the last component is made: create the parent first)", dir, parent);
+		return -1;
+	}
+	if (!rc && !realpath(dir, out))
+		rc = -1;
+	if (!rc && (stat(out, &st) != 0 || !S_ISDIR(st.st_mode))) {
+		errno = ENOTDIR;
+		rc = -1;
+	}
+	if (rc)
+		rr_error("cannot create the checkpoint directory %s: %s", dir, strerror(errno));
+	return rc;
+}
+
 int rr_run(const struct rr_config *cfg)
 {
 	struct s_run r = { .cfg = cfg, .sfd = -1, .started_wall_ms = rr_wall_ms() };
@@ -1253,11 +1375,8 @@ int rr_run(const struct rr_config *cfg)
 	if (getpid() != 1)
 		prctl(PR_SET_CHILD_SUBREAPER, 1); /* orphans of the trainer come to us */
 
-	if (rr_mkdir_p(cfg->checkpoint_dir) != 0 || !realpath(cfg->checkpoint_dir, r.ckpt_dir)) {
-		rr_error("cannot create the checkpoint directory %s: %s", cfg->checkpoint_dir,
-			 strerror(errno));
+	if (s_make_checkpoint_dir(cfg, r.ckpt_dir) != 0)
 		goto out;
-	}
 	snprintf(r.notice_path, sizeof(r.notice_path), "%s/%s", r.ckpt_dir, NOTICE_FILE_NAME);
 	unlink(r.notice_path); /* a stale one from a previous machine's run */
 
@@ -1298,6 +1417,7 @@ int rr_run(const struct rr_config *cfg)
 		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
 		.metrics = r.metrics, .store_url = cfg->store_url,
 		.nnodes = cfg->nnodes, .node_rank = cfg->node_rank, .chunks = chunks,
+		.commit = &cfg->commit,
 	};
 	rc = rr_persister_new(&pc, baseline, &r.persister);
 	if (!rc)
@@ -1314,6 +1434,7 @@ int rr_run(const struct rr_config *cfg)
 	rr_watcher_set_rule(r.watcher, &r.cfg->commit);
 	rr_watcher_scan(r.watcher, s_on_commit, &r);
 	r.scanned = 1;
+	s_notice_file_at_start(&r);
 	rc = s_cadence_start(&r);
 	if (rc) {
 		rr_error("cannot start: %s", rr_strerror(rc));
@@ -1323,6 +1444,7 @@ int rr_run(const struct rr_config *cfg)
 	code = s_launch(&r);
 	if (code == 0)
 		code = s_loop(&r);
+	s_record_exit(&r, code);
 out:
 	rr_history_stop(r.history);
 	s_end_leftovers(&r);

@@ -20,9 +20,11 @@ enum rr_command { RR_CMD_RUN, RR_CMD_LS, RR_CMD_RESTORE, RR_CMD_VERIFY, RR_CMD_G
 struct rr_config {
 	enum rr_command command;
 	const char *store_url;
+	int store_given;          /* --store or RESUME_RUN_STORE, not the default */
 	struct rr_store_opts store_opts; /* --s3-addressing, --s3-sse, --s3-sse-kms-key-id */
 	const char *run_id;
 	const char *checkpoint_dir;
+	int checkpoint_dir_given; /* --checkpoint-dir or its variable, not the default */
 	const char *notice_file;  /* NULL: none */
 	enum rr_cloud cloud;      /* whose notices to watch */
 	const char *metadata_endpoint; /* NULL: the cloud's own */

@@ -23,6 +23,12 @@ struct rr_report_attempt {
 	int64_t from_ms, to_ms;
 	int restored;            /* it began from a checkpoint of the store */
 	unsigned notices, checkpoints, restarts;
+	/* How it ended, from its exit event: "finished", "preempted", "failed", "killed"; ""
+	 * when it recorded none (lost without a word, still running, or an agent older than
+	 * exit events: rr_report_ended says which) */
+	char ended[16];
+	int64_t exit_status;     /* the agent's, with ended */
+	char signal[16];         /* "killed": the trainer's signal ("KILL") */
 };
 
 struct rr_report_notice {
@@ -49,6 +55,7 @@ struct rr_report_restore {
 	int64_t unix_ms;
 	char checkpoint[256];
 	uint64_t bytes, downloaded_bytes;
+	uint64_t unused_bytes; /* of downloaded: other checkpoints' data in the packs it read */
 	int64_t elapsed_ms;
 	int64_t fallbacks; /* damaged checkpoints skipped; -1: not recorded (older agent) */
 	int already_present;
@@ -93,6 +100,8 @@ struct rr_report {
 	int64_t first_ms, last_ms;
 	struct rr_report_attempt *attempts;
 	size_t nattempts;
+	unsigned exits;          /* exit events: with none, the agents predate them */
+	unsigned lost;           /* machines without an exit event that a later one followed */
 	struct rr_report_notice *notices;
 	size_t nnotices;
 	struct rr_report_restore *restores;
@@ -116,6 +125,11 @@ struct rr_report {
 	double on_demand_cost; /* the useful hours, at the on-demand price */
 	struct rr_report_interval interval;
 };
+
+/* How machine i ended, for people: its exit event's "how"; "lost" when it recorded none and
+ * a later machine followed it; "running or lost" for the newest without one; NULL when the
+ * ledger has no exit events at all (agents older than them). */
+const char *rr_report_ended(const struct rr_report *r, size_t i);
 
 /* Builds the report from n ledger events (oldest first, as rr_ledger_load gives them).
  * Returns 0 or RR_ENOMEM; *out is the caller's (rr_report_destroy). */

@@ -13,6 +13,8 @@
 struct rr_restore_stats {
 	uint64_t files, bytes;
 	uint64_t downloaded_bytes; /* stored bytes fetched */
+	uint64_t unused_bytes;     /* of those, parts of packs shared with other checkpoints
+				    * that this one does not use (a pack is read whole) */
 	uint64_t kept_files;       /* already present and identical: linked, not copied */
 	int already_present;       /* the whole checkpoint was there already */
 	unsigned fallbacks;        /* rr_restore_newest: damaged newer checkpoints skipped */

@@ -79,6 +79,8 @@ struct rr_store_opts {
 	int gcs_hmac;                  /* gs://: SigV4 with HMAC keys instead of OAuth2 */
 	const char *metadata_endpoint; /* gs://: where the metadata server's token comes from */
 	const char *encryption_key_file; /* non-NULL: seal every object with this key */
+	int existing;                  /* file://: open only a directory that exists (the
+					* commands that read a store create nothing) */
 };
 
 /* Opens the store named by url ("file:///abs", "file://./rel", "s3://bucket/prefix",

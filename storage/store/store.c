@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "rr/clock.h"
 #include "rr/error.h"
@@ -15,7 +16,7 @@
 #include "store_s3.h"
 #include "rr/store_sealed.h"
 
-static _Thread_local char s_why[512];
+static _Thread_local char s_why[1600];
 static _Thread_local int s_why_rc;
 
 int rr_store_fail(int rc, const char *fmt, ...)
@@ -98,8 +99,12 @@ int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_s
 	if ((rest = s_after_scheme(url, "file")) != NULL) {
 		/* "file:///abs" -> "/abs"; "file://./rel" and "file://rel" are relative to the
 		 * working directory (no host part: this is a local store only). */
+		struct stat st;
 		if (*rest == '\0')
 			return rr_store_fail(RR_EINVAL, "a file:// URL needs a path");
+		if (opts->existing && stat(rest, &st) != 0)
+			return rr_store_fail(RR_ENOENT, "its directory does not exist (nothing "
+					     "was stored there)");
 		rc = rr_store_file_new(rest, &s);
 	} else if ((rest = s_after_scheme(url, "s3")) != NULL) {
 		rc = rr_store_s3_new(rest, opts, &s);
