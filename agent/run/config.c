@@ -35,7 +35,8 @@ int rr_parse_int(const char *s, long long min, long long max, long long *out)
 int rr_parse_duration_ms(const char *s, int64_t *out)
 {
 	static const struct { const char *suffix; int64_t ms; } units[] = {
-		{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 }, { "", 1000 },
+		{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 }, { "d", 86400000 },
+		{ "", 1000 },
 	};
 	char num[32];
 	size_t n = 0;
@@ -61,7 +62,8 @@ int rr_parse_duration_ms(const char *s, int64_t *out)
 /* ---- the option table ---- */
 
 #define S_ALL ((1u << RR_CMD_RUN) | (1u << RR_CMD_LS) | (1u << RR_CMD_RESTORE) |   \
-	       (1u << RR_CMD_VERIFY) | (1u << RR_CMD_GC) | (1u << RR_CMD_REPORT))
+	       (1u << RR_CMD_VERIFY) | (1u << RR_CMD_GC) | (1u << RR_CMD_REPORT) |          \
+	       (1u << RR_CMD_UNMARK))
 #define S_ON(cmd) (1u << (cmd))
 
 /* Where a command's help lists an option. */
@@ -236,6 +238,25 @@ static int s_set_keep(struct rr_config *c, enum rr_command cmd, const char *v)
 {
 	(void)cmd;
 	return s_set_unsigned(&c->keep, v, 1, 1000000);
+}
+
+static int s_set_keep_every(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->keep_every_ms) || c->keep_every_ms <= 0 ? RR_EINVAL
+										   : 0;
+}
+
+static int s_set_keep_for(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->keep_for_ms) || c->keep_for_ms <= 0 ? RR_EINVAL : 0;
+}
+
+static int s_set_suspect_after(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return s_set_unsigned(&c->suspect_after, v, 0, 1000);
 }
 
 static int s_set_max_restarts(struct rr_config *c, enum rr_command cmd, const char *v)
@@ -451,6 +472,19 @@ static const struct s_option s_table[] = {
 	{ "keep", 0, "N", "RESUME_RUN_KEEP", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC), S_GROUP_MAIN,
 	  s_set_keep, "committed checkpoints kept in the store (default 3)",
 	  "1-1000000" },
+	{ "keep-every", 0, "DURATION", "RESUME_RUN_KEEP_EVERY", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC),
+	  S_GROUP_MAIN, s_set_keep_every,
+	  "besides the newest N, keep one checkpoint per period\n"
+	  "(the oldest of each; e.g. 1h) ...", "a duration such as 30m or 1h" },
+	{ "keep-for", 0, "DURATION", "RESUME_RUN_KEEP_FOR", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC),
+	  S_GROUP_MAIN, s_set_keep_for,
+	  "... for this long after its commit (default: for ever);\n"
+	  "the newest proven checkpoint is always kept", "a duration such as 7d or 48h" },
+	{ "suspect-after", 0, "N", "RESUME_RUN_SUSPECT_AFTER", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
+	  s_set_suspect_after,
+	  "failures after resuming from one checkpoint, with no newer\n"
+	  "commit, that mark it suspect: the next start takes the one\n"
+	  "before (default 2; 0: never)", "0-1000" },
 	{ "max-restarts", 0, "N", "RESUME_RUN_MAX_RESTARTS", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_max_restarts, "restarts after a trainer failure (default 3)",
 	  "0-1000000" },
@@ -491,7 +525,8 @@ static const struct s_option s_table[] = {
 	  "NODE_RANK)",
 	  "a node rank, 0-4095" },
 	{ "checkpoint", 0, "NAME", "RESUME_RUN_CHECKPOINT",
-	  S_ON(RR_CMD_RESTORE) | S_ON(RR_CMD_VERIFY), S_GROUP_MAIN, s_set_checkpoint,
+	  S_ON(RR_CMD_RESTORE) | S_ON(RR_CMD_VERIFY) | S_ON(RR_CMD_UNMARK), S_GROUP_MAIN,
+	  s_set_checkpoint,
 	  "this checkpoint instead of the newest committed one", NULL },
 	{ "to", 0, "DIR", "RESUME_RUN_TO", S_ON(RR_CMD_RESTORE), S_GROUP_MAIN, s_set_to,
 	  "where the checkpoint lands: DIR/NAME/ (required)", NULL },
@@ -599,9 +634,17 @@ static const char s_verify_head[] =
 
 static const char s_gc_head[] =
 	"usage: resume-run gc [--store URL] [--run-id ID] [--keep N] [--grace DURATION]\n"
-	"Keeps the N newest committed checkpoints (default 3), deletes older ones, then deletes\n"
-	"chunks no remaining checkpoint references and older than --grace (default 1h; chunks\n"
-	"younger than that may belong to an upload still in flight).\n";
+	"                     [--keep-every DURATION [--keep-for DURATION]]\n"
+	"Keeps the N newest committed checkpoints (default 3; suspect ones are not counted), the\n"
+	"newest proven one, one per --keep-every period for --keep-for, and any a restore is\n"
+	"reading; deletes the others, then chunks no remaining checkpoint references and older\n"
+	"than --grace by the store's clock (default 1h; chunks younger than that may belong to\n"
+	"an upload still in flight).\n";
+
+static const char s_unmark_head[] =
+	"usage: resume-run unmark [--store URL] [--run-id ID] --checkpoint NAME\n"
+	"Clears the suspect mark of checkpoint NAME (set when the trainer failed repeatedly\n"
+	"after resuming from it): the next start restores it again if it is the newest.\n";
 
 static const char s_report_head[] =
 	"usage: resume-run report [--store URL] [--run-id ID] [--json]\n"
@@ -654,7 +697,8 @@ static void s_print_help(FILE *f, enum rr_command cmd)
 			   cmd == RR_CMD_REPORT ? s_report_head :
 			   cmd == RR_CMD_RESTORE ? s_restore_head :
 			   cmd == RR_CMD_VERIFY ? s_verify_head :
-			   cmd == RR_CMD_GC ? s_gc_head : s_run_head;
+			   cmd == RR_CMD_GC ? s_gc_head :
+			   cmd == RR_CMD_UNMARK ? s_unmark_head : s_run_head;
 
 	fputs(head, f);
 	for (int g = S_GROUP_MAIN; g <= S_GROUP_ENCRYPTION; g++) {
@@ -739,6 +783,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	static const struct { const char *name; enum rr_command cmd; } commands[] = {
 		{ "ls", RR_CMD_LS }, { "restore", RR_CMD_RESTORE },
 		{ "verify", RR_CMD_VERIFY }, { "gc", RR_CMD_GC }, { "report", RR_CMD_REPORT },
+		{ "unmark", RR_CMD_UNMARK },
 	};
 	/* getopt's table: one entry per name, val = S_VAL + its index in s_table (above every
 	 * letter, so the two never meet) */
@@ -761,6 +806,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	cfg->grace_ms = 25000;
 	cfg->checkpoint_signal = SIGUSR1;
 	cfg->keep = 3;
+	cfg->suspect_after = 2;
 	cfg->max_restarts = 3;
 	cfg->nnodes = 1;
 	/* EX_TEMPFAIL: "try again later" to whatever relaunches the job (README, "How it
@@ -897,7 +943,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			char *exe = NULL;
 			if (rr_supervisor_resolve(av[optind], &exe) == RR_ENOENT) {
 				snprintf(err, err_len, "unknown command '%s' (commands: ls, restore, "
-					 "verify, gc, report; a program to run goes after '--': "
+					 "verify, gc, report, unmark; a program to run goes after '--': "
 					 "resume-run [OPTIONS] -- COMMAND [ARGS...])", av[optind]);
 				return RR_EINVAL;
 			}
@@ -908,6 +954,11 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	} else if (optind < ac) {
 		snprintf(err, err_len, "%s: unexpected argument '%s' (see resume-run %s --help)",
 			 cmd_name, av[optind], cmd_name);
+		return RR_EINVAL;
+	}
+	if (cfg->command == RR_CMD_UNMARK && !cfg->checkpoint) {
+		snprintf(err, err_len, "unmark: --checkpoint NAME is required (see resume-run unmark "
+			 "--help)");
 		return RR_EINVAL;
 	}
 	if (cfg->command == RR_CMD_RESTORE && !cfg->to) {
