@@ -85,7 +85,7 @@ static enum rr_ledger_kind s_kind(const char *k)
 	static const struct { const char *name; enum rr_ledger_kind kind; } kinds[] = {
 		{ "start", RR_LEDGER_START }, { "restore", RR_LEDGER_RESTORE },
 		{ "notice", RR_LEDGER_NOTICE }, { "checkpoint", RR_LEDGER_CHECKPOINT },
-		{ "restart", RR_LEDGER_RESTART },
+		{ "restart", RR_LEDGER_RESTART }, { "suspect", RR_LEDGER_SUSPECT },
 	};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (strcmp(k, kinds[i].name) == 0)
@@ -164,7 +164,10 @@ int rr_ledger_event_parse(const char *text, size_t len, struct rr_ledger_event *
 	    s_bool(root, "already_present", &e.already_present, why, why_len) ||
 	    s_int(root, "fallbacks", 0, 1e6, &e.fallbacks, why, why_len) ||
 	    s_int(root, "exit_status", -1e6, 1e6, &e.exit_status, why, why_len) ||
-	    s_int(root, "attempt", 0, S_INT_MAX, &e.attempt, why, why_len))
+	    s_int(root, "attempt", 0, S_INT_MAX, &e.attempt, why, why_len) ||
+	    s_int(root, "failures", 0, S_INT_MAX, &e.failures, why, why_len) ||
+	    s_str(root, e.kind == RR_LEDGER_SUSPECT ? "restored_instead" : "passed_over_suspect",
+		  e.instead, sizeof(e.instead), why, why_len))
 		goto out;
 	/* Older agents wrote whole seconds only, and no durable time (the event is written
 	 * just after the manifest, so its own time stands in). */

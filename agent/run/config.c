@@ -35,8 +35,7 @@ int rr_parse_int(const char *s, long long min, long long max, long long *out)
 int rr_parse_duration_ms(const char *s, int64_t *out)
 {
 	static const struct { const char *suffix; int64_t ms; } units[] = {
-		{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 }, { "d", 86400000 },
-		{ "", 1000 },
+		{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 }, { "", 1000 },
 	};
 	char num[32];
 	size_t n = 0;
@@ -479,7 +478,7 @@ static const struct s_option s_table[] = {
 	{ "keep-for", 0, "DURATION", "RESUME_RUN_KEEP_FOR", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC),
 	  S_GROUP_MAIN, s_set_keep_for,
 	  "... for this long after its commit (default: for ever);\n"
-	  "the newest proven checkpoint is always kept", "a duration such as 7d or 48h" },
+	  "the newest proven checkpoint is always kept", "a duration such as 48h (at most 720h)" },
 	{ "suspect-after", 0, "N", "RESUME_RUN_SUSPECT_AFTER", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_suspect_after,
 	  "failures after resuming from one checkpoint, with no newer\n"

@@ -19,10 +19,13 @@
 #include "rr/error.h"
 #include "events.h"
 #include "rr/fsutil.h"
+#include "rr/layout.h"
 #include "rr/log.h"
+#include "rr/marks.h"
 #include "metrics.h"
 #include "rr/notice.h"
 #include "persister.h"
+#include "recovery.h"
 #include "fanout.h"
 #include "rr/parts.h"
 #include "throughput.h"
@@ -108,6 +111,11 @@ struct s_run {
 	int notice_file_seen;
 	int outlived;               /* a going notice's deadline passed with the trainer running */
 	int watch_stopped;          /* s_stop_watching ran */
+
+	/* suspect and proven checkpoints (agent/run/recovery.h) */
+	struct rr_recovery rec;
+	int suspect_due;            /* mark rec.from suspect before the next attempt */
+	int suspect_code;           /* the exit status that made it due */
 
 	int64_t next_every;         /* monotonic ms; 0: off */
 	int exit_code;
@@ -273,6 +281,7 @@ static int s_launch(struct s_run *r)
 	}
 	r->child_exited = 0;
 	r->pgid = r->child;
+	rr_recovery_launch(&r->rec, r->newest);
 	rr_info("started %s (pid %d, attempt %u)%s%s", r->cfg->argv[0], (int)r->child, r->attempt,
 		r->newest[0] ? ", resuming from " : "", r->newest);
 	return 0;
@@ -633,6 +642,8 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	} else {
 		rr_info("checkpoint %s committed", name);
 	}
+	if (r->scanned && r->child)
+		rr_recovery_commit(&r->rec, name);
 	rr_persister_submit(r->persister, name, ms, urgent);
 }
 
@@ -671,6 +682,167 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 					  "checkpoint durable" : "persist failed");
 }
 
+/* ---- suspect and proven checkpoints ---- */
+
+/* A framework that finds its checkpoint through a pointer file (DeepSpeed's `latest`)
+ * gets it back beside the restored directory (README, "The trainer contract", "Order"). */
+static void s_write_pointer(struct s_run *r, const char *name)
+{
+	const char *pointer = NULL;
+	int rc = rr_commit_write_pointer(&r->cfg->commit, r->ckpt_dir, name, &pointer);
+
+	if (rc)
+		rr_warn("cannot write the pointer file naming the restored %s: %s", name,
+			rr_strerror(rc));
+	else if (pointer)
+		rr_info("wrote %s naming %s", pointer, name);
+}
+
+
+/* A checkpoint the trainer resumed from is proven once a newer one it committed is
+ * durable: the persister writes the mark with the ledger event (rr/marks.h). */
+static void s_note_proven(struct s_run *r, const struct rr_persist_result *res)
+{
+	cJSON *ev;
+
+	if ((res->rc != 0 && res->rc != RR_EEXIST) || !rr_recovery_durable(&r->rec, res->name))
+		return;
+	ev = cJSON_CreateObject();
+	if (!ev)
+		return;
+	cJSON_AddStringToObject(ev, "checkpoint", r->rec.from);
+	cJSON_AddStringToObject(ev, "committed_after", res->name);
+	rr_persister_record(r->persister, "proven", ev);
+}
+
+/* The commit time recorded in name's manifest in the store: what a suspect mark names. */
+static int s_stored_committed_ms(struct s_run *r, const char *name, int64_t *out)
+{
+	struct rr_manifest *m = NULL;
+	char key[RR_KEY_MAX], why[200];
+	struct rr_buf b;
+	int rc = rr_key_manifest(key, r->cfg->run_id, name);
+
+	rr_buf_init(&b, RR_MANIFEST_MAX_BYTES);
+	if (!rc)
+		rc = rr_store_get(r->store, key, &b, NULL);
+	if (!rc)
+		rc = rr_manifest_parse((const char *)b.data, b.len, &m, why, sizeof(why));
+	if (!rc)
+		*out = m->committed_unix_ms;
+	rr_manifest_destroy(m);
+	rr_buf_free(&b);
+	return rc;
+}
+
+/* The suspect checkpoint leaves the trainer's sight: a dot-name is never a checkpoint. */
+static void s_move_aside(struct s_run *r, const char *name)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+
+	snprintf(from, sizeof(from), "%s/%s", r->ckpt_dir, name);
+	snprintf(to, sizeof(to), "%s/.%s.suspect-%lld", r->ckpt_dir, name,
+		 (long long)rr_wall_ms());
+	if (rename(from, to) == 0)
+		rr_info("moved the suspect %s aside to %s", name, to);
+	else if (errno != ENOENT)
+		rr_warn("cannot move the suspect %s aside (%s); the trainer may still find it",
+			name, strerror(errno));
+}
+
+/* Puts the newest checkpoint in the store that is not suspect where the trainer starts
+ * from, instead of suspect x; instead receives its name ("" when none is left: a fresh
+ * start). Returns 0, or the error that leaves the trainer to start from x again. */
+static int s_restore_before(struct s_run *r, const char *x, char *instead, size_t cap)
+{
+	struct rr_catalog *c = NULL;
+	struct rr_restore_stats st;
+	const struct rr_catalog_entry *e;
+	int rc = rr_catalog_list(r->store, r->cfg->run_id, &c);
+
+	instead[0] = '\0';
+	if (!rc)
+		rc = rr_restore_newest(r->store, c, r->cfg->nnodes, r->cfg->node_rank, r->ckpt_dir,
+				       r->cfg->threads, instead, cap, &st);
+	if (rc == RR_ENOENT) {
+		instead[0] = '\0';
+		rc = 0;
+	}
+	if (rc || strcmp(instead, x) == 0) {
+		rr_catalog_destroy(c);
+		return rc ? rc : RR_EEXIST;
+	}
+	s_move_aside(r, x);
+	snprintf(r->newest, sizeof(r->newest), "%s", instead);
+	snprintf(r->restored, sizeof(r->restored), "%s", instead);
+	r->newest_ms = 0;
+	e = instead[0] ? rr_catalog_find(c, instead) : NULL;
+	if (e && e->manifest) {
+		struct rr_manifest *m = e->manifest;
+		((struct rr_catalog_entry *)e)->manifest = NULL; /* taken over by the persister */
+		r->newest_ms = m->committed_unix_ms;
+		s_write_pointer(r, instead);
+		rr_persister_rewind(r->persister, instead, m->committed_unix_ms, m);
+	} else {
+		rr_persister_rewind(r->persister, "", 0, NULL);
+	}
+	rr_catalog_destroy(c);
+	return 0;
+}
+
+/* The trainer failed suspect_after times after resuming from rec.from with nothing newer:
+ * that checkpoint is marked suspect in the store (README, "Suspect and proven checkpoints")
+ * and, when the trainer starts again here (restore_before), the one before takes its
+ * place. Runs while the trainer is down: the restart waits for it. */
+static void s_set_suspect_aside(struct s_run *r, int restore_before)
+{
+	struct rr_suspect m = { .failures = r->rec.failures, .exit_status = r->suspect_code };
+	char x[256], instead[256] = "";
+	int rc, marked, placed = 0;
+	cJSON *ev;
+
+	r->suspect_due = 0;
+	snprintf(x, sizeof(x), "%s", r->rec.from);
+	snprintf(m.host, sizeof(m.host), "%s", rr_hostname());
+	snprintf(m.why, sizeof(m.why), "the trainer failed %u times after resuming from it, "
+		 "last with exit status %d", r->rec.failures, r->suspect_code);
+	rc = s_stored_committed_ms(r, x, &m.for_committed_ms);
+	if (!rc)
+		rc = rr_mark_suspect(r->store, r->cfg->run_id, x, &m);
+	marked = rc == 0;
+	if (marked)
+		rr_warn("checkpoint %s marked suspect: %s", x, m.why);
+	else if (rc == RR_ENOENT)
+		rr_warn("checkpoint %s is suspect (%s) but not in the store: nothing to mark", x,
+			m.why);
+	else
+		rr_error("cannot mark checkpoint %s suspect in the store (%s): %s", x,
+			 rr_store_strerror(rc), m.why);
+	if (restore_before && (marked || rc == RR_ENOENT)) {
+		rc = s_restore_before(r, x, instead, sizeof(instead));
+		placed = rc == 0;
+		if (placed && instead[0])
+			rr_warn("restarting the trainer from %s, the checkpoint before suspect %s",
+				instead, x);
+		else if (placed)
+			rr_warn("no checkpoint before suspect %s: the trainer starts afresh", x);
+		else
+			rr_error("cannot put the checkpoint before %s in its place (%s); restarting "
+				 "from %s", x, rc == RR_EEXIST ? "none other in the store"
+							   : rr_store_strerror(rc), x);
+	}
+	ev = cJSON_CreateObject();
+	if (!ev)
+		return;
+	cJSON_AddStringToObject(ev, "checkpoint", x);
+	cJSON_AddNumberToObject(ev, "failures", (double)r->rec.failures);
+	cJSON_AddNumberToObject(ev, "exit_status", r->suspect_code);
+	cJSON_AddBoolToObject(ev, "marked", marked);
+	if (placed)
+		cJSON_AddStringToObject(ev, "restored_instead", instead);
+	rr_persister_record(r->persister, "suspect", ev);
+}
+
 /* ---- signals and the trainer's exit ---- */
 
 static void s_on_child_exit(struct s_run *r)
@@ -696,9 +868,15 @@ static void s_on_child_exit(struct s_run *r)
 			rr_info("the trainer finished after outliving the notice");
 		return;
 	}
+	if (rr_recovery_failed(&r->rec, code)) {
+		r->suspect_due = 1;
+		r->suspect_code = code;
+	}
 	if (r->restarts >= r->cfg->max_restarts) {
 		if (r->cfg->max_restarts)
 			rr_error("trainer failed %u times; giving up", r->restarts + 1);
+		if (r->suspect_due)
+			s_set_suspect_aside(r, 0); /* the next machine starts from the one before */
 		s_transition(r, S_FINISHING, r->nstate);
 		r->exit_code = code;
 		return;
@@ -786,8 +964,10 @@ static void s_collect_results(struct s_run *r)
 	struct rr_persist_result res[8];
 	size_t k;
 	while ((k = rr_persister_collect(r->persister, res, 8)) > 0)
-		for (size_t i = 0; i < k; i++)
+		for (size_t i = 0; i < k; i++) {
+			s_note_proven(r, &res[i]);
 			s_on_persisted(r, &res[i]);
+		}
 }
 
 static int64_t s_min_timeout(int64_t cur, int64_t at, int64_t now)
@@ -915,6 +1095,8 @@ static int s_loop(struct s_run *r)
 		if (r->phase == S_RESTART_WAIT && now >= r->restart_at) {
 			s_transition(r, S_TRAINING, r->nstate);
 			s_kill_leftovers(r, LEFTOVER_GRACE_MS);
+			if (r->suspect_due)
+				s_set_suspect_aside(r, 1);
 			int rc = s_launch(r);
 			if (rc) {
 				s_transition(r, S_FINISHING, r->nstate);
@@ -933,20 +1115,6 @@ static int s_loop(struct s_run *r)
 }
 
 /* ---- start-up ---- */
-
-/* A framework that finds its checkpoint through a pointer file (DeepSpeed's `latest`)
- * gets it back beside the restored directory (README, "The trainer contract", "Order"). */
-static void s_write_pointer(struct s_run *r, const char *name)
-{
-	const char *pointer = NULL;
-	int rc = rr_commit_write_pointer(&r->cfg->commit, r->ckpt_dir, name, &pointer);
-
-	if (rc)
-		rr_warn("cannot write the pointer file naming the restored %s: %s", name,
-			rr_strerror(rc));
-	else if (pointer)
-		rr_info("wrote %s naming %s", pointer, name);
-}
 
 /* *chunks: the store's chunks as this lookup listed them, for the first persist. */
 static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
@@ -1021,6 +1189,8 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 		cJSON_AddNumberToObject(ev, "elapsed_ms", (double)st.elapsed_ms);
 		cJSON_AddBoolToObject(ev, "already_present", st.already_present);
 		cJSON_AddNumberToObject(ev, "fallbacks", (double)st.fallbacks);
+		if (st.suspects)
+			cJSON_AddStringToObject(ev, "passed_over_suspect", st.suspect);
 		cJSON_AddNumberToObject(ev, "started_unix_ms", (double)r->started_wall_ms);
 		r->restore_event = ev; /* recorded from the loop, with the instance identity */
 		r->restore_event_kind = "restore";
@@ -1149,7 +1319,8 @@ static int s_signals_setup(void)
 
 int rr_run(const struct rr_config *cfg)
 {
-	struct s_run r = { .cfg = cfg, .sfd = -1, .started_wall_ms = rr_wall_ms() };
+	struct s_run r = { .cfg = cfg, .sfd = -1, .started_wall_ms = rr_wall_ms(),
+			   .rec = { .suspect_after = cfg->suspect_after } };
 	struct rr_manifest *baseline = NULL;
 	struct rr_chunk_index *chunks = NULL;
 	struct rr_persister_config pc;
@@ -1211,7 +1382,9 @@ int rr_run(const struct rr_config *cfg)
 
 	pc = (struct rr_persister_config){
 		.store = r.store, .run_id = cfg->run_id, .checkpoint_dir = r.ckpt_dir,
-		.keep = cfg->keep, .threads = cfg->threads, .zstd_level = cfg->zstd_level,
+		.keep = cfg->keep, .keep_every_ms = cfg->keep_every_ms,
+		.keep_for_ms = cfg->keep_for_ms, .threads = cfg->threads,
+		.zstd_level = cfg->zstd_level,
 		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
 		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
 		.metrics = r.metrics, .store_url = cfg->store_url,

@@ -19,6 +19,7 @@ enum rr_ledger_kind {
 	RR_LEDGER_NOTICE,
 	RR_LEDGER_CHECKPOINT,
 	RR_LEDGER_RESTART,
+	RR_LEDGER_SUSPECT, /* a checkpoint set aside after repeated failures */
 };
 
 /* Where an event was recorded; empty strings when the ledger does not say. */
@@ -54,6 +55,10 @@ struct rr_ledger_event {
 	int64_t fallbacks;     /* restore: damaged checkpoints skipped (-1: not recorded) */
 	int64_t exit_status;   /* restart: the failed trainer's exit status */
 	int64_t attempt;       /* restart: the attempt number started */
+	int64_t failures;      /* suspect: failed attempts that led to the mark */
+	/* suspect: what was restored instead ("" when nothing, or not here); restore: the
+	 * suspect checkpoint it passed over ("" when none) */
+	char instead[256];
 };
 
 /* Parses one ledger event (len bytes of JSON, at most RR_LEDGER_EVENT_MAX). Fields older
