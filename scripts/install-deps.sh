@@ -27,6 +27,8 @@ if [ "$what" = test ]; then
 	pkgs+=(python3-venv python3-dev)
 	# prometheus brings promtool, which checks the --metrics-file output (test_report.sh).
 	pkgs+=(prometheus)
+	# faketime (libfaketime) runs the agent with its clock 20 minutes off (test_clock_skew.sh).
+	pkgs+=(faketime)
 	# Node.js runs the S3 test server; this machine kind ships it (NodeSource), Debian's
 	# nodejs + npm are the fallback.
 	command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

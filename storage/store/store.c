@@ -172,8 +172,8 @@ void rr_store_observe_date(struct rr_store *s, const char *http_date)
 	if (offset > -1500 && offset < 1500)
 		offset = 0;
 	if (!atomic_load(&s->clock_known) && llabs(offset) >= 60000)
-		rr_warn("%s's clock is %lld s %s this machine's: ages in the store are judged by "
-			"the store's clock (fix this machine's clock with NTP)", s->url ? s->url : "the store",
+		rr_warn("the store's clock is %lld s %s this machine's: ages in the store are "
+			"judged by the store's clock (fix this machine's clock with NTP)",
 			llabs(offset) / 1000, offset > 0 ? "ahead of" : "behind");
 	atomic_store(&s->clock_offset_ms, offset);
 	atomic_store(&s->clock_known, 1);
