@@ -430,8 +430,23 @@ static int s_log_deadline_estimate(struct s_run *r, int64_t left_ms, struct rr_t
 	return 1;
 }
 
+/* How long the notice leaves. A cloud's deadline is a time on its own clock (AWS's
+ * instance-action "time", Azure's NotBefore): it is judged by the store's clock, which the
+ * store's answers tell (rr_store_now_ms), so a machine whose clock is off still sees the
+ * 120 s AWS gives, not 120 s less its error. The others are relative already. */
+static int64_t s_notice_left_ms(struct s_run *r, const struct rr_notice *n)
+{
+	int64_t left = (n->deadline_unix - n->received_unix) * 1000;
+
+	if (n->deadline_unix && (n->source == RR_SOURCE_AWS || n->source == RR_SOURCE_AZURE) &&
+	    atomic_load(&r->store->clock_known))
+		left = n->deadline_unix * 1000 - rr_store_now_ms(r->store);
+	return left;
+}
+
 static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 {
+	int64_t left_ms;
 	struct rr_buf json;
 	struct rr_throughput tp;
 	struct rr_deadline_estimate est;
@@ -450,8 +465,8 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 	if (n->source != RR_SOURCE_NODE)
 		rr_fanout_announce(r->fanout, n);
 	r->notice_mono = rr_mono_ms();
-	r->deadline_mono = n->deadline_unix ?
-				   r->notice_mono + (n->deadline_unix - n->received_unix) * 1000 : 0;
+	left_ms = s_notice_left_ms(r, n);
+	r->deadline_mono = n->deadline_unix ? r->notice_mono + left_ms : 0;
 	/* The store stops retrying where a retry could not finish before the deadline. */
 	rr_store_set_deadline(r->store, r->deadline_mono);
 	r->notice_ckpt[0] = '\0';
@@ -459,11 +474,9 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 	r->ask_warned = 0;
 	if (n->deadline_unix)
 		rr_info("notice: %s from %s, deadline in %lld s", rr_notice_kind_name(n->kind),
-			rr_notice_source_name(n->source),
-			(long long)(n->deadline_unix - n->received_unix));
+			rr_notice_source_name(n->source), (long long)(left_ms / 1000));
 	if (n->deadline_unix)
-		estimated = s_log_deadline_estimate(r, (n->deadline_unix - n->received_unix) *
-								1000, &tp, &est);
+		estimated = s_log_deadline_estimate(r, left_ms, &tp, &est);
 	else
 		rr_info("notice: %s from %s, no deadline", rr_notice_kind_name(n->kind),
 			rr_notice_source_name(n->source));

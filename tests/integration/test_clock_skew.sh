@@ -7,6 +7,9 @@
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 . "$RR_SRC/tests/integration/faultlib.sh"
+. "$RR_SRC/tests/integration/metalib.sh"
+# shellcheck disable=SC2154 # assigned inside the trap string itself
+trap 'k_rc=$?; set +e; stop_meta; stop_faults; stop_s3; (exit $k_rc); cleanup' EXIT
 
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 [ -e "$FAKETIME_LIB" ] || fail "libfaketime is missing (scripts/install-deps.sh test installs faketime)"
@@ -71,4 +74,25 @@ expect_grep 'deleted 0 checkpoints and 0 chunks .*; [1-9][0-9]* unreferenced chu
 expect_grep "clock is 1[12][0-9][0-9] s behind this machine's" gc-ahead.log "said the clocks differ"
 ok "gc --grace 15m 20 minutes ahead: chunks written seconds ago are young by the store's clock, none deleted"
 "$RR_BIN" verify --store "$S" > verify.log 2>&1 || fail "verify after the skewed runs: $(cat verify.log)"
+
+# --- an AWS spot interruption, 20 minutes ahead: its deadline (a time on AWS's clock) is
+# judged by the store's clock: about 120 s, not 120 s less 20 minutes ---
+start_meta aws
+( wait_for 60 sh -c "ls '$W/c2' 2>/dev/null | grep -q '^step-'" && ctl "announce?in=0" ) &
+announcer=$!
+set +e
+skewed +20m "$RR_BIN" --store "s3://$S3_BUCKET/skew-aws" --checkpoint-dir "$W/c2" --cloud aws \
+	--metadata-endpoint "$META_URL" --poll-interval 1s \
+	-- "${TICKER[@]}" --every 0.3 --until 1000 --obey > aws.log 2>&1
+rc=$?
+set -e
+wait $announcer
+expect_eq "$rc" "$RR_PREEMPTED" "preempted agent 20 minutes ahead"
+expect_grep 'notice: preempt from aws, deadline in 1[01][0-9] s' aws.log "deadline by the store's clock"
+# (Which commit answers the notice is judged by file times, which libfaketime leaves on the
+# true clock while the agent's is moved: on a machine really off, both are. So the test asks
+# only that the trainer's last checkpoint was persisted.)
+expect_grep "persisted $(sed -nE 's/^exit for the notice after (step-[0-9]+)/\1/p' aws.log):" aws.log "the notice's checkpoint persisted"
+expect_no_grep 'deadline passed' aws.log "no deadline missed"
+ok "AWS interruption 20 minutes ahead: deadline in ~120 s by the store's clock; its checkpoint persisted"
 finish
