@@ -259,6 +259,7 @@ int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_
 			break;
 		}
 		case RR_LEDGER_START:
+		case RR_LEDGER_EXIT: /* how the machine ended: read by issue 25's report lines */
 		case RR_LEDGER_OTHER:
 			break;
 		}

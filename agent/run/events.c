@@ -15,6 +15,23 @@ const char *rr_hostname(void)
 	return name;
 }
 
+cJSON *rr_event_exit(const char *how, int exit_status, int trainer_status, unsigned restarts,
+		     const char *checkpoint, int64_t started_unix_ms)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "how", how);
+	cJSON_AddNumberToObject(o, "exit_status", exit_status);
+	cJSON_AddNumberToObject(o, "trainer_exit_status", trainer_status);
+	cJSON_AddNumberToObject(o, "restarts", restarts);
+	if (checkpoint && checkpoint[0])
+		cJSON_AddStringToObject(o, "checkpoint", checkpoint);
+	cJSON_AddNumberToObject(o, "started_unix_ms", (double)started_unix_ms);
+	return o;
+}
+
 int rr_event_record(struct rr_store *s, const char *run_id, const char *kind, cJSON *fields)
 {
 	cJSON *o = fields ? fields : cJSON_CreateObject();

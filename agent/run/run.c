@@ -439,7 +439,7 @@ static int64_t s_notice_left_ms(struct s_run *r, const struct rr_notice *n)
 	int64_t left = (n->deadline_unix - n->received_unix) * 1000;
 
 	if (n->deadline_unix && (n->source == RR_SOURCE_AWS || n->source == RR_SOURCE_AZURE) &&
-	    atomic_load(&r->store->clock_known))
+	    rr_store_clock_known(r->store))
 		left = n->deadline_unix * 1000 - rr_store_now_ms(r->store);
 	return left;
 }
@@ -1330,6 +1330,22 @@ static int s_signals_setup(void)
 	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+/* The ledger's last word from this machine (rr_event_exit), written after the persister
+ * has stopped so that nothing follows it. */
+static void s_record_exit(struct s_run *r, int code)
+{
+	const char *how = r->preempted ? "preempted" : code == 0 ? "finished" :
+			  !r->persister && code > 128 ? "stopped" :
+			  !r->persister || code == EXIT_AGENT_ERROR ? "error" : "failed";
+	cJSON *ev = rr_event_exit(how, code, r->exit_code, r->restarts, r->newest,
+				  r->started_wall_ms);
+	int rc = ev ? rr_event_record(r->store, r->cfg->run_id, "exit", ev) : RR_ENOMEM;
+
+	if (rc)
+		rr_warn("could not record this machine's exit in the ledger: %s",
+			rr_store_strerror(rc));
+}
+
 int rr_run(const struct rr_config *cfg)
 {
 	struct s_run r = { .cfg = cfg, .sfd = -1, .started_wall_ms = rr_wall_ms(),
@@ -1435,6 +1451,10 @@ out:
 	if (r.persister && rr_persister_busy(r.persister) && code != EXIT_AGENT_ERROR)
 		rr_warn("leaving with a persist unfinished");
 	rr_persister_destroy(r.persister);
+	if (r.store) {
+		s_record_exit(&r, code);
+		r.persister = NULL;
+	}
 	rr_metrics_finish(r.metrics, rr_wall_ms());
 	rr_metrics_flush(r.metrics);
 	rr_metrics_destroy(r.metrics);

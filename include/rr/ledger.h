@@ -20,6 +20,7 @@ enum rr_ledger_kind {
 	RR_LEDGER_CHECKPOINT,
 	RR_LEDGER_RESTART,
 	RR_LEDGER_SUSPECT, /* a checkpoint set aside after repeated failures */
+	RR_LEDGER_EXIT,    /* how a machine's agent ended */
 };
 
 /* Where an event was recorded; empty strings when the ledger does not say. */
@@ -56,6 +57,7 @@ struct rr_ledger_event {
 	int64_t exit_status;   /* restart: the failed trainer's exit status */
 	int64_t attempt;       /* restart: the attempt number started */
 	int64_t failures;      /* suspect: failed attempts that led to the mark */
+	char how[16];          /* exit: "finished", "preempted", "failed", "error", "stopped" */
 	/* suspect: what was restored instead ("" when nothing, or not here); restore: the
 	 * suspect checkpoint it passed over ("" when none) */
 	char instead[256];

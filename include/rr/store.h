@@ -119,6 +119,8 @@ void rr_store_clear_why(void);
  * ages (gc's grace, a restore lease's) are judged the same however far this machine's
  * clock is off. */
 int64_t rr_store_now_ms(const struct rr_store *s);
+/* 1 once the store's answers told its time (rr_store_now_ms is then the store's own). */
+int rr_store_clock_known(const struct rr_store *s);
 /* For backends: records the store's time from an answer's Date header (RFC 7231
  * IMF-fixdate, one-second resolution); an unreadable one is ignored. */
 void rr_store_observe_date(struct rr_store *s, const char *http_date);

@@ -154,6 +154,13 @@ int64_t rr_store_now_ms(const struct rr_store *s)
 	return rr_wall_ms() + (atomic_load(&s->clock_known) ? atomic_load(&s->clock_offset_ms) : 0);
 }
 
+int rr_store_clock_known(const struct rr_store *s)
+{
+	while (s->inner)
+		s = s->inner;
+	return atomic_load(&s->clock_known);
+}
+
 void rr_store_observe_date(struct rr_store *s, const char *http_date)
 {
 	struct tm tm;

@@ -68,6 +68,9 @@ r = json.load(open(sys.argv[1]))
 assert [s["checkpoint"] for s in r["suspects"]] == ["step-6"], r["suspects"]
 assert any(x.get("passed_over_suspect") == "step-6" for x in r["restores"]), r["restores"]
 PY
+# The ledger says how each machine ended: n1 and n3 finished, n2 failed.
+expect_eq "$(cat "$W"/store2/default/events/*-exit.json | grep -o '"how":"[a-z]*"' | tr '\n' ' ')" \
+	'"how":"finished" "how":"failed" "how":"finished" ' "exit events"
 ok "giving up still marks step-6; the next machine passes it over and restores step-5"
 
 # unmark clears a mark: the next start takes step-6 again.
