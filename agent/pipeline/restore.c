@@ -769,9 +769,11 @@ out:
 	return rc;
 }
 
-int rr_restore_leased(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
-		      const char *parent, unsigned threads, struct rr_restore_stats *stats,
-		      char *why, size_t why_len)
+/* rr_restore_checkpoint under a lease; keep (RR_READER_TOKEN_MAX bytes) non-NULL: the lease
+ * is kept on success and its token left there, else given back here. */
+static int s_restore_leased(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
+			    const char *parent, unsigned threads, struct rr_restore_stats *stats,
+			    char *why, size_t why_len, char *keep)
 {
 	char token[RR_READER_TOKEN_MAX] = "";
 	int rc = rr_reader_begin(s, run_id, m->checkpoint, token);
@@ -783,13 +785,31 @@ int rr_restore_leased(struct rr_store *s, const char *run_id, const struct rr_ma
 		token[0] = '\0';
 	}
 	rc = rr_restore_checkpoint(s, run_id, m, parent, threads, stats, why, why_len);
-	rr_reader_end(s, run_id, m->checkpoint, token);
+	if (rc || !keep)
+		rr_reader_end(s, run_id, m->checkpoint, token);
+	else
+		memcpy(keep, token, sizeof(token));
 	return rc;
+}
+
+int rr_restore_leased(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
+		      const char *parent, unsigned threads, struct rr_restore_stats *stats,
+		      char *why, size_t why_len)
+{
+	return s_restore_leased(s, run_id, m, parent, threads, stats, why, why_len, NULL);
 }
 
 int rr_restore_newest(struct rr_store *s, struct rr_catalog *c, unsigned nnodes, unsigned rank,
 		      const char *parent, unsigned threads, char *name_out, size_t cap,
 		      struct rr_restore_stats *stats)
+{
+	return rr_restore_newest_leased(s, c, nnodes, rank, parent, threads, name_out, cap, stats,
+					NULL);
+}
+
+int rr_restore_newest_leased(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
+			     unsigned rank, const char *parent, unsigned threads, char *name_out,
+			     size_t cap, struct rr_restore_stats *stats, char *lease)
 {
 	const struct rr_catalog_entry *e;
 	const char *damaged = NULL;
@@ -824,8 +844,8 @@ int rr_restore_newest(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
 		}
 		if (damaged)
 			rr_warn("falling back from damaged checkpoint %s to %s", damaged, e->name);
-		rc = rr_restore_leased(s, c->run_id, e->manifest, parent, threads, stats, why,
-				       sizeof(why));
+		rc = s_restore_leased(s, c->run_id, e->manifest, parent, threads, stats, why,
+				      sizeof(why), lease);
 		if (rc == 0) {
 			snprintf(name_out, cap, "%s", e->name);
 			stats->fallbacks = fallbacks;

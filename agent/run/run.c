@@ -49,6 +49,9 @@
 /* The store's requests end at the notice's deadline too (rr_store_set_deadline), so a
  * persist can fail a few milliseconds before the loop sees the deadline pass. */
 #define DEADLINE_SLACK_MS 100
+/* The start-up restore's lease is given back within this much of the store's time; a slow
+ * store's delete does not hold the trainer up (a lease left behind expires). */
+#define LEASE_RELEASE_MS 2000
 
 extern char **environ;
 
@@ -1135,7 +1138,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 {
 	struct rr_catalog *c = NULL;
 	struct rr_restore_stats st;
-	char name[256];
+	char name[256], lease[RR_READER_TOKEN_MAX] = "";
 	int64_t listed_ms = rr_wall_ms();
 	int rc;
 
@@ -1166,8 +1169,14 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 		}
 		return 0;
 	}
-	rc = rr_restore_newest(r->store, c, r->cfg->nnodes, r->cfg->node_rank, r->ckpt_dir,
-			       r->cfg->threads, name, sizeof(name), &st);
+	rc = rr_restore_newest_leased(r->store, c, r->cfg->nnodes, r->cfg->node_rank, r->ckpt_dir,
+				      r->cfg->threads, name, sizeof(name), &st, lease);
+	if (!rc && lease[0]) {
+		/* No notice bounds the store yet, nor does anything else use it. */
+		rr_store_set_deadline(r->store, rr_mono_ms() + LEASE_RELEASE_MS);
+		rr_reader_end(r->store, r->cfg->run_id, name, lease);
+		rr_store_set_deadline(r->store, 0);
+	}
 	if (rc && r->store->stopped) {
 		rr_catalog_destroy(c);
 		return EXIT_AGENT_ERROR;

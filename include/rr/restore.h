@@ -55,4 +55,12 @@ int rr_restore_newest(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
 		      const char *parent, unsigned threads, char *name_out, size_t cap,
 		      struct rr_restore_stats *stats);
 
+/* rr_restore_newest, but the lease is not given back: on success lease (RR_READER_TOKEN_MAX
+ * bytes, "" when none was taken) is what rr_reader_end needs for name_out, so a caller that
+ * cannot wait on the store (the agent's start-up, under a slow store) gives it back its own
+ * way, or leaves it to expire. */
+int rr_restore_newest_leased(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
+			     unsigned rank, const char *parent, unsigned threads, char *name_out,
+			     size_t cap, struct rr_restore_stats *stats, char *lease);
+
 #endif
