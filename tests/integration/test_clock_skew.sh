@@ -17,7 +17,9 @@ FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 # clock and the files' times (the kernel's) are left alone.
 skewed() {
 	local offset=$1; shift
-	env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="$offset" FAKETIME_DONT_FAKE_MONOTONIC=1 NO_FAKE_STAT=1 \
+	# (An ASan build wants its runtime first; libfaketime's wrappers do not disturb it.)
+	env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="$offset" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" FAKETIME_DONT_FAKE_MONOTONIC=1 NO_FAKE_STAT=1 \
 		FAKETIME_DONT_RESET=1 "$@"
 }
 # The trainer runs on this machine's true clock (libfaketime's sleep misbehaves in Python).
