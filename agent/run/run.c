@@ -714,7 +714,6 @@ static void s_write_pointer(struct s_run *r, const char *name)
 		rr_info("wrote %s naming %s", pointer, name);
 }
 
-
 /* A checkpoint the trainer resumed from is proven once a newer one it committed is
  * durable: the persister writes the mark with the ledger event (rr/marks.h). */
 static void s_note_proven(struct s_run *r, const struct rr_persist_result *res)
