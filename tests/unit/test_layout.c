@@ -240,8 +240,9 @@ static void test_mark_parse_refuses_near_misses(void)
 		"run/checkpoints/a/suspect.json.tmp", "run/checkpoints/a/suspect",
 		"run/checkpoints//suspect.json", "other/checkpoints/a/suspect.json",
 		"run/checkpoints/a/readers/.json", "run/checkpoints/a/readers/x/y.json",
-		"run/checkpoints/a/readers/x", "run/checkpoints/a/readers/"
-		"0123456789012345678901234567890123456789012345678901234567890123.json",
+		"run/checkpoints/a/readers/x", /* a token longer than the room for it: */
+		("run/checkpoints/a/readers/"
+		 "0123456789012345678901234567890123456789012345678901234567890123.json"),
 		"run/chunks/ab/suspect.json", "",
 	};
 	char name[256], token[64];
