@@ -280,7 +280,9 @@ class MaxSkewTest(unittest.TestCase):
         finally:
             proc.terminate()
             proc.wait(5)
+            proc.stdout.close()
             up.shutdown()
+            up.server_close()
 
 
 if __name__ == "__main__":
