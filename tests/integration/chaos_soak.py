@@ -8,8 +8,9 @@ persists, or the trainer saves) or of the trainer; then the machine is lost (eve
 is SIGKILLed, the directory forgotten). Checked after each cycle: what the next machine
 restores is never older than the newest checkpoint any agent logged durable. At the end one
 machine trains to the end undisturbed: its final weights must equal an uninterrupted run's
-bit for bit (--precision exact), `verify` must be clean, and after `gc` every chunk in the
-store is one a kept checkpoint names and every mark belongs to a kept checkpoint.
+bit for bit (--precision exact), `verify` must be clean, after `gc` every chunk in the store
+is one a kept checkpoint names and every mark belongs to a kept checkpoint, and the
+ledger's exit events say how each machine ended (preempted, finished; a lost one: none).
 
 Prints one line per cycle and a summary: "soak: N cycles ..."."""
 import argparse
@@ -141,7 +142,7 @@ def cycle(a, n, rng):
     return m, event
 
 
-def audit(a):
+def audit(a, counts):
     """After gc: every chunk is named by a kept manifest, every mark has its manifest."""
     import boto3
     bucket, _, prefix = a.store[len("s3://"):].partition("/")
@@ -160,6 +161,18 @@ def audit(a):
     leaked = [c for c in chunks if c not in named]
     if leaked:
         fail("after gc, %d chunks no kept checkpoint names (e.g. %s)" % (len(leaked), leaked[0]))
+    # The ledger tells how each machine ended: those a notice stopped left "preempted", the
+    # last one "finished", and the lost ones (SIGKILLed) nothing.
+    hows = {}
+    for k in keys:
+        if k.startswith(run + "events/") and k.endswith("-exit.json"):
+            how = json.loads(s3.get_object(Bucket=bucket, Key=k)["Body"].read())["how"]
+            hows[how] = hows.get(how, 0) + 1
+    want = {"finished": 1}
+    if counts["preempt"] + counts["terminate"]:
+        want["preempted"] = counts["preempt"] + counts["terminate"]
+    if hows != want:
+        fail("the ledger's exit events say %s, expected %s" % (hows, want))
     strays = [k for k in keys if k.startswith(run + "checkpoints/") and
               k[len(run + "checkpoints/"):].split("/", 1)[0] not in manifests]
     if strays:
@@ -229,7 +242,7 @@ def main():
                        capture_output=True, text=True)
     if g.returncode != 0:
         fail("gc: status %d: %s" % (g.returncode, g.stderr))
-    kept, chunks = audit(a)
+    kept, chunks = audit(a, counts)
     print("soak: %d cycles (%s) in %.0f s; final step-%d equal to an uninterrupted run's; "
           "verify clean; after gc %d checkpoints, %d chunks, none leaked"
           % (a.cycles, ", ".join("%s %d" % kv for kv in counts.items()),

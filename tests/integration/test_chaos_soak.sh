@@ -6,7 +6,8 @@
 # the trainer saving) or of the trainer, then lost. Each next machine restores a checkpoint no
 # older than the newest one logged durable; the last one trains to the end and its weights
 # equal an uninterrupted run's bit for bit; verify is clean; after gc the store holds only
-# what the kept checkpoints name. tests/integration/chaos_soak.py is the driver.
+# what the kept checkpoints name; the ledger's exit events say how each machine ended.
+# tests/integration/chaos_soak.py is the driver.
 # By hand, longer: SOAK_CYCLES=300 SOAK_SEED=7 bash tests/integration/test_chaos_soak.sh
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
