@@ -293,7 +293,7 @@ static size_t s_plan(const struct rr_catalog *c, const struct rr_gc_policy *pol,
 
 /* The marks of deleted checkpoints go with them; a mark whose checkpoint is gone goes once
  * past the grace period (a suspect mark may briefly outlive its manifest while the name is
- * committed again, see persist.c). A restore's lease stays until it expires. */
+ * committed again, see persist.c). A restore's lease stays until it expires, then goes. */
 static int s_delete_marks(struct rr_store *s, const struct rr_catalog *c,
 			  const unsigned char *doomed, int64_t now_ms, int64_t grace_ms)
 {
@@ -303,9 +303,9 @@ static int s_delete_marks(struct rr_store *s, const struct rr_catalog *c,
 	for (size_t i = 0; !rc && i < c->nmarks; i++) {
 		const struct rr_catalog_mark *m = &c->marks[i];
 		const struct rr_catalog_entry *e = rr_catalog_find(c, m->name);
-		int go = e ? doomed[e - c->entries] && m->kind != RR_KEY_READER
-			   : m->mtime_unix_ms < now_ms - grace_ms &&
-				     !(m->kind == RR_KEY_READER && s_leased(m->mtime_unix_ms, now_ms));
+		int leased = m->kind == RR_KEY_READER && s_leased(m->mtime_unix_ms, now_ms);
+		int go = e ? (doomed[e - c->entries] || m->kind == RR_KEY_READER) && !leased
+			   : m->mtime_unix_ms < now_ms - grace_ms && !leased;
 		if (!go)
 			continue;
 		if (m->kind == RR_KEY_READER)
