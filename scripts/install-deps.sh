@@ -29,6 +29,8 @@ if [ "$what" = test ]; then
 	pkgs+=(prometheus)
 	# python3-venv: the virtual environment of the clouds' SDKs (tests/thirdparty/install.sh).
 	pkgs+=(python3-venv)
+	# faketime (libfaketime) runs the agent with its clock 20 minutes off (test_clock_skew.sh).
+	pkgs+=(faketime)
 	# Node.js runs the S3 test server; this machine kind ships it (NodeSource), Debian's
 	# nodejs + npm are the fallback.
 	command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

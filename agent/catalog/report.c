@@ -218,7 +218,20 @@ int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_
 			s->elapsed_ms = e->elapsed_ms;
 			s->fallbacks = e->fallbacks;
 			s->already_present = e->already_present;
+			memcpy(s->passed_over, e->instead, sizeof(s->passed_over));
 			r->restore_ms += e->elapsed_ms;
+			break;
+		}
+		case RR_LEDGER_SUSPECT: {
+			struct rr_report_suspect *s = s_push(&r->suspects, &r->nsuspects, sizeof(*s));
+			if (!s)
+				goto out;
+			s->attempt = att[i];
+			s->unix_ms = e->unix_ms;
+			s->failures = e->failures;
+			s->exit_status = e->exit_status;
+			memcpy(s->checkpoint, e->checkpoint, sizeof(s->checkpoint));
+			memcpy(s->instead, e->instead, sizeof(s->instead));
 			break;
 		}
 		case RR_LEDGER_RESTART: {
@@ -300,6 +313,7 @@ void rr_report_destroy(struct rr_report *r)
 	free(r->notices);
 	free(r->restores);
 	free(r->restarts);
+	free(r->suspects);
 	free(r->counts);
 	free(r);
 }

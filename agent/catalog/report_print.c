@@ -160,6 +160,8 @@ int rr_report_print_text(const struct rr_report *r, const char *run_id, FILE *f)
 			rr_format_bytes(s->bytes, b1), rr_format_bytes(s->downloaded_bytes, b2),
 			shared, s_dur(s->elapsed_ms, d1), fb,
 			s->already_present ? " (already on disk)" : "");
+		if (s->passed_over[0])
+			fprintf(f, "      passed over suspect checkpoint %s\n", s->passed_over);
 	}
 	fprintf(f, "\nRestarts after crashes\n");
 	if (!r->nrestarts)
@@ -169,6 +171,16 @@ int rr_report_print_text(const struct rr_report *r, const char *run_id, FILE *f)
 		fprintf(f, "  %s  machine %zu  exit status %lld, restart %lld%s%s\n",
 			s_when(s->unix_ms, w1), s->attempt + 1, (long long)s->exit_status,
 			(long long)s->attempt_no, s->checkpoint[0] ? " from " : "", s->checkpoint);
+	}
+	fprintf(f, "\nSuspect checkpoints (the trainer failed repeatedly after resuming from them)\n");
+	if (!r->nsuspects)
+		fprintf(f, "  none\n");
+	for (size_t i = 0; i < r->nsuspects; i++) {
+		const struct rr_report_suspect *s = &r->suspects[i];
+		fprintf(f, "  %s  machine %zu  %s after %lld failures (last exit status %lld)%s%s\n",
+			s_when(s->unix_ms, w1), s->attempt + 1, s->checkpoint,
+			(long long)s->failures, (long long)s->exit_status,
+			s->instead[0] ? "; restored instead: " : "", s->instead);
 	}
 	fprintf(f, "\nCheckpoints: %u persisted (%u for notices); %s checkpointed, %s stored",
 		r->checkpoints, r->urgent_checkpoints, rr_format_bytes(r->bytes_checkpointed, b1),
@@ -302,6 +314,28 @@ static cJSON *s_restores(const struct rr_report *r)
 		cJSON_AddNumberToObject(o, "seconds", (double)s->elapsed_ms / 1000.0);
 		s_num_or_null(o, "fallbacks", s->fallbacks >= 0, (double)s->fallbacks);
 		cJSON_AddBoolToObject(o, "already_present", s->already_present);
+		s_str_or_null(o, "passed_over_suspect", s->passed_over);
+	}
+	return arr;
+}
+
+static cJSON *s_suspects(const struct rr_report *r)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (size_t i = 0; arr && i < r->nsuspects; i++) {
+		const struct rr_report_suspect *s = &r->suspects[i];
+		cJSON *o = cJSON_CreateObject();
+		if (!o || !cJSON_AddItemToArray(arr, o)) {
+			cJSON_Delete(o);
+			break;
+		}
+		cJSON_AddNumberToObject(o, "machine", (double)s->attempt + 1);
+		cJSON_AddNumberToObject(o, "unix_ms", (double)s->unix_ms);
+		cJSON_AddStringToObject(o, "checkpoint", s->checkpoint);
+		cJSON_AddNumberToObject(o, "failures", (double)s->failures);
+		cJSON_AddNumberToObject(o, "exit_status", (double)s->exit_status);
+		s_str_or_null(o, "restored_instead", s->instead);
 	}
 	return arr;
 }
@@ -403,6 +437,7 @@ int rr_report_print_json(const struct rr_report *r, const char *run_id, FILE *f)
 	    !cJSON_AddItemToObject(root, "restores", s_restores(r)) ||
 	    !cJSON_AddItemToObject(root, "restarts", s_restarts_and_counts(r, &counts)) ||
 	    !cJSON_AddItemToObject(root, "notice_counts", counts) ||
+	    !cJSON_AddItemToObject(root, "suspects", s_suspects(r)) ||
 	    !cJSON_AddItemToObject(root, "totals", s_totals(r)) ||
 	    !cJSON_AddItemToObject(root, "cost", s_cost(r)) ||
 	    !cJSON_AddItemToObject(root, "interval", rr_report_interval_json(r)))

@@ -9,6 +9,8 @@ int rr_cmd_ls(const struct rr_config *cfg);
 int rr_cmd_restore(const struct rr_config *cfg);
 int rr_cmd_verify(const struct rr_config *cfg);
 int rr_cmd_gc(const struct rr_config *cfg);
+/* `resume-run unmark --checkpoint NAME`: clears a suspect mark. */
+int rr_cmd_unmark(const struct rr_config *cfg);
 
 /* Opens cfg's store for a command that reads it: a file:// directory that does not exist is
  * an error, never created. Returns 0, or logs and returns 125. */

@@ -26,6 +26,7 @@
 #include "rr/progress.h"
 #include "rr/quote.h"
 #include "rr/parts.h"
+#include "rr/marks.h"
 #include "rr/restore.h"
 #include "restored.h"
 #include "rr/store_sealed.h"
@@ -840,13 +841,52 @@ out:
 	return rc;
 }
 
+/* rr_restore_checkpoint under a lease; keep (RR_READER_TOKEN_MAX bytes) non-NULL: the lease
+ * is kept on success and its token left there, else given back here. */
+static int s_restore_leased(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
+			    const char *parent, unsigned threads, struct rr_restore_stats *stats,
+			    char *why, size_t why_len, char *keep)
+{
+	char token[RR_READER_TOKEN_MAX] = "";
+	int rc = rr_reader_begin(s, run_id, m->checkpoint, token);
+
+	if (rc) {
+		/* Reading goes on without one: only another machine's retention could race it. */
+		rr_warn("cannot take a restore lease on %s (%s); restoring it anyway",
+			m->checkpoint, rr_store_strerror(rc));
+		token[0] = '\0';
+	}
+	rc = rr_restore_checkpoint(s, run_id, m, parent, threads, stats, why, why_len);
+	if (rc || !keep)
+		rr_reader_end(s, run_id, m->checkpoint, token);
+	else
+		memcpy(keep, token, sizeof(token));
+	return rc;
+}
+
+int rr_restore_leased(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
+		      const char *parent, unsigned threads, struct rr_restore_stats *stats,
+		      char *why, size_t why_len)
+{
+	return s_restore_leased(s, run_id, m, parent, threads, stats, why, why_len, NULL);
+}
+
 int rr_restore_newest(struct rr_store *s, struct rr_catalog *c, unsigned nnodes, unsigned rank,
 		      const char *parent, unsigned threads, char *name_out, size_t cap,
 		      struct rr_restore_stats *stats)
 {
+	return rr_restore_newest_leased(s, c, nnodes, rank, parent, threads, name_out, cap, stats,
+					NULL);
+}
+
+int rr_restore_newest_leased(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
+			     unsigned rank, const char *parent, unsigned threads, char *name_out,
+			     size_t cap, struct rr_restore_stats *stats, char *lease)
+{
 	const struct rr_catalog_entry *e;
 	const char *damaged = NULL;
-	unsigned fallbacks = 0;
+	unsigned fallbacks = 0, suspects = 0;
+	char suspect[256] = "";
 	size_t pos = 0;
 	int rc = RR_ENOENT, walk;
 
@@ -859,6 +899,15 @@ int rr_restore_newest(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
 			rr_warn("checkpoint %s is not usable: %s", e->name, e->problem);
 			continue;
 		}
+		if (rr_catalog_is_suspect(e)) {
+			rr_warn("checkpoint %s is marked suspect (%s%s%s); passing it over for the "
+				"one before (resume-run unmark --checkpoint %s clears the mark)",
+				e->name, e->suspect->why, e->suspect->host[0] ? ", on " : "",
+				e->suspect->host, e->name);
+			if (!suspects++)
+				snprintf(suspect, sizeof(suspect), "%s", e->name);
+			continue;
+		}
 		/* Each node restores its own part; a store of another --nnodes is refused. */
 		rc = rr_parts_view(e->manifest, nnodes, rank, why, sizeof(why));
 		if (rc) {
@@ -867,11 +916,13 @@ int rr_restore_newest(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
 		}
 		if (damaged)
 			rr_warn("falling back from damaged checkpoint %s to %s", damaged, e->name);
-		rc = rr_restore_checkpoint(s, c->run_id, e->manifest, parent, threads, stats, why,
-					   sizeof(why));
+		rc = s_restore_leased(s, c->run_id, e->manifest, parent, threads, stats, why,
+				      sizeof(why), lease);
 		if (rc == 0) {
 			snprintf(name_out, cap, "%s", e->name);
 			stats->fallbacks = fallbacks;
+			stats->suspects = suspects;
+			snprintf(stats->suspect, sizeof(stats->suspect), "%s", suspect);
 			return 0;
 		}
 		if (rc != RR_ECORRUPT || s->stopped) {

@@ -62,7 +62,8 @@ int rr_parse_duration_ms(const char *s, int64_t *out)
 /* ---- the option table ---- */
 
 #define S_ALL ((1u << RR_CMD_RUN) | (1u << RR_CMD_LS) | (1u << RR_CMD_RESTORE) |   \
-	       (1u << RR_CMD_VERIFY) | (1u << RR_CMD_GC) | (1u << RR_CMD_REPORT))
+	       (1u << RR_CMD_VERIFY) | (1u << RR_CMD_GC) | (1u << RR_CMD_REPORT) |          \
+	       (1u << RR_CMD_UNMARK))
 #define S_ON(cmd) (1u << (cmd))
 /* every command, simulate too (it opens no store) */
 #define S_ANY (S_ALL | S_ON(RR_CMD_SIMULATE))
@@ -348,6 +349,25 @@ static int s_set_keep(struct rr_config *c, enum rr_command cmd, const char *v)
 	return s_set_unsigned(&c->keep, v, 1, 1000000);
 }
 
+static int s_set_keep_every(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->keep_every_ms) || c->keep_every_ms <= 0 ? RR_EINVAL
+										   : 0;
+}
+
+static int s_set_keep_for(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->keep_for_ms) || c->keep_for_ms <= 0 ? RR_EINVAL : 0;
+}
+
+static int s_set_suspect_after(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return s_set_unsigned(&c->suspect_after, v, 0, 1000);
+}
+
 static int s_set_max_restarts(struct rr_config *c, enum rr_command cmd, const char *v)
 {
 	(void)cmd;
@@ -579,6 +599,19 @@ static const struct s_option s_table[] = {
 	{ "keep", 0, "N", "RESUME_RUN_KEEP", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC), S_GROUP_MAIN,
 	  s_set_keep, "committed checkpoints kept in the store (default 3)",
 	  "1-1000000" },
+	{ "keep-every", 0, "DURATION", "RESUME_RUN_KEEP_EVERY", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC),
+	  S_GROUP_MAIN, s_set_keep_every,
+	  "besides the newest N, keep one checkpoint per period\n"
+	  "(the oldest of each; e.g. 1h) ...", "a duration such as 30m or 1h" },
+	{ "keep-for", 0, "DURATION", "RESUME_RUN_KEEP_FOR", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC),
+	  S_GROUP_MAIN, s_set_keep_for,
+	  "... for this long after its commit (default: for ever);\n"
+	  "the newest proven checkpoint is always kept", "a duration such as 48h (at most 720h)" },
+	{ "suspect-after", 0, "N", "RESUME_RUN_SUSPECT_AFTER", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
+	  s_set_suspect_after,
+	  "failures after resuming from one checkpoint, with no newer\n"
+	  "commit, that mark it suspect: the next start takes the one\n"
+	  "before (default 2; 0: never)", "0-1000" },
 	{ "max-restarts", 0, "N", "RESUME_RUN_MAX_RESTARTS", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_max_restarts, "restarts after a trainer failure (default 3)",
 	  "0-1000000" },
@@ -619,7 +652,8 @@ static const struct s_option s_table[] = {
 	  "NODE_RANK)",
 	  "a node rank, 0-4095" },
 	{ "checkpoint", 0, "NAME", "RESUME_RUN_CHECKPOINT",
-	  S_ON(RR_CMD_RESTORE) | S_ON(RR_CMD_VERIFY), S_GROUP_MAIN, s_set_checkpoint,
+	  S_ON(RR_CMD_RESTORE) | S_ON(RR_CMD_VERIFY) | S_ON(RR_CMD_UNMARK), S_GROUP_MAIN,
+	  s_set_checkpoint,
 	  "this checkpoint instead of the newest committed one", NULL },
 	{ "to", 0, "DIR", "RESUME_RUN_TO", S_ON(RR_CMD_RESTORE), S_GROUP_MAIN, s_set_to,
 	  "where the checkpoint lands: DIR/NAME/ (required)", NULL },
@@ -750,10 +784,13 @@ static const char s_verify_head[] =
 
 static const char s_gc_head[] =
 	"usage: resume-run gc [--store URL] [--run-id ID] [--keep N] [--gc-grace DURATION]\n"
-	"Keeps the N newest committed checkpoints (default 3), deletes older ones, then deletes\n"
-	"chunks no remaining checkpoint references and older than --gc-grace (default 1h, at\n"
-	"least 10m: chunks go up before the manifest that names them, so a younger one may\n"
-	"belong to a persist still in flight on another machine).\n";
+	"                     [--keep-every DURATION [--keep-for DURATION]]\n"
+	"Keeps the N newest committed checkpoints (default 3; suspect ones are not counted), the\n"
+	"newest proven one, one per --keep-every period for --keep-for, and any a restore is\n"
+	"reading; deletes the others, then chunks no remaining checkpoint references and older\n"
+	"than --gc-grace by the store's clock (default 1h, at least 10m: chunks go up before the\n"
+	"manifest that names them, so a younger one may belong to a persist still in flight on\n"
+	"another machine).\n";
 
 static const char s_simulate_head[] =
 	"usage: resume-run simulate --cost DURATION --mtbf DURATION [--lead DURATION]\n"
@@ -762,6 +799,11 @@ static const char s_simulate_head[] =
 	"trainer whose checkpoint stalls it --cost, and prints the lost work and the checkpoint\n"
 	"overhead under --every auto, under fixed intervals, and under the best fixed interval\n"
 	"in hindsight; and the interval --every auto --mtbf would choose (JSON: interval_s).\n";
+
+static const char s_unmark_head[] =
+	"usage: resume-run unmark [--store URL] [--run-id ID] --checkpoint NAME\n"
+	"Clears the suspect mark of checkpoint NAME (set when the trainer failed repeatedly\n"
+	"after resuming from it): the next start restores it again if it is the newest.\n";
 
 static const char s_report_head[] =
 	"usage: resume-run report [--store URL] [--run-id ID] [--json]\n"
@@ -815,7 +857,8 @@ static void s_print_help(FILE *f, enum rr_command cmd)
 			   cmd == RR_CMD_REPORT ? s_report_head :
 			   cmd == RR_CMD_RESTORE ? s_restore_head :
 			   cmd == RR_CMD_VERIFY ? s_verify_head :
-			   cmd == RR_CMD_GC ? s_gc_head : s_run_head;
+			   cmd == RR_CMD_GC ? s_gc_head :
+			   cmd == RR_CMD_UNMARK ? s_unmark_head : s_run_head;
 
 	fputs(head, f);
 	for (int g = S_GROUP_MAIN; g <= S_GROUP_ENCRYPTION; g++) {
@@ -922,6 +965,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		{ "ls", RR_CMD_LS }, { "restore", RR_CMD_RESTORE },
 		{ "verify", RR_CMD_VERIFY }, { "gc", RR_CMD_GC }, { "report", RR_CMD_REPORT },
 		{ "simulate", RR_CMD_SIMULATE },
+		{ "unmark", RR_CMD_UNMARK },
 	};
 	/* getopt's table: one entry per name, val = S_VAL + its index in s_table (above every
 	 * letter, so the two never meet) */
@@ -947,6 +991,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	cfg->grace_ms = 25000;
 	cfg->checkpoint_signal = SIGUSR1;
 	cfg->keep = 3;
+	cfg->suspect_after = 2;
 	cfg->max_restarts = 3;
 	cfg->nnodes = 1;
 	/* EX_TEMPFAIL: "try again later" to whatever relaunches the job (README, "How it
@@ -1088,7 +1133,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			char *exe = NULL;
 			if (rr_supervisor_resolve(av[optind], &exe) == RR_ENOENT) {
 				snprintf(err, err_len, "unknown command '%s' (commands: ls, restore, "
-					 "verify, gc, report, simulate; a program to run goes after '--': "
+					 "verify, gc, report, simulate, unmark; a program to run goes after '--': "
 					 "resume-run [OPTIONS] -- COMMAND [ARGS...])", av[optind]);
 				return RR_EINVAL;
 			}
@@ -1105,6 +1150,11 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 						(!cfg->mtbf_ms && !cfg->sim_trace))) {
 		snprintf(err, err_len, "simulate: %s is required (see resume-run simulate --help)",
 			 !cfg->sim_cost_ms ? "--cost DURATION" : "--mtbf DURATION (or --trace FILE)");
+		return RR_EINVAL;
+	}
+	if (cfg->command == RR_CMD_UNMARK && !cfg->checkpoint) {
+		snprintf(err, err_len, "unmark: --checkpoint NAME is required (see resume-run unmark "
+			 "--help)");
 		return RR_EINVAL;
 	}
 	if (cfg->command == RR_CMD_RESTORE && !cfg->to) {

@@ -14,6 +14,7 @@
 #include "rr/gc.h"
 #include "rr/layout.h"
 #include "rr/log.h"
+#include "rr/marks.h"
 #include "persister.h"
 #include "rr/parts.h"
 #include "rr/progress.h"
@@ -208,7 +209,12 @@ static void s_retention(struct rr_persister *p, const char *after)
 		return;
 	}
 	if (rr_gc_due(p->cfg.store, p->cfg.run_id, p->cfg.keep))
-		rc = rr_gc_run(p->cfg.store, p->cfg.run_id, p->cfg.keep, p->cfg.gc_grace_ms, &gs);
+		rc = rr_gc_run_policy(p->cfg.store, p->cfg.run_id,
+				      &(struct rr_gc_policy){ .keep = p->cfg.keep,
+							      .keep_every_ms = p->cfg.keep_every_ms,
+							      .keep_for_ms = p->cfg.keep_for_ms,
+							      .grace_ms = p->cfg.gc_grace_ms },
+				      &gs);
 	else
 		memset(&gs, 0, sizeof(gs));
 	pthread_mutex_lock(&p->lock);
@@ -363,6 +369,26 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 	s_notify(p); /* busy() changed */
 }
 
+/* A "proven" event carries its mark: checkpoints/<name>/proven.json is written with it
+ * (rr/marks.h), here, so the event loop never waits on the store for it. */
+static void s_write_mark(struct rr_persister *p, const struct s_event *e)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(e->fields, "checkpoint");
+	const cJSON *by = cJSON_GetObjectItemCaseSensitive(e->fields, "committed_after");
+	int rc;
+
+	if (strcmp(e->kind, "proven") != 0 || !cJSON_IsString(name) || !cJSON_IsString(by))
+		return;
+	rc = rr_mark_proven(p->cfg.store, p->cfg.run_id, name->valuestring, by->valuestring,
+			    rr_hostname());
+	if (rc)
+		rr_warn("could not mark %s proven in the store: %s", name->valuestring,
+			rr_store_strerror(rc));
+	else
+		rr_info("checkpoint %s is proven (the trainer resumed from it and committed %s)",
+			name->valuestring, by->valuestring);
+}
+
 static void *s_thread(void *arg)
 {
 	struct rr_persister *p = arg;
@@ -416,6 +442,7 @@ static void *s_thread(void *arg)
 			p->running = 1;
 			p->running_name[0] = '\0';
 			pthread_mutex_unlock(&p->lock);
+			s_write_mark(p, e);
 			if (rr_event_record(p->cfg.store, p->cfg.run_id, e->kind, e->fields) != 0)
 				rr_warn("could not record a %s event in the store", e->kind);
 			free(e);
@@ -517,6 +544,19 @@ void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, i
 	}
 	pthread_cond_signal(&p->wake);
 out:
+	pthread_mutex_unlock(&p->lock);
+}
+
+void rr_persister_rewind(struct rr_persister *p, const char *name, int64_t committed_ms,
+			 struct rr_manifest *m)
+{
+	pthread_mutex_lock(&p->lock);
+	snprintf(p->done, sizeof(p->done), "%s", name);
+	p->done_ms = committed_ms;
+	if (m) {
+		rr_manifest_destroy(p->previous);
+		p->previous = m;
+	}
 	pthread_mutex_unlock(&p->lock);
 }
 

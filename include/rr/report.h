@@ -59,6 +59,7 @@ struct rr_report_restore {
 	int64_t elapsed_ms;
 	int64_t fallbacks; /* damaged checkpoints skipped; -1: not recorded (older agent) */
 	int already_present;
+	char passed_over[256]; /* the suspect checkpoint it passed over, "" when none */
 };
 
 struct rr_report_restart {
@@ -66,6 +67,14 @@ struct rr_report_restart {
 	int64_t unix_ms;
 	int64_t exit_status, attempt_no;
 	char checkpoint[256];
+};
+
+struct rr_report_suspect {
+	size_t attempt;
+	int64_t unix_ms;
+	int64_t failures, exit_status;
+	char checkpoint[256];
+	char instead[256]; /* restored in its place; "" when nothing was */
 };
 
 /* Notices counted by cloud (the instance's, "" when unknown), kind and source. */
@@ -108,6 +117,8 @@ struct rr_report {
 	size_t nrestores;
 	struct rr_report_restart *restarts;
 	size_t nrestarts;
+	struct rr_report_suspect *suspects;
+	size_t nsuspects;
 	struct rr_report_count *counts;
 	size_t ncounts;
 	/* checkpoints */

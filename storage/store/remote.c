@@ -258,6 +258,8 @@ static int s_judge(struct rr_remote *r, const struct rr_remote_req *q,
 				     "%s request %s %s to %s failed: %s", r->label, q->method,
 				     rr_remote_what(q), r->host, resp->message);
 	}
+	/* Every answer tells the store's time: ages in its listings are judged by it. */
+	rr_store_observe_date(&r->base, rr_http_response_header(resp, "Date"));
 	if (resp->status >= 200 && resp->status < 300)
 		return 0;
 	return r->ops->judge(r, q, p, resp, retry, refresh, retry_after_ms);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "rr/clock.h"
 #include "rr/error.h"
@@ -148,6 +149,46 @@ void rr_store_cancel(struct rr_store *s)
 		/* No retry fits before "now", so none is started. */
 		s->deadline_mono_ms = rr_mono_ms();
 	}
+}
+
+int64_t rr_store_now_ms(const struct rr_store *s)
+{
+	/* A wrapper's backend is the one that talks to the store. */
+	while (s->inner)
+		s = s->inner;
+	return rr_wall_ms() + (atomic_load(&s->clock_known) ? atomic_load(&s->clock_offset_ms) : 0);
+}
+
+int rr_store_clock_known(const struct rr_store *s)
+{
+	while (s->inner)
+		s = s->inner;
+	return atomic_load(&s->clock_known);
+}
+
+void rr_store_observe_date(struct rr_store *s, const char *http_date)
+{
+	struct tm tm;
+	char *end;
+	long long offset;
+
+	if (!http_date)
+		return;
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(http_date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (!end || *end)
+		return;
+	/* The middle of the second the server named, against now. */
+	offset = (long long)timegm(&tm) * 1000 + 500 - rr_wall_ms();
+	/* Within the Date's own resolution the clocks agree: no offset at all. */
+	if (offset > -1500 && offset < 1500)
+		offset = 0;
+	if (!atomic_load(&s->clock_known) && llabs(offset) >= 60000)
+		rr_warn("the store's clock is %lld s %s this machine's: ages in the store are "
+			"judged by the store's clock (fix this machine's clock with NTP)",
+			llabs(offset) / 1000, offset > 0 ? "ahead of" : "behind");
+	atomic_store(&s->clock_offset_ms, offset);
+	atomic_store(&s->clock_known, 1);
 }
 
 void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms)

@@ -36,6 +36,10 @@ Control API (plain HTTP on the control port):
   GET    /log      one entry per request: n, method, path, query, x-amz-date, action
   DELETE /log      forgets the log
 
+With --max-skew SECONDS the proxy refuses, as S3 does (900 s there), any request whose
+x-amz-date is further than that from its own clock: 403 RequestTimeTooSkewed naming its own
+time as ServerTime (and the Date header every answer has).
+
 With --s3-preconditions ACCESS_KEY:SECRET:REGION the proxy also enforces the conditional
 writes that S3 honours and some stand-ins ignore (s3rver 5.0.0 does): a PUT or a
 CompleteMultipartUpload with "If-None-Match: *" on a key that exists, or with "If-Match" on
@@ -313,6 +317,22 @@ def s3_error(status, code, body_len=None, extra="", headers=(), msg=None):
     return status, hs, doc
 
 
+MAX_SKEW = None  # --max-skew
+
+
+def too_skewed(headers):
+    """The request's x-amz-date is further than --max-skew from this clock."""
+    if MAX_SKEW is None:
+        return False
+    d = header(headers, "x-amz-date")
+    try:
+        t = datetime.datetime.strptime(d or "", "%Y%m%dT%H%M%SZ").replace(
+            tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return False
+    return abs((datetime.datetime.now(datetime.timezone.utc) - t).total_seconds()) > MAX_SKEW
+
+
 def iso_now(offset_s=0):
     t = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=offset_s)
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -413,6 +433,8 @@ class Handler(socketserver.BaseRequestHandler):
                 url = urllib.parse.urlsplit(target)
                 path = urllib.parse.unquote(url.path)
                 rule = STATE.pick(method, path, url.query)
+                if not rule and too_skewed(headers):
+                    rule = {"action": "skewed", "skew_seconds": 0}
                 action = rule["action"] if rule else "forward"
                 STATE.record({"method": method, "path": path, "query": url.query,
                               "x-amz-date": header(headers, "x-amz-date"), "action": action})
@@ -514,17 +536,20 @@ class Control(BaseHTTPRequestHandler):
 
 
 def main():
-    global UPSTREAM, SIGNER
+    global UPSTREAM, SIGNER, MAX_SKEW
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--upstream", required=True, help="HOST:PORT of the server")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--control-port", type=int, default=0)
     ap.add_argument("--rule", action="append", default=[], help="a rule as JSON")
+    ap.add_argument("--max-skew", type=float, default=None, metavar="SECONDS",
+                    help="refuse requests signed further than this from this clock")
     ap.add_argument("--s3-preconditions", metavar="AKID:SECRET:REGION",
                     help="enforce If-None-Match/If-Match on writes (see above)")
     a = ap.parse_args()
     if a.s3_preconditions:
         SIGNER = tuple(a.s3_preconditions.split(":", 2))
+    MAX_SKEW = a.max_skew
     host, _, port = a.upstream.rpartition(":")
     UPSTREAM = (host or "127.0.0.1", int(port))
     for r in a.rule:

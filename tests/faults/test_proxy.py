@@ -248,5 +248,42 @@ class ProxyTest(unittest.TestCase):
         self.assertIn("action", data["error"])
 
 
+class MaxSkewTest(unittest.TestCase):
+    """--max-skew: requests signed too far from the proxy's clock are refused as S3 does."""
+
+    def test_refuses_a_request_signed_20_minutes_off_and_forwards_one_on_time(self):
+        up = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+        up.daemon_threads = True
+        threading.Thread(target=up.serve_forever, daemon=True).start()
+        proc = subprocess.Popen([sys.executable, PROXY, "--upstream",
+                                 "127.0.0.1:%d" % up.server_address[1], "--max-skew", "900"],
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            port = None
+            for line in proc.stdout:
+                k, v = line.split()
+                if k == "ready":
+                    port = int(v)
+                    break
+            now = datetime.datetime.now(datetime.timezone.utc)
+            for offset, want in ((1200, 403), (-1200, 403), (5, 404)):
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                date = (now + datetime.timedelta(seconds=offset)).strftime("%Y%m%dT%H%M%SZ")
+                c.request("GET", "/b/nothing-here", headers={"x-amz-date": date})
+                r = c.getresponse()
+                data = r.read()
+                c.close()
+                self.assertEqual(r.status, want, (offset, data))
+                if want == 403:
+                    self.assertEqual(ET.fromstring(data).findtext("Code"),
+                                     "RequestTimeTooSkewed")
+        finally:
+            proc.terminate()
+            proc.wait(5)
+            proc.stdout.close()
+            up.shutdown()
+            up.server_close()
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -6,9 +6,11 @@ FAULT_PID=
 # (s3cli keeps talking to the server directly through S3_DIRECT). Sets FAULT_CTL.
 start_faults() {
 	# s3rver ignores If-None-Match / If-Match: the proxy enforces them as S3 does.
+	# FAULT_ARGS: more of the proxy's options, split into words (--max-skew 900).
+	# shellcheck disable=SC2086
 	"$PY" "$RR_SRC/tests/faults/proxy.py" --upstream "127.0.0.1:$S3_PORT" \
 		--s3-preconditions "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY:$AWS_REGION" \
-		> "$W/faults.out" 2> "$W/faults.log" &
+		${FAULT_ARGS:-} > "$W/faults.out" 2> "$W/faults.log" &
 	FAULT_PID=$!
 	wait_for 20 grep -q '^ready' "$W/faults.out" || fail "the fault proxy did not start"
 	FAULT_CTL="http://127.0.0.1:$(sed -nE 's/^control ([0-9]+)/\1/p' "$W/faults.out")"
