@@ -477,6 +477,7 @@ static int s_batch_sub(struct s_az *az, struct s_batch *b, size_t i, const char 
 static int s_batch_send(struct s_az *az, struct s_batch *b, size_t n)
 {
 	struct rr_remote_req q = { .method = "POST", .query = "restype=container&comp=batch",
+				   .what = "a Blob Batch of deletes",
 				   .response_max = RR_AZURE_BATCH_ANSWER_MAX };
 	char ctype[96], boundary[RR_AZURE_BOUNDARY_MAX + 1];
 	struct rr_http_response resp;
@@ -494,8 +495,7 @@ static int s_batch_send(struct s_az *az, struct s_batch *b, size_t n)
 	q.body_len = body.len;
 	rc = rr_remote_send(&az->r, &q, &resp);
 	if (rc && resp.status >= 400 && resp.status < 500) {
-		rr_info("Azure refused Blob Batch (%s); deleting blobs one by one",
-			rr_store_strerror(rc));
+		rr_info("%s; deleting blobs one by one from now on", rr_store_strerror(rc));
 		rc = RR_EUNSUPPORTED;
 	}
 	if (rc)
