@@ -8,7 +8,9 @@
  *      re-read at every fetch since it rotates), a service principal (AZURE_CLIENT_SECRET +
  *      AZURE_CLIENT_ID + AZURE_TENANT_ID), both through the OAuth 2.0 client credentials
  *      flow at AZURE_AUTHORITY_HOST (default https://login.microsoftonline.com/), else the
- *      VM's managed identity from IMDS (AZURE_CLIENT_ID for a user-assigned one).
+ *      VM's managed identity from IMDS (AZURE_CLIENT_ID for a user-assigned one; the
+ *      endpoint from opts, else AZURE_POD_IDENTITY_AUTHORITY_HOST as for Microsoft's
+ *      identity libraries, else http://169.254.169.254).
  * Tokens are cached and fetched anew when fewer than the refresh margin (5 minutes) of
  * validity remain, or halfway through the life of a token issued for less than twice the
  * margin; keys, SAS tokens and bearer tokens are wiped when freed and never reach
@@ -62,7 +64,8 @@ struct rr_azure_creds_opts {
 	struct rr_http *http;          /* borrowed: for token requests */
 	const char *account;           /* the storage account (for Shared Key) */
 	const struct rr_azure_conn *conn; /* a parsed connection string, or NULL */
-	const char *imds_endpoint;     /* NULL: http://169.254.169.254 */
+	const char *imds_endpoint;     /* NULL: AZURE_POD_IDENTITY_AUTHORITY_HOST, else
+					* http://169.254.169.254 */
 	int64_t refresh_margin_ms;     /* 0: 5 minutes */
 };
 

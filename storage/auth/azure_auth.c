@@ -313,7 +313,10 @@ static int s_imds_flow(struct rr_azure_creds *c, const char *endpoint, char *why
 	const char *id = rr_env("AZURE_CLIENT_ID");
 	size_t n;
 
-	if (!endpoint)
+	/* --metadata-endpoint, else the variable Microsoft's identity libraries read */
+	if (!endpoint || !*endpoint)
+		endpoint = rr_env("AZURE_POD_IDENTITY_AUTHORITY_HOST");
+	if (!endpoint || !*endpoint)
 		endpoint = S_IMDS_DEFAULT;
 	n = strlen(endpoint);
 	if (id && *id && s_take_id(c->client_id, id, "AZURE_CLIENT_ID", why, cap))
@@ -439,23 +442,32 @@ static int s_token_form(struct rr_azure_creds *c, struct rr_buf *form, char *why
 	return rc;
 }
 
-/* An answer other than 200; the OAuth "error" is quoted when there is one. */
+/* An answer other than 200; the OAuth "error" and the first line of its description
+ * ("AADSTS7000215: Invalid client secret provided. ...", "Identity not found") are quoted
+ * when there are. */
 static int s_token_refusal(const struct rr_azure_creds *c, const struct rr_http_response *resp,
 			   char *why, size_t cap)
 {
 	int refused = resp->status == 400 || resp->status == 401 || resp->status == 403;
-	char qerr[RR_QUOTE_CAP];
-	const cJSON *err = NULL;
+	char qerr[RR_QUOTE_CAP], qdesc[RR_QUOTE_CAP];
+	const cJSON *err = NULL, *desc = NULL;
 	cJSON *j = NULL;
 	int rc;
 
 	if (rr_json_parse_object("the error answer", (const char *)resp->body.data,
-				 resp->body.len, &j, NULL, 0) == 0)
+				 resp->body.len, &j, NULL, 0) == 0) {
 		err = cJSON_GetObjectItemCaseSensitive(j, "error");
-	rc = rr_fail(why, cap, refused ? RR_EACCES : RR_EIO, "%s: the token endpoint %s %ld%s%s",
+		desc = cJSON_GetObjectItemCaseSensitive(j, "error_description");
+	}
+	if (cJSON_IsString(desc)) {
+		size_t n = strcspn(desc->valuestring, "\r\n");
+		rr_quote(qdesc, desc->valuestring, n < 160 ? n : 160);
+	}
+	rc = rr_fail(why, cap, refused ? RR_EACCES : RR_EIO, "%s: the token endpoint %s %ld%s%s%s%s",
 		     c->source, refused ? "refused with" : "answered", resp->status,
 		     cJSON_IsString(err) ? ": " : "",
-		     cJSON_IsString(err) ? rr_quote_str(qerr, err->valuestring) : "");
+		     cJSON_IsString(err) ? rr_quote_str(qerr, err->valuestring) : "",
+		     cJSON_IsString(desc) ? " " : "", cJSON_IsString(desc) ? qdesc : "");
 	rr_json_wipe_delete(j);
 	return rc;
 }

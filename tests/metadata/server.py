@@ -731,7 +731,7 @@ class Identity:
         self.tenant = "rr-tenant"
         self.client_id = "rr-app"
         self.client_secret = None
-        self.federated = None
+        self.federated = []
         self.system = True
         self.user_assigned = []
         self.issued = []
@@ -743,9 +743,11 @@ class Identity:
             self.lifetime = int(seconds_param(req, "lifetime", 3600, 1, 86400))
         if "jwt_lifetime" in q:
             self.jwt_lifetime = int(seconds_param(req, "jwt_lifetime", 0, 1, 86400))
-        for k in ("tenant", "client_id", "client_secret", "federated"):
+        for k in ("tenant", "client_id", "client_secret"):
             if k in q:
                 setattr(self, k, q[k] or None)
+        if "federated" in q:
+            self.federated = [a for a in q["federated"].split(",") if a]
         if "system" in q:
             self.system = q["system"] == "1"
         if q.get("user_assigned"):
@@ -754,7 +756,7 @@ class Identity:
                 "tenant": self.tenant, "client_id": self.client_id,
                 "system": self.system, "user_assigned": self.user_assigned}
 
-    def issue(self, flow, client_id, audience):
+    def issue(self, flow, client_id, audience, assertion=None):
         now = int(time.time())
         n = len(self.issued) + 1
         jwt_exp = now + (self.jwt_lifetime or self.lifetime)
@@ -765,8 +767,10 @@ class Identity:
                   "tid": self.tenant, "ver": "1.0", "rr_n": n}
         token = ".".join((b64url(to_json(header)), b64url(to_json(claims)),
                           b64url(secrets.token_bytes(32))))
-        self.issued.append({"n": n, "flow": flow, "client_id": client_id, "at": now,
-                            "expires_on": now + self.lifetime, "jwt_exp": jwt_exp})
+        self.issued.append({"n": n, "flow": flow, "client_id": client_id, "at": time.time(),
+                            "expires_on": now + self.lifetime, "jwt_exp": jwt_exp,
+                            "assertion_sha256": hashlib.sha256(assertion.encode()).hexdigest()
+                            if assertion else None})
         return token, now
 
     def refuse(self, flow, status, error, description):
@@ -826,14 +830,15 @@ class Identity:
         if flow == "workload":
             if form.get("client_assertion_type") != \
                     "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" or \
-                    self.federated is None or form["client_assertion"] != self.federated:
+                    form["client_assertion"] not in self.federated:
                 return self.refuse(flow, 400, "invalid_client",
                                    "AADSTS70021: No matching federated identity record "
                                    "found for presented assertion.")
         elif self.client_secret is None or form.get("client_secret") != self.client_secret:
             return self.refuse(flow, 401, "invalid_client",
                                "AADSTS7000215: Invalid client secret provided.")
-        token, _ = self.issue(flow, self.client_id, "https://storage.azure.com")
+        token, _ = self.issue(flow, self.client_id, "https://storage.azure.com",
+                              form.get("client_assertion"))
         return json_reply(200, {"token_type": "Bearer", "expires_in": self.lifetime,
                                 "ext_expires_in": self.lifetime, "access_token": token})
 

@@ -226,7 +226,8 @@ static void s_clear_env(void)
 {
 	const char *v[] = { "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN",
 			    "AZURE_FEDERATED_TOKEN_FILE", "AZURE_CLIENT_SECRET", "AZURE_CLIENT_ID",
-			    "AZURE_TENANT_ID", "AZURE_AUTHORITY_HOST" };
+			    "AZURE_TENANT_ID", "AZURE_AUTHORITY_HOST",
+			    "AZURE_POD_IDENTITY_AUTHORITY_HOST" };
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		unsetenv(v[i]);
 }
@@ -341,7 +342,7 @@ static void test_token_is_reused_until_its_refresh_time(void)
 	CU_ASSERT_EQUAL_FATAL(fx_server_start(&srv, s_imds_handler, &t), 0);
 	CU_ASSERT_EQUAL_FATAL(rr_http_new(&(struct rr_http_opts){ 0 }, &h), 0);
 	o.http = h;
-	o.imds_endpoint = srv.url;
+	setenv("AZURE_POD_IDENTITY_AUTHORITY_HOST", srv.url, 1); /* where IMDS is */
 	CU_ASSERT_EQUAL_FATAL(rr_azure_creds_new(&o, &c, why, sizeof(why)), 0);
 	/* 60 s, under the 5 min margin: reused for 30 s */
 	CU_ASSERT_EQUAL(s_token(c, 0, tok), 0);
@@ -367,6 +368,7 @@ static void test_token_is_reused_until_its_refresh_time(void)
 	rr_azure_creds_destroy(c);
 	rr_http_destroy(h);
 	fx_server_stop(&srv);
+	s_clear_env();
 }
 
 static CU_TestInfo s_tests[] = {
