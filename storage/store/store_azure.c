@@ -208,8 +208,9 @@ static void s_add_conditions(struct rr_remote_req *q, const struct rr_put_opts *
 		rr_remote_add_header(q, "If-Match", opts->if_match);
 }
 
-/* A conditional write sent again after an attempt of unknown outcome that then found its
- * precondition failed: the core checks whether the blob holds our bytes. */
+/* A write sent again after an attempt of unknown outcome that then found its precondition
+ * failed (or, for a block list, its blocks gone: s_commit_blocks): the core checks whether
+ * the blob holds our bytes. */
 static int s_settle(struct s_az *az, int rc, int maybe_applied, const char *key,
 		    const void *data, size_t len, char *etag_out, int *checked)
 {
@@ -257,7 +258,7 @@ static int s_commit_blocks(struct s_az *az, const char *key, char (*ids)[48], si
 			   int *maybe_applied)
 {
 	struct rr_remote_req q = { .method = "PUT", .key = key, .query = "comp=blocklist",
-				   .maybe_applied = maybe_applied, .stop_after_unknown = 1 };
+				   .maybe_applied = maybe_applied };
 	const char **list = calloc(n, sizeof(*list));
 	struct rr_buf body;
 	int rc;
@@ -275,6 +276,15 @@ static int s_commit_blocks(struct s_az *az, const char *key, char (*ids)[48], si
 		s_add_conditions(&q, opts);
 		rc = rr_remote_send(&az->r, &q, resp);
 	}
+	/* Sent again after an attempt that may have committed the list: the blocks are
+	 * committed (or, once another writer committed the blob, discarded), so the retry can
+	 * meet InvalidBlockList. Whether the blob holds our bytes settles it (s_settle). Unlike
+	 * S3's completion, a retried Put Block List is otherwise answered as the first, so
+	 * transient errors keep being retried. */
+	if (rc == RR_EIO && *maybe_applied && resp->status == 400 &&
+	    rr_http_response_header(resp, "x-ms-error-code") &&
+	    strcmp(rr_http_response_header(resp, "x-ms-error-code"), "InvalidBlockList") == 0)
+		rc = RR_EPRECOND;
 	rr_buf_free(&body);
 	free(list);
 	return rc;

@@ -1,8 +1,10 @@
 /* CUnit suite "store_azure": the az:// store against the in-process HTTP fixture playing the
  * Blob service (path-style, as Azurite) and IMDS: deletes in Blob Batches of at most 256
  * sub-requests, each authorized on its own and without x-ms-version; what a batch does not
- * settle deleted alone; a batch refused as a whole switching the store to one by one; and a
- * bearer token refused with 403 AuthenticationFailed (expired) fetched anew. */
+ * settle deleted alone; a batch refused as a whole switching the store to one by one; a
+ * bearer token refused with 403 AuthenticationFailed (expired) fetched anew; a Put Block
+ * List retried through transient errors after an attempt of unknown outcome, and settled
+ * by reading the blob back when the retry finds its blocks gone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +28,61 @@ struct s_blob {
 	int tokens;       /* IMDS tokens issued */
 	int expire_next;  /* answer the next PUT 403 AuthenticationFailed */
 	char first_sub[512];
+	const int *list_answers; /* statuses for the Put Block Lists, in turn (0 ends) */
+	int lists;               /* Put Block Lists seen */
+	size_t blob_len;         /* the committed blob: that many 'x' */
+	size_t pending_len;      /* blocks put since */
 };
+
+/* GET of the committed blob, whole or a range "bytes=A-B". */
+static void s_get_blob(struct s_blob *g, const struct fx_request *req, struct fx_response *resp)
+{
+	const char *range = fx_header(req, "Range");
+	unsigned long long a = 0, b = g->blob_len ? g->blob_len - 1 : 0;
+	char *body;
+
+	if (range && sscanf(range, "bytes=%llu-%llu", &a, &b) == 2 && b >= g->blob_len)
+		b = g->blob_len - 1;
+	body = malloc(b - a + 1);
+	memset(body, 'x', b - a + 1);
+	fx_resp_header(resp, "ETag", "\"0x8D2\"");
+	if (range) {
+		fx_resp_header(resp, "Content-Range", "bytes %llu-%llu/%zu", a, b, g->blob_len);
+		resp->status = 206;
+	} else {
+		resp->status = 200;
+	}
+	fx_resp_body(resp, body, b - a + 1);
+	free(body);
+}
+
+/* Put Block and Put Block List (the scripted answers; a list that "fails" after it was
+ * applied commits the blob all the same). */
+static void s_blocks(struct s_blob *g, const struct fx_request *req, struct fx_response *resp)
+{
+	int st;
+
+	if (strstr(req->target, "comp=block&")) {
+		g->pending_len += req->body_len;
+		fx_resp_text(resp, 201, "");
+		return;
+	}
+	st = g->list_answers && g->list_answers[g->lists] ? g->list_answers[g->lists] : 201;
+	g->lists++;
+	if (st == 201 || st == -201) { /* -201: applied, but the answer is a 503 */
+		g->blob_len = g->pending_len ? g->pending_len : g->blob_len;
+		g->pending_len = 0;
+	}
+	if (st == 201) {
+		fx_resp_header(resp, "ETag", "\"0x8D2\"");
+		fx_resp_text(resp, 201, "");
+		return;
+	}
+	st = st == -201 ? 503 : st;
+	fx_resp_header(resp, "x-ms-error-code", st == 400 ? "InvalidBlockList" :
+				    st == 503 ? "ServerBusy" : "InternalError");
+	fx_resp_text(resp, st, "<?xml version=\"1.0\"?><Error><Code>Busy</Code></Error>");
+}
 
 /* One part of a batch answer for Content-ID id with this status line. */
 static void s_part(struct rr_buf *b, int id, const char *status)
@@ -105,6 +161,15 @@ static void s_handler(const struct fx_request *req, struct fx_response *resp, vo
 					" The token is expired.</AuthenticationErrorDetail></Error>");
 		return;
 	}
+	if (strcmp(req->method, "PUT") == 0 && strstr(req->target, "comp=block")) {
+		s_blocks(g, req, resp);
+		return;
+	}
+	if (strcmp(req->method, "GET") == 0 && strcmp(req->target, S_ROOT "/p/big") == 0 &&
+	    g->blob_len) {
+		s_get_blob(g, req, resp);
+		return;
+	}
 	if (strcmp(req->method, "PUT") == 0) {
 		fx_resp_header(resp, "ETag", "\"0x8D1\"");
 		fx_resp_text(resp, 201, "");
@@ -122,7 +187,7 @@ static void s_clear_env(void)
 {
 	const char *v[] = { "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_ACCOUNT",
 			    "AZURE_FEDERATED_TOKEN_FILE", "AZURE_CLIENT_SECRET", "AZURE_CLIENT_ID",
-			    "AZURE_TENANT_ID", "AZURE_AUTHORITY_HOST", "RESUME_RUN_S3_PART_SIZE",
+			    "AZURE_TENANT_ID", "AZURE_AUTHORITY_HOST",
 			    "AZURE_STORAGE_CONNECTION_STRING", "REQUESTS_CA_BUNDLE" };
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		unsetenv(v[i]);
@@ -151,6 +216,7 @@ static void s_close(struct fx_server *srv, struct rr_store *s)
 	rr_store_destroy(s);
 	fx_server_stop(srv);
 	s_clear_env();
+	unsetenv("RESUME_RUN_S3_PART_SIZE"); /* a test may set it before s_open */
 }
 
 static const char *const *s_keys(size_t n)
@@ -251,6 +317,41 @@ static void test_a_bearer_token_refused_as_expired_is_fetched_anew(void)
 	s_close(&srv, s);
 }
 
+/* A Put Block List whose first answer is lost (503 after it was applied) is sent again; a
+ * transient error then is retried like any other (S3's completion stops there instead),
+ * and a retry that finds the blocks gone (InvalidBlockList) reads the blob back: ours. */
+static void test_block_list_after_an_unknown_outcome(void)
+{
+	static const int busy_then_500[] = { -201, 500, 201, 0 };
+	static const int applied_then_invalid[] = { -201, 400, 0 };
+	size_t len = 6u << 20;
+	char *data = malloc(len);
+	struct fx_server srv;
+	struct s_blob g;
+	struct rr_store *s;
+
+	setenv("RESUME_RUN_S3_PART_SIZE", "5242880", 1);
+	s = s_open(&srv, &g, S_KEY);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+	memset(data, 'x', len);
+	g.list_answers = busy_then_500;
+	CU_ASSERT_EQUAL(rr_store_put(s, "big", data, len, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(g.lists, 3);
+	CU_ASSERT_EQUAL(g.blob_len, len);
+	g.list_answers = applied_then_invalid;
+	g.lists = 0;
+	CU_ASSERT_EQUAL(rr_store_put(s, "big", data, len, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(g.lists, 2);
+	CU_ASSERT(fx_server_count(&srv, "GET", S_ROOT "/p/big") >= 1); /* read back */
+	/* other bytes there: not ours, not success */
+	data[0] = 'y';
+	g.lists = 0;
+	CU_ASSERT_NOT_EQUAL(rr_store_put(s, "big", data, len, NULL, NULL), 0);
+	free(data);
+	s_close(&srv, s);
+}
+
 static CU_TestInfo s_tests[] = {
 	{ "test_del_many_sends_one_blob_batch_per_256_keys",
 	  test_del_many_sends_one_blob_batch_per_256_keys },
@@ -260,6 +361,7 @@ static CU_TestInfo s_tests[] = {
 	  test_a_batch_refused_as_a_whole_switches_to_one_by_one },
 	{ "test_a_bearer_token_refused_as_expired_is_fetched_anew",
 	  test_a_bearer_token_refused_as_expired_is_fetched_anew },
+	{ "test_block_list_after_an_unknown_outcome", test_block_list_after_an_unknown_outcome },
 	CU_TEST_INFO_NULL,
 };
 
