@@ -3,6 +3,7 @@
 # account, and the variables that point the agent and the Azure CLI at it.
 AZ_ACCOUNT=devstoreaccount1
 AZ_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
+# shellcheck disable=SC2034 # used by the tests that source this file
 AZ_CONTAINER=ckpt
 AZ_PID=
 AZURITE_DIR=${RR_AZURITE_DIR:-/var/tmp/resume-run-azurite}

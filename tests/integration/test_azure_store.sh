@@ -64,6 +64,7 @@ mv big-ckpt/.step-1.tmp big-ckpt/step-1
 export RESUME_RUN_S3_PART_SIZE=5242880
 run_rr big.log -v --store "az://$AZ_CONTAINER/big" --checkpoint-dir big-ckpt -- true
 expect_eq "$RC" 0 "persist with a chunk in blocks"
+# shellcheck disable=SC2016 # the backticks are JMESPath's literal, not a command
 chunk=$(azcli storage blob list -c "$AZ_CONTAINER" --prefix big/default/chunks/ --num-results '*' \
 	--query '[?properties.contentLength > `5242880`].name' -o tsv)
 [ -n "$chunk" ] || fail "no chunk bigger than a block"
