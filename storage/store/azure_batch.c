@@ -99,6 +99,15 @@ static int s_line(const char **p, const char *end, const char **line, size_t *le
 	return 1;
 }
 
+/* Whether the n bytes at v (not NUL-terminated) are all bchars. */
+static int s_all_bchars(const char *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!v[i] || !strchr(s_bchars, v[i]))
+			return 0;
+	return 1;
+}
+
 /* The value of header line (len bytes) when its name is `name`, trimmed; NULL otherwise. */
 static const char *s_header(const char *line, size_t len, const char *name, size_t *vlen)
 {
@@ -159,7 +168,7 @@ static void s_read_part(const char *p, const char *end, struct s_sub_answer *a)
 	}
 	while (s_line(&p, end, &line, &len) && len) {
 		v = s_header(line, len, "x-ms-error-code", &vlen);
-		if (v && vlen < sizeof(a->code) && strspn(v, s_bchars) >= vlen) {
+		if (v && vlen < sizeof(a->code) && s_all_bchars(v, vlen)) {
 			memcpy(a->code, v, vlen);
 			a->code[vlen] = '\0';
 		}
