@@ -198,7 +198,7 @@ static int s_may_send(struct rr_remote *r, const struct rr_remote_req *q)
 {
 	const atomic_int *cancel = r->base.cancel;
 	long long deadline = r->base.deadline_mono_ms;
-	const char *what = q->key ? q->key : "the bucket listing";
+	const char *what = rr_remote_what(q);
 
 	if (cancel && *cancel && !q->cleanup)
 		return rr_store_fail(RR_ECANCELED, "%s %s %s canceled", r->label, q->method, what);
@@ -238,7 +238,7 @@ static int s_sign(struct rr_remote *r, const struct rr_remote_req *q, int refres
 
 const char *rr_remote_what(const struct rr_remote_req *q)
 {
-	return q->key ? q->key : "the bucket listing";
+	return q->key ? q->key : q->what ? q->what : "the bucket listing";
 }
 
 /* One attempt's outcome: 0 (2xx) or an error with its reason recorded. */
