@@ -73,4 +73,10 @@ int rr_watcher_stop(struct rr_watcher *w, rr_watcher_cb cb, void *ud);
 /* Stops watching and frees w. NULL is fine. */
 void rr_watcher_destroy(struct rr_watcher *w);
 
+/* rr_watcher_destroy at the agent's exit, without waiting for the kernel to retire the
+ * watches: a forked child holds the inotify descriptor's last reference and closes it
+ * (systemd closes inotify descriptors the same way). The child keeps nothing else open,
+ * so a pipe on the agent's output sees its end when the agent exits. */
+void rr_watcher_destroy_detached(struct rr_watcher *w);
+
 #endif
