@@ -86,6 +86,7 @@ static enum rr_ledger_kind s_kind(const char *k)
 		{ "start", RR_LEDGER_START }, { "restore", RR_LEDGER_RESTORE },
 		{ "notice", RR_LEDGER_NOTICE }, { "checkpoint", RR_LEDGER_CHECKPOINT },
 		{ "restart", RR_LEDGER_RESTART }, { "interval", RR_LEDGER_INTERVAL },
+		{ "suspect", RR_LEDGER_SUSPECT },
 		{ "exit", RR_LEDGER_EXIT },
 	};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
@@ -158,6 +159,7 @@ int rr_ledger_event_parse(const char *text, size_t len, struct rr_ledger_event *
 	    s_u64(root, "stored_bytes", &e.stored_bytes, why, why_len) ||
 	    s_u64(root, "new_bytes", &e.new_bytes, why, why_len) ||
 	    s_u64(root, "downloaded_bytes", &e.downloaded_bytes, why, why_len) ||
+	    s_u64(root, "unused_bytes", &e.unused_bytes, why, why_len) ||
 	    s_int(root, "elapsed_ms", 0, S_MS_MAX, &e.elapsed_ms, why, why_len) ||
 	    s_int(root, "committed_unix_ms", 0, S_MS_MAX, &e.committed_ms, why, why_len) ||
 	    s_int(root, "durable_unix_ms", 0, S_MS_MAX, &e.durable_ms, why, why_len) ||
@@ -170,7 +172,12 @@ int rr_ledger_event_parse(const char *text, size_t len, struct rr_ledger_event *
 	    s_int(root, "interval_ms", 0, S_MS_MAX, &e.interval_ms, why, why_len) ||
 	    s_int(root, "cost_ms", 0, S_MS_MAX, &e.cost_ms, why, why_len) ||
 	    s_int(root, "mtbf_ms", 0, S_MS_MAX, &e.mtbf_ms, why, why_len) ||
-	    s_int(root, "stall_ms", 0, S_MS_MAX, &e.stall_ms, why, why_len))
+	    s_int(root, "stall_ms", 0, S_MS_MAX, &e.stall_ms, why, why_len) ||
+	    s_str(root, "how", e.how, sizeof(e.how), why, why_len) ||
+	    s_str(root, "signal", e.signal, sizeof(e.signal), why, why_len) ||
+	    s_int(root, "failures", 0, S_INT_MAX, &e.failures, why, why_len) ||
+	    s_str(root, e.kind == RR_LEDGER_SUSPECT ? "restored_instead" : "passed_over_suspect",
+		  e.instead, sizeof(e.instead), why, why_len))
 		goto out;
 	/* Older agents wrote whole seconds only, and no durable time (the event is written
 	 * just after the manifest, so its own time stands in). */

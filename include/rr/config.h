@@ -15,14 +15,16 @@
 
 enum rr_command { RR_CMD_RUN, RR_CMD_LS, RR_CMD_RESTORE, RR_CMD_VERIFY, RR_CMD_GC,
 		  RR_CMD_HELP, RR_CMD_VERSION, RR_CMD_REPORT,
-		  RR_CMD_SIMULATE };
+		  RR_CMD_SIMULATE, RR_CMD_UNMARK };
 
 struct rr_config {
 	enum rr_command command;
 	const char *store_url;
+	int store_given;          /* --store or RESUME_RUN_STORE, not the default */
 	struct rr_store_opts store_opts; /* --s3-addressing, --s3-sse, --s3-sse-kms-key-id */
 	const char *run_id;
 	const char *checkpoint_dir;
+	int checkpoint_dir_given; /* --checkpoint-dir or its variable, not the default */
 	const char *notice_file;  /* NULL: none */
 	enum rr_cloud cloud;      /* whose notices to watch */
 	const char *metadata_endpoint; /* NULL: the cloud's own */
@@ -36,7 +38,10 @@ struct rr_config {
 	double max_overhead;      /* --max-overhead as a fraction of training time */
 	struct rr_commit_rule commit; /* --commit (README, "The trainer contract") */
 	unsigned keep;
+	int64_t keep_every_ms, keep_for_ms; /* --keep-every, --keep-for; 0: off, for ever */
 	unsigned max_restarts;
+	unsigned suspect_after;   /* failures after resuming from one checkpoint that mark it
+				   * suspect (0: never) */
 	int strip_trainer_env;    /* --trainer-env strip: the agent's credentials stay out */
 	int preempted_exit_code;  /* status when a notice stopped the trainer; 0: its own */
 	int log_json;

@@ -23,6 +23,12 @@ struct rr_report_attempt {
 	int64_t from_ms, to_ms;
 	int restored;            /* it began from a checkpoint of the store */
 	unsigned notices, checkpoints, restarts;
+	/* How it ended, from its exit event: "finished", "preempted", "failed", "killed"; ""
+	 * when it recorded none (lost without a word, still running, or an agent older than
+	 * exit events: rr_report_ended says which) */
+	char ended[16];
+	int64_t exit_status;     /* the agent's, with ended */
+	char signal[16];         /* "killed": the trainer's signal ("KILL") */
 };
 
 struct rr_report_notice {
@@ -49,9 +55,11 @@ struct rr_report_restore {
 	int64_t unix_ms;
 	char checkpoint[256];
 	uint64_t bytes, downloaded_bytes;
+	uint64_t unused_bytes; /* of downloaded: other checkpoints' data in the packs it read */
 	int64_t elapsed_ms;
 	int64_t fallbacks; /* damaged checkpoints skipped; -1: not recorded (older agent) */
 	int already_present;
+	char passed_over[256]; /* the suspect checkpoint it passed over, "" when none */
 };
 
 struct rr_report_restart {
@@ -59,6 +67,14 @@ struct rr_report_restart {
 	int64_t unix_ms;
 	int64_t exit_status, attempt_no;
 	char checkpoint[256];
+};
+
+struct rr_report_suspect {
+	size_t attempt;
+	int64_t unix_ms;
+	int64_t failures, exit_status;
+	char checkpoint[256];
+	char instead[256]; /* restored in its place; "" when nothing was */
 };
 
 /* Notices counted by cloud (the instance's, "" when unknown), kind and source. */
@@ -93,12 +109,16 @@ struct rr_report {
 	int64_t first_ms, last_ms;
 	struct rr_report_attempt *attempts;
 	size_t nattempts;
+	unsigned exits;          /* exit events: with none, the agents predate them */
+	unsigned lost;           /* machines without an exit event that a later one followed */
 	struct rr_report_notice *notices;
 	size_t nnotices;
 	struct rr_report_restore *restores;
 	size_t nrestores;
 	struct rr_report_restart *restarts;
 	size_t nrestarts;
+	struct rr_report_suspect *suspects;
+	size_t nsuspects;
 	struct rr_report_count *counts;
 	size_t ncounts;
 	/* checkpoints */
@@ -116,6 +136,11 @@ struct rr_report {
 	double on_demand_cost; /* the useful hours, at the on-demand price */
 	struct rr_report_interval interval;
 };
+
+/* How machine i ended, for people: its exit event's "how"; "lost" when it recorded none and
+ * a later machine followed it; "running or lost" for the newest without one; NULL when the
+ * ledger has no exit events at all (agents older than them). */
+const char *rr_report_ended(const struct rr_report *r, size_t i);
 
 /* Builds the report from n ledger events (oldest first, as rr_ledger_load gives them).
  * Returns 0 or RR_ENOMEM; *out is the caller's (rr_report_destroy). */

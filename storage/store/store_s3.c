@@ -46,7 +46,7 @@ int rr_s3_sign(struct rr_remote *r, const struct rr_remote_req *q, int refresh_c
 	struct rr_sigv4_credentials sc;
 	struct rr_sigv4_request sr;
 	struct rr_buf path;
-	char why[300];
+	char why[1400]; /* no credentials: every step of the chain, with what it looked at */
 	size_t i, n = 0;
 	int rc;
 

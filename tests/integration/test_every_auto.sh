@@ -152,11 +152,14 @@ export AWS_ENDPOINT_URL="http://127.0.0.1:$PPORT"
 # 2.1 MB of state (32 files of 64 KiB), 4 files rewritten a second: 262 kB/s changing.
 state=(--save-time 0.05 --step-time 0.01 --files 32 --file-bytes 65536 --changes-per-s 4
        --seconds 90)
-# lead LOG EVERY MODE: one run, SIGTERM just before its next periodic checkpoint
+# lead LOG EVERY MODE: one run, SIGTERM just before its next periodic checkpoint. --mtbf 10m
+# puts Daly's interval near 9 s for a stall of ~65 ms (more on a loaded machine), over which
+# every file changes (2.1 MB: 5 s at 400 kB/s), well past the 3 s lead: with --mtbf 2m it
+# was near 4 s, whose 1 MB a quiet machine could just carry within the lead.
 lead() {
 	mkdir "$1" && cd "$1"
 	export RESUME_RUN_STORE="s3://$S3_BUCKET/$1"
-	"$RR_BIN" --log-format json --every "$2" --mtbf 2m --grace 3 --max-overhead 20 \
+	"$RR_BIN" --log-format json --every "$2" --mtbf 10m --grace 3 --max-overhead 20 \
 		-- "$PY" "$T" "${state[@]}" > "../$1.log" 2>&1 &
 	local agent=$!
 	tau=$("$PY" "$RR_SRC/tests/integration/notice_before_ask.py" "../$1.log" $agent "$3") ||
