@@ -1664,7 +1664,7 @@ out:
 	rr_metrics_finish(r.metrics, rr_wall_ms());
 	rr_metrics_flush(r.metrics);
 	rr_metrics_destroy(r.metrics);
-	rr_watcher_destroy(r.watcher);
+	rr_watcher_destroy_detached(r.watcher);
 	rr_store_destroy(r.store);
 	if (r.notice_path[0])
 		unlink(r.notice_path);
