@@ -1,4 +1,4 @@
-/* CUnit suite "config": durations, bounded integers, and the command line (README, "Command
+/* CUnit suite "config": durations, bounded integers, and the command line (docs/command-line.md, "Command
  * line"):
  * flags > environment > defaults, per-subcommand options, the trainer's argv.
  *
@@ -992,26 +992,23 @@ static char *s_slurp(FILE *f)
 	return b;
 }
 
-/* README's option table ("## Command line") names every option of the table with its
+/* The option table of docs/command-line.md names every option of the table with its
  * variable, on one row, and nothing the table does not have. */
 static void test_readme_option_table_matches_the_option_table(void)
 {
 	const char *src = getenv("RR_SRC");
-	char path[4096], *readme, *sec, *end;
+	char path[4096], *readme, *sec;
 	FILE *f;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(src);
-	snprintf(path, sizeof(path), "%s/README.md", src);
+	snprintf(path, sizeof(path), "%s/docs/command-line.md", src);
 	f = fopen(path, "r");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 	readme = s_slurp(f);
 	fclose(f);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(readme);
-	sec = strstr(readme, "\n## Command line\n");
+	sec = strstr(readme, "\n| option (env) |");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(sec);
-	end = strstr(sec + 1, "\n## ");
-	if (end)
-		*end = '\0';
 
 	/* every table option with a variable: a row whose first cell has both */
 	for (size_t i = 0; i < rr_config_option_count(); i++) {
@@ -1043,11 +1040,11 @@ static void test_readme_option_table_matches_the_option_table(void)
 				found = 1;
 		}
 		if (!found)
-			fprintf(stderr, "README's option table has no row for --%s (%s)\n", name, env);
+			fprintf(stderr, "docs/command-line.md's option table has no row for --%s (%s)\n", name, env);
 		CU_ASSERT(found);
 	}
 
-	/* every option README's table names: one the parser knows */
+	/* every option the table names: one the parser knows */
 	for (char *row = strstr(sec, "\n| `"); row; row = strstr(row + 1, "\n| `")) {
 		char *bar = strstr(row + 3, " | ");
 		for (char *d = strstr(row, "--"); d && bar && d < bar; d = strstr(d + 2, "--")) {
@@ -1067,7 +1064,7 @@ static void test_readme_option_table_matches_the_option_table(void)
 				known = strcmp(n, name) == 0;
 			}
 			if (!known)
-				fprintf(stderr, "README's option table names --%s, which is no option\n",
+				fprintf(stderr, "docs/command-line.md's option table names --%s, which is no option\n",
 					name);
 			CU_ASSERT(known);
 		}
@@ -1258,7 +1255,7 @@ static void test_parse_node_rank_must_be_below_nnodes(void)
 	CU_ASSERT_EQUAL(p.cfg.node_rank, 1);
 }
 
-/* --every auto, --mtbf, --max-overhead (README, "How often to checkpoint"). */
+/* --every auto, --mtbf, --max-overhead (docs/performance.md, "How often to checkpoint"). */
 static void test_parse_every_auto_mtbf_and_max_overhead(void)
 {
 	struct s_parsed p;
