@@ -18,7 +18,7 @@ echo "== machine 1: train; a drill notice arrives after step 100"
 ( while [ ! -d .resume-run/checkpoints/step-100 ]; do sleep 0.1; done; touch PREEMPT ) &
 # A run stopped by a notice exits 75 (--preempted-exit-code), so a relauncher restarts it.
 rc=0
-"$RR" --notice-file PREEMPT -- /usr/bin/python3 "$TRAINER" --steps 400 --step-time 0.01 || rc=$?
+"$RR" --drill-file PREEMPT -- /usr/bin/python3 "$TRAINER" --steps 400 --step-time 0.01 || rc=$?
 wait
 [ "$rc" = 75 ] || { echo "demo: expected exit status 75 after the notice, got $rc" >&2; exit 1; }
 echo "== exit status $rc: preempted, to be resumed"

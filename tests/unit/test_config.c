@@ -719,12 +719,58 @@ static void test_parse_every_below_one_second_is_refused(void)
 	CU_ASSERT_EQUAL(p.cfg.every_ms, 30LL * 60 * 1000);
 }
 
+/* The drill file is --drill-file (RESUME_RUN_DRILL_FILE): RESUME_RUN_NOTICE_FILE is the
+ * notice JSON the trainer reads (DESIGN.md §2), another file. The old names still work for
+ * a release, and say so (notice_file_old_name: main.c warns); the new ones win. */
+static void test_drill_file_and_its_old_names(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--drill-file", "/tmp/d", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/tmp/d");
+	CU_ASSERT_PTR_NULL(p.cfg.notice_file_old_name);
+
+	setenv("RESUME_RUN_DRILL_FILE", "/env/d", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/env/d");
+	CU_ASSERT_PTR_NULL(p.cfg.notice_file_old_name);
+
+	/* both variables: the new one, and no warning */
+	setenv("RESUME_RUN_NOTICE_FILE", "/env/old", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/env/d");
+	CU_ASSERT_PTR_NULL(p.cfg.notice_file_old_name);
+
+	/* the old variable alone: used, with its name for the warning */
+	unsetenv("RESUME_RUN_DRILL_FILE");
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/env/old");
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file_old_name, "RESUME_RUN_NOTICE_FILE");
+
+	/* a flag of either name wins over both variables */
+	setenv("RESUME_RUN_DRILL_FILE", "/env/d", 1);
+	p = s_parse(ARGV("resume-run", "--drill-file", "/tmp/d", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/tmp/d");
+	CU_ASSERT_PTR_NULL(p.cfg.notice_file_old_name);
+	p = s_parse(ARGV("resume-run", "--notice-file", "/tmp/old", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/tmp/old");
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file_old_name, "--notice-file");
+	s_clear_env();
+}
+
 static void test_parse_run_options_set_their_fields(void)
 {
 	struct s_parsed p;
 
 	s_clear_env();
-	p = s_parse(ARGV("resume-run", "--notice-file", "/tmp/notice", "--threads", "8",
+	p = s_parse(ARGV("resume-run", "--drill-file", "/tmp/notice", "--threads", "8",
 			 "--zstd-level", "19", "--log-format=json", "--keep", "7", "--verbose",
 			 "--", "train"));
 	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
@@ -891,7 +937,7 @@ static void test_parse_takes_every_run_option_from_the_environment(void)
 	setenv("RESUME_RUN_AZURE_ACK", "1", 1);
 	setenv("RESUME_RUN_VERBOSE", "yes", 1);
 	setenv("RESUME_RUN_LOG_FORMAT", "json", 1);
-	setenv("RESUME_RUN_NOTICE_FILE", "/run/notice", 1);
+	setenv("RESUME_RUN_DRILL_FILE", "/run/notice", 1);
 	p = s_parse(ARGV("resume-run", "--", "train"));
 	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
 	CU_ASSERT_EQUAL(p.cfg.grace_ms, 40000);
@@ -1413,6 +1459,7 @@ static CU_TestInfo s_tests[] = {
 	{ "test_parse_every_below_one_second_is_refused",
 	  test_parse_every_below_one_second_is_refused },
 	{ "test_parse_run_options_set_their_fields", test_parse_run_options_set_their_fields },
+	{ "test_drill_file_and_its_old_names", test_drill_file_and_its_old_names },
 	{ "test_parse_help_sets_the_help_command_and_which_help",
 	  test_parse_help_sets_the_help_command_and_which_help },
 	{ "test_parse_version_sets_the_version_command",
