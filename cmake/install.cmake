@@ -11,6 +11,25 @@ endif()
 
 install(TARGETS resume-run RUNTIME DESTINATION bin)
 
+# The systemd unit, its ExecStart naming the binary where this prefix puts it (/usr/bin for
+# the .deb, /usr/local/bin for a plain `cmake --install`): made at install time, when the
+# prefix is known, from scripts/deploy/systemd/resume-run@.service (the .deb's, /usr/bin).
+# systemd reads units from <prefix>/lib/systemd/system for /usr and /usr/local alike.
+install(CODE "
+  file(READ \"${PROJECT_SOURCE_DIR}/scripts/deploy/systemd/resume-run@.service\" rr_unit)
+  string(REPLACE \"ExecStart=/usr/bin/resume-run \" \"ExecStart=\${CMAKE_INSTALL_PREFIX}/bin/resume-run \" rr_unit \"\${rr_unit}\")
+  if(NOT rr_unit MATCHES \"ExecStart=\${CMAKE_INSTALL_PREFIX}/bin/resume-run \")
+    message(FATAL_ERROR \"resume-run@.service: no ExecStart=/usr/bin/resume-run line to point at the prefix\")
+  endif()
+  file(WRITE \"\${CMAKE_CURRENT_BINARY_DIR}/resume-run@.service\" \"\${rr_unit}\")
+  file(INSTALL DESTINATION \"\${CMAKE_INSTALL_PREFIX}/lib/systemd/system\" TYPE FILE
+       PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+       FILES \"\${CMAKE_CURRENT_BINARY_DIR}/resume-run@.service\")
+")
+# Debian policy: the copyright file, and a changelog, in /usr/share/doc/<package>.
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/deb/copyright DESTINATION share/doc/resume-run
+  PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+
 # Debian's Python searches <prefix>/lib/python3/dist-packages for /usr (packages) and
 # /usr/local/lib/python3.X/dist-packages for /usr/local (local installs). The prefix is only
 # known at install time (`cmake --install --prefix`, CPack's /usr), so the choice is made then.
@@ -52,4 +71,6 @@ set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 # tests/deploy checks the result.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3")
+# Stripped, as Debian ships binaries (debug info belongs in a -dbgsym package).
+set(CPACK_STRIP_FILES ON)
 include(CPack)
