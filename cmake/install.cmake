@@ -26,9 +26,19 @@ install(CODE "
        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
        FILES \"\${CMAKE_CURRENT_BINARY_DIR}/resume-run@.service\")
 ")
-# Debian policy: the copyright file, and a changelog, in /usr/share/doc/<package>.
+# Debian policy: the copyright file, and the changelog (gzip -9n), in /usr/share/doc/<package>.
 install(FILES ${PROJECT_SOURCE_DIR}/cmake/deb/copyright DESTINATION share/doc/resume-run
   PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+install(CODE "
+  execute_process(COMMAND gzip -9nc \"${PROJECT_SOURCE_DIR}/CHANGELOG.md\"
+    OUTPUT_FILE \"\${CMAKE_CURRENT_BINARY_DIR}/changelog.gz\" RESULT_VARIABLE rr_gz)
+  if(NOT rr_gz EQUAL 0)
+    message(FATAL_ERROR \"gzip of CHANGELOG.md failed\")
+  endif()
+  file(INSTALL DESTINATION \"\${CMAKE_INSTALL_PREFIX}/share/doc/resume-run\" TYPE FILE
+       PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+       FILES \"\${CMAKE_CURRENT_BINARY_DIR}/changelog.gz\")
+")
 
 # Debian's Python searches <prefix>/lib/python3/dist-packages for /usr (packages) and
 # /usr/local/lib/python3.X/dist-packages for /usr/local (local installs). The prefix is only
@@ -63,6 +73,12 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "resume-run maintainers <resume-run@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
   "run training on preemptible machines without losing work")
+# The extended description (CPack puts the summary above it as the synopsis).
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "resume-run wraps a training command: it watches for the
+ cloud's preemption notice, asks the trainer for a checkpoint, compresses
+ it and makes it durable in S3, GCS, Azure Blob or a directory; on a
+ replacement machine it restores the newest complete checkpoint and
+ starts training again. With its systemd unit and the resume_run module.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
