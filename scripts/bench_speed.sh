@@ -74,13 +74,14 @@ if [ -f "$tf/optimizer.safetensors" ]; then
 fi
 
 rows_p=""; rows_r=""; rows_d=""; same=""
+# shellcheck disable=SC2016 # timed's commands are run by sh -c with their own $1 and $2
 for c in $SETS; do
 	src=$work/src-$c
 	bytes=$(cat "$src"/* | wc -c); files=$(ls "$src" | wc -l)
 	echo "== $c: $files files, $(mb "$bytes") ($RUNS runs, interleaved: $bins, tar|zstd)"
 	for t in tar untar; do : > "$work/$c-$t.txt"; done
 	for b in $bins; do for t in put get; do : > "$work/$c-$b-$t.txt"; done; done
-	for i in $(seq "$RUNS"); do
+	for _ in $(seq "$RUNS"); do
 		for b in $bins; do
 			d=$work/run-$c-$b; rm -rf "$d"; mkdir -p "$d/ck" && cp -al "$src" "$d/ck/step-1"
 			timed "$work/$c-$b-put.txt" '"$1" --store "file://$2/st" --checkpoint-dir "$2/ck" -- true 2> "$2/log"' "$(bin "$b")" "$d"
@@ -132,7 +133,7 @@ PY
 	done
 	rows_s="${rows_s:-}| $c | $files | $bytes | $stored ($(ratio "$bytes" "$stored")x) | $tar_bytes ($(ratio "$bytes" "$tar_bytes")x) |
 "
-	rm -rf "$work"/run-$c-* "$work/untar" "$work/x.tar.zst"
+	rm -rf "$work/run-$c-"* "$work/untar" "$work/x.tar.zst"
 done
 
 for c in $DISK_SETS; do
@@ -143,7 +144,8 @@ for c in $DISK_SETS; do
 	d=$work/disk-$c; mkdir -p "$d/ck" && cp -al "$src" "$d/ck/step-1"
 	"$RR" --store "file://$d/st" --checkpoint-dir "$d/ck" -- true 2> /dev/null
 	: > "$work/$c-dd.txt"; for b in $bins; do : > "$work/$c-$b-disk.txt"; done
-	for i in $(seq "$RUNS"); do
+	# shellcheck disable=SC2016 # timed's commands are run by sh -c with their own $1..$3
+	for _ in $(seq "$RUNS"); do
 		for b in $bins; do
 			rm -rf "$disk/r"; sync
 			timed "$work/$c-$b-disk.txt" '"$1" restore --store "file://$2/st" --to "$3/r" 2> /dev/null && sync' "$(bin "$b")" "$d" "$disk"
