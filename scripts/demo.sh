@@ -15,7 +15,7 @@ demo=$(mktemp -d /tmp/resume-run-demo.XXXXXX)
 cd "$demo"
 echo "== demo in $demo"
 echo "== machine 1: train; a drill notice arrives after step 100"
-( while [ ! -d .resume-run/checkpoints/step-100 ]; do sleep 0.1; done; touch PREEMPT ) &
+( i=0; while [ ! -d .resume-run/checkpoints/step-100 ] && [ $((i += 1)) -le 600 ]; do sleep 0.1; done; touch PREEMPT ) & # 60 s at most: the agent may exit first
 # A run stopped by a notice exits 75 (--preempted-exit-code), so a relauncher restarts it.
 rc=0
 "$RR" --notice-file PREEMPT -- /usr/bin/python3 "$TRAINER" --steps 400 --step-time 0.01 || rc=$?
