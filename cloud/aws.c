@@ -1,6 +1,5 @@
 /* AWS notices (the EC2 user guide, "Use IMDSv2"): IMDSv2 polled every poll interval for the
- * spot
- * interruption notice (spot/instance-action: action and time), the rebalance
+ * spot interruption notice (spot/instance-action: action and time), the rebalance
  * recommendation and scheduled maintenance, as AWS's node termination handler does. */
 #include <stddef.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
 /* Azure notices (Microsoft's "Azure Metadata Service: Scheduled Events" page): Scheduled
- * Events polled once a poll interval (Microsoft
- * recommends once a second), filtered to this VM by name (events for an availability set
- * reach every VM in it), each EventId reported once. With --azure-ack the Preempt or
- * Terminate event is approved once the checkpoint it asked for is durable, so the eviction
- * goes ahead without waiting out the rest of its notice. */
+ * Events polled once a poll interval (Microsoft recommends once a second), filtered to this
+ * VM by name (events for an availability set reach every VM in it), each EventId reported
+ * once. With --azure-ack the Preempt or Terminate event is approved once the checkpoint it
+ * asked for is durable, so the eviction goes ahead without waiting out the rest of its
+ * notice. */
 #include <math.h> /* isfinite, a macro: no libm */
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
-/* The Azure Scheduled Events document (Microsoft's "Azure Metadata Service: Scheduled
- * Events" page) and its RFC 1123 dates, parsed
- * apart from the HTTP polling in cloud/azure.c so that a fuzz target can reach them
+/* The Azure Scheduled Events document (Microsoft's
+ * "Azure Metadata Service: Scheduled Events" page) and its RFC 1123 dates, parsed apart
+ * from the HTTP polling in cloud/azure.c so that a fuzz target can reach them
  * (tests/fuzz/fuzz_azure_events.c). */
 #ifndef RR_AZURE_EVENTS_H
 #define RR_AZURE_EVENTS_H

@@ -1,14 +1,13 @@
 /* GCP notices (Google's "About VM metadata" and "Preemptible VM instances" pages): hanging
- * GETs on instance/preempted and
- * instance/maintenance-event, both in flight at once on one curl multi, as Google's
- * k8s-node-termination-handler subscribes to the two. Every request carries
- * Metadata-Flavor: Google, and an answer without it did not come from the metadata server
- * (a captive portal, a proxy, another cloud's service at the same address).
+ * GETs on instance/preempted and instance/maintenance-event, both in flight at once on one
+ * curl multi, as Google's k8s-node-termination-handler subscribes to the two. Every request
+ * carries Metadata-Flavor: Google, and an answer without it did not come from the metadata
+ * server (a captive portal, a proxy, another cloud's service at the same address).
  *
- * The first GET of each value is a plain one, for its ETag; a value that already asks for
- * a checkpoint then (a preemption or a maintenance event under way when the agent starts)
- * is reported like a change. After that, each change is reported once: TRUE staying TRUE
- * is nothing new, and NONE in between makes the next maintenance event new again. */
+ * The first GET of each value is a plain one, for its ETag; a value that already asks for a
+ * checkpoint then (a preemption or a maintenance event under way when the agent starts) is
+ * reported like a change. After that, each change is reported once: TRUE staying TRUE is
+ * nothing new, and NONE in between makes the next maintenance event new again. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1123,7 +1123,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			return RR_EINVAL;
 		}
 		/* Without "--", a subcommand's name after options ("resume-run -v ls") is that
-		 * subcommand with those options (it used to run /bin/ls as the trainer), and a
+		 * subcommand with those options (not /bin/ls run as the trainer), and a
 		 * word that is no program ("resume-run lss") a mistake, not a trainer. */
 		if (strcmp(av[optind - 1], "--") != 0) {
 			for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -1,12 +1,13 @@
 /* The AWS shared configuration files, read the way the AWS CLI and SDKs read them.
  *
- * Files: the credentials file (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials) and the
- * config file (AWS_CONFIG_FILE, else ~/.aws/config). In the credentials file a profile's
- * section is "[name]"; in the config file it is "[profile name]", except "[default]" (and
- * "[profile default]" is also accepted). For a key set in both, the credentials file wins.
- * Lines starting with '#' or ';' are comments; "key = value" pairs, keys compared without
- * regard to case; an indented line under "key =" with an empty value is a sub-property and
- * is stored as "key.subkey" (e.g. "s3.addressing_style"). Missing files are not an error. */
+ * Files: the credentials file (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials) and
+ * the config file (AWS_CONFIG_FILE, else ~/.aws/config). In the credentials file a
+ * profile's section is "[name]"; in the config file it is "[profile name]", except
+ * "[default]" (and "[profile default]" is also accepted). For a key set in both, the
+ * credentials file wins. Lines starting with '#' or ';' are comments; "key = value" pairs,
+ * keys compared without regard to case; an indented line under "key =" with an empty value
+ * is a sub-property and is stored as "key.subkey" (e.g. "s3.addressing_style"). Missing
+ * files are not an error. */
 #ifndef RR_AWS_PROFILE_H
 #define RR_AWS_PROFILE_H
 

@@ -52,9 +52,10 @@ int rr_gcs_auth_token(struct rr_gcs_auth *a, int force_refresh, char *token, siz
 /* Wipes the private key and the cached token, and frees. NULL is fine. */
 void rr_gcs_auth_destroy(struct rr_gcs_auth *a);
 
-/* For tests and the curious: builds the signed JWT for a key file's contents at time `now`
- * (unix seconds) into out (replacing it). Returns 0, RR_EINVAL (not a usable service
- * account key, why says which field), RR_ENOMEM, RR_EIO (OpenSSL refused to sign). */
+/* Test hook (only the tests and the fuzz target call it): builds the signed JWT for a key
+ * file's contents at time `now` (unix seconds) into out (replacing it). Returns 0, RR_EINVAL
+ * (not a usable service account key, why says which field), RR_ENOMEM, RR_EIO (OpenSSL refused
+ * to sign). */
 int rr_gcs_jwt(const char *key_json, size_t len, int64_t now, const char *scope,
 	       struct rr_buf *out, char *why, size_t cap);
 

@@ -1,9 +1,8 @@
 /* The EC2 instance metadata service, IMDSv2 only (the EC2 user guide, "Use IMDSv2"): a
- * session token from
- * PUT /latest/api/token (X-aws-ec2-metadata-token-ttl-seconds), sent on every GET as
- * X-aws-ec2-metadata-token, fetched again shortly before its TTL ends and once more when a
- * GET gets 401. Shared by the instance-role credential provider and the spot notice poller.
- * Thread-safe. */
+ * session token from PUT /latest/api/token (X-aws-ec2-metadata-token-ttl-seconds), sent on
+ * every GET as X-aws-ec2-metadata-token, fetched again shortly before its TTL ends and once
+ * more when a GET gets 401. Shared by the instance-role credential provider and the spot
+ * notice poller. Thread-safe. */
 #ifndef RR_IMDS_H
 #define RR_IMDS_H
 

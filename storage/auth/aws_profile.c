@@ -8,8 +8,8 @@
  * end a property, so a comment may sit among its sub-properties. Inline comments are not
  * stripped from values (botocore keeps them, and a secret may hold '#' or ';').
  *
- * The files hold secrets, so a reason in `why` names a file and a line, never its text,
- * and every buffer that held a value is wiped before it is freed. */
+ * The files hold secrets, so a reason in `why` names a file and a line, never its text, and
+ * every buffer that held a value is wiped before it is freed. */
 #include <ctype.h>
 #include <stdarg.h>
 #include <stddef.h>

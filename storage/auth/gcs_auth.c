@@ -5,8 +5,8 @@
  * The key file is read and checked once, at rr_gcs_auth_new, so that a bad one is reported
  * at start-up; its PEM text is kept (wiped when freed) and turned into a key for each JWT,
  * about once an hour. A configured key file that later fails does not fall through to the
- * metadata server, as Google's client libraries do not: that would quietly swap
- * identities. */
+ * metadata server, as Google's client libraries do not: that would quietly swap identities.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

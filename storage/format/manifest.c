@@ -1,7 +1,7 @@
 /* Manifest and LATEST (README, "What is stored"). Both are read from the store, which
- * restore trusts no
- * more than the network it came over: every parse below has a size ceiling, checks every
- * number before converting it from cJSON's double, and says in one line what it refused. */
+ * restore trusts no more than the network it came over: every parse below has a size
+ * ceiling, checks every number before converting it from cJSON's double, and says in one
+ * line what it refused. */
 #include <limits.h>
 #include <math.h> /* isfinite, a macro: no libm */
 #include <stddef.h>

@@ -1,7 +1,6 @@
 /* IMDSv2 client (include/rr/imds.h, the EC2 user guide, "Use IMDSv2"). There is
- * deliberately no IMDSv1
- * fallback: a token PUT that gets no answer is reported, with the hop-limit hint, instead of
- * being papered over by unauthenticated GETs. */
+ * deliberately no IMDSv1 fallback: a token PUT that gets no answer is reported, with the
+ * hop-limit hint, instead of being papered over by unauthenticated GETs. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Deadline awareness (issue 18). With --every the newest committed checkpoint is kept
-# durable in the background, so a notice with a short deadline only has to persist what
+# Deadline awareness (README, "How fast"). With --every the newest committed checkpoint is
+# kept durable in the background, so a notice with a short deadline only has to persist what
 # changed since: the log says up front that it fits, the notice checkpoint writes only its
 # fresh bytes, and it is durable before the deadline; the same through SIGTERM with
 # --grace. Then, over a throttled link where the deadline cannot be met, the log predicts
