@@ -416,6 +416,15 @@ static void s_add_instance(struct s_run *r, cJSON *ev)
 	cJSON_AddStringToObject(o, "lifecycle", id->lifecycle);
 }
 
+/* Stops the cloud watch, keeping the identity it found for the exit event. */
+static void s_stop_cloud(struct s_run *r)
+{
+	if (r->cloud)
+		r->id_known = rr_cloud_watch_identity(r->cloud, &r->id);
+	rr_cloud_watch_stop(r->cloud);
+	r->cloud = NULL;
+}
+
 /* The restore event waits (in the loop, never holding the trainer up) until the watcher has
  * the instance identity, or 10 s. */
 static void s_flush_restore_event(struct s_run *r, int now)
@@ -1655,10 +1664,7 @@ out:
 	if (r.restore_event && r.persister)
 		s_flush_restore_event(&r, 1);
 	cJSON_Delete(r.restore_event);
-	if (r.cloud)
-		r.id_known = rr_cloud_watch_identity(r.cloud, &r.id);
-	rr_cloud_watch_stop(r.cloud); /* freed: the exit event below uses r.id */
-	r.cloud = NULL;
+	s_stop_cloud(&r); /* the exit event below uses r.id */
 	rr_fanout_stop(r.fanout); /* writes a notice still queued: the others need it */
 	rr_http_destroy(r.http);
 	if (r.persister && rr_persister_busy(r.persister) && code != EXIT_AGENT_ERROR)
