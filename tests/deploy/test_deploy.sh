@@ -36,9 +36,11 @@ expect_grep 'Storage Blob Data Contributor' "$D/cloud-init/azure.yaml" "azure.ya
 expect_no_grep '^ *AZURE_STORAGE_(KEY|CONNECTION_STRING|SAS_TOKEN)=' "$D/cloud-init/azure.yaml" "no storage key in azure.yaml"
 sed -n '/^start_run() {$/,/^}$/p' boot-azure.sh | sed "s#/etc/resume-run#$W/etc#g" > start_run.sh
 mkdir -p etc && echo 'TRAINER_COMMAND=python3 train.py' > etc/trainer.env
+# shellcheck disable=SC1091,SC2317 # start_run.sh is cut from boot-azure.sh above; systemctl() is called by start_run
 (systemctl() { :; }; . ./start_run.sh; start_run az://ckpt/runs exp1 mystorageacct) || fail "azure start_run"
 expect_grep '^RESUME_RUN_STORE=az://ckpt/runs$' etc/train.env "azure: the store"
 expect_grep '^AZURE_STORAGE_ACCOUNT=mystorageacct$' etc/train.env "azure: the storage account"
+# shellcheck disable=SC1091,SC2317 # likewise
 (systemctl() { :; }; . ./start_run.sh; start_run az://ckpt/runs exp1 "") > no-account.log 2>&1 &&
 	fail "azure start_run accepted az:// without a storage account"
 expect_grep 'needs the tag resume-run-storage-account' no-account.log "azure: the refusal"
