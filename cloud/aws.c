@@ -1,6 +1,5 @@
 /* AWS notices (the EC2 user guide, "Use IMDSv2"): IMDSv2 polled every poll interval for the
- * spot
- * interruption notice (spot/instance-action: action and time), the rebalance
+ * spot interruption notice (spot/instance-action: action and time), the rebalance
  * recommendation and scheduled maintenance, as AWS's node termination handler does. */
 #include <stddef.h>
 #include <stdio.h>
@@ -62,13 +61,14 @@ static void s_destroy(void *state)
 }
 
 /* GET meta-data/<path> into out (reset first). 0, RR_ENOENT (404) or an error with why. */
-static int s_get(struct s_aws *a, const char *path, struct rr_buf *out, char *why, size_t cap)
+static int s_get(struct s_aws *a, const char *path, struct rr_buf *out, char *why,
+		 size_t why_len)
 {
 	char full[160];
 
 	rr_buf_reset(out);
 	snprintf(full, sizeof(full), "meta-data/%s", path);
-	return rr_imds_get(a->imds, full, out, S_REQUEST_TIMEOUT_MS, NULL, why, cap);
+	return rr_imds_get(a->imds, full, out, S_REQUEST_TIMEOUT_MS, NULL, why, why_len);
 }
 
 static void s_copy_text(char *dst, size_t cap, const struct rr_buf *b)
@@ -81,7 +81,7 @@ static void s_copy_text(char *dst, size_t cap, const struct rr_buf *b)
 		dst[--n] = '\0';
 }
 
-static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size_t cap)
+static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size_t why_len)
 {
 	static const struct { const char *path; size_t off, size; } fields[] = {
 		{ "instance-id", offsetof(struct rr_cloud_identity, instance_id),
@@ -100,7 +100,7 @@ static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size
 
 	memset(id, 0, sizeof(*id));
 	snprintf(id->cloud, sizeof(id->cloud), "aws");
-	if (why && cap)
+	if (why && why_len)
 		why[0] = '\0';
 	rr_buf_init(&b, 4096);
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
@@ -110,8 +110,8 @@ static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size
 			s_copy_text((char *)id + fields[i].off, fields[i].size, &b);
 		} else if (r != RR_ENOENT && !rc) {
 			rc = r;
-			if (why && cap)
-				snprintf(why, cap, "%s", w);
+			if (why && why_len)
+				snprintf(why, why_len, "%s", w);
 		}
 	}
 	rr_buf_free(&b);
@@ -152,13 +152,13 @@ static const char *s_string(const cJSON *o, const char *name)
 
 /* spot/instance-action: {"action": "terminate|stop|hibernate", "time": RFC 3339}. */
 static int s_check_spot(struct s_aws *a, struct rr_buf *b, struct rr_notice *n, char *why,
-			size_t cap)
+			size_t why_len)
 {
 	const char *action, *when;
 	char key[sizeof(a->action_seen)];
 	int64_t ms;
 	cJSON *j;
-	int rc = s_get(a, "spot/instance-action", b, why, cap);
+	int rc = s_get(a, "spot/instance-action", b, why, why_len);
 
 	if (rc)
 		return rc == RR_ENOENT ? 0 : rc;
@@ -167,7 +167,8 @@ static int s_check_spot(struct s_aws *a, struct rr_buf *b, struct rr_notice *n, 
 	when = j ? s_string(j, "time") : NULL;
 	if (!action || !when || rr_iso8601_to_unix_ms(when, &ms) != 0) {
 		cJSON_Delete(j);
-		snprintf(why, cap, "IMDS spot/instance-action is not {\"action\", \"time\"} JSON");
+		snprintf(why, why_len,
+			 "IMDS spot/instance-action is not {\"action\", \"time\"} JSON");
 		return RR_ECORRUPT;
 	}
 	snprintf(key, sizeof(key), "%.40s@%.100s", action, when);
@@ -186,10 +187,10 @@ static int s_check_spot(struct s_aws *a, struct rr_buf *b, struct rr_notice *n, 
  * taking every new time for a new recommendation asked for a checkpoint on every poll. Once
  * the item is gone (404), the next one is new. */
 static int s_check_rebalance(struct s_aws *a, struct rr_buf *b, struct rr_notice *n, char *why,
-			     size_t cap)
+			     size_t why_len)
 {
 	cJSON *j;
-	int rc = s_get(a, "events/recommendations/rebalance", b, why, cap);
+	int rc = s_get(a, "events/recommendations/rebalance", b, why, why_len);
 
 	if (rc == RR_ENOENT)
 		a->rebalance_standing = 0;
@@ -199,7 +200,8 @@ static int s_check_rebalance(struct s_aws *a, struct rr_buf *b, struct rr_notice
 	rc = j && s_string(j, "noticeTime") ? 0 : RR_ECORRUPT;
 	cJSON_Delete(j);
 	if (rc) {
-		snprintf(why, cap, "IMDS rebalance recommendation is not {\"noticeTime\"} JSON");
+		snprintf(why, why_len,
+			 "IMDS rebalance recommendation is not {\"noticeTime\"} JSON");
 		return rc;
 	}
 	if (a->rebalance_standing)
@@ -220,18 +222,18 @@ static int s_maint_seen(struct s_aws *a, const char *id)
 
 /* events/maintenance/scheduled: a JSON array of {NotBefore, Code, EventId, State, ...}. */
 static int s_check_maintenance(struct s_aws *a, struct rr_buf *b, struct rr_notice *n,
-			       char *why, size_t cap)
+			       char *why, size_t why_len)
 {
 	const cJSON *e;
 	cJSON *j;
-	int rc = s_get(a, "events/maintenance/scheduled", b, why, cap), found = 0;
+	int rc = s_get(a, "events/maintenance/scheduled", b, why, why_len), found = 0;
 
 	if (rc)
 		return rc == RR_ENOENT ? 0 : rc;
 	j = rr_json_parse((const char *)b->data, b->len, NULL);
 	if (!cJSON_IsArray(j)) {
 		cJSON_Delete(j);
-		snprintf(why, cap, "IMDS scheduled maintenance is not a JSON array");
+		snprintf(why, why_len, "IMDS scheduled maintenance is not a JSON array");
 		return RR_ECORRUPT;
 	}
 	cJSON_ArrayForEach(e, j) {
@@ -254,7 +256,7 @@ static int s_check_maintenance(struct s_aws *a, struct rr_buf *b, struct rr_noti
 	return found;
 }
 
-static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
+static int s_wait(void *state, struct rr_notice *n, char *why, size_t why_len)
 {
 	struct s_aws *a = state;
 	struct rr_buf b;
@@ -278,11 +280,11 @@ static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
 	n->source = RR_SOURCE_AWS;
 	n->received_unix = rr_wall_ms() / 1000;
 	rr_buf_init(&b, S_BODY_MAX);
-	rc = s_check_spot(a, &b, n, why, cap);
+	rc = s_check_spot(a, &b, n, why, why_len);
 	if (rc == 0)
-		rc = s_check_rebalance(a, &b, n, why, cap);
+		rc = s_check_rebalance(a, &b, n, why, why_len);
 	if (rc == 0)
-		rc = s_check_maintenance(a, &b, n, why, cap);
+		rc = s_check_maintenance(a, &b, n, why, why_len);
 	rr_buf_free(&b);
 	if (rc == 1)
 		a->next_poll_mono = 0; /* look again at once: more may be pending */

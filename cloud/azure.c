@@ -1,9 +1,9 @@
 /* Azure notices (Microsoft's "Azure Metadata Service: Scheduled Events" page): Scheduled
- * Events polled once a poll interval (Microsoft
- * recommends once a second), filtered to this VM by name (events for an availability set
- * reach every VM in it), each EventId reported once. With --azure-ack the Preempt or
- * Terminate event is approved once the checkpoint it asked for is durable, so the eviction
- * goes ahead without waiting out the rest of its notice. */
+ * Events polled once a poll interval (Microsoft recommends once a second), filtered to this
+ * VM by name (events for an availability set reach every VM in it), each EventId reported
+ * once. With --azure-ack the Preempt or Terminate event is approved once the checkpoint it
+ * asked for is durable, so the eviction goes ahead without waiting out the rest of its
+ * notice. */
 #include <math.h> /* isfinite, a macro: no libm */
 #include <stddef.h>
 #include <stdint.h>
@@ -212,11 +212,11 @@ static int s_names_vm(const cJSON *resources, const char *vm_name)
 
 int rr_azure_parse_events(const char *json, size_t len, const char *vm_name,
 			  rr_azure_event_cb cb, void *ud, int64_t *incarnation, char *why,
-			  size_t cap)
+			  size_t why_len)
 {
 	static const char *const keys[] = { "DocumentIncarnation", "Events" };
 	static const char where[] = "Scheduled Events: ";
-	struct s_ctx c = { why, cap };
+	struct s_ctx c = { why, why_len };
 	struct rr_azure_event ev;
 	const cJSON *it, *events, *e, *resources;
 	cJSON *root = NULL;
@@ -224,7 +224,7 @@ int rr_azure_parse_events(const char *json, size_t len, const char *vm_name,
 	size_t i;
 	int rc;
 
-	if (why && cap)
+	if (why && why_len)
 		why[0] = '\0';
 	if (!json && len)
 		return RR_EINVAL;
@@ -344,7 +344,7 @@ static void s_destroy(void *state)
  * resp (the caller frees it), RR_ECANCELED on stop, or RR_EIO / RR_ETOOBIG / RR_ENOMEM with
  * why; the status of a refusal is in why. */
 static int s_request(struct s_azure *a, const char *method, const char *url, const char *body,
-		     struct rr_http_response *resp, char *why, size_t cap)
+		     struct rr_http_response *resp, char *why, size_t why_len)
 {
 	struct rr_http_header hdrs[2] = { s_metadata, { "Content-Type", "application/json" } };
 	struct rr_http_request req;
@@ -362,26 +362,27 @@ static int s_request(struct s_azure *a, const char *method, const char *url, con
 	req.cancel = a->stop;
 	rc = rr_http_perform(a->http, &req, resp);
 	if (rc == RR_ECANCELED) {
-		return rr_fail(why, cap, rc, "Azure metadata %s %s: stopped", method, url);
+		return rr_fail(why, why_len, rc, "Azure metadata %s %s: stopped", method, url);
 	}
 	if (rc) {
-		rr_why(why, cap, "Azure metadata %s %s failed: %s", method, url,
+		rr_why(why, why_len, "Azure metadata %s %s failed: %s", method, url,
 		      rc == RR_ETOOBIG ? "the answer passes its ceiling"
 		      : resp->message[0] ? resp->message : rr_strerror(rc));
 		return rc == RR_ETOOBIG || rc == RR_ENOMEM ? rc : RR_EIO;
 	}
 	if (resp->status != 200)
-		return rr_fail(why, cap, RR_EIO, "Azure metadata %s %s answered %ld%s", method, url,
+		return rr_fail(why, why_len, RR_EIO, "Azure metadata %s %s answered %ld%s",
+			       method, url,
 			       resp->status, resp->status == 429 ? " (throttled)" : "");
 	return 0;
 }
 
 /* The instance document's compute section: fills *id and the VM's name. */
 static int s_parse_instance(struct s_azure *a, const char *json, size_t len,
-			    struct rr_cloud_identity *id, char *why, size_t cap)
+			    struct rr_cloud_identity *id, char *why, size_t why_len)
 {
 	static const char where[] = "Azure instance metadata: \"compute\": ";
-	struct s_ctx c = { why, cap };
+	struct s_ctx c = { why, why_len };
 	const char *name, *vm_id, *size, *location, *zone, *priority;
 	char q[RR_QUOTE_CAP];
 	const cJSON *compute;
@@ -437,29 +438,29 @@ out:
 
 /* GET the instance document: the VM's name (and the identity when id is not NULL). */
 static int s_fetch_instance(struct s_azure *a, struct rr_cloud_identity *id, char *why,
-			    size_t cap)
+			    size_t why_len)
 {
 	struct rr_http_response resp;
 	int rc;
 
 	rr_http_response_init(&resp);
-	rc = s_request(a, "GET", a->instance_url, NULL, &resp, why, cap);
+	rc = s_request(a, "GET", a->instance_url, NULL, &resp, why, why_len);
 	if (!rc)
 		rc = s_parse_instance(a, resp.body.data ? (const char *)resp.body.data : "",
-				      resp.body.len, id, why, cap);
+				      resp.body.len, id, why, why_len);
 	rr_http_response_free(&resp);
 	return rc;
 }
 
-static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size_t cap)
+static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size_t why_len)
 {
 	struct s_azure *a = state;
 
 	memset(id, 0, sizeof(*id));
 	snprintf(id->cloud, sizeof(id->cloud), "azure");
-	if (why && cap)
+	if (why && why_len)
 		why[0] = '\0';
-	return s_fetch_instance(a, id, why, cap);
+	return s_fetch_instance(a, id, why, why_len);
 }
 
 static int s_seen(struct s_azure *a, const char *event_id)
@@ -547,20 +548,20 @@ static int s_pop(struct s_azure *a, struct rr_notice *n)
 	return 1;
 }
 
-static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
+static int s_wait(void *state, struct rr_notice *n, char *why, size_t why_len)
 {
 	struct s_azure *a = state;
 	struct rr_http_response resp;
 	struct s_poll p;
 	int rc;
 
-	if (why && cap)
+	if (why && why_len)
 		why[0] = '\0';
 	if (s_pop(a, n))
 		return 1;
 	/* Without the name, events for the rest of the availability set would look ours. */
 	if (!a->vm_name[0]) {
-		rc = s_fetch_instance(a, NULL, why, cap);
+		rc = s_fetch_instance(a, NULL, why, why_len);
 		if (rc)
 			return rc == RR_ECANCELED ? 0 : rc;
 	}
@@ -579,7 +580,7 @@ static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
 	a->next_poll_mono = rr_mono_ms() + a->poll_ms;
 
 	rr_http_response_init(&resp);
-	rc = s_request(a, "GET", a->events_url, NULL, &resp, why, cap);
+	rc = s_request(a, "GET", a->events_url, NULL, &resp, why, why_len);
 	if (rc) {
 		rr_http_response_free(&resp);
 		return rc == RR_ECANCELED ? 0 : rc;
@@ -589,7 +590,7 @@ static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
 	p.now_unix = rr_wall_ms() / 1000;
 	rc = rr_azure_parse_events(resp.body.data ? (const char *)resp.body.data : "",
 				   resp.body.len, a->vm_name, s_on_event, &p, &p.incarnation, why,
-				   cap);
+				   why_len);
 	rr_http_response_free(&resp);
 	if (rc)
 		return rc;
@@ -617,17 +618,17 @@ static char *s_ack_body(const char *event_id)
 
 /* POSTs the approval of a->ack_id. Returns 0, or a negative error with why (429, 5xx and
  * timeouts are RR_EIO: worth another try later). */
-static int s_ack(struct s_azure *a, char *why, size_t cap)
+static int s_ack(struct s_azure *a, char *why, size_t why_len)
 {
 	struct rr_http_response resp;
 	char *body = s_ack_body(a->ack_id);
 	int rc;
 
 	if (!body) {
-		return rr_fail(why, cap, RR_ENOMEM, "out of memory");
+		return rr_fail(why, why_len, RR_ENOMEM, "out of memory");
 	}
 	rr_http_response_init(&resp);
-	rc = s_request(a, "POST", a->events_url, body, &resp, why, cap);
+	rc = s_request(a, "POST", a->events_url, body, &resp, why, why_len);
 	rr_http_response_free(&resp);
 	cJSON_free(body);
 	return rc;

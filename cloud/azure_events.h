@@ -1,6 +1,6 @@
-/* The Azure Scheduled Events document (Microsoft's "Azure Metadata Service: Scheduled
- * Events" page) and its RFC 1123 dates, parsed
- * apart from the HTTP polling in cloud/azure.c so that a fuzz target can reach them
+/* The Azure Scheduled Events document (Microsoft's
+ * "Azure Metadata Service: Scheduled Events" page) and its RFC 1123 dates, parsed apart
+ * from the HTTP polling in cloud/azure.c so that a fuzz target can reach them
  * (tests/fuzz/fuzz_azure_events.c). */
 #ifndef RR_AZURE_EVENTS_H
 #define RR_AZURE_EVENTS_H
@@ -36,10 +36,10 @@ typedef int (*rr_azure_event_cb)(void *ud, const struct rr_azure_event *ev);
  * vm_name is compared with each Resources entry without regard to ASCII case; NULL
  * passes every event. Returns 0; RR_ETOOBIG past RR_AZURE_EVENTS_MAX; RR_ECORRUPT for
  * anything else malformed (a wrong type, a missing member, a member twice, a NUL
- * character, trailing data), with a one-line reason in why (cap bytes, may be NULL);
+ * character, trailing data), with a one-line reason in why (why_len bytes, may be NULL);
  * RR_ENOMEM; or the callback's error. */
 int rr_azure_parse_events(const char *json, size_t len, const char *vm_name,
 			  rr_azure_event_cb cb, void *ud, int64_t *incarnation, char *why,
-			  size_t cap);
+			  size_t why_len);
 
 #endif

@@ -30,7 +30,7 @@ static void s_read_dmi(const char *dir, const char *name, char *out, size_t cap)
 		out[--n] = '\0';
 }
 
-static enum rr_cloud s_from_dmi(const char *dir, char *why, size_t cap)
+static enum rr_cloud s_from_dmi(const char *dir, char *why, size_t why_len)
 {
 	char vendor[128], bios[128], product[128], version[128], tag[128];
 
@@ -41,22 +41,22 @@ static enum rr_cloud s_from_dmi(const char *dir, char *why, size_t cap)
 	s_read_dmi(dir, "chassis_asset_tag", tag, sizeof(tag));
 	if (strcmp(vendor, "Amazon EC2") == 0 || strcmp(bios, "Amazon EC2") == 0 ||
 	    strcasestr(version, "amazon")) {
-		snprintf(why, cap, "DMI says Amazon EC2");
+		snprintf(why, why_len, "DMI says Amazon EC2");
 		return RR_CLOUD_AWS;
 	}
 	if (strcmp(vendor, "Google") == 0 || strcmp(product, "Google Compute Engine") == 0) {
-		snprintf(why, cap, "DMI says Google Compute Engine");
+		snprintf(why, why_len, "DMI says Google Compute Engine");
 		return RR_CLOUD_GCP;
 	}
 	if (strcmp(tag, S_AZURE_ASSET_TAG) == 0) {
-		snprintf(why, cap, "DMI chassis asset tag is Azure's");
+		snprintf(why, why_len, "DMI chassis asset tag is Azure's");
 		return RR_CLOUD_AZURE;
 	}
 	return RR_CLOUD_NONE;
 }
 
 enum rr_cloud rr_cloud_detect(const struct rr_cloud_opts *o, const char *dmi_dir, char *why,
-			      size_t cap)
+			      size_t why_len)
 {
 	static const struct rr_http_header aws_h[] = {
 		{ "X-aws-ec2-metadata-token-ttl-seconds", "60" } };
@@ -71,9 +71,9 @@ enum rr_cloud rr_cloud_detect(const struct rr_cloud_opts *o, const char *dmi_dir
 
 	if (!why) {
 		why = scratch;
-		cap = sizeof(scratch);
+		why_len = sizeof(scratch);
 	}
-	found = s_from_dmi(dmi_dir ? dmi_dir : "/sys/class/dmi/id", why, cap);
+	found = s_from_dmi(dmi_dir ? dmi_dir : "/sys/class/dmi/id", why, why_len);
 	if (found != RR_CLOUD_NONE)
 		return found;
 
@@ -95,7 +95,7 @@ enum rr_cloud rr_cloud_detect(const struct rr_cloud_opts *o, const char *dmi_dir
 	req[2] = (struct rr_http_request){ .method = "GET", .url = urls[2], .headers = azure_h,
 					   .nheaders = 1 };
 	if (rr_http_batch_new(o->http, 3, &b) != 0) {
-		snprintf(why, cap, "out of memory for the probes");
+		snprintf(why, why_len, "out of memory for the probes");
 		return RR_CLOUD_NONE;
 	}
 	for (i = 0; i < 3; i++) {
@@ -111,14 +111,16 @@ enum rr_cloud rr_cloud_detect(const struct rr_cloud_opts *o, const char *dmi_dir
 			continue;
 		if (r == &resp[0] && r->body.len > 0) {
 			found = RR_CLOUD_AWS;
-			snprintf(why, cap, "an IMDSv2 token came from %s", urls[0]);
+			snprintf(why, why_len, "an IMDSv2 token came from %s", urls[0]);
 		} else if (r == &resp[1] && rr_gce_metadata_answered(r)) {
 			found = RR_CLOUD_GCP;
-			snprintf(why, cap, "the GCP metadata server answered at %s", urls[1]);
+			snprintf(why, why_len, "the GCP metadata server answered at %s",
+				 urls[1]);
 		} else if (r == &resp[2] && r->body.data &&
 			   strstr((const char *)r->body.data, "\"compute\"")) {
 			found = RR_CLOUD_AZURE;
-			snprintf(why, cap, "the Azure instance metadata service answered at %s",
+			snprintf(why, why_len,
+				 "the Azure instance metadata service answered at %s",
 				 urls[2]);
 		}
 	}
@@ -126,7 +128,7 @@ enum rr_cloud rr_cloud_detect(const struct rr_cloud_opts *o, const char *dmi_dir
 	for (i = 0; i < 3; i++)
 		rr_http_response_free(&resp[i]);
 	if (found == RR_CLOUD_NONE)
-		snprintf(why, cap, "no cloud in DMI and no metadata service answered%s%s",
+		snprintf(why, why_len, "no cloud in DMI and no metadata service answered%s%s",
 			 o->endpoint ? " at " : "", o->endpoint ? o->endpoint : "");
 	return found;
 }

@@ -1,14 +1,13 @@
 /* GCP notices (Google's "About VM metadata" and "Preemptible VM instances" pages): hanging
- * GETs on instance/preempted and
- * instance/maintenance-event, both in flight at once on one curl multi, as Google's
- * k8s-node-termination-handler subscribes to the two. Every request carries
- * Metadata-Flavor: Google, and an answer without it did not come from the metadata server
- * (a captive portal, a proxy, another cloud's service at the same address).
+ * GETs on instance/preempted and instance/maintenance-event, both in flight at once on one
+ * curl multi, as Google's k8s-node-termination-handler subscribes to the two. Every request
+ * carries Metadata-Flavor: Google, and an answer without it did not come from the metadata
+ * server (a captive portal, a proxy, another cloud's service at the same address).
  *
- * The first GET of each value is a plain one, for its ETag; a value that already asks for
- * a checkpoint then (a preemption or a maintenance event under way when the agent starts)
- * is reported like a change. After that, each change is reported once: TRUE staying TRUE
- * is nothing new, and NONE in between makes the next maintenance event new again. */
+ * The first GET of each value is a plain one, for its ETag; a value that already asks for a
+ * checkpoint then (a preemption or a maintenance event under way when the agent starts) is
+ * reported like a change. After that, each change is reported once: TRUE staying TRUE is
+ * nothing new, and NONE in between makes the next maintenance event new again. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -163,13 +162,13 @@ static int s_body_value(const struct rr_http_response *resp, char *out, size_t c
  * Returns 0; 1 for 503 (maintenance: the caller pauses and asks again); RR_ECANCELED when
  * the stop flag cut the transfer short; RR_ENOENT for 404; else RR_EIO with why. */
 static int s_check_answer(const struct s_gcp *g, const char *path,
-			  const struct rr_http_response *resp, char *why, size_t cap)
+			  const struct rr_http_response *resp, char *why, size_t why_len)
 {
 
 	if (resp->error == RR_ECANCELED)
 		return RR_ECANCELED;
 	if (resp->error) {
-		rr_why(why, cap, "GCP metadata GET %s%s failed: %s", g->base, path,
+		rr_why(why, why_len, "GCP metadata GET %s%s failed: %s", g->base, path,
 		      resp->message[0] ? resp->message : rr_strerror(resp->error));
 		return resp->error == RR_ENOMEM ? RR_ENOMEM : RR_EIO;
 	}
@@ -177,16 +176,16 @@ static int s_check_answer(const struct s_gcp *g, const char *path,
 	if (resp->status == 503)
 		return 1;
 	if (!rr_gce_metadata_answered(resp)) {
-		return rr_fail(why, cap, RR_EIO,
+		return rr_fail(why, why_len, RR_EIO,
 			       "GCP metadata GET %s%s: the answer (%ld) has no Metadata-Flavor: "
 			       "Google, so it is not from the metadata server", g->base, path, resp->status);
 	}
 	if (resp->status == 404) {
-		return rr_fail(why, cap, RR_ENOENT,
+		return rr_fail(why, why_len, RR_ENOENT,
 			       "GCP metadata GET %s%s: not found (404)", g->base, path);
 	}
 	if (resp->status != 200) {
-		return rr_fail(why, cap, RR_EIO,
+		return rr_fail(why, why_len, RR_EIO,
 			       "GCP metadata GET %s%s answered %ld", g->base, path, resp->status);
 	}
 	return 0;
@@ -247,7 +246,7 @@ static void s_last_component(char *dst, size_t cap, const char *src)
 	snprintf(dst, cap, "%s", slash ? slash + 1 : src);
 }
 
-static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size_t cap)
+static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size_t why_len)
 {
 	static const char *const paths[] = { "instance/id", "instance/machine-type",
 					     "instance/zone" };
@@ -260,7 +259,7 @@ static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size
 
 	memset(id, 0, sizeof(*id));
 	snprintf(id->cloud, sizeof(id->cloud), "gcp");
-	if (why && cap)
+	if (why && why_len)
 		why[0] = '\0';
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		r = s_get(g, paths[i], value, sizeof(value), w, sizeof(w));
@@ -268,7 +267,7 @@ static int s_identity(void *state, struct rr_cloud_identity *id, char *why, size
 			s_last_component(dst[i], dst_cap[i], value);
 		else if (!rc) {
 			rc = r;
-			rr_why(why, cap, "%s", w);
+			rr_why(why, why_len, "%s", w);
 		}
 		if (r == RR_ECANCELED)
 			return rc;
@@ -374,7 +373,7 @@ static int s_is_event(enum s_which which, const char *value, enum rr_notice_kind
 /* Takes in a finished transfer. Returns 1 with *n for a new event, 0 to go on waiting
  * (no change, a timeout answer, a 503 to ask again), or a negative error with why. */
 static int s_finish(struct s_gcp *g, struct s_slot *s, struct rr_notice *n, char *why,
-		    size_t cap)
+		    size_t why_len)
 {
 	enum s_which which = (enum s_which)(s - g->slot);
 	const char *etag;
@@ -383,14 +382,14 @@ static int s_finish(struct s_gcp *g, struct s_slot *s, struct rr_notice *n, char
 	enum rr_notice_kind kind;
 	int rc, changed, hanging = s->known;
 
-	rc = s_check_answer(g, s->path, &s->resp, why, cap);
+	rc = s_check_answer(g, s->path, &s->resp, why, why_len);
 	if (rc == 1) {
 		if (++s->unavailable < S_503_TRIES) {
 			s->start_mono = now + S_503_PAUSE_MS;
 			return 0;
 		}
 		s->unavailable = 0;
-		return rr_fail(why, cap, RR_EIO,
+		return rr_fail(why, why_len, RR_EIO,
 			       "GCP metadata GET %s%s answered 503 %d times", g->base, s->path, S_503_TRIES);
 	}
 	if (rc == RR_ENOENT)
@@ -400,11 +399,11 @@ static int s_finish(struct s_gcp *g, struct s_slot *s, struct rr_notice *n, char
 	s->unavailable = 0;
 	etag = rr_http_response_header(&s->resp, "ETag");
 	if (!etag || !etag[0] || strlen(etag) >= sizeof(s->etag)) {
-		return rr_fail(why, cap, RR_EIO,
+		return rr_fail(why, why_len, RR_EIO,
 			       "GCP metadata GET %s%s: the answer has no usable ETag", g->base, s->path);
 	}
 	if (s_body_value(&s->resp, value, sizeof(value)) != 0) {
-		return rr_fail(why, cap, RR_ECORRUPT,
+		return rr_fail(why, why_len, RR_ECORRUPT,
 			       "GCP metadata GET %s%s: the answer is not a short text value (%zu "
 			       "bytes)", g->base, s->path, s->resp.body.len);
 	}
@@ -427,13 +426,13 @@ static int s_finish(struct s_gcp *g, struct s_slot *s, struct rr_notice *n, char
 	return 1;
 }
 
-static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
+static int s_wait(void *state, struct rr_notice *n, char *why, size_t why_len)
 {
 	struct s_gcp *g = state;
 	int64_t end = rr_mono_ms() + S_WAIT_MAX_MS;
 	int rc = 0;
 
-	if (why && cap)
+	if (why && why_len)
 		why[0] = '\0';
 	for (;;) {
 		int64_t now = rr_mono_ms(), next = now + S_TICK_MS;
@@ -457,7 +456,8 @@ static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
 			}
 			rc = s_start(g, s);
 			if (rc) {
-				rr_why(why, cap, "GCP metadata: cannot start a GET of %s: %s",
+				rr_why(why, why_len,
+				       "GCP metadata: cannot start a GET of %s: %s",
 				      s->path, rr_strerror(rc));
 				goto fail;
 			}
@@ -468,14 +468,15 @@ static int s_wait(void *state, struct rr_notice *n, char *why, size_t cap)
 		}
 		rc = rr_http_batch_wait(g->batch, (long)(next - now), &tag);
 		if (rc < 0) {
-			rr_why(why, cap, "GCP metadata: waiting for the hanging GETs failed: %s",
+			rr_why(why, why_len,
+			       "GCP metadata: waiting for the hanging GETs failed: %s",
 			      rr_strerror(rc));
 			goto fail;
 		}
 		if (rc == 0)
 			continue;
 		((struct s_slot *)tag)->in_flight = 0;
-		rc = s_finish(g, tag, n, why, cap);
+		rc = s_finish(g, tag, n, why, why_len);
 		if (rc == RR_ECANCELED) {
 			s_abandon(g);
 			return 0;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Azure Blob Storage (issue 30), run alone with BENCH_SECTIONS=azure scripts/bench.sh (or
-# this script directly) and at the end of the full bench. Writes (or replaces) the
-# "## Azure Blob Storage" section of $BENCH_OUT (default BENCHMARKS.md).
+# Azure Blob Storage, run alone with BENCH_SECTIONS=azure scripts/bench.sh (or this script
+# directly) and at the end of the full bench. Writes (or replaces) the "## Azure Blob Storage"
+# section of $BENCH_OUT (default BENCHMARKS.md).
 #
 # The same checkpoint directory (the full bench's transformer checkpoint when it is cached,
 # else scripts/bench_make_ckpt.py's "mixed") to and from Azurite on 127.0.0.1 (in memory,

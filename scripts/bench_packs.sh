@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Packs and scale (issue 18), run alone with BENCH_SECTIONS=packs scripts/bench.sh (or this
-# script directly) and at the end of the full bench. Writes (or replaces) the "## Packs and
-# scale" section of $BENCH_OUT (default BENCHMARKS.md).
+# Packs and scale, run alone with BENCH_SECTIONS=packs scripts/bench.sh (or this script
+# directly) and at the end of the full bench. Writes (or replaces) the "## Packs and scale"
+# section of $BENCH_OUT (default BENCHMARKS.md).
 #
 # Checkpoints (scripts/bench_make_ckpt.py, deterministic): "mixed", 4 safetensors files,
 # ~125 MB of F32 in ~316 tensors; "smalls", 400 tensors under 64 kB. Each goes to and from

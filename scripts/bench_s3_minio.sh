@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# The S3 comparison on MinIO (issue 29): the same checkpoints to and from MinIO on 127.0.0.1
-# (built from the Go module proxy by tests/thirdparty/install.sh, data on tmpfs) with
-# resume-run, `aws s3 cp --recursive` and `rclone copy`, runs interleaved, medians of $RUNS.
-# Run alone with BENCH_SECTIONS=s3-minio scripts/bench.sh (or this script directly); writes
-# (or replaces) the "## S3 on MinIO" section of $BENCH_OUT (default BENCHMARKS.md).
-# Checkpoints: "mixed" from scripts/bench_make_ckpt.py, and the full bench's transformer
-# when it is cached.
+# The S3 comparison on MinIO: the same checkpoints to and from MinIO on 127.0.0.1 (built from
+# the Go module proxy by tests/thirdparty/install.sh, data on tmpfs) with resume-run, `aws s3
+# cp --recursive` and `rclone copy`, runs interleaved, medians of $RUNS. Run alone with
+# BENCH_SECTIONS=s3-minio scripts/bench.sh (or this script directly); writes (or replaces) the
+# "## S3 on MinIO" section of $BENCH_OUT (default BENCHMARKS.md). Checkpoints: "mixed" from
+# scripts/bench_make_ckpt.py, and the full bench's transformer when it is cached.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

@@ -9,6 +9,7 @@
 # env:   FUZZ_SECONDS  seconds per target (default 20)
 #        BUILD_DIR     build directory (default build-fuzz)
 #        FUZZ_ARGS     extra libFuzzer flags, e.g. "-jobs=4 -workers=4"
+#        FUZZ_PARALLEL targets run at once (default 1); each is one process on one core
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -41,46 +42,70 @@ cmake -DCMAKE_C_COMPILER=clang -DRR_FUZZ=ON -DRR_SANITIZE=ON -S . -B "$build"
 cmake --build "$build" --target "${targets[@]}" -j "$(nproc 2>/dev/null || echo 2)"
 
 work=$build/fuzz-work
-failed=()
-for t in "${targets[@]}"; do
-	bin=$build/$t
-	seeds=tests/fuzz/corpus/$t
-	dir=$work/$t
-	if [ ! -x "$bin" ]; then
-		echo "fuzz.sh: $bin was not built" >&2
-		exit 2
-	fi
+parallel=${FUZZ_PARALLEL:-1}
+case $parallel in '' | *[!0-9]* | 0) echo "fuzz.sh: FUZZ_PARALLEL must be at least 1" >&2; exit 2 ;; esac
+
+# fuzz_one TARGET: runs it, then prints what it found (all at once, so that the reports of
+# targets running side by side do not interleave); its status says whether it passed.
+fuzz_one() {
+	local t=$1 bin=$build/$1 seeds=tests/fuzz/corpus/$1 dir=$work/$1 rc=0 artifacts n
 	rm -rf "$dir"
 	mkdir -p "$dir/corpus" "$dir/artifacts"
 	if [ -d "$seeds" ]; then
 		cp -R "$seeds/." "$dir/corpus/"
 	fi
-
-	echo "fuzz.sh: running $t for ${seconds}s (log: $dir/log)"
-	rc=0
 	# shellcheck disable=SC2086 # FUZZ_ARGS is a list of flags
 	"$bin" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 \
 		-print_final_stats=1 -artifact_prefix="$dir/artifacts/" ${FUZZ_ARGS:-} \
 		"$dir/corpus" >"$dir/log" 2>&1 || rc=$?
-	grep -E '^(#[0-9]+[[:space:]]+DONE|stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb))' \
-		"$dir/log" | sed "s/^/  $t: /" || true
-
-	artifacts=$(find "$dir/artifacts" -type f 2>/dev/null | sort)
-	if [ "$rc" -ne 0 ] || [ -n "$artifacts" ]; then
-		echo "fuzz.sh: $t FAILED (exit $rc); end of its log:" >&2
-		tail -n 40 "$dir/log" >&2
-		if [ -n "$artifacts" ]; then
-			while IFS= read -r a; do
-				echo "fuzz.sh: $t artifact: $a" >&2
-				echo "fuzz.sh:   reproduce: $bin $a" >&2
-			done <<<"$artifacts"
+	{
+		grep -E '^(#[0-9]+[[:space:]]+DONE|stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb))' \
+			"$dir/log" | sed "s/^/  $t: /" || true
+		artifacts=$(find "$dir/artifacts" -type f 2>/dev/null | sort)
+		if [ "$rc" -ne 0 ] || [ -n "$artifacts" ]; then
+			echo "fuzz.sh: $t FAILED (exit $rc); end of its log:"
+			tail -n 40 "$dir/log"
+			if [ -n "$artifacts" ]; then
+				while IFS= read -r a; do
+					echo "fuzz.sh: $t artifact: $a"
+					echo "fuzz.sh:   reproduce: $bin $a"
+				done <<<"$artifacts"
+			fi
+			rc=1
+		else
+			n=$(find "$dir/corpus" -type f | wc -l)
+			echo "fuzz.sh: $t ok; scratch corpus now holds $n inputs in $dir/corpus"
 		fi
-		failed+=("$t")
-	else
-		n=$(find "$dir/corpus" -type f | wc -l)
-		echo "fuzz.sh: $t ok; scratch corpus now holds $n inputs in $dir/corpus"
+	} >"$dir/report" 2>&1
+	return "$rc"
+}
+
+for t in "${targets[@]}"; do
+	if [ ! -x "$build/$t" ]; then
+		echo "fuzz.sh: $build/$t was not built" >&2
+		exit 2
 	fi
 done
+failed=()
+declare -A running=() # pid -> target
+reap() {              # waits for one of the running targets and reports it
+	local pid rc=0
+	wait -n -p pid "${!running[@]}" || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		cat "$work/${running[$pid]}/report"
+	else
+		cat "$work/${running[$pid]}/report" >&2
+		failed+=("${running[$pid]}")
+	fi
+	unset "running[$pid]"
+}
+for t in "${targets[@]}"; do
+	while [ ${#running[@]} -ge "$parallel" ]; do reap; done
+	echo "fuzz.sh: running $t for ${seconds}s (log: $work/$t/log)"
+	fuzz_one "$t" &
+	running[$!]=$t
+done
+while [ ${#running[@]} -gt 0 ]; do reap; done
 
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "fuzz.sh: failed: ${failed[*]}" >&2

@@ -52,14 +52,34 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if [ "$what" = test ]; then
-	# The S3 test server (it verifies SigV4), from npm, into a cache outside the checkout.
-	"$(dirname "$0")/../tests/s3/install-s3rver.sh"
-	# Azurite, Microsoft's Azure Storage emulator (it verifies Shared Key and SAS), likewise.
-	"$(dirname "$0")/../tests/azure/install-azurite.sh"
-	# The ML frameworks of tests/frameworks, from PyPI, into a venv cached outside the checkout.
-	"$(dirname "$0")/install-frameworks.sh"
-	# Servers and SDKs that others maintain, pinned, built once into a cache outside the
-	# checkout: AWS's EC2 metadata mock, MinIO and fake-gcs-server from the Go module proxy
-	# (Go >= 1.26, which this machine kind ships), boto3 and google-cloud-storage from PyPI.
-	"$(dirname "$0")/../tests/thirdparty/install.sh"
+	# Four independent installers, side by side (each is a no-op once its cache is there; a
+	# first run is bound by downloads and, for the Go servers, one CPU-bound build each).
+	# Their output is prefixed with the installer's name; any failure fails the whole.
+	here=$(dirname "$0")
+	installers=(
+		# The S3 test server (it verifies SigV4), from npm, into a cache outside the checkout.
+		"s3rver:$here/../tests/s3/install-s3rver.sh"
+		# Azurite, Microsoft's Azure Storage emulator (it verifies Shared Key and SAS), likewise.
+		"azurite:$here/../tests/azure/install-azurite.sh"
+		# The ML frameworks of tests/frameworks, from PyPI, into a venv cached outside the checkout.
+		"frameworks:$here/install-frameworks.sh"
+		# Servers and SDKs that others maintain, pinned, built once into a cache outside the
+		# checkout: AWS's EC2 metadata mock, MinIO and fake-gcs-server from the Go module
+		# proxy (Go >= 1.26, which this machine kind ships), boto3 and google-cloud-storage
+		# from PyPI.
+		"thirdparty:$here/../tests/thirdparty/install.sh"
+	)
+	pids=()
+	for i in "${installers[@]}"; do
+		("${i#*:}" 2>&1 | sed -u "s/^/[${i%%:*}] /"; exit "${PIPESTATUS[0]}") &
+		pids+=($!)
+	done
+	failed=()
+	for n in "${!pids[@]}"; do
+		wait "${pids[$n]}" || failed+=("${installers[$n]%%:*}")
+	done
+	if [ ${#failed[@]} -gt 0 ]; then
+		echo "install-deps.sh: failed: ${failed[*]} (their output above says why)" >&2
+		exit 1
+	fi
 fi

@@ -1,46 +1,37 @@
 #!/usr/bin/env bash
 # README's second command, and what CI runs: install what the tests need, then build and run
-# every test (unit, integration, Python, fuzz-corpus replay) twice: a normal build and an
-# ASan+UBSan build; the threaded parts' unit suites under TSan; then a short libFuzzer run
-# of every fuzz target.
-# FUZZ_SECONDS (default 10 here; 20 for scripts/fuzz.sh alone) bounds each fuzz target's run.
+# every test (unit, integration, deployment, frameworks, Python, fuzz-corpus replay) on a
+# normal build; the unit suites, the fuzz corpora and a chosen set of integration tests again
+# under ASan+UBSan (the list and why are below); the threaded parts under TSan; then a short
+# libFuzzer run of every fuzz target. It ends with one line, "tests: N passed, N failed",
+# and a non-zero status when anything failed, and prints how long each phase took.
+#
+# Timeline (2 cores): the sanitizer and fuzz builds run at the lowest priority during the
+# normal tests, most of which wait on servers, trainers and deadlines rather than compute,
+# so the builds take the idle CPU and the tests lose almost none. Each phase after that
+# needs its build, and waits for it.
+#
+# FUZZ_SECONDS (default 10 here; 20 for scripts/fuzz.sh alone) bounds each fuzz target's run;
+# two targets run at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh test
 
 jobs=$(nproc)
-echo "== layers (includes point only down)"
+tmp=$(mktemp -d)
+bg_pgid=
+trap '[ -z "$bg_pgid" ] || kill -- "-$bg_pgid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+
+# Phase timings, "start end name" in seconds from the start, printed at the end.
+timings=()
+begin() { echo "== $1"; phase_name=$1; phase_start=$SECONDS; }
+end() { timings+=("$phase_start $SECONDS $phase_name"); }
+
+begin "dependencies"
+scripts/install-deps.sh test
+end
+
+begin "static checks (layers; cJSON parsing only in storage/common/json.c)"
 scripts/check-layers.sh
-echo "== build (RelWithDebInfo, -Wall -Wextra, warnings are errors: RR_WERROR)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRR_WERROR=ON >/dev/null
-cmake --build build -j"$jobs"
-# ctest's summary line ("N tests failed out of M") feeds the closing count below.
-count() { sed -nE 's/.* tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1 \2/p' "$1" | tail -n 1; }
-log=$(mktemp); trap 'rm -f "$log"' EXIT
-
-echo "== tests"
-ctest --test-dir build --output-on-failure -j"$jobs" | tee "$log"
-read -r failed1 total1 < <(count "$log")
-
-echo "== build with AddressSanitizer + UndefinedBehaviorSanitizer"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRR_SANITIZE=ON -DRR_WERROR=ON >/dev/null
-cmake --build build-asan -j"$jobs"
-echo "== tests under ASan + UBSan"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	ctest --test-dir build-asan --output-on-failure -j"$jobs" | tee "$log"
-read -r failed2 total2 < <(count "$log")
-
-# The threaded parts (persist pool, persister, restore, cloud watcher and its providers'
-# stop flags, HTTP batches, the stores' parallel requests, JSON parsing) under
-# ThreadSanitizer: their unit suites, which drive those threads, and the whole agent in the
-# two-writers test (event loop, persister, pool and retention at once) and the slow-link
-# test (a notice cancelling requests in flight from another thread).
-tsan_suites="pool persist persister restore cloud_watch cloud_aws cloud_gcp cloud_azure cloud_detect http store_s3 store_gcs store_sealed metrics json"
-echo "== build with ThreadSanitizer (threaded suites: $tsan_suites; the agent)"
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRR_TSAN=ON -DRR_WERROR=ON >/dev/null
-# shellcheck disable=SC2046,SC2086 # the suite names are split into arguments on purpose
-cmake --build build-tsan -j"$jobs" --target resume-run $(printf 'test_%s ' $tsan_suites)
-echo "== threaded unit suites under TSan"
 # cJSON writes a process-wide error position on every parse: all parsing goes through
 # rr_json_parse (storage/common/json.c), which serialises it. TSan cannot see inside the
 # uninstrumented libcjson, so this check keeps other parse calls out.
@@ -48,15 +39,142 @@ if grep -rn 'cJSON_Parse' agent storage cloud | grep -v '^storage/common/json.c:
 	echo "cJSON_Parse* outside storage/common/json.c: use rr_json_parse" >&2
 	exit 1
 fi
+end
+
+begin "build (RelWithDebInfo, -Wall -Wextra, warnings are errors: RR_WERROR)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRR_WERROR=ON >/dev/null
+cmake --build build -j"$jobs"
+end
+
+# The threaded parts (persist pool, persister, restore, cloud watcher and its providers'
+# stop flags, HTTP batches, the stores' parallel requests, JSON parsing) under
+# ThreadSanitizer: their unit suites, which drive those threads, and the whole agent in the
+# two-writers test (event loop, persister, pool and retention at once) and the slow-link
+# test (a notice cancelling requests in flight from another thread).
+tsan_suites="pool persist persister restore cloud_watch cloud_aws cloud_gcp cloud_azure cloud_detect http store_s3 store_gcs store_sealed metrics json"
+
+# The other builds, one after another at the lowest priority, while the normal tests run.
+# Their output goes to a log, shown when one fails; each phase below waits for its build.
+background_builds() { # T0: the start, in seconds since the epoch
+	set -e
+	exec >"$tmp/builds.log" 2>&1
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRR_SANITIZE=ON -DRR_WERROR=ON
+	cmake --build build-asan -j"$jobs"
+	echo "$(($(date +%s) - $1))" >"$tmp/asan.built"
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRR_TSAN=ON -DRR_WERROR=ON
+	# shellcheck disable=SC2046,SC2086 # the suite names are split into arguments on purpose
+	cmake --build build-tsan -j"$jobs" --target resume-run $(printf 'test_%s ' $tsan_suites)
+	echo "$(($(date +%s) - $1))" >"$tmp/tsan.built"
+	cmake -DCMAKE_C_COMPILER=clang -DRR_FUZZ=ON -DRR_SANITIZE=ON -S . -B build-fuzz
+	# shellcheck disable=SC2046 # one argument per target
+	cmake --build build-fuzz -j"$jobs" --target $(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//')
+	echo "$(($(date +%s) - $1))" >"$tmp/fuzz.built"
+}
+export -f background_builds
+export jobs tmp tsan_suites
+bg_start=$SECONDS
+# setsid: its own process group, so that the EXIT trap stops the compilers too.
+setsid nice -n 19 bash -c "background_builds $(($(date +%s) - SECONDS))" &
+bg_pgid=$!
+# wait_build NAME: until build-NAME is done; exits with the builds' log when it failed.
+wait_build() {
+	while [ ! -e "$tmp/$1.built" ]; do
+		if ! kill -0 "$bg_pgid" 2>/dev/null && [ ! -e "$tmp/$1.built" ]; then
+			cat "$tmp/builds.log" >&2
+			echo "test.sh: the build for the $1 phase failed (its log is above)" >&2
+			exit 1
+		fi
+		sleep 1
+	done
+}
+
+# run_ctest NAME DIR [ARGS...]: ctest's summary line ("N tests failed out of M") feeds the
+# closing count. A failing ctest does not end the script (the count says it); a ctest that
+# printed no summary (it crashed, or found no tests) counts as one failure.
+passed=0
+failed=0
+summary=()
+run_ctest() {
+	local name=$1 dir=$2 log="$tmp/$1.log" f t
+	shift 2
+	ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@" 2>&1 | tee "$log" || true
+	read -r f t < <(sed -nE 's/.* tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1 \2/p' "$log" | tail -n 1) || true
+	if [ -z "${t:-}" ]; then
+		echo "test.sh: ctest ($name) printed no summary: counted as 1 failure" >&2
+		f=1 t=1
+	fi
+	passed=$((passed + t - f))
+	failed=$((failed + f))
+	summary+=("$name: $((t - f)) of $t")
+}
+
+begin "tests (normal build; the sanitizer and fuzz builds run beside them)"
+run_ctest normal build
+end
+
+# What runs again under ASan+UBSan. Memory and undefined-behaviour errors live in our C code,
+# so each path of it needs one run under the sanitizers, not one per test that passes by:
+#  - every unit suite (each module in-process, error paths included) and every fuzz corpus
+#    replay (each parser of outside data on every input ever found interesting);
+#  - the integration tests below, which drive what the unit suites cannot reach: the binary's
+#    command line, event loop, supervisor and signals, and each store end to end against its
+#    real server, with the failure paths (faults, corruption, refusals, disk full):
+asan_integration=(drill_restore restart exit_status pid1_reaping signal_notices cloud_notices
+	corrupt_fallback manifest_path_escape disk_full hostile_trainer_fs hostile_trainer_proc
+	store_lifecycle packs encryption suspect report late_files first_hour two_writers
+	s3_faults s3_faults_process gcs_store azure_store azure_faults)
+#  Not again under ASan, because their C paths are the ones above and what they add is not
+#  memory safety: the soaks and long runs repeat those paths many times (chaos_soak, long_run,
+#  store_growth, notice_lifecycle); the framework tests' subject is the trainer side
+#  (e2e_training, multinode, frameworks_torchrun, torch_save, torch_adam_step,
+#  tensor_checkpoints: the tensor parsers run under ASan in their unit suites and fuzz
+#  corpora); the third-party servers check our clients against another implementation
+#  (s3_store on MinIO, gcs_fake_server, aws_notices_aemm) and TLS (tls) is curl's; timing is
+#  what deadline, slow_link (under TSan), every_auto, s3_faults_more (stalls past timeouts)
+#  and clock_skew (libfaketime) check, and the sanitizers' slowdown is what would change it;
+#  azure_entra and azure_two_writers run azure_store's and two_writers' code with another
+#  credential or a second writer; secrets checks what is logged. The deployment, frameworks
+#  and Python tests are not built in the sanitizer builds at all (CMakeLists.txt says why).
+wait_build asan
+begin "tests under ASan + UBSan (unit suites, fuzz corpora, ${#asan_integration[@]} integration tests)"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	run_ctest "ASan+UBSan" build-asan \
+	-R "^(unit_.*|fuzz_.*_corpus|integration_($(IFS='|'; echo "${asan_integration[*]}")))\$"
+end
+
+wait_build tsan
+begin "threaded unit suites and the agent under TSan ($tsan_suites; two_writers, slow_link)"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	ctest --test-dir build-tsan --output-on-failure -j"$jobs" \
-	-R "^(unit_($(echo "$tsan_suites" | tr ' ' '|'))|integration_(two_writers|slow_link))\$" | tee "$log"
-read -r failed3 total3 < <(count "$log")
+	run_ctest TSan build-tsan \
+	-R "^(unit_($(echo "$tsan_suites" | tr ' ' '|'))|integration_(two_writers|slow_link))\$"
+end
 
-export FUZZ_SECONDS=${FUZZ_SECONDS:-10} # 15 targets: keeps the whole command near 20 minutes
-echo "== fuzzing (libFuzzer, $FUZZ_SECONDS s per target)"
-scripts/fuzz.sh
-fuzzed=$(ls tests/fuzz/fuzz_*.c | wc -l)
+export FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+wait_build fuzz
+begin "fuzzing (libFuzzer, $FUZZ_SECONDS s per target, two at a time)"
+# One count per target run: "fuzz.sh: T ok" or "fuzz.sh: T FAILED"; a fuzz.sh that failed
+# before running any (a build error) counts as one failure.
+rc=0
+BUILD_DIR=build-fuzz FUZZ_PARALLEL=2 scripts/fuzz.sh 2>&1 | tee "$tmp/fuzz.log" || rc=$?
+fuzz_ok=$(grep -cE '^fuzz.sh: [a-z0-9_]+ ok;' "$tmp/fuzz.log" || true)
+fuzz_failed=$(grep -cE '^fuzz.sh: [a-z0-9_]+ FAILED' "$tmp/fuzz.log" || true)
+if [ "$rc" -ne 0 ] && [ "$fuzz_failed" -eq 0 ]; then
+	fuzz_failed=1
+fi
+passed=$((passed + fuzz_ok))
+failed=$((failed + fuzz_failed))
+summary+=("fuzz targets: $fuzz_ok of $((fuzz_ok + fuzz_failed)) runs")
+end
 
-echo "== normal build: $((total1 - failed1)) of $total1; ASan+UBSan: $((total2 - failed2)) of $total2; TSan: $((total3 - failed3)) of $total3; fuzz targets: $fuzzed"
-echo "tests: $((total1 - failed1 + total2 - failed2 + total3 - failed3 + fuzzed)) passed, $((failed1 + failed2 + failed3)) failed"
+echo "== phases (seconds from the start)"
+for b in asan tsan fuzz; do
+	[ ! -e "$tmp/$b.built" ] || timings+=("$bg_start $(cat "$tmp/$b.built") build-$b (background, lowest priority, from its start)")
+done
+for t in "${timings[@]}"; do
+	read -r start stop name <<<"$t"
+	printf '%6d s  %5d-%-5d  %s\n' "$((stop - start))" "$start" "$stop" "$name"
+done
+echo "== total: $SECONDS s"
+(IFS=';'; echo "== ${summary[*]}")
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -167,6 +167,92 @@ static void s_cost(struct rr_report *r, const struct rr_report_opts *o)
 	r->on_demand_cost = r->useful_hours * o->price_on_demand;
 }
 
+/* Pass 1 of rr_report_build for one event e of attempt ai (a): the attempt's identity and
+ * what the event adds to the totals and lists. Returns 0, or -1 when out of memory. */
+static int s_take_event(struct rr_report *r, const struct rr_ledger_event *e, size_t ai,
+			struct rr_report_attempt *a)
+{
+	if (!s_instance_known(&a->inst) && s_instance_known(&e->inst))
+		a->inst = e->inst;
+	switch (e->kind) {
+	case RR_LEDGER_CHECKPOINT:
+		s_widen(a, e->durable_ms);
+		a->checkpoints++;
+		r->checkpoints++;
+		r->urgent_checkpoints += e->urgent ? 1 : 0;
+		r->bytes_checkpointed += e->bytes;
+		r->bytes_stored += e->stored_bytes;
+		r->bytes_uploaded += e->new_bytes;
+		break;
+	case RR_LEDGER_RESTORE: {
+		struct rr_report_restore *s = s_push(&r->restores, &r->nrestores, sizeof(*s));
+		if (!s)
+			return -1;
+		a->restored = 1;
+		s->attempt = ai;
+		s->unix_ms = e->unix_ms;
+		memcpy(s->checkpoint, e->checkpoint, sizeof(s->checkpoint));
+		s->bytes = e->bytes;
+		s->downloaded_bytes = e->downloaded_bytes;
+		s->unused_bytes = e->unused_bytes;
+		s->elapsed_ms = e->elapsed_ms;
+		s->fallbacks = e->fallbacks;
+		s->already_present = e->already_present;
+		memcpy(s->passed_over, e->instead, sizeof(s->passed_over));
+		r->restore_ms += e->elapsed_ms;
+		break;
+	}
+	case RR_LEDGER_SUSPECT: {
+		struct rr_report_suspect *s = s_push(&r->suspects, &r->nsuspects, sizeof(*s));
+		if (!s)
+			return -1;
+		s->attempt = ai;
+		s->unix_ms = e->unix_ms;
+		s->failures = e->failures;
+		s->exit_status = e->exit_status;
+		memcpy(s->checkpoint, e->checkpoint, sizeof(s->checkpoint));
+		memcpy(s->instead, e->instead, sizeof(s->instead));
+		break;
+	}
+	case RR_LEDGER_RESTART: {
+		struct rr_report_restart *s = s_push(&r->restarts, &r->nrestarts, sizeof(*s));
+		if (!s)
+			return -1;
+		a->restarts++;
+		s->attempt = ai;
+		s->unix_ms = e->unix_ms;
+		s->exit_status = e->exit_status;
+		s->attempt_no = e->attempt;
+		memcpy(s->checkpoint, e->checkpoint, sizeof(s->checkpoint));
+		break;
+	}
+	case RR_LEDGER_NOTICE: {
+		struct rr_report_notice *no = s_push(&r->notices, &r->nnotices, sizeof(*no));
+		if (!no)
+			return -1;
+		a->notices++;
+		no->attempt = ai;
+		snprintf(no->kind, sizeof(no->kind), "%s", e->notice[0] ? e->notice : "?");
+		snprintf(no->source, sizeof(no->source), "%s", e->source[0] ? e->source : "?");
+		no->received_ms = e->received_ms;
+		no->deadline_ms = e->deadline_ms;
+		s_widen(a, e->received_ms);
+		break;
+	}
+	case RR_LEDGER_EXIT:
+		r->exits++;
+		snprintf(a->ended, sizeof(a->ended), "%s", e->how[0] ? e->how : "?");
+		a->exit_status = e->exit_status;
+		memcpy(a->signal, e->signal, sizeof(a->signal));
+		break;
+	case RR_LEDGER_START:
+	case RR_LEDGER_INTERVAL: /* rr_report_interval_build reads them */
+	case RR_LEDGER_OTHER:
+		break;
+	}
+	return 0;
+}
+
 int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_report_opts *o,
 		    struct rr_report **out)
 {
@@ -192,84 +278,8 @@ int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_
 			r->first_ms = e->unix_ms;
 		if (e->unix_ms > r->last_ms)
 			r->last_ms = e->unix_ms;
-		if (!s_instance_known(&a->inst) && s_instance_known(&e->inst))
-			a->inst = e->inst;
-		switch (e->kind) {
-		case RR_LEDGER_CHECKPOINT:
-			s_widen(a, e->durable_ms);
-			a->checkpoints++;
-			r->checkpoints++;
-			r->urgent_checkpoints += e->urgent ? 1 : 0;
-			r->bytes_checkpointed += e->bytes;
-			r->bytes_stored += e->stored_bytes;
-			r->bytes_uploaded += e->new_bytes;
-			break;
-		case RR_LEDGER_RESTORE: {
-			struct rr_report_restore *s = s_push(&r->restores, &r->nrestores, sizeof(*s));
-			if (!s)
-				goto out;
-			a->restored = 1;
-			s->attempt = att[i];
-			s->unix_ms = e->unix_ms;
-			memcpy(s->checkpoint, e->checkpoint, sizeof(s->checkpoint));
-			s->bytes = e->bytes;
-			s->downloaded_bytes = e->downloaded_bytes;
-			s->unused_bytes = e->unused_bytes;
-			s->elapsed_ms = e->elapsed_ms;
-			s->fallbacks = e->fallbacks;
-			s->already_present = e->already_present;
-			memcpy(s->passed_over, e->instead, sizeof(s->passed_over));
-			r->restore_ms += e->elapsed_ms;
-			break;
-		}
-		case RR_LEDGER_SUSPECT: {
-			struct rr_report_suspect *s = s_push(&r->suspects, &r->nsuspects, sizeof(*s));
-			if (!s)
-				goto out;
-			s->attempt = att[i];
-			s->unix_ms = e->unix_ms;
-			s->failures = e->failures;
-			s->exit_status = e->exit_status;
-			memcpy(s->checkpoint, e->checkpoint, sizeof(s->checkpoint));
-			memcpy(s->instead, e->instead, sizeof(s->instead));
-			break;
-		}
-		case RR_LEDGER_RESTART: {
-			struct rr_report_restart *s = s_push(&r->restarts, &r->nrestarts, sizeof(*s));
-			if (!s)
-				goto out;
-			a->restarts++;
-			s->attempt = att[i];
-			s->unix_ms = e->unix_ms;
-			s->exit_status = e->exit_status;
-			s->attempt_no = e->attempt;
-			memcpy(s->checkpoint, e->checkpoint, sizeof(s->checkpoint));
-			break;
-		}
-		case RR_LEDGER_NOTICE: {
-			struct rr_report_notice *no = s_push(&r->notices, &r->nnotices, sizeof(*no));
-			if (!no)
-				goto out;
-			a->notices++;
-			no->attempt = att[i];
-			snprintf(no->kind, sizeof(no->kind), "%s", e->notice[0] ? e->notice : "?");
-			snprintf(no->source, sizeof(no->source), "%s", e->source[0] ? e->source : "?");
-			no->received_ms = e->received_ms;
-			no->deadline_ms = e->deadline_ms;
-			s_widen(a, e->received_ms);
-			break;
-		}
-		case RR_LEDGER_EXIT:
-			r->exits++;
-			snprintf(a->ended, sizeof(a->ended), "%s", e->how[0] ? e->how : "?");
-			a->exit_status = e->exit_status;
-			memcpy(a->signal, e->signal, sizeof(a->signal));
-			break;
-		case RR_LEDGER_START:
-		case RR_LEDGER_INTERVAL: /* rr_report_interval_build reads them */
-		case RR_LEDGER_OTHER:
-			break;
-		}
+		if (s_take_event(r, e, att[i], a))
+			goto out;
 	}
 	/* Pass 2: each notice against its checkpoint and deadline, once every attempt's span
 	 * and checkpoints are known. */

@@ -954,7 +954,7 @@ static int s_alias_given(size_t i, const unsigned char *given)
 /* Parses argv again with its subcommand, found at index at behind options meant for it,
  * moved to the front: "resume-run -v ls" as "resume-run ls -v". */
 static int s_parse_moved(int argc, char **argv, int at, struct rr_config *cfg,
-			 enum rr_command *help_for, char *err, size_t err_len)
+			 enum rr_command *help_for, char *why, size_t why_len)
 {
 	char **moved = malloc(((size_t)argc + 1) * sizeof(*moved));
 	int rc, n = 0;
@@ -967,13 +967,13 @@ static int s_parse_moved(int argc, char **argv, int at, struct rr_config *cfg,
 		if (i != at)
 			moved[n++] = argv[i];
 	moved[n] = NULL;
-	rc = rr_config_parse(argc, moved, cfg, help_for, err, err_len);
+	rc = rr_config_parse(argc, moved, cfg, help_for, why, why_len);
 	free(moved);
 	return rc;
 }
 
 int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_command *help_for,
-		    char *err, size_t err_len)
+		    char *why, size_t why_len)
 {
 	static const struct { const char *name; enum rr_command cmd; } commands[] = {
 		{ "ls", RR_CMD_LS }, { "restore", RR_CMD_RESTORE },
@@ -1067,7 +1067,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			char letter[3] = { '-', (char)optopt, '\0' };
 			const char *bad = opt == '?' && optopt > 0 && optopt < 256 &&
 					  !strchr("vh", optopt) ? letter : av[optind - 1];
-			snprintf(err, err_len, "%s%s '%s' (see %s%s --help)", lead,
+			snprintf(why, why_len, "%s%s '%s' (see %s%s --help)", lead,
 				 opt == ':' ? "missing value for" : "unknown option", bad,
 				 first == 2 ? "resume-run " : "", cmd_name);
 			return RR_EINVAL;
@@ -1075,13 +1075,15 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		if (cmd == RR_CMD_GC && strcmp(o->name, "grace") == 0) {
 			/* Before 0.2.0 gc's grace was --grace too: a script that still says so gets
 			 * the new name rather than the run's deadline or a silent default. */
-			snprintf(err, err_len, "gc: --grace is the run's SIGTERM deadline; gc's age "
+			snprintf(why, why_len,
+				 "gc: --grace is the run's SIGTERM deadline; gc's age "
 				 "for unreferenced chunks is --gc-grace DURATION (RESUME_RUN_GC_GRACE, "
 				 "default 1h, at least 10m)");
 			return RR_EINVAL;
 		}
 		if (!(o->commands & S_ON(cmd))) {
-			snprintf(err, err_len, "%soption '%s' does not apply here (see %s%s --help)",
+			snprintf(why, why_len,
+				 "%soption '%s' does not apply here (see %s%s --help)",
 				 lead, s_opt_word(av, a), first == 2 ? "resume-run " : "", cmd_name);
 			return RR_EINVAL;
 		}
@@ -1089,7 +1091,8 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		if (rc == 1)
 			return 0; /* --help, --version */
 		if (rc) {
-			snprintf(err, err_len, "%sinvalid value '%s' for %s: must be %s", lead, a,
+			snprintf(why, why_len, "%sinvalid value '%s' for %s: must be %s", lead,
+				 a,
 				 s_opt_word(av, a), o->values ? o->values : "see --help");
 			return RR_EINVAL;
 		}
@@ -1105,7 +1108,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		    !(v = s_option_env(&s_table[i], &which)))
 			continue;
 		if (s_table[i].set(cfg, cmd, v)) {
-			snprintf(err, err_len, "%s must be %s, not '%s'", which,
+			snprintf(why, why_len, "%s must be %s, not '%s'", which,
 				 s_table[i].values ? s_table[i].values : "see --help", v);
 			return RR_EINVAL;
 		}
@@ -1123,36 +1126,39 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 							    : cfg->threads * 2;
 	}
 	if (!rr_checkpoint_name_valid(cfg->run_id)) {
-		snprintf(err, err_len, "invalid run id '%s': use 1-255 characters, no '/', not "
+		snprintf(why, why_len,
+			 "invalid run id '%s': use 1-255 characters, no '/', not "
 			 "starting with '.'", cfg->run_id);
 		return RR_EINVAL;
 	}
 	if (cfg->node_rank >= cfg->nnodes) {
-		snprintf(err, err_len, "node rank %u is not below the number of nodes %u "
+		snprintf(why, why_len, "node rank %u is not below the number of nodes %u "
 			 "(--node-rank K needs K < --nnodes N)", cfg->node_rank, cfg->nnodes);
 		return RR_EINVAL;
 	}
 	if (cfg->checkpoint && !rr_checkpoint_name_valid(cfg->checkpoint)) {
-		snprintf(err, err_len, "invalid checkpoint name '%s'", cfg->checkpoint);
+		snprintf(why, why_len, "invalid checkpoint name '%s'", cfg->checkpoint);
 		return RR_EINVAL;
 	}
 	if (cfg->command == RR_CMD_RUN) {
 		if (optind >= ac) {
-			snprintf(err, err_len, "no command to run (usage: resume-run [OPTIONS] -- "
+			snprintf(why, why_len,
+				 "no command to run (usage: resume-run [OPTIONS] -- "
 				 "COMMAND [ARGS...]; see resume-run --help)");
 			return RR_EINVAL;
 		}
 		/* Without "--", a subcommand's name after options ("resume-run -v ls") is that
-		 * subcommand with those options (it used to run /bin/ls as the trainer), and a
+		 * subcommand with those options (not /bin/ls run as the trainer), and a
 		 * word that is no program ("resume-run lss") a mistake, not a trainer. */
 		if (strcmp(av[optind - 1], "--") != 0) {
 			for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 				if (strcmp(av[optind], commands[i].name) == 0)
 					return s_parse_moved(argc, argv, argc - ac + optind, cfg,
-							     help_for, err, err_len);
+							     help_for, why, why_len);
 			char *exe = NULL;
 			if (rr_supervisor_resolve(av[optind], &exe) == RR_ENOENT) {
-				snprintf(err, err_len, "unknown command '%s' (commands: ls, restore, "
+				snprintf(why, why_len,
+					 "unknown command '%s' (commands: ls, restore, "
 					 "verify, gc, report, simulate, unmark; a program to run goes after '--': "
 					 "resume-run [OPTIONS] -- COMMAND [ARGS...])", av[optind]);
 				return RR_EINVAL;
@@ -1162,23 +1168,27 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		cfg->argv = av + optind;
 		cfg->argc = ac - optind;
 	} else if (optind < ac) {
-		snprintf(err, err_len, "%s: unexpected argument '%s' (see resume-run %s --help)",
+		snprintf(why, why_len,
+			 "%s: unexpected argument '%s' (see resume-run %s --help)",
 			 cmd_name, av[optind], cmd_name);
 		return RR_EINVAL;
 	}
 	if (cfg->command == RR_CMD_SIMULATE && (!cfg->sim_cost_ms ||
 						(!cfg->mtbf_ms && !cfg->sim_trace))) {
-		snprintf(err, err_len, "simulate: %s is required (see resume-run simulate --help)",
+		snprintf(why, why_len,
+			 "simulate: %s is required (see resume-run simulate --help)",
 			 !cfg->sim_cost_ms ? "--cost DURATION" : "--mtbf DURATION (or --trace FILE)");
 		return RR_EINVAL;
 	}
 	if (cfg->command == RR_CMD_UNMARK && !cfg->checkpoint) {
-		snprintf(err, err_len, "unmark: --checkpoint NAME is required (see resume-run unmark "
+		snprintf(why, why_len,
+			 "unmark: --checkpoint NAME is required (see resume-run unmark "
 			 "--help)");
 		return RR_EINVAL;
 	}
 	if (cfg->command == RR_CMD_RESTORE && !cfg->to) {
-		snprintf(err, err_len, "restore: --to DIR is required (see resume-run restore --help)");
+		snprintf(why, why_len,
+			 "restore: --to DIR is required (see resume-run restore --help)");
 		return RR_EINVAL;
 	}
 	return 0;

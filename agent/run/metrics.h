@@ -30,7 +30,8 @@ void rr_metrics_finish(struct rr_metrics *m, int64_t now_unix_ms);
  * Returns 0 or the write's error (logged once). NULL m: 0. */
 int rr_metrics_flush(struct rr_metrics *m);
 
-/* The exposition text of the current numbers, appended to out. Returns 0 or RR_ENOMEM /
+/* Test hook (the agent writes the file with rr_metrics_flush; only the tests call this). The
+ * exposition text of the current numbers, appended to out. Returns 0 or RR_ENOMEM /
  * RR_ETOOBIG. */
 int rr_metrics_render(struct rr_metrics *m, struct rr_buf *out);
 

@@ -77,6 +77,9 @@ struct s_run {
 	struct rr_persister *persister;
 	struct rr_http *http;          /* the metadata services' client */
 	struct rr_cloud_watch *cloud;
+	/* What the watch identified, kept when it stops (the exit event comes after that). */
+	struct rr_cloud_identity id;
+	int id_known;
 	struct rr_fanout *fanout;      /* --nnodes > 1: notices to and from the other nodes */
 	struct rr_metrics *metrics;    /* --metrics-file; NULL: none */
 	cJSON *restore_event;          /* written once the instance identity is known */
@@ -396,19 +399,30 @@ static void s_forward_term(struct s_run *r, const char *why)
 /* Adds where the run is ("instance": cloud, id, type, zone, lifecycle) to a ledger event. */
 static void s_add_instance(struct s_run *r, cJSON *ev)
 {
-	struct rr_cloud_identity id;
+	const struct rr_cloud_identity *id = &r->id;
 	cJSON *o;
 
-	if (!ev || !rr_cloud_watch_identity(r->cloud, &id))
+	if (r->cloud)
+		r->id_known = rr_cloud_watch_identity(r->cloud, &r->id);
+	if (!ev || !r->id_known)
 		return;
 	o = cJSON_AddObjectToObject(ev, "instance");
 	if (!o)
 		return;
-	cJSON_AddStringToObject(o, "cloud", id.cloud);
-	cJSON_AddStringToObject(o, "instance_id", id.instance_id);
-	cJSON_AddStringToObject(o, "instance_type", id.instance_type);
-	cJSON_AddStringToObject(o, "zone", id.zone);
-	cJSON_AddStringToObject(o, "lifecycle", id.lifecycle);
+	cJSON_AddStringToObject(o, "cloud", id->cloud);
+	cJSON_AddStringToObject(o, "instance_id", id->instance_id);
+	cJSON_AddStringToObject(o, "instance_type", id->instance_type);
+	cJSON_AddStringToObject(o, "zone", id->zone);
+	cJSON_AddStringToObject(o, "lifecycle", id->lifecycle);
+}
+
+/* Stops the cloud watch, keeping the identity it found for the exit event. */
+static void s_stop_cloud(struct s_run *r)
+{
+	if (r->cloud)
+		r->id_known = rr_cloud_watch_identity(r->cloud, &r->id);
+	rr_cloud_watch_stop(r->cloud);
+	r->cloud = NULL;
 }
 
 /* The restore event waits (in the loop, never holding the trainer up) until the watcher has
@@ -1650,7 +1664,7 @@ out:
 	if (r.restore_event && r.persister)
 		s_flush_restore_event(&r, 1);
 	cJSON_Delete(r.restore_event);
-	rr_cloud_watch_stop(r.cloud);
+	s_stop_cloud(&r); /* the exit event below uses r.id */
 	rr_fanout_stop(r.fanout); /* writes a notice still queued: the others need it */
 	rr_http_destroy(r.http);
 	if (r.persister && rr_persister_busy(r.persister) && code != EXIT_AGENT_ERROR)

@@ -1,10 +1,10 @@
-/* Watches the checkpoint directory for committed checkpoints (README, "The trainer
- * contract", "Committing a
- * checkpoint"): a checkpoint is a directory or a regular file directly inside it, committed
- * by the rule of --commit (rr_commit_rule): renamed into its final name, a marker file
- * closed inside the directory, or a pointer file naming it. Dot-names and temporary names
- * (rr_commit_is_temp_name) are never reported. Built on inotify, so the agent's event loop
- * can poll() rr_watcher_fd() next to its other descriptors.
+/* Watches the checkpoint directory for committed checkpoints (README,
+ * "The trainer contract", "Committing a checkpoint"): a checkpoint is a directory or a
+ * regular file directly inside it, committed by the rule of --commit (rr_commit_rule):
+ * renamed into its final name, a marker file closed inside the directory, or a pointer file
+ * naming it. Dot-names and temporary names (rr_commit_is_temp_name) are never reported.
+ * Built on inotify, so the agent's event loop can poll() rr_watcher_fd() next to its other
+ * descriptors.
  *
  * A name may be reported more than once (a rescan after a queue overflow or after the
  * directory was recreated reports everything present); the caller de-duplicates. */

@@ -62,9 +62,9 @@ int rr_aws_creds_new(const struct rr_aws_creds_opts *opts, struct rr_aws_creds *
  * returned (and the failure logged once). Returns 0; RR_ENOENT when no step of the chain
  * has credentials (why lists what was looked at); RR_EACCES when a configured step was
  * refused; RR_EINVAL for a configuration error (e.g. a FULL_URI to a forbidden host); RR_EIO
- * when an endpoint could not be reached. why (cap bytes) gets one line naming the step. */
+ * when an endpoint could not be reached. why (why_len bytes) gets one line naming the step. */
 int rr_aws_creds_get(struct rr_aws_creds *c, int force_refresh, struct rr_aws_credentials *out,
-		     char *why, size_t cap);
+		     char *why, size_t why_len);
 
 /* Wipes and frees. NULL is fine. */
 void rr_aws_creds_destroy(struct rr_aws_creds *c);

@@ -47,7 +47,7 @@ struct rr_azure_conn {
 /* Parses s (len bytes, no NUL needed) into *out (wiped first). Returns 0, or RR_EINVAL
  * with a reason that never quotes a key or SAS. */
 int rr_azure_conn_parse(const char *s, size_t len, struct rr_azure_conn *out, char *why,
-			size_t cap);
+			size_t why_len);
 void rr_azure_conn_wipe(struct rr_azure_conn *c);
 
 /* Reads an Entra token answer ({"access_token": ..., "expires_in": N} from the token
@@ -56,7 +56,7 @@ void rr_azure_conn_wipe(struct rr_azure_conn *c);
  * in unix seconds. Returns 0, RR_ENOMEM, or RR_EIO with a reason naming `step`. */
 int rr_azure_token_parse(const char *step, const void *json, size_t len, int64_t now_s,
 			 char *token, size_t cap, int64_t *expires_unix_s, char *why,
-			 size_t wcap);
+			 size_t why_len);
 
 enum rr_azure_auth_kind { RR_AZURE_AUTH_SHARED_KEY, RR_AZURE_AUTH_SAS, RR_AZURE_AUTH_BEARER };
 
@@ -74,7 +74,7 @@ struct rr_azure_creds;
 /* Picks the first configured credential of the order above (nothing is fetched yet).
  * Returns 0, or RR_EINVAL with a reason (an unreadable key, half a service principal). */
 int rr_azure_creds_new(const struct rr_azure_creds_opts *opts, struct rr_azure_creds **out,
-		       char *why, size_t cap);
+		       char *why, size_t why_len);
 enum rr_azure_auth_kind rr_azure_creds_kind(const struct rr_azure_creds *c);
 /* For log lines and reasons: "connection string (account key)", "AZURE_STORAGE_KEY",
  * "workload identity (CLIENT_ID)", "managed identity", ... */
@@ -89,7 +89,7 @@ const char *rr_azure_creds_sas(const struct rr_azure_creds *c);
  * Returns 0, or RR_EACCES / RR_EIO / RR_EINVAL with a reason naming the step. A failed
  * refresh while the cached token is still valid returns the cached one. */
 int rr_azure_creds_token(struct rr_azure_creds *c, int force_refresh, char *out, size_t cap,
-			 char *why, size_t wcap);
+			 char *why, size_t why_len);
 /* Wipes and frees; NULL is fine. */
 void rr_azure_creds_destroy(struct rr_azure_creds *c);
 

@@ -23,7 +23,7 @@ int rr_open_beneath(int dirfd, const char *rel, const struct stat *want, int *fd
  * something on the way is a symlink or not a directory, RR_ENOENT when it is gone. */
 int rr_opendir_beneath(int dirfd, const char *rel, int *fd_out);
 
-/* Tests only: 1 makes both functions take the openat fallback, as on a kernel without
+/* Test hook: 1 makes both functions take the openat fallback, as on a kernel without
  * openat2 (before 5.6, or behind a seccomp filter). */
 void rr_beneath_force_fallback(int on);
 

@@ -77,7 +77,7 @@ int rr_catalog_next(struct rr_catalog *c, struct rr_store *s, size_t *pos,
 void rr_catalog_destroy(struct rr_catalog *c);
 
 int rr_catalog_has_chunk(const struct rr_catalog *c, const char *sha256_hex);
-/* The newest committed checkpoint, or NULL. */
+/* Test hook (only the tests call it): the newest committed checkpoint, or NULL. */
 const struct rr_catalog_entry *rr_catalog_newest(const struct rr_catalog *c);
 /* 1 when e's opened manifest is the one its suspect mark was made for. */
 int rr_catalog_is_suspect(const struct rr_catalog_entry *e);

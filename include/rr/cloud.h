@@ -49,7 +49,7 @@ struct rr_cloud_provider {
 	/* Creates the provider's state. Returns 0, RR_ENOMEM, RR_EINVAL. */
 	int (*create)(const struct rr_cloud_opts *o, void **state);
 	/* Best effort: fills what it can of *id. Returns 0 or an error (with why). */
-	int (*identity)(void *state, struct rr_cloud_identity *id, char *why, size_t cap);
+	int (*identity)(void *state, struct rr_cloud_identity *id, char *why, size_t why_len);
 	/* Waits for the next notice for about one poll interval (AWS, Azure) or one hanging
 	 * GET (GCP, at most ~60 s; sooner when *o->stop becomes nonzero). Returns 1 with *n
 	 * filled (kind, source, deadline_unix, received_unix) for a notice not reported before,
@@ -57,7 +57,7 @@ struct rr_cloud_provider {
 	 * the metadata service failed (the watcher backs off and calls again). A notice is
 	 * reported once: the same spot action, rebalance time, maintenance event or Azure
 	 * EventId is not reported twice. */
-	int (*wait)(void *state, struct rr_notice *n, char *why, size_t cap);
+	int (*wait)(void *state, struct rr_notice *n, char *why, size_t why_len);
 	/* The checkpoint asked for by the last notice is durable (Azure: acknowledge it when
 	 * azure_ack is set). May be NULL. */
 	void (*durable)(void *state);
@@ -75,7 +75,7 @@ extern const struct rr_cloud_provider rr_cloud_azure;
  * Metadata-Flavor: Google answer, Azure's instance document. Nothing conclusive: none.
  * why (may be NULL) says what decided. */
 enum rr_cloud rr_cloud_detect(const struct rr_cloud_opts *o, const char *dmi_dir, char *why,
-			      size_t cap);
+			      size_t why_len);
 
 /* ---- the watcher: a thread that detects, fetches the identity, and waits for notices ---- */
 

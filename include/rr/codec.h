@@ -1,6 +1,6 @@
-/* Encodes one chunk's original bytes into its stored form and back (README, "What is
- * stored"). Each
- * worker owns one rr_codec: zstd contexts and the plane buffer are reused across chunks. */
+/* Encodes one chunk's original bytes into its stored form and back (README,
+ * "What is stored"). Each worker owns one rr_codec: zstd contexts and the plane buffer are
+ * reused across chunks. */
 #ifndef RR_CODEC_H
 #define RR_CODEC_H
 
@@ -39,9 +39,10 @@ struct rr_codec;
 struct rr_codec *rr_codec_new(int zstd_level);
 void rr_codec_destroy(struct rr_codec *c);
 
-/* Encodes len original bytes, replacing out's contents with the stored bytes: one zstd
- * frame for "zstd", else one zstd frame per byte plane, concatenated. len must be a whole
- * number of elements. Returns 0 or an rr_error. */
+/* Test hook (the agent calls rr_codec_encode_framed; only the tests call this). Encodes len
+ * original bytes, replacing out's contents with the stored bytes: one zstd frame for "zstd",
+ * else one zstd frame per byte plane, concatenated. len must be a whole number of elements.
+ * Returns 0 or an rr_error. */
 int rr_codec_encode(struct rr_codec *c, const struct rr_chunk_form *f, const void *raw,
 		    size_t len, struct rr_buf *out);
 

@@ -1,7 +1,6 @@
 /* What commits a checkpoint (README, "The trainer contract", "Committing a checkpoint"):
- * --commit
- * auto|rename|marker:NAME|pointer:NAME. Name logic, which the watcher applies, and the
- * pointer file restore writes back. */
+ * --commit auto|rename|marker:NAME|pointer:NAME. Name logic, which the watcher applies, and
+ * the pointer file restore writes back. */
 #ifndef RR_COMMIT_RULE_H
 #define RR_COMMIT_RULE_H
 

@@ -81,11 +81,11 @@ struct rr_config {
  * RR_EINVAL with a one-line message in err for bad usage. For --help, cfg->command is
  * RR_CMD_HELP and help_for tells which command's help to print. */
 int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_command *help_for,
-		    char *err, size_t err_len);
+		    char *why, size_t why_len);
 
-/* The option table, for tools and tests: option i's long name (without "--"), its
- * environment variable (NULL for --help and --version) and the commands that take it (bit
- * 1 << RR_CMD_...). Returns 0, or RR_EINVAL when i >= rr_config_option_count(). The
+/* Test hook (only the tests call these two). The option table: option i's long name (without
+ * "--"), its environment variable (NULL for --help and --version) and the commands that take
+ * it (bit 1 << RR_CMD_...). Returns 0, or RR_EINVAL when i >= rr_config_option_count(). The
  * strings are static. */
 size_t rr_config_option_count(void);
 int rr_config_option(size_t i, const char **name, const char **env, unsigned *commands);

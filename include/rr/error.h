@@ -27,17 +27,18 @@ enum rr_error {
 /* Returns a static, human-readable description of an rr_error code. */
 const char *rr_strerror(int err);
 
-/* Writes a one-line reason into why (cap bytes; nothing when why is NULL or cap is 0) and
- * returns rc: `return rr_fail(why, cap, RR_EIO, "cannot reach %s", url);` */
-int rr_fail(char *why, size_t cap, int rc, const char *fmt, ...)
+/* Writes a one-line reason into why (why_len bytes; nothing when why is NULL or why_len is
+ * 0) and returns rc: `return rr_fail(why, why_len, RR_EIO, "cannot reach %s", url);` */
+int rr_fail(char *why, size_t why_len, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* The same with a va_list, for modules whose own failure helper keeps why in a struct. */
-int rr_vfail(char *why, size_t cap, int rc, const char *fmt, va_list ap);
+int rr_vfail(char *why, size_t why_len, int rc, const char *fmt, va_list ap);
 
 /* Writes a one-line reason into why like rr_fail, where the caller goes on (a retry, a
  * fallback) instead of returning a code: `rr_why(why, cap, "GET %s: %s", url, e);`. */
-void rr_why(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void rr_why(char *why, size_t why_len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Maps an errno value to the closest rr_error code. */
 int rr_error_from_errno(int errnum);

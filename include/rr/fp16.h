@@ -1,8 +1,8 @@
 /* F32 <-> FP16 (with a per-tensor power-of-two scale) and F32 <-> BF16, round-to-nearest-
  * even, plus the statistics that choose between them (README, "What is stored"). Each
- * function has a
- * portable C path and an AVX2/F16C path chosen at run time; both give bit-identical
- * results. Buffers are little-endian element arrays; no alignment is required. */
+ * function has a portable C path and an AVX2/F16C path chosen at run time; both give
+ * bit-identical results. Buffers are little-endian element arrays; no alignment is
+ * required. */
 #ifndef RR_FP16_H
 #define RR_FP16_H
 

@@ -45,12 +45,12 @@ struct rr_gc_policy {
 int rr_gc_run_policy(struct rr_store *s, const char *run_id, const struct rr_gc_policy *pol,
 		     struct rr_gc_stats *stats);
 
-/* rr_gc_run_policy with --keep and the grace alone. Keeps the `keep` (at least 1) newest committed checkpoints and everything newer than the
- * newest committed one (uploads in flight elsewhere); deletes the manifests of older
- * checkpoints, then unreferenced chunks older than grace_ms (uploads in flight have written
- * chunks before their manifest). Manifests it cannot read are never deleted, and while one
- * exists no chunk is. Never touches the newest committed checkpoint.
- * Returns 0 or the store's error. */
+/* Test hook (only the tests call it): rr_gc_run_policy with --keep and the grace alone. Keeps
+ * the `keep` (at least 1) newest committed checkpoints and everything newer than the newest
+ * committed one (uploads in flight elsewhere); deletes the manifests of older checkpoints,
+ * then unreferenced chunks older than grace_ms (uploads in flight have written chunks before
+ * their manifest). Manifests it cannot read are never deleted, and while one exists no chunk
+ * is. Never touches the newest committed checkpoint. Returns 0 or the store's error. */
 int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t grace_ms,
 	      struct rr_gc_stats *stats);
 

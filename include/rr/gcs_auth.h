@@ -37,7 +37,7 @@ struct rr_gcs_auth;
  * with why), so later failures are only about fetching tokens. Returns 0, RR_EINVAL,
  * RR_ENOMEM, RR_EIO (the key file cannot be read). */
 int rr_gcs_auth_new(const struct rr_gcs_auth_opts *o, struct rr_gcs_auth **out, char *why,
-		    size_t cap);
+		    size_t why_len);
 
 /* Copies a valid access token into token (cap bytes), fetching or refreshing it first when
  * needed (or when force_refresh: the server said the token is no good). Thread-safe. When
@@ -47,15 +47,16 @@ int rr_gcs_auth_new(const struct rr_gcs_auth_opts *o, struct rr_gcs_auth **out, 
  * when there is no key file and no metadata server. source (may be NULL, 96 bytes) gets
  * "service account <client_email>" or "metadata server". */
 int rr_gcs_auth_token(struct rr_gcs_auth *a, int force_refresh, char *token, size_t cap,
-		      char *source, char *why, size_t wcap);
+		      char *source, char *why, size_t why_len);
 
 /* Wipes the private key and the cached token, and frees. NULL is fine. */
 void rr_gcs_auth_destroy(struct rr_gcs_auth *a);
 
-/* For tests and the curious: builds the signed JWT for a key file's contents at time `now`
- * (unix seconds) into out (replacing it). Returns 0, RR_EINVAL (not a usable service
- * account key, why says which field), RR_ENOMEM, RR_EIO (OpenSSL refused to sign). */
+/* Test hook (only the tests and the fuzz target call it): builds the signed JWT for a key
+ * file's contents at time `now` (unix seconds) into out (replacing it). Returns 0, RR_EINVAL
+ * (not a usable service account key, why says which field), RR_ENOMEM, RR_EIO (OpenSSL refused
+ * to sign). */
 int rr_gcs_jwt(const char *key_json, size_t len, int64_t now, const char *scope,
-	       struct rr_buf *out, char *why, size_t cap);
+	       struct rr_buf *out, char *why, size_t why_len);
 
 #endif

@@ -3,10 +3,10 @@
  * and a batch of transfers in flight at once (curl multi) for multipart uploads and ranged
  * downloads.
  *
- * No retries happen here: callers decide (storage/net/retry.c), because whether a failure heals
- * depends on the protocol above. A client is safe to use from several threads at once: each
- * request borrows an easy handle from the client's pool, so a connection opened by one
- * request is reused by the next one that borrows that handle. */
+ * No retries happen here: callers decide (storage/net/retry.c), because whether a failure
+ * heals depends on the protocol above. A client is safe to use from several threads at
+ * once: each request borrows an easy handle from the client's pool, so a connection opened
+ * by one request is reused by the next one that borrows that handle. */
 #ifndef RR_HTTP_H
 #define RR_HTTP_H
 

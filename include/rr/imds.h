@@ -1,9 +1,8 @@
 /* The EC2 instance metadata service, IMDSv2 only (the EC2 user guide, "Use IMDSv2"): a
- * session token from
- * PUT /latest/api/token (X-aws-ec2-metadata-token-ttl-seconds), sent on every GET as
- * X-aws-ec2-metadata-token, fetched again shortly before its TTL ends and once more when a
- * GET gets 401. Shared by the instance-role credential provider and the spot notice poller.
- * Thread-safe. */
+ * session token from PUT /latest/api/token (X-aws-ec2-metadata-token-ttl-seconds), sent on
+ * every GET as X-aws-ec2-metadata-token, fetched again shortly before its TTL ends and once
+ * more when a GET gets 401. Shared by the instance-role credential provider and the spot
+ * notice poller. Thread-safe. */
 #ifndef RR_IMDS_H
 #define RR_IMDS_H
 
@@ -27,9 +26,10 @@ void rr_imds_destroy(struct rr_imds *m);
  * when the service cannot be reached, answers 5xx or 429, or the token PUT gets no answer
  * (then why says the PUT response hop limit may be too small for a container: `aws ec2
  * modify-instance-metadata-options --http-put-response-hop-limit 2`). *status_out (may be
- * NULL) receives the last HTTP status (0 if none). why (cap bytes, may be NULL): one line. */
+ * NULL) receives the last HTTP status (0 if none). why (why_len bytes, may be NULL): one
+ * line. */
 int rr_imds_get(struct rr_imds *m, const char *path, struct rr_buf *out, long timeout_ms,
-		long *status_out, char *why, size_t cap);
+		long *status_out, char *why, size_t why_len);
 
 /* The base URL in use (for log lines). */
 const char *rr_imds_endpoint(const struct rr_imds *m);

@@ -7,8 +7,8 @@
  * optimum checkpoint interval for restart dumps", Future Generation Computer Systems 22(3),
  * 2006, doi:10.1016/j.future.2004.11.016; the first-order sqrt(2 delta M) is J. W. Young,
  * "A first order approximation to the optimum checkpoint interval", CACM 17(9), 1974), with
- * delta the measured checkpoint cost and M the mean time between the losses a notice did not
- * cover, then bounded by --max-overhead and by the notice-lead rule. */
+ * delta the measured checkpoint cost and M the mean time between the losses a notice did
+ * not cover, then bounded by --max-overhead and by the notice-lead rule. */
 #ifndef RR_INTERVAL_H
 #define RR_INTERVAL_H
 

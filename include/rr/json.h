@@ -12,7 +12,7 @@
  * cJSON_Delete). Returns 0, RR_ECORRUPT with a one-line reason in why naming `what`
  * ("manifest", "LATEST", ...), or RR_ENOMEM. */
 int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON **out,
-			 char *why, size_t cap);
+			 char *why, size_t why_len);
 
 /* Every cJSON parse call writes cJSON's process-wide error position (the static
  * global_error behind cJSON_GetErrorPtr), on success too, so two threads parsing at once

@@ -49,7 +49,8 @@ int rr_losses_build(const struct rr_report *r, const struct rr_ledger_event *ev,
 		    int64_t later_start_ms, int64_t concurrent_ms, struct rr_loss_history *out);
 void rr_losses_free(struct rr_loss_history *h);
 
-/* "unknown", "exit", "notice met", "notice missed", "vanished" */
+/* Test hook (only the tests call it): "unknown", "exit", "notice met", "notice missed",
+ * "vanished". */
 const char *rr_machine_end_name(enum rr_machine_end e);
 
 #endif

@@ -1,9 +1,8 @@
 /* The manifest of one checkpoint (README, "What is stored"): which files it holds and, for
- * each, the
- * byte ranges ("segments") of the original file, how each was encoded, and the chunks
- * that hold the encoded bytes. It is JSON so any tool can read it, and it carries its own
- * checksum: the sha256 of the manifest serialised compactly (cJSON_PrintUnformatted)
- * without its "checksum" member. */
+ * each, the byte ranges ("segments") of the original file, how each was encoded, and the
+ * chunks that hold the encoded bytes. It is JSON so any tool can read it, and it carries
+ * its own checksum: the sha256 of the manifest serialised compactly
+ * (cJSON_PrintUnformatted) without its "checksum" member. */
 #ifndef RR_MANIFEST_H
 #define RR_MANIFEST_H
 

@@ -1,7 +1,6 @@
 /* Multi-node checkpoints (README, "What is stored"): each node's agent stores its files as
- * a part,
- * checkpoints/<name>/parts/<rank>.json (a manifest of that node's files); whichever agent
- * sees the last of the N parts commits the checkpoint with a create-only
+ * a part, checkpoints/<name>/parts/<rank>.json (a manifest of that node's files); whichever
+ * agent sees the last of the N parts commits the checkpoint with a create-only
  * checkpoints/<name>/manifest.json naming them all. That commit manifest is an ordinary
  * manifest whose files are the parts' files under RR_PART_DIR "<rank>/", so ls, verify, gc
  * and retention count and check it like any other; restore takes one node's view of it. */
@@ -39,9 +38,10 @@ int rr_parts_commit(struct rr_store *s, const char *run_id, const char *name, un
 int rr_parts_view(struct rr_manifest *commit, unsigned nnodes, unsigned rank, char *why,
 		  size_t why_len);
 
-/* Replaces every committed entry's manifest of c by node rank's view (rr_parts_view), for
- * restore. A committed entry written by another number of nodes fails the whole call
- * (RR_EINVAL, logged with the reason): a node must never restore another layout's files. */
+/* Test hook (only the tests call it). Replaces every committed entry's manifest of c by node
+ * rank's view (rr_parts_view), for restore. A committed entry written by another number of
+ * nodes fails the whole call (RR_EINVAL, logged with the reason): a node must never restore
+ * another layout's files. */
 int rr_parts_catalog_view(struct rr_catalog *c, unsigned nnodes, unsigned rank);
 
 /* Deletes the parts of checkpoints that have no commit manifest (partial: some node never

@@ -114,8 +114,4 @@ unsigned rr_persist_settle(const char *ckpt_dir, const char *name, int64_t commi
  * number of such files. */
 unsigned rr_persist_late_files(const char *ckpt_dir, const struct rr_manifest *m);
 
-/* Where older versions staged hard links inside the checkpoint dir; no longer written (a
- * trainer could plant a symlink there), named so leftovers can be recognised. */
-#define RR_STAGING_DIR ".resume-run-staging"
-
 #endif

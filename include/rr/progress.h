@@ -15,7 +15,7 @@ void rr_progress_add(struct rr_progress *p, uint64_t bytes);
 /* Ends a live line (if one was shown) and frees p; NULL is fine. */
 void rr_progress_destroy(struct rr_progress *p);
 
-/* For tests: how long an operation stays quiet, and the period of non-terminal lines. */
+/* Test hook: how long an operation stays quiet, and the period of non-terminal lines. */
 void rr_progress_set_intervals(int64_t quiet_ms, int64_t line_every_ms);
 
 /* Formats bytes as "12.3 MB" into out (at least 16 bytes). Returns out. */

@@ -1,6 +1,6 @@
 /* A strict reader of safetensors headers (the safetensors format (huggingface/safetensors
- * README, "Format")). Anything it refuses
- * is stored byte-exact by the caller; nothing is lost. */
+ * README, "Format")). Anything it refuses is stored byte-exact by the caller; nothing is
+ * lost. */
 #ifndef RR_SAFETENSORS_H
 #define RR_SAFETENSORS_H
 

@@ -1,13 +1,13 @@
-/* Client-side encryption of stored objects (README, "Encryption"): AES-256-GCM with a
- * fresh random 96-bit nonce per object, the object's store key bound as associated data,
- * and keyed (HMAC-SHA256) chunk addresses. The key comes from a file of 64 hex digits.
+/* Client-side encryption of stored objects (README, "Encryption"): AES-256-GCM with a fresh
+ * random 96-bit nonce per object, the object's store key bound as associated data, and
+ * keyed (HMAC-SHA256) chunk addresses. The key comes from a file of 64 hex digits.
  *
  * A sealed object is a clear header, the ciphertext and the GCM tag:
  *   magic "\x89RRSEAL\n" (8) | version 1 (1) | key id (8) | nonce (12) | ciphertext | tag (16)
- * The key id is the first 8 bytes of HMAC-SHA256(key, "resume-run key id"): it tells a wrong
- * key from a damaged object without revealing anything about the key. The associated data is
- * the whole header followed by the object's key (its path in the store), so an object moved
- * to another name, or a header byte changed, does not open. */
+ * The key id is the first 8 bytes of HMAC-SHA256(key, "resume-run key id"): it tells a
+ * wrong key from a damaged object without revealing anything about the key. The associated
+ * data is the whole header followed by the object's key (its path in the store), so an
+ * object moved to another name, or a header byte changed, does not open. */
 #ifndef RR_SEAL_H
 #define RR_SEAL_H
 
@@ -32,13 +32,13 @@ struct rr_seal_key;
  * RR_EINVAL with a reason in why that names the problem, never the key's characters. On
  * success *out is the caller's (rr_seal_key_destroy). */
 int rr_seal_key_parse(const char *text, size_t len, struct rr_seal_key **out, char *why,
-		      size_t cap);
+		      size_t why_len);
 
 /* Reads a key file (see rr_seal_key_parse). *mode_loose is set to 1 when the file can be read
  * by its group or by others (the caller warns). Returns 0, RR_EINVAL (content), RR_ENOENT,
  * RR_EACCES or RR_EIO with a reason in why. */
 int rr_seal_key_load_file(const char *path, struct rr_seal_key **out, int *mode_loose,
-			  char *why, size_t cap);
+			  char *why, size_t why_len);
 
 /* Wipes the key material and frees it. Accepts NULL. */
 void rr_seal_key_destroy(struct rr_seal_key *k);
@@ -57,9 +57,9 @@ int rr_seal(const struct rr_seal_key *k, const char *name, const void *in, size_
  * *plain_len bytes are the plaintext. Returns 0; RR_EKEY when the object is not sealed or was
  * sealed with another key; RR_ECORRUPT when it is truncated, of an unknown version, or does
  * not authenticate (damaged, tampered with, or moved from another name); RR_EIO when OpenSSL
- * fails. A reason goes to why (cap bytes). On failure obj's contents are unspecified. */
+ * fails. A reason goes to why (why_len bytes). On failure obj's contents are unspecified. */
 int rr_seal_open(const struct rr_seal_key *k, const char *name, unsigned char *obj,
-		 size_t len, size_t *plain_len, char *why, size_t cap);
+		 size_t len, size_t *plain_len, char *why, size_t why_len);
 
 /* 1 when data starts with the seal magic (a sealed object), else 0. */
 int rr_seal_is_sealed(const void *data, size_t len);

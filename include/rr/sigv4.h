@@ -1,8 +1,6 @@
 /* AWS Signature Version 4 (header-based) for S3 requests.
- *
  * The signing time is an argument, never read from the clock here, so known-answer vectors
  * (the S3 documentation examples and the AWS SigV4 test suite) test the signer exactly.
- *
  * Headers: the caller passes every header it will send and wants signed. It must include
  * `host`, and for S3 `x-amz-content-sha256` (S3 requires it on every request; when present
  * its value must equal payload_sha256_hex, else RR_EINVAL). The signer adds, and the caller
@@ -10,11 +8,11 @@
  *   - x-amz-date            (always; its value is written to amz_date_out),
  *   - x-amz-security-token  (when the credentials carry a session token).
  * Passing either of those (or `authorization`) among the caller's headers is RR_EINVAL, so
- * the signed value and the sent value cannot disagree. Header names are matched without regard
- * to case; repeated names are signed as one header whose values are joined by ',' in the
- * order given. Values holding CR, LF or other control bytes (except tab) are rejected:
- * obsolete line folding is not supported, and such values would let a caller inject headers.
- */
+ * the signed value and the sent value cannot disagree. Header names are matched without
+ * regard to case; repeated names are signed as one header whose values are joined by ',' in
+ * the order given. Values holding CR, LF or other control bytes (except tab) are rejected:
+ * obsolete line folding is not supported, and such values would let a caller inject
+ * headers. */
 #ifndef RR_SIGV4_H
 #define RR_SIGV4_H
 
@@ -61,15 +59,15 @@ struct rr_sigv4_request {
  * Returns 0, RR_ENOMEM or RR_ETOOBIG. */
 int rr_sigv4_uri_encode(struct rr_buf *out, const char *s, size_t len, int keep_slash);
 
-/* Builds the canonical request and the string to sign, replacing the contents of
- * canonical_out and string_to_sign_out (both initialised by the caller, who frees them;
- * either may be NULL). Returns 0, RR_EINVAL for a malformed request or argument, RR_ENOMEM
- * or RR_ETOOBIG.
+/* Test hook (only the tests call it; signing goes through rr_sigv4_sign). Builds the canonical
+ * request and the string to sign, replacing the contents of canonical_out and
+ * string_to_sign_out (both initialised by the caller, who frees them; either may be NULL).
+ * Returns 0, RR_EINVAL for a malformed request or argument, RR_ENOMEM or RR_ETOOBIG.
  *
  * s3_encoding = 1 applies the S3 rules: the path is encoded once and not normalized.
- * s3_encoding = 0 applies the generic-service rules: empty
- * and dot segments are removed, and the path is encoded twice (once for the wire, once more
- * for the canonical form), so a raw space becomes %2520. */
+ * s3_encoding = 0 applies the generic-service rules: empty and dot segments are removed, and
+ * the path is encoded twice (once for the wire, once more for the canonical form), so a raw
+ * space becomes %2520. */
 int rr_sigv4_canonical(const struct rr_sigv4_credentials *c, const char *region,
 		       const char *service, time_t when, const struct rr_sigv4_request *r,
 		       int s3_encoding, struct rr_buf *canonical_out,

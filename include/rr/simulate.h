@@ -42,7 +42,7 @@ int rr_sim_exponential(double mtbf_s, double total_s, uint64_t seed, struct rr_s
 int rr_sim_weibull(double shape, double mtbf_s, double total_s, uint64_t seed,
 		   struct rr_sim_trace *out);
 
-/* A trace file (README, "resume-run simulate"): one event per line, "SECONDS loss" or
+/* A trace file (README, "How often to checkpoint"): one event per line, "SECONDS loss" or
  * "SECONDS notice [LEAD]", seconds from the start in non-decreasing order, '#' comments and
  * blank lines ignored. A notice ends a machine covered when its lead (else lead_s) is at
  * least cost_s, the checkpoint's stall; otherwise, like a loss, uncovered. After the last

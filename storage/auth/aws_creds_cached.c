@@ -68,14 +68,14 @@ int rr_aws_creds_new(const struct rr_aws_creds_opts *opts, struct rr_aws_creds *
 }
 
 int rr_aws_creds_get(struct rr_aws_creds *c, int force_refresh, struct rr_aws_credentials *out,
-		     char *why, size_t cap)
+		     char *why, size_t why_len)
 {
 	struct rr_aws_credentials fresh;
 	char fwhy[RR_AWS_LOOKED_MAX + 512] = "";
 	int64_t now;
 	int rc;
 
-	if (why && cap)
+	if (why && why_len)
 		why[0] = '\0';
 	if (!c || !out)
 		return RR_EINVAL;
@@ -105,8 +105,8 @@ int rr_aws_creds_get(struct rr_aws_creds *c, int force_refresh, struct rr_aws_cr
 		c->failure_logged = 1;
 		*out = c->cached;
 		rc = 0;
-	} else if (why && cap) {
-		snprintf(why, cap, "%s", fwhy);
+	} else if (why && why_len) {
+		snprintf(why, why_len, "%s", fwhy);
 	}
 	rr_aws_credentials_wipe(&fresh);
 	pthread_mutex_unlock(&c->lock);

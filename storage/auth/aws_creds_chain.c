@@ -8,7 +8,7 @@
 #include "rr/error.h"
 
 int rr_aws_chain_resolve(struct rr_aws_creds *c, struct rr_aws_credentials *out, char *why,
-			 size_t cap)
+			 size_t why_len)
 {
 	static const rr_aws_provider_fn steps[] = {
 		rr_aws_provider_environment, rr_aws_provider_profile, rr_aws_provider_web_identity,
@@ -21,7 +21,7 @@ int rr_aws_chain_resolve(struct rr_aws_creds *c, struct rr_aws_credentials *out,
 	ch.c = c;
 	ch.out = out;
 	ch.why = why;
-	ch.cap = cap;
+	ch.cap = why_len;
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]) && rc == RR_AWS_NEXT; i++) {
 		/* The container step, when configured, is the last word: IMDS is not tried. */
 		rc = steps[i](&ch);

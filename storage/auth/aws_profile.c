@@ -8,8 +8,8 @@
  * end a property, so a comment may sit among its sub-properties. Inline comments are not
  * stripped from values (botocore keeps them, and a secret may hold '#' or ';').
  *
- * The files hold secrets, so a reason in `why` names a file and a line, never its text,
- * and every buffer that held a value is wiped before it is freed. */
+ * The files hold secrets, so a reason in `why` names a file and a line, never its text, and
+ * every buffer that held a value is wiped before it is freed. */
 #include <ctype.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -243,19 +243,21 @@ static int s_line(struct s_ini *x, const char *s, size_t n)
 	return s_property(x, s, n);
 }
 
-int rr_ini_parse(const char *text, size_t len, rr_ini_cb cb, void *ud, char *why, size_t cap)
+int rr_ini_parse(const char *text, size_t len, rr_ini_cb cb, void *ud, char *why,
+		 size_t why_len)
 {
 	struct s_ini *x;
 	size_t pos = 0;
 	int rc = 0;
 
-	if (why && cap)
+	if (why && why_len)
 		why[0] = '\0';
 	if ((!text && len) || !cb)
 		return RR_EINVAL;
 	if (len > RR_AWS_PROFILE_MAX_FILE) {
-		if (why && cap)
-			snprintf(why, cap, "larger than %u bytes", RR_AWS_PROFILE_MAX_FILE);
+		if (why && why_len)
+			snprintf(why, why_len, "larger than %u bytes",
+				 RR_AWS_PROFILE_MAX_FILE);
 		return RR_ETOOBIG;
 	}
 	x = calloc(1, sizeof(*x));
@@ -264,7 +266,7 @@ int rr_ini_parse(const char *text, size_t len, rr_ini_cb cb, void *ud, char *why
 	x->cb = cb;
 	x->ud = ud;
 	x->why = why;
-	x->why_cap = cap;
+	x->why_cap = why_len;
 	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
 		pos = 3; /* a UTF-8 byte order mark from a Windows editor */
 	while (pos < len && !rc) {
@@ -414,7 +416,7 @@ static char *s_path(const char *env, const char *file, int *rc)
 	return p;
 }
 
-static int s_load_file(struct s_load *l, const char *path, char *why, size_t cap)
+static int s_load_file(struct s_load *l, const char *path, char *why, size_t why_len)
 {
 	char reason[192];
 	struct rr_buf b;
@@ -427,12 +429,13 @@ static int s_load_file(struct s_load *l, const char *path, char *why, size_t cap
 		goto out;
 	}
 	if (rc == RR_ETOOBIG) {
-		snprintf(why, cap, "%s: larger than %u bytes", path, RR_AWS_PROFILE_MAX_FILE);
+		snprintf(why, why_len, "%s: larger than %u bytes", path,
+			 RR_AWS_PROFILE_MAX_FILE);
 		rc = RR_ECORRUPT;
 		goto out;
 	}
 	if (rc) {
-		snprintf(why, cap, "%s: %s", path, rr_strerror(rc));
+		snprintf(why, why_len, "%s: %s", path, rr_strerror(rc));
 		rc = rc == RR_ENOMEM ? rc : RR_EIO;
 		goto out;
 	}
@@ -441,9 +444,9 @@ static int s_load_file(struct s_load *l, const char *path, char *why, size_t cap
 	if (rc == RR_ETOOBIG && !reason[0])
 		snprintf(reason, sizeof(reason), "more than %d keys in the profile", S_MAX_KEYS);
 	if (rc == RR_ENOMEM)
-		snprintf(why, cap, "%s: out of memory", path);
+		snprintf(why, why_len, "%s: out of memory", path);
 	else if (rc)
-		snprintf(why, cap, "%s: %s", path, reason);
+		snprintf(why, why_len, "%s: %s", path, reason);
 	if (rc == RR_ETOOBIG)
 		rc = RR_ECORRUPT;
 out:
@@ -453,7 +456,8 @@ out:
 	return rc;
 }
 
-int rr_aws_profile_load(const char *name, struct rr_aws_profile **out, char *why, size_t cap)
+int rr_aws_profile_load(const char *name, struct rr_aws_profile **out, char *why,
+			size_t why_len)
 {
 	static const struct {
 		const char *env, *file;
@@ -467,9 +471,9 @@ int rr_aws_profile_load(const char *name, struct rr_aws_profile **out, char *why
 	struct s_load l;
 	int explicit = 1, rc = 0, found = 0;
 
-	if (!why || !cap) {
+	if (!why || !why_len) {
 		why = scratch;
-		cap = sizeof(scratch);
+		why_len = sizeof(scratch);
 	}
 	why[0] = '\0';
 	if (!out)
@@ -485,7 +489,7 @@ int rr_aws_profile_load(const char *name, struct rr_aws_profile **out, char *why
 	p = calloc(1, sizeof(*p));
 	if (!p || !(p->name = strdup(name))) {
 		free(p);
-		snprintf(why, cap, "out of memory");
+		snprintf(why, why_len, "out of memory");
 		return RR_ENOMEM;
 	}
 	for (size_t i = 0; i < 2 && !rc; i++) {
@@ -493,13 +497,14 @@ int rr_aws_profile_load(const char *name, struct rr_aws_profile **out, char *why
 		if (!paths[i])
 			continue;
 		l = (struct s_load){ p, files[i].config, 0 };
-		rc = s_load_file(&l, paths[i], why, cap);
+		rc = s_load_file(&l, paths[i], why, why_len);
 		found |= l.found;
 	}
 	if (rc == RR_ENOMEM && !why[0])
-		snprintf(why, cap, "out of memory");
+		snprintf(why, why_len, "out of memory");
 	if (!rc && !found && explicit) {
-		snprintf(why, cap, "profile %s is in neither %s nor %s", rr_quote_str(q, name),
+		snprintf(why, why_len, "profile %s is in neither %s nor %s", rr_quote_str(q,
+			 name),
 			 paths[1] ? paths[1] : "(no credentials file)",
 			 paths[0] ? paths[0] : "(no config file)");
 		rc = RR_ENOENT;

@@ -68,7 +68,7 @@ int rr_aws_provider_imds(struct rr_aws_chain *ch);
 /* Runs the providers in order into *out (wiped on failure). Returns 0, or the first
  * configured provider's failure, or RR_ENOENT naming what was looked at. */
 int rr_aws_chain_resolve(struct rr_aws_creds *c, struct rr_aws_credentials *out, char *why,
-			 size_t cap);
+			 size_t why_len);
 
 /* Adds "; <what>" to the list of steps that had nothing. */
 void rr_aws_chain_looked(struct rr_aws_chain *ch, const char *fmt, ...)

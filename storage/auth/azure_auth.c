@@ -59,7 +59,7 @@ void rr_azure_conn_wipe(struct rr_azure_conn *c)
 
 /* One "Name=Value" pair into c; seen marks the keys already given. */
 static int s_conn_pair(struct rr_azure_conn *c, const char *p, size_t n, unsigned *seen,
-		       char *why, size_t cap)
+		       char *why, size_t why_len)
 {
 	const char *eq = memchr(p, '=', n);
 	size_t nlen = eq ? (size_t)(eq - p) : n, vlen = eq ? n - nlen - 1 : 0;
@@ -70,7 +70,8 @@ static int s_conn_pair(struct rr_azure_conn *c, const char *p, size_t n, unsigne
 		nlen--;
 	}
 	if (!eq || nlen == 0)
-		return rr_fail(why, cap, RR_EINVAL, "the connection string has a part %s that is "
+		return rr_fail(why, why_len, RR_EINVAL,
+			       "the connection string has a part %s that is "
 			       "not Name=Value", rr_quote(q, p, nlen < 40 ? nlen : 40));
 	if (nlen == 21 && strncasecmp(p, "UseDevelopmentStorage", 21) == 0) {
 		c->dev = vlen == 4 && strncasecmp(eq + 1, "true", 4) == 0;
@@ -82,10 +83,12 @@ static int s_conn_pair(struct rr_azure_conn *c, const char *p, size_t n, unsigne
 		if (strlen(k->name) != nlen || strncasecmp(p, k->name, nlen) != 0)
 			continue;
 		if (*seen & (1u << i))
-			return rr_fail(why, cap, RR_EINVAL, "the connection string gives %s twice",
+			return rr_fail(why, why_len, RR_EINVAL,
+				       "the connection string gives %s twice",
 				       k->name);
 		if (vlen >= k->cap || memchr(eq + 1, '\0', vlen))
-			return rr_fail(why, cap, RR_EINVAL, "the connection string's %s is longer "
+			return rr_fail(why, why_len, RR_EINVAL,
+				       "the connection string's %s is longer "
 				       "than %zu bytes", k->name, k->cap - 1);
 		*seen |= 1u << i;
 		memcpy(dst, eq + 1, vlen);
@@ -96,7 +99,7 @@ static int s_conn_pair(struct rr_azure_conn *c, const char *p, size_t n, unsigne
 }
 
 int rr_azure_conn_parse(const char *s, size_t len, struct rr_azure_conn *out, char *why,
-			size_t cap)
+			size_t why_len)
 {
 	unsigned seen = 0;
 	size_t i = 0;
@@ -106,18 +109,19 @@ int rr_azure_conn_parse(const char *s, size_t len, struct rr_azure_conn *out, ch
 		return RR_EINVAL;
 	rr_azure_conn_wipe(out);
 	if (len > RR_AZURE_CONN_MAX)
-		return rr_fail(why, cap, RR_EINVAL, "the connection string is longer than %u bytes",
+		return rr_fail(why, why_len, RR_EINVAL,
+			       "the connection string is longer than %u bytes",
 			       RR_AZURE_CONN_MAX);
 	while (i < len && !rc) {
 		const char *semi = memchr(s + i, ';', len - i);
 		size_t n = semi ? (size_t)(semi - (s + i)) : len - i;
 		if (n)
-			rc = s_conn_pair(out, s + i, n, &seen, why, cap);
+			rc = s_conn_pair(out, s + i, n, &seen, why, why_len);
 		i += n + 1;
 	}
 	if (!rc && out->protocol[0] && strcmp(out->protocol, "http") != 0 &&
 	    strcmp(out->protocol, "https") != 0)
-		rc = rr_fail(why, cap, RR_EINVAL, "the connection string's "
+		rc = rr_fail(why, why_len, RR_EINVAL, "the connection string's "
 			     "DefaultEndpointsProtocol must be http or https");
 	if (!rc) {
 		size_t n = strlen(out->blob_endpoint);
@@ -160,7 +164,7 @@ static int s_visible(const char *s)
 
 int rr_azure_token_parse(const char *step, const void *json, size_t len, int64_t now_s,
 			 char *token, size_t cap, int64_t *expires_unix_s, char *why,
-			 size_t wcap)
+			 size_t why_len)
 {
 	char jwhy[256] = "";
 	const cJSON *access, *in, *on;
@@ -173,20 +177,22 @@ int rr_azure_token_parse(const char *step, const void *json, size_t len, int64_t
 		return RR_EINVAL;
 	token[0] = '\0';
 	if (len > S_ANSWER_MAX)
-		return rr_fail(why, wcap, RR_EIO, "%s: the token answer is larger than 64 KiB",
+		return rr_fail(why, why_len, RR_EIO,
+			       "%s: the token answer is larger than 64 KiB",
 			       step);
 	rc = rr_json_parse_object("the token answer", json ? json : "", len, &j, jwhy,
 				  sizeof(jwhy));
 	if (rc == RR_ENOMEM)
 		return rc;
 	if (rc)
-		return rr_fail(why, wcap, RR_EIO, "%s: %s", step, jwhy);
+		return rr_fail(why, why_len, RR_EIO, "%s: %s", step, jwhy);
 	access = cJSON_GetObjectItemCaseSensitive(j, "access_token");
 	in = cJSON_GetObjectItemCaseSensitive(j, "expires_in");
 	on = cJSON_GetObjectItemCaseSensitive(j, "expires_on");
 	n = cJSON_IsString(access) ? strlen(access->valuestring) : 0;
 	if (n == 0 || n >= cap || !s_visible(access->valuestring)) {
-		rc = rr_fail(why, wcap, RR_EIO, "%s: the answer's \"access_token\" is missing, "
+		rc = rr_fail(why, why_len, RR_EIO,
+			     "%s: the answer's \"access_token\" is missing, "
 			     "empty, longer than %zu bytes, or holds a space or control character",
 			     step, cap - 1);
 		goto out;
@@ -198,7 +204,8 @@ int rr_azure_token_parse(const char *step, const void *json, size_t len, int64_t
 		*expires_unix_s = secs - (double)now_s < S_EXPIRES_MAX_S ? (int64_t)secs
 									  : now_s + S_EXPIRES_MAX_S;
 	} else {
-		rc = rr_fail(why, wcap, RR_EIO, "%s: the answer has no usable \"expires_in\" or "
+		rc = rr_fail(why, why_len, RR_EIO,
+			     "%s: the answer has no usable \"expires_in\" or "
 			     "\"expires_on\"", step);
 		goto out;
 	}
@@ -234,12 +241,13 @@ struct rr_azure_creds {
 };
 
 static int s_take_key(struct rr_azure_creds *c, const char *b64, const char *source,
-		      char *why, size_t cap)
+		      char *why, size_t why_len)
 {
 	int n = rr_azure_key_decode(b64, c->key, sizeof(c->key));
 
 	if (n < 0)
-		return rr_fail(why, cap, RR_EINVAL, "%s is not a base64 account key", source);
+		return rr_fail(why, why_len, RR_EINVAL, "%s is not a base64 account key",
+			       source);
 	c->key_len = (size_t)n;
 	c->kind = RR_AZURE_AUTH_SHARED_KEY;
 	snprintf(c->source, sizeof(c->source), "%s", source);
@@ -247,12 +255,13 @@ static int s_take_key(struct rr_azure_creds *c, const char *b64, const char *sou
 }
 
 static int s_take_sas(struct rr_azure_creds *c, const char *sas, const char *source,
-		      char *why, size_t cap)
+		      char *why, size_t why_len)
 {
 	if (*sas == '?')
 		sas++;
 	if (!*sas || strlen(sas) >= sizeof(c->sas) || !s_visible(sas) || strchr(sas, '#'))
-		return rr_fail(why, cap, RR_EINVAL, "%s is empty, longer than %zu bytes, or not "
+		return rr_fail(why, why_len, RR_EINVAL,
+			       "%s is empty, longer than %zu bytes, or not "
 			       "a query string", source, sizeof(c->sas) - 1);
 	snprintf(c->sas, sizeof(c->sas), "%s", sas);
 	c->kind = RR_AZURE_AUTH_SAS;
@@ -261,27 +270,28 @@ static int s_take_sas(struct rr_azure_creds *c, const char *sas, const char *sou
 }
 
 /* An id (tenant, client) goes into a URL or a form: letters, digits, '-', '.', '_'. */
-static int s_take_id(char *dst, const char *v, const char *name, char *why, size_t cap)
+static int s_take_id(char *dst, const char *v, const char *name, char *why, size_t why_len)
 {
 	if (!v || !*v || strlen(v) >= S_ID_MAX || strspn(v, "abcdefghijklmnopqrstuvwxyz"
 				"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._") != strlen(v))
-		return rr_fail(why, cap, RR_EINVAL, "%s must be set to an id (letters, digits, "
+		return rr_fail(why, why_len, RR_EINVAL,
+			       "%s must be set to an id (letters, digits, "
 			       "'-', '.', '_')", name);
 	snprintf(dst, S_ID_MAX, "%s", v);
 	return 0;
 }
 
 /* The client credentials flow: the authority's token endpoint for the tenant. */
-static int s_entra_flow(struct rr_azure_creds *c, enum s_flow flow, char *why, size_t cap)
+static int s_entra_flow(struct rr_azure_creds *c, enum s_flow flow, char *why, size_t why_len)
 {
 	const char *authority = rr_env("AZURE_AUTHORITY_HOST");
 	size_t n;
 	int rc;
 
-	rc = s_take_id(c->tenant, rr_env("AZURE_TENANT_ID"), "AZURE_TENANT_ID", why, cap);
+	rc = s_take_id(c->tenant, rr_env("AZURE_TENANT_ID"), "AZURE_TENANT_ID", why, why_len);
 	if (!rc)
 		rc = s_take_id(c->client_id, rr_env("AZURE_CLIENT_ID"), "AZURE_CLIENT_ID", why,
-			       cap);
+			       why_len);
 	if (rc)
 		return rc;
 	if (!authority || !*authority)
@@ -289,7 +299,8 @@ static int s_entra_flow(struct rr_azure_creds *c, enum s_flow flow, char *why, s
 	n = strlen(authority);
 	if (strncasecmp(authority, "https://", 8) != 0 &&
 	    !(strncasecmp(authority, "http://", 7) == 0 && rr_url_host_is_loopback(authority)))
-		return rr_fail(why, cap, RR_EINVAL, "AZURE_AUTHORITY_HOST must be https:// (or "
+		return rr_fail(why, why_len, RR_EINVAL,
+			       "AZURE_AUTHORITY_HOST must be https:// (or "
 			       "http:// to this machine)");
 	if (asprintf(&c->token_url, "%s%s%s/oauth2/v2.0/token", authority,
 		     n && authority[n - 1] == '/' ? "" : "/", c->tenant) < 0) {
@@ -308,7 +319,8 @@ static int s_entra_flow(struct rr_azure_creds *c, enum s_flow flow, char *why, s
 	return c->secret ? 0 : RR_ENOMEM;
 }
 
-static int s_imds_flow(struct rr_azure_creds *c, const char *endpoint, char *why, size_t cap)
+static int s_imds_flow(struct rr_azure_creds *c, const char *endpoint, char *why,
+		       size_t why_len)
 {
 	const char *id = rr_env("AZURE_CLIENT_ID");
 	size_t n;
@@ -319,7 +331,7 @@ static int s_imds_flow(struct rr_azure_creds *c, const char *endpoint, char *why
 	if (!endpoint || !*endpoint)
 		endpoint = S_IMDS_DEFAULT;
 	n = strlen(endpoint);
-	if (id && *id && s_take_id(c->client_id, id, "AZURE_CLIENT_ID", why, cap))
+	if (id && *id && s_take_id(c->client_id, id, "AZURE_CLIENT_ID", why, why_len))
 		return RR_EINVAL;
 	if (asprintf(&c->token_url, "%.*s/metadata/identity/oauth2/token?api-version=2018-02-01"
 		     "&resource=https%%3A%%2F%%2Fstorage.azure.com%%2F%s%s",
@@ -337,29 +349,31 @@ static int s_imds_flow(struct rr_azure_creds *c, const char *endpoint, char *why
 
 /* The order of Azure's tools: connection string, key, SAS, then Entra ID. */
 static int s_choose(struct rr_azure_creds *c, const struct rr_azure_creds_opts *o, char *why,
-		    size_t cap)
+		    size_t why_len)
 {
 	const struct rr_azure_conn *conn = o->conn;
 
 	if (conn && conn->key[0])
-		return s_take_key(c, conn->key, "the connection string's AccountKey", why, cap);
+		return s_take_key(c, conn->key, "the connection string's AccountKey", why,
+				  why_len);
 	if (conn && conn->sas[0])
 		return s_take_sas(c, conn->sas, "the connection string's SharedAccessSignature",
-				  why, cap);
+				  why, why_len);
 	if (rr_env("AZURE_STORAGE_KEY") && *rr_env("AZURE_STORAGE_KEY"))
-		return s_take_key(c, rr_env("AZURE_STORAGE_KEY"), "AZURE_STORAGE_KEY", why, cap);
+		return s_take_key(c, rr_env("AZURE_STORAGE_KEY"), "AZURE_STORAGE_KEY", why,
+				  why_len);
 	if (rr_env("AZURE_STORAGE_SAS_TOKEN") && *rr_env("AZURE_STORAGE_SAS_TOKEN"))
 		return s_take_sas(c, rr_env("AZURE_STORAGE_SAS_TOKEN"), "AZURE_STORAGE_SAS_TOKEN",
-				  why, cap);
+				  why, why_len);
 	if (rr_env("AZURE_FEDERATED_TOKEN_FILE") && *rr_env("AZURE_FEDERATED_TOKEN_FILE"))
-		return s_entra_flow(c, S_WORKLOAD, why, cap);
+		return s_entra_flow(c, S_WORKLOAD, why, why_len);
 	if (rr_env("AZURE_CLIENT_SECRET") && *rr_env("AZURE_CLIENT_SECRET"))
-		return s_entra_flow(c, S_SECRET, why, cap);
-	return s_imds_flow(c, o->imds_endpoint, why, cap);
+		return s_entra_flow(c, S_SECRET, why, why_len);
+	return s_imds_flow(c, o->imds_endpoint, why, why_len);
 }
 
 int rr_azure_creds_new(const struct rr_azure_creds_opts *opts, struct rr_azure_creds **out,
-		       char *why, size_t cap)
+		       char *why, size_t why_len)
 {
 	struct rr_azure_creds *c;
 	int rc;
@@ -373,7 +387,7 @@ int rr_azure_creds_new(const struct rr_azure_creds_opts *opts, struct rr_azure_c
 	c->margin_ms = opts->refresh_margin_ms ? opts->refresh_margin_ms : S_DEFAULT_MARGIN_MS;
 	snprintf(c->account, sizeof(c->account), "%s", opts->account ? opts->account : "");
 	pthread_mutex_init(&c->lock, NULL);
-	rc = s_choose(c, opts, why, cap);
+	rc = s_choose(c, opts, why, why_len);
 	if (rc) {
 		rr_azure_creds_destroy(c);
 		return rc;
@@ -412,7 +426,8 @@ static int s_form_append(struct rr_buf *b, const char *name, const char *value)
 }
 
 /* The client credentials form: the secret, or the federated token (re-read each time). */
-static int s_token_form(struct rr_azure_creds *c, struct rr_buf *form, char *why, size_t cap)
+static int s_token_form(struct rr_azure_creds *c, struct rr_buf *form, char *why,
+			size_t why_len)
 {
 	struct rr_buf assertion;
 	char q[RR_QUOTE_CAP];
@@ -428,7 +443,7 @@ static int s_token_form(struct rr_azure_creds *c, struct rr_buf *form, char *why
 	rr_buf_init(&assertion, S_ASSERTION_MAX);
 	rc = rr_aws_read_secret_file(c->token_file, &assertion);
 	if (rc || !assertion.len)
-		rc = rr_fail(why, cap, rc == RR_ENOMEM ? rc : RR_EINVAL, "%s: cannot read "
+		rc = rr_fail(why, why_len, rc == RR_ENOMEM ? rc : RR_EINVAL, "%s: cannot read "
 			     "AZURE_FEDERATED_TOKEN_FILE %s: %s", c->source,
 			     rr_quote_str(q, c->token_file),
 			     rc == RR_ETOOBIG ? "larger than 64 KiB" : rc ? rr_strerror(rc)
@@ -446,7 +461,7 @@ static int s_token_form(struct rr_azure_creds *c, struct rr_buf *form, char *why
  * ("AADSTS7000215: Invalid client secret provided. ...", "Identity not found") are quoted
  * when there are. */
 static int s_token_refusal(const struct rr_azure_creds *c, const struct rr_http_response *resp,
-			   char *why, size_t cap)
+			   char *why, size_t why_len)
 {
 	int refused = resp->status == 400 || resp->status == 401 || resp->status == 403;
 	char qerr[RR_QUOTE_CAP], qdesc[RR_QUOTE_CAP];
@@ -463,7 +478,8 @@ static int s_token_refusal(const struct rr_azure_creds *c, const struct rr_http_
 		size_t n = strcspn(desc->valuestring, "\r\n");
 		rr_quote(qdesc, desc->valuestring, n < 160 ? n : 160);
 	}
-	rc = rr_fail(why, cap, refused ? RR_EACCES : RR_EIO, "%s: the token endpoint %s %ld%s%s%s%s",
+	rc = rr_fail(why, why_len, refused ? RR_EACCES : RR_EIO,
+		     "%s: the token endpoint %s %ld%s%s%s%s",
 		     c->source, refused ? "refused with" : "answered", resp->status,
 		     cJSON_IsString(err) ? ": " : "",
 		     cJSON_IsString(err) ? rr_quote_str(qerr, err->valuestring) : "",
@@ -487,7 +503,7 @@ static void s_set_expiry(struct rr_azure_creds *c, int64_t expires_ms, int64_t n
 }
 
 /* One token request; on success c->token and its expiry are replaced. */
-static int s_fetch_token(struct rr_azure_creds *c, char *why, size_t cap)
+static int s_fetch_token(struct rr_azure_creds *c, char *why, size_t why_len)
 {
 	struct rr_http_header hdr[2];
 	struct rr_http_request req = { .url = c->token_url, .headers = hdr,
@@ -509,22 +525,23 @@ static int s_fetch_token(struct rr_azure_creds *c, char *why, size_t cap)
 		hdr[0] = (struct rr_http_header){ "Content-Type",
 						  "application/x-www-form-urlencoded" };
 		req.nheaders = 1;
-		rc = s_token_form(c, &form, why, cap);
+		rc = s_token_form(c, &form, why, why_len);
 		req.body = form.data;
 		req.body_len = form.len;
 	}
 	if (!rc)
 		rc = rr_http_perform(c->http, &req, &resp);
 	if (rc && !why[0])
-		rc = rr_fail(why, cap, rc == RR_ENOMEM ? rc : RR_EIO, "%s: no answer from %s: %s",
+		rc = rr_fail(why, why_len, rc == RR_ENOMEM ? rc : RR_EIO,
+			     "%s: no answer from %s: %s",
 			     c->source, c->flow == S_IMDS ? "IMDS" : "the token endpoint",
 			     resp.message[0] ? resp.message : rr_strerror(rc));
 	else if (!rc && resp.status != 200)
-		rc = s_token_refusal(c, &resp, why, cap);
+		rc = s_token_refusal(c, &resp, why, why_len);
 	else if (!rc)
 		rc = rr_azure_token_parse(c->source, resp.body.data, resp.body.len,
 					  rr_wall_ms() / 1000, c->token, sizeof(c->token),
-					  &expires_s, why, cap);
+					  &expires_s, why, why_len);
 	if (!rc)
 		s_set_expiry(c, expires_s * 1000, rr_wall_ms());
 	rr_buf_wipe_free(&form);
@@ -533,13 +550,13 @@ static int s_fetch_token(struct rr_azure_creds *c, char *why, size_t cap)
 }
 
 int rr_azure_creds_token(struct rr_azure_creds *c, int force_refresh, char *out, size_t cap,
-			 char *why, size_t wcap)
+			 char *why, size_t why_len)
 {
 	char fwhy[512] = "";
 	int64_t now;
 	int rc = 0;
 
-	if (why && wcap)
+	if (why && why_len)
 		why[0] = '\0';
 	if (!c || c->kind != RR_AZURE_AUTH_BEARER || !out)
 		return RR_EINVAL;
@@ -570,8 +587,8 @@ int rr_azure_creds_token(struct rr_azure_creds *c, int force_refresh, char *out,
 		rc = RR_ETOOBIG;
 	if (!rc)
 		memcpy(out, c->token, strlen(c->token) + 1);
-	else if (why && wcap)
-		snprintf(why, wcap, "%s", fwhy[0] ? fwhy : rr_strerror(rc));
+	else if (why && why_len)
+		snprintf(why, why_len, "%s", fwhy[0] ? fwhy : rr_strerror(rc));
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }

@@ -5,8 +5,8 @@
  * The key file is read and checked once, at rr_gcs_auth_new, so that a bad one is reported
  * at start-up; its PEM text is kept (wiped when freed) and turned into a key for each JWT,
  * about once an hour. A configured key file that later fails does not fall through to the
- * metadata server, as Google's client libraries do not: that would quietly swap
- * identities. */
+ * metadata server, as Google's client libraries do not: that would quietly swap identities.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -186,7 +186,7 @@ static const char *s_known_type(const char *type)
  * private key into *pkey_out (the caller frees both). Reasons name the field and show no
  * text of the file. Returns 0, RR_EINVAL or RR_ENOMEM. */
 static int s_key_parse(const char *json, size_t len, struct s_key *k, EVP_PKEY **pkey_out,
-		       char *why, size_t cap)
+		       char *why, size_t why_len)
 {
 	char jwhy[256] = "";
 	const char *type, *email, *pem, *uri, *kid = NULL;
@@ -199,58 +199,62 @@ static int s_key_parse(const char *json, size_t len, struct s_key *k, EVP_PKEY *
 	if (pkey_out)
 		*pkey_out = NULL;
 	if (len > S_KEY_FILE_MAX)
-		return rr_fail(why, cap, RR_EINVAL, "the key file is larger than %u KiB",
+		return rr_fail(why, why_len, RR_EINVAL, "the key file is larger than %u KiB",
 			      S_KEY_FILE_MAX >> 10);
 	rc = rr_json_parse_object("the key file", json, len, &j, jwhy, sizeof(jwhy));
 	if (rc == RR_ENOMEM)
 		return rc;
 	if (rc)
-		return rr_fail(why, cap, RR_EINVAL, "%s", jwhy);
+		return rr_fail(why, why_len, RR_EINVAL, "%s", jwhy);
 	type = s_string(j, "type");
 	email = s_string(j, "client_email");
 	pem = s_string(j, "private_key");
 	uri = s_string(j, "token_uri");
 	kid_item = cJSON_GetObjectItemCaseSensitive(j, "private_key_id");
 	if (!type) {
-		rc = rr_fail(why, cap, RR_EINVAL, "the key file has no \"type\" string");
+		rc = rr_fail(why, why_len, RR_EINVAL, "the key file has no \"type\" string");
 		goto out;
 	}
 	if (strcmp(type, "service_account") != 0) {
 		const char *known = s_known_type(type);
 		if (known)
-			rc = rr_fail(why, cap, RR_EINVAL, "the key file's \"type\" is \"%s\", not "
+			rc = rr_fail(why, why_len, RR_EINVAL,
+				     "the key file's \"type\" is \"%s\", not "
 				    "\"service_account\"", known);
 		else
-			rc = rr_fail(why, cap, RR_EINVAL, "the key file's \"type\" is not "
+			rc = rr_fail(why, why_len, RR_EINVAL, "the key file's \"type\" is not "
 				    "\"service_account\"");
 		goto out;
 	}
 	if (!email || !*email) {
-		rc = rr_fail(why, cap, RR_EINVAL, "the key file has no \"client_email\"");
+		rc = rr_fail(why, why_len, RR_EINVAL, "the key file has no \"client_email\"");
 		goto out;
 	}
 	if (!s_visible(email)) {
-		rc = rr_fail(why, cap, RR_EINVAL, "the key file's \"client_email\" holds a space, "
+		rc = rr_fail(why, why_len, RR_EINVAL,
+			     "the key file's \"client_email\" holds a space, "
 			    "a control character or non-ASCII text");
 		goto out;
 	}
 	if (!pem || !*pem) {
-		rc = rr_fail(why, cap, RR_EINVAL, "the key file has no \"private_key\"");
+		rc = rr_fail(why, why_len, RR_EINVAL, "the key file has no \"private_key\"");
 		goto out;
 	}
 	if (!uri || !*uri) {
-		rc = rr_fail(why, cap, RR_EINVAL, "the key file has no \"token_uri\"");
+		rc = rr_fail(why, why_len, RR_EINVAL, "the key file has no \"token_uri\"");
 		goto out;
 	}
 	if (!s_url_ok(uri)) {
-		rc = rr_fail(why, cap, RR_EINVAL, "the key file's \"token_uri\" is not an http "
+		rc = rr_fail(why, why_len, RR_EINVAL,
+			     "the key file's \"token_uri\" is not an http "
 			    "or https URL");
 		goto out;
 	}
 	if (kid_item && !cJSON_IsNull(kid_item)) {
 		kid = cJSON_IsString(kid_item) ? kid_item->valuestring : NULL;
 		if (!kid || !s_visible(kid)) {
-			rc = rr_fail(why, cap, RR_EINVAL, "the key file's \"private_key_id\" is not "
+			rc = rr_fail(why, why_len, RR_EINVAL,
+				     "the key file's \"private_key_id\" is not "
 				    "a string of printable ASCII");
 			goto out;
 		}
@@ -259,7 +263,8 @@ static int s_key_parse(const char *json, size_t len, struct s_key *k, EVP_PKEY *
 	}
 	rc = s_load_pkey(pem, &pkey);
 	if (rc == RR_EINVAL)
-		rc = rr_fail(why, cap, RR_EINVAL, "the key file's \"private_key\" is not an "
+		rc = rr_fail(why, why_len, RR_EINVAL,
+			     "the key file's \"private_key\" is not an "
 			    "unencrypted PEM RSA private key of %d to %d bits", S_RSA_MIN_BITS,
 			    S_RSA_MAX_BITS);
 	if (rc)
@@ -360,7 +365,7 @@ static int s_jwt_json(const struct s_key *k, int64_t now, const char *scope, cha
  * is reserved first, so the signed token is never left behind in a reallocated block.
  * Returns 0, RR_ENOMEM, RR_ETOOBIG (out's ceiling) or RR_EIO (OpenSSL refused to sign). */
 static int s_jwt_build(const struct s_key *k, EVP_PKEY *pkey, int64_t now, const char *scope,
-		       struct rr_buf *out, char *why, size_t cap)
+		       struct rr_buf *out, char *why, size_t why_len)
 {
 	char *header = NULL, *claims = NULL;
 	unsigned char *sig = NULL;
@@ -370,7 +375,8 @@ static int s_jwt_build(const struct s_key *k, EVP_PKEY *pkey, int64_t now, const
 
 	rr_buf_reset(out);
 	if (size <= 0)
-		return rr_fail(why, cap, RR_EIO, "OpenSSL cannot tell the RSA signature size");
+		return rr_fail(why, why_len, RR_EIO,
+			       "OpenSSL cannot tell the RSA signature size");
 	rc = s_jwt_json(k, now, scope, &header, &claims);
 	if (rc)
 		goto out;
@@ -396,7 +402,7 @@ static int s_jwt_build(const struct s_key *k, EVP_PKEY *pkey, int64_t now, const
 	if (EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, pkey) != 1 ||
 	    EVP_DigestSign(ctx, sig, &siglen, out->data, out->len) != 1) {
 		ERR_clear_error();
-		rc = rr_fail(why, cap, RR_EIO, "OpenSSL refused to sign the JWT");
+		rc = rr_fail(why, why_len, RR_EIO, "OpenSSL refused to sign the JWT");
 		goto out;
 	}
 	rc = rr_buf_append(out, ".", 1);
@@ -413,24 +419,25 @@ out:
 }
 
 int rr_gcs_jwt(const char *key_json, size_t len, int64_t now, const char *scope,
-	       struct rr_buf *out, char *why, size_t cap)
+	       struct rr_buf *out, char *why, size_t why_len)
 {
 	struct s_key k;
 	EVP_PKEY *pkey = NULL;
 	int rc;
 
-	if (why && cap)
+	if (why && why_len)
 		why[0] = '\0';
 	if (!out || (!key_json && len))
-		return rr_fail(why, cap, RR_EINVAL, "no key file text or no output buffer");
+		return rr_fail(why, why_len, RR_EINVAL,
+			       "no key file text or no output buffer");
 	rr_buf_reset(out);
 	if (now < 0 || now > S_NOW_MAX)
-		return rr_fail(why, cap, RR_EINVAL, "the time %lld is out of range",
+		return rr_fail(why, why_len, RR_EINVAL, "the time %lld is out of range",
 			      (long long)now);
-	rc = s_key_parse(key_json ? key_json : "", len, &k, &pkey, why, cap);
+	rc = s_key_parse(key_json ? key_json : "", len, &k, &pkey, why, why_len);
 	if (rc)
 		return rc;
-	rc = s_jwt_build(&k, pkey, now, scope ? scope : RR_GCS_SCOPE, out, why, cap);
+	rc = s_jwt_build(&k, pkey, now, scope ? scope : RR_GCS_SCOPE, out, why, why_len);
 	EVP_PKEY_free(pkey);
 	s_key_free(&k);
 	return rc;
@@ -441,7 +448,8 @@ int rr_gcs_jwt(const char *key_json, size_t len, int64_t now, const char *scope,
 /* Reads a whole token answer (200). The access token is checked for what an Authorization
  * header can carry; reasons never show it. Returns 0, RR_EIO or RR_ENOMEM. */
 static int s_read_token(const char *step, const struct rr_http_response *resp,
-			char token[RR_GCS_TOKEN_MAX], double *expires_s, char *why, size_t cap)
+			char token[RR_GCS_TOKEN_MAX], double *expires_s, char *why,
+			size_t why_len)
 {
 	char jwhy[256] = "", q[RR_QUOTE_CAP];
 	const char *access, *type;
@@ -455,24 +463,27 @@ static int s_read_token(const char *step, const struct rr_http_response *resp,
 	if (rc == RR_ENOMEM)
 		return rc;
 	if (rc)
-		return rr_fail(why, cap, RR_EIO, "%s: %s", step, jwhy);
+		return rr_fail(why, why_len, RR_EIO, "%s: %s", step, jwhy);
 	access = s_string(j, "access_token");
 	type = s_string(j, "token_type");
 	exp = cJSON_GetObjectItemCaseSensitive(j, "expires_in");
 	n = access ? strlen(access) : 0;
 	if (n == 0 || n >= RR_GCS_TOKEN_MAX || !s_visible(access)) {
-		rc = rr_fail(why, cap, RR_EIO, "%s: the answer's \"access_token\" is missing, "
+		rc = rr_fail(why, why_len, RR_EIO,
+			     "%s: the answer's \"access_token\" is missing, "
 			    "empty, longer than %d bytes, or holds a space or control character",
 			    step, RR_GCS_TOKEN_MAX - 1);
 		goto out;
 	}
 	if (!cJSON_IsNumber(exp) || !(exp->valuedouble > 0)) {
-		rc = rr_fail(why, cap, RR_EIO, "%s: the answer's \"expires_in\" is not a positive "
+		rc = rr_fail(why, why_len, RR_EIO,
+			     "%s: the answer's \"expires_in\" is not a positive "
 			    "number", step);
 		goto out;
 	}
 	if (!type || strcasecmp(type, "Bearer") != 0) {
-		rc = rr_fail(why, cap, RR_EIO, "%s: the answer's \"token_type\" is %s, not "
+		rc = rr_fail(why, why_len, RR_EIO,
+			     "%s: the answer's \"token_type\" is %s, not "
 			    "\"Bearer\"", step, type ? rr_quote_str(q, type) : "missing");
 		goto out;
 	}
@@ -487,7 +498,7 @@ out:
  * a server that answered badly (RR_EIO). The OAuth "error" and "error_description" are
  * quoted when the body has them. */
 static int s_refusal(const char *step, const struct rr_http_response *resp, char *why,
-		     size_t cap)
+		     size_t why_len)
 {
 	char qerr[RR_QUOTE_CAP], qdesc[RR_QUOTE_CAP];
 	const char *err = NULL, *desc = NULL;
@@ -501,11 +512,11 @@ static int s_refusal(const char *step, const struct rr_http_response *resp, char
 		desc = s_string(j, "error_description");
 	}
 	if (err)
-		rr_fail(why, cap, rc, "%s: %s %ld: %s: %s", step,
+		rr_fail(why, why_len, rc, "%s: %s %ld: %s: %s", step,
 		       refused ? "refused with" : "answered", resp->status, rr_quote_str(qerr, err),
 		       desc ? rr_quote_str(qdesc, desc) : "(no error_description)");
 	else
-		rr_fail(why, cap, rc, "%s: %s %ld without an OAuth error", step,
+		rr_fail(why, why_len, rc, "%s: %s %ld without an OAuth error", step,
 		       refused ? "refused with" : "answered", resp->status);
 	rr_json_wipe_delete(j);
 	return rc;
@@ -534,7 +545,7 @@ static int s_learn_clock(struct rr_gcs_auth *a, const struct rr_http_response *r
  * that clock (s_learn_clock). */
 static int s_exchange(struct rr_gcs_auth *a, EVP_PKEY *pkey, const char *step,
 		      char token[RR_GCS_TOKEN_MAX], double *expires_s, int *moved, char *why,
-		      size_t cap)
+		      size_t why_len)
 {
 	/* grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer, form-encoded */
 	static const char grant[] = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3A"
@@ -554,10 +565,10 @@ static int s_exchange(struct rr_gcs_auth *a, EVP_PKEY *pkey, const char *step,
 	rr_buf_init(&body, sizeof(grant) + 3 * S_JWT_MAX);
 	rr_http_response_init(&resp);
 	rc = s_jwt_build(&a->key, pkey, rr_wall_ms() / 1000 + a->clock_offset_s, RR_GCS_SCOPE,
-			 &jwt, why, cap);
+			 &jwt, why, why_len);
 	if (rc) {
 		if (rc == RR_ETOOBIG)
-			rc = rr_fail(why, cap, RR_EIO, "%s: the JWT is too large", step);
+			rc = rr_fail(why, why_len, RR_EIO, "%s: the JWT is too large", step);
 		goto out;
 	}
 	/* The JWT's alphabet needs no encoding, but the form's rules are kept anyway. */
@@ -581,15 +592,15 @@ static int s_exchange(struct rr_gcs_auth *a, EVP_PKEY *pkey, const char *step,
 	if (rc == RR_ENOMEM)
 		goto out;
 	if (rc) {
-		rc = rr_fail(why, cap, RR_EIO, "%s: no usable answer: %s", step,
+		rc = rr_fail(why, why_len, RR_EIO, "%s: no usable answer: %s", step,
 			    resp.message[0] ? resp.message : rr_strerror(rc));
 		goto out;
 	}
 	*moved = s_learn_clock(a, &resp);
 	if (resp.status == 200)
-		rc = s_read_token(step, &resp, token, expires_s, why, cap);
+		rc = s_read_token(step, &resp, token, expires_s, why, why_len);
 	else
-		rc = s_refusal(step, &resp, why, cap);
+		rc = s_refusal(step, &resp, why, why_len);
 out:
 	rr_buf_wipe_free(&jwt);
 	rr_buf_wipe_free(&body);
@@ -600,7 +611,7 @@ out:
 /* Exchanges a fresh JWT at the key file's token_uri: once more, dated by the endpoint's
  * clock, when a refusal's Date says this machine's clock is off. */
 static int s_fetch_service_account(struct rr_gcs_auth *a, char token[RR_GCS_TOKEN_MAX],
-				   double *expires_s, char *why, size_t cap)
+				   double *expires_s, char *why, size_t why_len)
 {
 	char step[S_STEP_MAX], qe[RR_QUOTE_CAP], qu[RR_QUOTE_CAP];
 	EVP_PKEY *pkey = NULL;
@@ -610,14 +621,14 @@ static int s_fetch_service_account(struct rr_gcs_auth *a, char token[RR_GCS_TOKE
 		 rr_quote_str(qu, a->key.token_uri));
 	rc = s_load_pkey(a->key.pem, &pkey);
 	if (rc)
-		return rr_fail(why, cap, rc == RR_ENOMEM ? rc : RR_EIO,
+		return rr_fail(why, why_len, rc == RR_ENOMEM ? rc : RR_EIO,
 			       "%s: the private key no longer loads", step);
-	rc = s_exchange(a, pkey, step, token, expires_s, &moved, why, cap);
+	rc = s_exchange(a, pkey, step, token, expires_s, &moved, why, why_len);
 	if (rc == RR_EACCES && moved) {
 		rr_warn("%s refused the JWT and says this machine's clock is off by %lld s: the "
 			"JWT is dated by its clock from now on; fix the clock (NTP)", step,
 			(long long)a->clock_offset_s);
-		rc = s_exchange(a, pkey, step, token, expires_s, &moved, why, cap);
+		rc = s_exchange(a, pkey, step, token, expires_s, &moved, why, why_len);
 	}
 	EVP_PKEY_free(pkey);
 	return rc;
@@ -628,7 +639,7 @@ static int s_fetch_service_account(struct rr_gcs_auth *a, char token[RR_GCS_TOKE
  * server never reached means there is none (RR_ENOENT); once one has answered, a failure
  * to reach it is an outage (RR_EIO). */
 static int s_fetch_metadata(struct rr_gcs_auth *a, char token[RR_GCS_TOKEN_MAX],
-			    double *expires_s, char *why, size_t cap)
+			    double *expires_s, char *why, size_t why_len)
 {
 	struct rr_http_request req;
 	struct rr_http_response resp;
@@ -651,36 +662,38 @@ static int s_fetch_metadata(struct rr_gcs_auth *a, char token[RR_GCS_TOKEN_MAX],
 	if (rc == RR_ENOMEM)
 		goto out;
 	if (rc && resp.status == 0) {
-		rc = rr_fail(why, cap, a->metadata_answered ? RR_EIO : RR_ENOENT,
+		rc = rr_fail(why, why_len, a->metadata_answered ? RR_EIO : RR_ENOENT,
 			    "no GOOGLE_APPLICATION_CREDENTIALS, and no answer from the %s: %s",
 			    step, resp.message[0] ? resp.message : rr_strerror(rc));
 		goto out;
 	}
 	if (rc) {
-		rc = rr_fail(why, cap, RR_EIO, "%s: no usable answer: %s", step,
+		rc = rr_fail(why, why_len, RR_EIO, "%s: no usable answer: %s", step,
 			    resp.message[0] ? resp.message : rr_strerror(rc));
 		goto out;
 	}
 	if (!rr_gce_metadata_answered(&resp)) {
-		rc = rr_fail(why, cap, RR_EIO, "%s: the answer (%ld) has no Metadata-Flavor: "
+		rc = rr_fail(why, why_len, RR_EIO,
+			     "%s: the answer (%ld) has no Metadata-Flavor: "
 			    "Google, so it is not from the metadata server", step, resp.status);
 		goto out;
 	}
 	a->metadata_answered = 1;
 	if (resp.status == 404)
-		rc = rr_fail(why, cap, RR_ENOENT, "%s: this VM has no service account (404)",
+		rc = rr_fail(why, why_len, RR_ENOENT,
+			     "%s: this VM has no service account (404)",
 			    step);
 	else if (resp.status == 200)
-		rc = s_read_token(step, &resp, token, expires_s, why, cap);
+		rc = s_read_token(step, &resp, token, expires_s, why, why_len);
 	else
-		rc = s_refusal(step, &resp, why, cap);
+		rc = s_refusal(step, &resp, why, why_len);
 out:
 	rr_http_response_wipe_free(&resp);
 	return rc;
 }
 
 int rr_gcs_auth_token(struct rr_gcs_auth *a, int force_refresh, char *token, size_t cap,
-		      char *source, char *why, size_t wcap)
+		      char *source, char *why, size_t why_len)
 {
 	char fresh[RR_GCS_TOKEN_MAX], fwhy[1024] = "";
 	double expires_s = 0;
@@ -688,10 +701,10 @@ int rr_gcs_auth_token(struct rr_gcs_auth *a, int force_refresh, char *token, siz
 	size_t n;
 	int rc = 0;
 
-	if (why && wcap)
+	if (why && why_len)
 		why[0] = '\0';
 	if (!a || !token || !cap)
-		return rr_fail(why, wcap, RR_EINVAL, "no auth object or no token buffer");
+		return rr_fail(why, why_len, RR_EINVAL, "no auth object or no token buffer");
 	token[0] = '\0';
 	if (source)
 		snprintf(source, S_SOURCE_MAX, "%s", a->source);
@@ -721,7 +734,7 @@ int rr_gcs_auth_token(struct rr_gcs_auth *a, int force_refresh, char *token, siz
 			a->failure_logged = 1;
 			rc = 0;
 		} else {
-			rr_fail(why, wcap, rc, "%s", fwhy);
+			rr_fail(why, why_len, rc, "%s", fwhy);
 		}
 	}
 	if (rc == 0) {
@@ -729,7 +742,8 @@ int rr_gcs_auth_token(struct rr_gcs_auth *a, int force_refresh, char *token, siz
 		if (n < cap)
 			memcpy(token, a->token, n + 1);
 		else
-			rc = rr_fail(why, wcap, RR_EINVAL, "the token buffer is too small (%zu "
+			rc = rr_fail(why, why_len, RR_EINVAL,
+				     "the token buffer is too small (%zu "
 				    "bytes; RR_GCS_TOKEN_MAX is enough)", cap);
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -814,7 +828,7 @@ static int s_metadata_url(const char *endpoint, char **out)
 }
 
 int rr_gcs_auth_new(const struct rr_gcs_auth_opts *o, struct rr_gcs_auth **out, char *why,
-		    size_t cap)
+		    size_t why_len)
 {
 	const char *path = getenv("GOOGLE_APPLICATION_CREDENTIALS");
 	char kwhy[512] = "", q[RR_QUOTE_CAP];
@@ -822,13 +836,14 @@ int rr_gcs_auth_new(const struct rr_gcs_auth_opts *o, struct rr_gcs_auth **out, 
 	struct rr_buf file;
 	int rc, errnum;
 
-	if (why && cap)
+	if (why && why_len)
 		why[0] = '\0';
 	if (!out)
-		return rr_fail(why, cap, RR_EINVAL, "no place for the result");
+		return rr_fail(why, why_len, RR_EINVAL, "no place for the result");
 	*out = NULL;
 	if (!o || !o->http || o->refresh_margin_ms < 0)
-		return rr_fail(why, cap, RR_EINVAL, "GCS auth needs an HTTP client and a refresh "
+		return rr_fail(why, why_len, RR_EINVAL,
+			       "GCS auth needs an HTTP client and a refresh "
 			      "margin of 0 or more");
 	a = calloc(1, sizeof(*a));
 	if (!a)
@@ -841,22 +856,25 @@ int rr_gcs_auth_new(const struct rr_gcs_auth_opts *o, struct rr_gcs_auth **out, 
 		rr_quote_str(q, path);
 		rc = s_read_key_file(path, &file, &errnum);
 		if (rc == RR_ETOOBIG)
-			rc = rr_fail(why, cap, RR_EINVAL, "GOOGLE_APPLICATION_CREDENTIALS %s: the "
+			rc = rr_fail(why, why_len, RR_EINVAL,
+				     "GOOGLE_APPLICATION_CREDENTIALS %s: the "
 				    "key file is larger than %u KiB", q, S_KEY_FILE_MAX >> 10);
 		else if (rc == RR_EIO)
-			rc = rr_fail(why, cap, RR_EIO, "GOOGLE_APPLICATION_CREDENTIALS %s: cannot "
+			rc = rr_fail(why, why_len, RR_EIO,
+				     "GOOGLE_APPLICATION_CREDENTIALS %s: cannot "
 				    "read the key file: %s", q, strerror(errnum));
 		if (rc)
 			goto out;
 		rc = s_key_parse((const char *)file.data, file.len, &a->key, NULL, kwhy,
 				 sizeof(kwhy));
 		if (rc) {
-			rr_fail(why, cap, rc, "GOOGLE_APPLICATION_CREDENTIALS %s: %s", q,
+			rr_fail(why, why_len, rc, "GOOGLE_APPLICATION_CREDENTIALS %s: %s", q,
 			       rc == RR_ENOMEM ? rr_strerror(rc) : kwhy);
 			goto out;
 		}
 		if (!s_url_may_carry_secret(a->key.token_uri, 0)) {
-			rc = rr_fail(why, cap, RR_EINVAL, "GOOGLE_APPLICATION_CREDENTIALS %s: refusing "
+			rc = rr_fail(why, why_len, RR_EINVAL,
+				     "GOOGLE_APPLICATION_CREDENTIALS %s: refusing "
 				     "to send a signed assertion over plain http to %s (token_uri): "
 				     "only https, or http to 127.0.0.1", q, a->key.token_uri);
 			goto out;
@@ -866,11 +884,13 @@ int rr_gcs_auth_new(const struct rr_gcs_auth_opts *o, struct rr_gcs_auth **out, 
 	} else {
 		rc = s_metadata_url(o->metadata_endpoint, &a->metadata_url);
 		if (rc == RR_EINVAL)
-			rr_fail(why, cap, rc, "the GCP metadata endpoint (the option, else "
+			rr_fail(why, why_len, rc,
+				"the GCP metadata endpoint (the option, else "
 			       "GCE_METADATA_HOST) is empty, too long or holds a space or control "
 			       "character");
 		if (!rc && !s_url_may_carry_secret(a->metadata_url, 1)) {
-			rc = rr_fail(why, cap, RR_EINVAL, "refusing to fetch an OAuth token over "
+			rc = rr_fail(why, why_len, RR_EINVAL,
+				     "refusing to fetch an OAuth token over "
 				     "plain http from %s (the metadata endpoint, else "
 				     "GCE_METADATA_HOST): only https, 127.0.0.1, or the metadata "
 				     "server itself", a->metadata_url);

@@ -41,28 +41,28 @@ int rr_error_from_errno(int errnum)
 	return RR_EIO;
 }
 
-int rr_vfail(char *why, size_t cap, int rc, const char *fmt, va_list ap)
+int rr_vfail(char *why, size_t why_len, int rc, const char *fmt, va_list ap)
 {
-	if (why && cap)
-		vsnprintf(why, cap, fmt, ap);
+	if (why && why_len)
+		vsnprintf(why, why_len, fmt, ap);
 	return rc;
 }
 
-void rr_why(char *why, size_t cap, const char *fmt, ...)
+void rr_why(char *why, size_t why_len, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	rr_vfail(why, cap, 0, fmt, ap);
+	rr_vfail(why, why_len, 0, fmt, ap);
 	va_end(ap);
 }
 
-int rr_fail(char *why, size_t cap, int rc, const char *fmt, ...)
+int rr_fail(char *why, size_t why_len, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	rr_vfail(why, cap, rc, fmt, ap);
+	rr_vfail(why, why_len, rc, fmt, ap);
 	va_end(ap);
 	return rc;
 }

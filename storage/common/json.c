@@ -45,7 +45,7 @@ cJSON *rr_json_parse(const char *text, size_t len, const char **end)
 }
 
 int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON **out,
-			 char *why, size_t cap)
+			 char *why, size_t why_len)
 {
 	const char *end = NULL;
 	char *copy;
@@ -56,7 +56,8 @@ int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON *
 		text = "";
 	pos = s_find_nul(text, len);
 	if (pos != len)
-		return rr_fail(why, cap, RR_ECORRUPT, "%s contains a NUL character (at byte %zu)",
+		return rr_fail(why, why_len, RR_ECORRUPT,
+			       "%s contains a NUL character (at byte %zu)",
 			      what, pos);
 	/* A terminated private copy: cJSON has read past unterminated buffers before
 	 * (CVE-2023-53154), and outside bytes deserve no such chance. */
@@ -75,18 +76,20 @@ int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON *
 	explicit_bzero(copy, len); /* the text may hold a secret (a service-account key) */
 	free(copy);
 	if (!*out)
-		return rr_fail(why, cap, RR_ECORRUPT, "%s is not valid JSON (error near byte %zu "
+		return rr_fail(why, why_len, RR_ECORRUPT,
+			       "%s is not valid JSON (error near byte %zu "
 			      "of %zu)", what, pos, len);
 	if (pos != len) {
 		cJSON_Delete(*out);
 		*out = NULL;
-		return rr_fail(why, cap, RR_ECORRUPT, "%s has data after its JSON value (at byte "
+		return rr_fail(why, why_len, RR_ECORRUPT,
+			       "%s has data after its JSON value (at byte "
 			      "%zu)", what, pos);
 	}
 	if (!cJSON_IsObject(*out)) {
 		cJSON_Delete(*out);
 		*out = NULL;
-		return rr_fail(why, cap, RR_ECORRUPT, "%s is not a JSON object", what);
+		return rr_fail(why, why_len, RR_ECORRUPT, "%s is not a JSON object", what);
 	}
 	return 0;
 }

@@ -1,6 +1,5 @@
 /* *.safetensors files (README, "What is stored"): the header as plain bytes, then one
- * tensor piece per
- * tensor with bytes, in file order. */
+ * tensor piece per tensor with bytes, in file order. */
 #include <stdlib.h>
 #include <string.h>
 

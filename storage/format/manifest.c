@@ -1,7 +1,7 @@
 /* Manifest and LATEST (README, "What is stored"). Both are read from the store, which
- * restore trusts no
- * more than the network it came over: every parse below has a size ceiling, checks every
- * number before converting it from cJSON's double, and says in one line what it refused. */
+ * restore trusts no more than the network it came over: every parse below has a size
+ * ceiling, checks every number before converting it from cJSON's double, and says in one
+ * line what it refused. */
 #include <limits.h>
 #include <math.h> /* isfinite, a macro: no libm */
 #include <stddef.h>
@@ -692,6 +692,122 @@ static int s_check_paths(struct s_ctx *c, const struct rr_manifest *m)
 	return rc;
 }
 
+/* The format (which sets c->version) and the checksum over the whole document. */
+static int s_parse_format(struct s_ctx *c, cJSON *root)
+{
+	const char *fmt;
+	char q[RR_QUOTE_CAP];
+	int rc;
+
+	rc = s_get_string(c, root, "format", "", &fmt);
+	if (rc)
+		return rc;
+	if (strcmp(fmt, RR_MANIFEST_FORMAT) == 0) {
+		c->version = 2;
+	} else if (strcmp(fmt, RR_MANIFEST_FORMAT_V1) == 0) {
+		c->version = 1;
+	} else {
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "format %s is neither \"%s\" nor \"%s\"", rr_quote_str(q, fmt),
+			       RR_MANIFEST_FORMAT, RR_MANIFEST_FORMAT_V1);
+	}
+	return s_verify_checksum(c, root);
+}
+
+/* Whose checkpoint it is: run_id, checkpoint, host (optional), the two times. */
+static int s_parse_identity(struct s_ctx *c, const cJSON *root, struct rr_manifest *m)
+{
+	const cJSON *it;
+	const char *name;
+	char q[RR_QUOTE_CAP];
+	uint64_t t;
+	int rc;
+
+	rc = s_get_label(c, root, "run_id", &m->run_id);
+	if (!rc)
+		rc = s_get_string(c, root, "checkpoint", "", &name);
+	if (rc)
+		return rc;
+	if (!rr_checkpoint_name_valid(name))
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "checkpoint name %s is not valid",
+			       rr_quote_str(q, name));
+	m->checkpoint = strdup(name);
+	if (!m->checkpoint)
+		return RR_ENOMEM;
+	it = cJSON_GetObjectItemCaseSensitive(root, "host");
+	if (it && !cJSON_IsNull(it)) {
+		rc = s_get_label(c, root, "host", &m->host);
+		if (rc)
+			return rc;
+	}
+	rc = s_get_uint(c, root, "committed_unix_ms", "", S_INT_MAX, &t);
+	if (rc)
+		return rc;
+	m->committed_unix_ms = (int64_t)t;
+	rc = s_get_uint(c, root, "created_unix_ms", "", S_INT_MAX, &t);
+	if (rc)
+		return rc;
+	m->created_unix_ms = (int64_t)t;
+	return 0;
+}
+
+/* The files, each with its segments, then the paths against each other. */
+static int s_parse_files(struct s_ctx *c, const cJSON *root, struct rr_manifest *m)
+{
+	const cJSON *files, *it;
+	size_t n, i = 0;
+	int rc;
+
+	rc = s_get_array(c, root, "files", "", &files, &n);
+	if (rc)
+		return rc;
+	if (n > S_MAX_FILES)
+		return rr_fail(c->why, c->why_len, RR_ETOOBIG,
+			       "manifest names %zu files, more than %u", n, S_MAX_FILES);
+	if (n) {
+		m->files = calloc(n, sizeof(*m->files));
+		if (!m->files)
+			return RR_ENOMEM;
+		m->nfiles = n;
+	}
+	cJSON_ArrayForEach(it, files)
+	{
+		if (i >= n)
+			break;
+		rc = s_parse_file(c, it, i, &m->files[i]);
+		if (rc)
+			return rc;
+		i++;
+	}
+	return s_check_paths(c, m);
+}
+
+/* "kind" (optional): "dir", or "file" for a one-file checkpoint, whose only file has the
+ * checkpoint's own name. */
+static int s_parse_kind(struct s_ctx *c, const cJSON *root, struct rr_manifest *m)
+{
+	const char *kind;
+	char q[RR_QUOTE_CAP];
+	int rc;
+
+	if (!cJSON_GetObjectItemCaseSensitive(root, "kind"))
+		return 0;
+	rc = s_get_string(c, root, "kind", "", &kind);
+	if (rc)
+		return rc;
+	if (strcmp(kind, "file") == 0) {
+		if (m->nfiles != 1 || strcmp(m->files[0].path, m->checkpoint) != 0)
+			return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+				       "a file checkpoint must hold exactly "
+				       "one file named like the checkpoint");
+		m->single_file = 1;
+	} else if (strcmp(kind, "dir") != 0) {
+		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
+			       "kind %s is neither \"file\" nor \"dir\"", rr_quote_str(q, kind));
+	}
+	return 0;
+}
+
 int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, char *why,
 		      size_t why_len)
 {
@@ -701,11 +817,6 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 	struct s_ctx c = { why, why_len, 0, 0 };
 	struct rr_manifest *m = NULL;
 	cJSON *root = NULL;
-	const cJSON *files, *it;
-	const char *fmt, *name;
-	char q[RR_QUOTE_CAP];
-	uint64_t t;
-	size_t n, i = 0;
 	int rc;
 
 	if (why && why_len)
@@ -718,114 +829,24 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 			       "manifest is %zu bytes, above the ceiling of %u", len,
 			       RR_MANIFEST_MAX_BYTES);
 	rc = s_parse_object(&c, "manifest", text ? text : "", len, &root);
+	if (!rc)
+		rc = s_check_members(&c, root, keys, sizeof(keys) / sizeof(keys[0]), "");
+	if (!rc)
+		rc = s_parse_format(&c, root);
 	if (rc)
 		goto out;
-	rc = s_check_members(&c, root, keys, sizeof(keys) / sizeof(keys[0]), "");
-	if (rc)
-		goto out;
-	rc = s_get_string(&c, root, "format", "", &fmt);
-	if (rc)
-		goto out;
-	if (strcmp(fmt, RR_MANIFEST_FORMAT) == 0) {
-		c.version = 2;
-	} else if (strcmp(fmt, RR_MANIFEST_FORMAT_V1) == 0) {
-		c.version = 1;
-	} else {
-		rc = rr_fail(c.why, c.why_len, RR_ECORRUPT,
-			     "format %s is neither \"%s\" nor \"%s\"", rr_quote_str(q, fmt),
-			     RR_MANIFEST_FORMAT, RR_MANIFEST_FORMAT_V1);
-		goto out;
-	}
-	rc = s_verify_checksum(&c, root);
-	if (rc)
-		goto out;
-
 	m = calloc(1, sizeof(*m));
 	if (!m) {
 		rc = RR_ENOMEM;
 		goto out;
 	}
-	rc = s_get_label(&c, root, "run_id", &m->run_id);
+	rc = s_parse_identity(&c, root, m);
+	if (!rc)
+		rc = s_parse_files(&c, root, m);
+	if (!rc)
+		rc = s_parse_kind(&c, root, m);
 	if (rc)
 		goto out;
-	rc = s_get_string(&c, root, "checkpoint", "", &name);
-	if (rc)
-		goto out;
-	if (!rr_checkpoint_name_valid(name)) {
-		rc = rr_fail(c.why, c.why_len, RR_ECORRUPT, "checkpoint name %s is not valid",
-			     rr_quote_str(q, name));
-		goto out;
-	}
-	m->checkpoint = strdup(name);
-	if (!m->checkpoint) {
-		rc = RR_ENOMEM;
-		goto out;
-	}
-	it = cJSON_GetObjectItemCaseSensitive(root, "host");
-	if (it && !cJSON_IsNull(it)) {
-		rc = s_get_label(&c, root, "host", &m->host);
-		if (rc)
-			goto out;
-	}
-	rc = s_get_uint(&c, root, "committed_unix_ms", "", S_INT_MAX, &t);
-	if (rc)
-		goto out;
-	m->committed_unix_ms = (int64_t)t;
-	rc = s_get_uint(&c, root, "created_unix_ms", "", S_INT_MAX, &t);
-	if (rc)
-		goto out;
-	m->created_unix_ms = (int64_t)t;
-
-	rc = s_get_array(&c, root, "files", "", &files, &n);
-	if (rc)
-		goto out;
-	if (n > S_MAX_FILES) {
-		rc = rr_fail(c.why, c.why_len, RR_ETOOBIG, "manifest names %zu files, more than %u",
-			     n, S_MAX_FILES);
-		goto out;
-	}
-	if (n) {
-		m->files = calloc(n, sizeof(*m->files));
-		if (!m->files) {
-			rc = RR_ENOMEM;
-			goto out;
-		}
-		m->nfiles = n;
-	}
-	cJSON_ArrayForEach(it, files)
-	{
-		if (i >= n)
-			break;
-		rc = s_parse_file(&c, it, i, &m->files[i]);
-		if (rc)
-			goto out;
-		i++;
-	}
-	rc = s_check_paths(&c, m);
-	if (rc)
-		goto out;
-	it = cJSON_GetObjectItemCaseSensitive(root, "kind");
-	if (it) {
-		const char *kind;
-		rc = s_get_string(&c, root, "kind", "", &kind);
-		if (rc)
-			goto out;
-		if (strcmp(kind, "file") == 0) {
-			/* A one-file checkpoint: its only file has the checkpoint's own name. */
-			if (m->nfiles != 1 || strcmp(m->files[0].path, m->checkpoint) != 0) {
-				rc = rr_fail(c.why, c.why_len, RR_ECORRUPT,
-					     "a file checkpoint must hold exactly "
-					     "one file named like the checkpoint");
-				goto out;
-			}
-			m->single_file = 1;
-		} else if (strcmp(kind, "dir") != 0) {
-			rc = rr_fail(c.why, c.why_len, RR_ECORRUPT,
-				     "kind %s is neither \"file\" nor \"dir\"",
-				     rr_quote_str(q, kind));
-			goto out;
-		}
-	}
 	*out = m;
 	m = NULL;
 out:

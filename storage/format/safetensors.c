@@ -1,7 +1,7 @@
 /* A strict reader of safetensors headers (the safetensors format (huggingface/safetensors
- * README, "Format"), after huggingface's
- * SafeTensors::read_metadata and Metadata::validate). A file it refuses is stored
- * byte-exact, so refusing is always safe and accepting must never be wrong.
+ * README, "Format"), after huggingface's SafeTensors::read_metadata and
+ * Metadata::validate). A file it refuses is stored byte-exact, so refusing is always safe
+ * and accepting must never be wrong.
  *
  * cJSON builds the tree, but it is lenient where the format is not: it keeps duplicate
  * keys, reads numbers into doubles (so 2^53 + 1 silently becomes 2^53), accepts leading

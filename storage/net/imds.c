@@ -1,7 +1,6 @@
 /* IMDSv2 client (include/rr/imds.h, the EC2 user guide, "Use IMDSv2"). There is
- * deliberately no IMDSv1
- * fallback: a token PUT that gets no answer is reported, with the hop-limit hint, instead of
- * being papered over by unauthenticated GETs. */
+ * deliberately no IMDSv1 fallback: a token PUT that gets no answer is reported, with the
+ * hop-limit hint, instead of being papered over by unauthenticated GETs. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -103,7 +102,8 @@ static long s_echoed_ttl(const struct rr_http_response *resp, long max)
 
 /* Fetches a new token into m->token. Called with m->lock held, so that concurrent callers
  * wait for one PUT instead of each sending their own (IMDS is throttled per instance). */
-static int s_fetch_token(struct rr_imds *m, long timeout_ms, long *status, char *why, size_t cap)
+static int s_fetch_token(struct rr_imds *m, long timeout_ms, long *status, char *why,
+			 size_t why_len)
 {
 	char url[S_URL_MAX], ttl_text[16];
 	struct rr_http_header hdr = { S_TTL_HEADER, ttl_text };
@@ -132,25 +132,28 @@ static int s_fetch_token(struct rr_imds *m, long timeout_ms, long *status, char 
 		 * the container and the PUT times out. A refusal that comes back at once is
 		 * something else (no metadata service at this address). */
 		int timed_out = rr_mono_ms() - start >= timeout_ms / 2;
-		rr_why(why, cap, "IMDS token PUT to %s got no answer (%s)%s", m->endpoint,
+		rr_why(why, why_len, "IMDS token PUT to %s got no answer (%s)%s", m->endpoint,
 		      resp.message[0] ? resp.message : rr_strerror(rc),
 		      timed_out ? S_HOP_HINT : "");
 		rc = rc == RR_ENOMEM ? RR_ENOMEM : RR_EIO;
 		goto out;
 	}
 	if (resp.status == 403) {
-		rr_why(why, cap, "IMDS token PUT to %s refused (403): the metadata service may "
+		rr_why(why, why_len,
+		       "IMDS token PUT to %s refused (403): the metadata service may "
 			       "be turned off for this instance", m->endpoint);
 		rc = RR_EACCES;
 		goto out;
 	}
 	if (resp.status != 200) {
-		rr_why(why, cap, "IMDS token PUT to %s answered %ld", m->endpoint, resp.status);
+		rr_why(why, why_len, "IMDS token PUT to %s answered %ld", m->endpoint,
+		       resp.status);
 		rc = RR_EIO;
 		goto out;
 	}
 	if (!s_is_token(resp.body.data, resp.body.len)) {
-		rr_why(why, cap, "IMDS token PUT to %s: the answer is not a token (%zu bytes)",
+		rr_why(why, why_len,
+		       "IMDS token PUT to %s: the answer is not a token (%zu bytes)",
 		      m->endpoint, resp.body.len);
 		rc = RR_EIO;
 		goto out;
@@ -171,7 +174,7 @@ out:
 /* Copies a usable token into tok (fetching one when none is held, when less than a minute
  * of it remains, or when the caller saw `stale` refused). */
 static int s_get_token(struct rr_imds *m, const char *stale, char tok[S_TOKEN_MAX],
-		       long timeout_ms, long *status, char *why, size_t cap)
+		       long timeout_ms, long *status, char *why, size_t why_len)
 {
 	int rc = 0;
 
@@ -181,7 +184,7 @@ static int s_get_token(struct rr_imds *m, const char *stale, char tok[S_TOKEN_MA
 		m->token[0] = '\0';
 	}
 	if (!m->token[0] || m->token_expires_ms - rr_mono_ms() < S_REFRESH_BEFORE_MS)
-		rc = s_fetch_token(m, timeout_ms, status, why, cap);
+		rc = s_fetch_token(m, timeout_ms, status, why, why_len);
 	if (rc == 0)
 		memcpy(tok, m->token, S_TOKEN_MAX);
 	pthread_mutex_unlock(&m->lock);
@@ -189,7 +192,7 @@ static int s_get_token(struct rr_imds *m, const char *stale, char tok[S_TOKEN_MA
 }
 
 int rr_imds_get(struct rr_imds *m, const char *path, struct rr_buf *out, long timeout_ms,
-		long *status_out, char *why, size_t cap)
+		long *status_out, char *why, size_t why_len)
 {
 	char url[S_URL_MAX], tok[S_TOKEN_MAX];
 	struct rr_http_header hdr = { S_TOKEN_HEADER, tok };
@@ -199,7 +202,7 @@ int rr_imds_get(struct rr_imds *m, const char *path, struct rr_buf *out, long ti
 	size_t room;
 	int rc, attempt;
 
-	if (why && cap)
+	if (why && why_len)
 		why[0] = '\0';
 	if (status_out)
 		*status_out = 0;
@@ -222,7 +225,8 @@ int rr_imds_get(struct rr_imds *m, const char *path, struct rr_buf *out, long ti
 	for (attempt = 0; attempt < 2; attempt++) {
 		/* The second round follows a 401: the token expired or the service restarted,
 		 * so get a new one, unless another thread already has. */
-		rc = s_get_token(m, attempt ? tok : NULL, tok, timeout_ms, &status, why, cap);
+		rc = s_get_token(m, attempt ? tok : NULL, tok, timeout_ms, &status, why,
+				 why_len);
 		if (rc)
 			goto out;
 		if (attempt) {
@@ -240,9 +244,10 @@ int rr_imds_get(struct rr_imds *m, const char *path, struct rr_buf *out, long ti
 		status = resp.status;
 		if (rc) {
 			if (rc == RR_ETOOBIG)
-				rr_why(why, cap, "IMDS GET %s: the answer passes its ceiling", url);
+				rr_why(why, why_len,
+				       "IMDS GET %s: the answer passes its ceiling", url);
 			else
-				rr_why(why, cap, "IMDS GET %s failed: %s", url,
+				rr_why(why, why_len, "IMDS GET %s failed: %s", url,
 				      resp.message[0] ? resp.message : rr_strerror(rc));
 			rc = rc == RR_ETOOBIG || rc == RR_ENOMEM ? rc : RR_EIO;
 			goto out;
@@ -254,23 +259,26 @@ int rr_imds_get(struct rr_imds *m, const char *path, struct rr_buf *out, long ti
 	case 200:
 		rc = rr_buf_append(out, resp.body.data, resp.body.len);
 		if (rc)
-			rr_why(why, cap, "IMDS GET %s: the answer passes its ceiling", url);
+			rr_why(why, why_len, "IMDS GET %s: the answer passes its ceiling",
+			       url);
 		break;
 	case 401:
-		rr_why(why, cap, "IMDS GET %s: the service refused a fresh token (401)", url);
+		rr_why(why, why_len, "IMDS GET %s: the service refused a fresh token (401)",
+		       url);
 		rc = RR_EACCES;
 		break;
 	case 403:
-		rr_why(why, cap, "IMDS GET %s refused (403): the metadata service or this path "
+		rr_why(why, why_len,
+		       "IMDS GET %s refused (403): the metadata service or this path "
 			       "is not allowed", url);
 		rc = RR_EACCES;
 		break;
 	case 404:
-		rr_why(why, cap, "IMDS GET %s: not found (404)", url);
+		rr_why(why, why_len, "IMDS GET %s: not found (404)", url);
 		rc = RR_ENOENT;
 		break;
 	default:
-		rr_why(why, cap, "IMDS GET %s answered %ld%s", url, status,
+		rr_why(why, why_len, "IMDS GET %s answered %ld%s", url, status,
 		      status == 429 ? " (throttled)" : "");
 		rc = RR_EIO;
 		break;

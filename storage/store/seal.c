@@ -40,7 +40,7 @@ static int s_derive(const unsigned char key[S_KEY_LEN], const char *label,
 }
 
 int rr_seal_key_parse(const char *text, size_t len, struct rr_seal_key **out, char *why,
-		      size_t cap)
+		      size_t why_len)
 {
 	unsigned char key[S_KEY_LEN], id[S_KEY_LEN];
 	struct rr_seal_key *k = NULL;
@@ -53,12 +53,14 @@ int rr_seal_key_parse(const char *text, size_t len, struct rr_seal_key **out, ch
 	/* Report the shape of the problem only: a message must never echo key material. */
 	for (size_t i = 0; i < digits; i++)
 		if (rr_hex_digit(text[i]) < 0) {
-			rc = rr_fail(why, cap, RR_EINVAL, "character %zu is not a hex digit (the "
+			rc = rr_fail(why, why_len, RR_EINVAL,
+				     "character %zu is not a hex digit (the "
 				     "file must hold 64 hex digits and at most one newline)", i + 1);
 			goto out;
 		}
 	if (digits != 2 * S_KEY_LEN) {
-		rc = rr_fail(why, cap, RR_EINVAL, "it holds %zu hex digits, a 256-bit key is 64",
+		rc = rr_fail(why, why_len, RR_EINVAL,
+			     "it holds %zu hex digits, a 256-bit key is 64",
 			     digits);
 		goto out;
 	}
@@ -75,7 +77,7 @@ int rr_seal_key_parse(const char *text, size_t len, struct rr_seal_key **out, ch
 	if (!rc)
 		rc = s_derive(key, "resume-run key id", id);
 	if (rc) {
-		rr_fail(why, cap, rc, "cannot derive keys (OpenSSL HMAC failed)");
+		rr_fail(why, why_len, rc, "cannot derive keys (OpenSSL HMAC failed)");
 		goto out;
 	}
 	memcpy(k->id, id, RR_SEAL_KEY_ID_LEN);
@@ -89,7 +91,7 @@ out:
 }
 
 int rr_seal_key_load_file(const char *path, struct rr_seal_key **out, int *mode_loose,
-			  char *why, size_t cap)
+			  char *why, size_t why_len)
 {
 	char text[S_KEY_FILE_READ];
 	struct stat st;
@@ -101,10 +103,10 @@ int rr_seal_key_load_file(const char *path, struct rr_seal_key **out, int *mode_
 	/* O_NONBLOCK: a FIFO given by mistake is refused below instead of blocking here. */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
-		return rr_fail(why, cap, rr_error_from_errno(errno), "cannot open it: %s",
+		return rr_fail(why, why_len, rr_error_from_errno(errno), "cannot open it: %s",
 			       strerror(errno));
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rc = rr_fail(why, cap, RR_EINVAL, "it is not a regular file");
+		rc = rr_fail(why, why_len, RR_EINVAL, "it is not a regular file");
 		goto out;
 	}
 	*mode_loose = (st.st_mode & (S_IRGRP | S_IROTH)) != 0;
@@ -113,7 +115,8 @@ int rr_seal_key_load_file(const char *path, struct rr_seal_key **out, int *mode_
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			rc = rr_fail(why, cap, RR_EIO, "cannot read it: %s", strerror(errno));
+			rc = rr_fail(why, why_len, RR_EIO, "cannot read it: %s",
+				     strerror(errno));
 			goto out;
 		}
 		if (n == 0)
@@ -121,11 +124,12 @@ int rr_seal_key_load_file(const char *path, struct rr_seal_key **out, int *mode_
 		len += (size_t)n;
 	}
 	if (len == sizeof(text)) {
-		rc = rr_fail(why, cap, RR_EINVAL, "it is longer than a key (64 hex digits and at "
+		rc = rr_fail(why, why_len, RR_EINVAL,
+			     "it is longer than a key (64 hex digits and at "
 			     "most one newline)");
 		goto out;
 	}
-	rc = rr_seal_key_parse(text, len, out, why, cap);
+	rc = rr_seal_key_parse(text, len, out, why, why_len);
 out:
 	OPENSSL_cleanse(text, sizeof(text));
 	close(fd);
@@ -209,7 +213,7 @@ out:
 }
 
 int rr_seal_open(const struct rr_seal_key *k, const char *name, unsigned char *obj,
-		 size_t len, size_t *plain_len, char *why, size_t cap)
+		 size_t len, size_t *plain_len, char *why, size_t why_len)
 {
 	const unsigned char *hdr = obj, *id = obj + RR_SEAL_MAGIC_LEN + 1;
 	unsigned char hdr_copy[RR_SEAL_HEADER_LEN], tag[RR_SEAL_TAG_LEN];
@@ -219,24 +223,27 @@ int rr_seal_open(const struct rr_seal_key *k, const char *name, unsigned char *o
 
 	*plain_len = 0;
 	if (!rr_seal_is_sealed(obj, len))
-		return rr_fail(why, cap, RR_EKEY, "%s is not encrypted (written without "
+		return rr_fail(why, why_len, RR_EKEY, "%s is not encrypted (written without "
 			       "--encryption-key-file?)", name);
 	if (len < RR_SEAL_OVERHEAD)
-		return rr_fail(why, cap, RR_ECORRUPT, "%s is truncated (%zu bytes, a sealed object "
+		return rr_fail(why, why_len, RR_ECORRUPT,
+			       "%s is truncated (%zu bytes, a sealed object "
 			       "has at least %d)", name, len, RR_SEAL_OVERHEAD);
 	if (hdr[RR_SEAL_MAGIC_LEN] != RR_SEAL_VERSION)
-		return rr_fail(why, cap, RR_ECORRUPT, "%s is sealed in an unknown format "
+		return rr_fail(why, why_len, RR_ECORRUPT, "%s is sealed in an unknown format "
 			       "(version %u)", name, (unsigned)hdr[RR_SEAL_MAGIC_LEN]);
 	if (CRYPTO_memcmp(id, k->id, RR_SEAL_KEY_ID_LEN) != 0) {
 		char theirs[2 * RR_SEAL_KEY_ID_LEN + 1], ours[2 * RR_SEAL_KEY_ID_LEN + 1];
 		rr_hex_encode(id, RR_SEAL_KEY_ID_LEN, theirs);
 		rr_seal_key_id_hex(k, ours);
-		return rr_fail(why, cap, RR_EKEY, "%s was encrypted with another key (key id %s; "
+		return rr_fail(why, why_len, RR_EKEY,
+			       "%s was encrypted with another key (key id %s; "
 			       "the given key's id is %s)", name, theirs, ours);
 	}
 	body_len = len - RR_SEAL_OVERHEAD;
 	if (body_len > RR_SEAL_MAX_PLAIN)
-		return rr_fail(why, cap, RR_ECORRUPT, "%s is larger than any sealed object",
+		return rr_fail(why, why_len, RR_ECORRUPT,
+			       "%s is larger than any sealed object",
 			       name);
 	/* Decrypting in place overwrites the header's start: the AAD and tag are copied
 	 * first. */
@@ -255,7 +262,8 @@ int rr_seal_open(const struct rr_seal_key *k, const char *name, unsigned char *o
 	if (EVP_DecryptFinal_ex(c, obj + RR_SEAL_HEADER_LEN + body_len, &n) != 1) {
 		/* Plaintext that did not authenticate must not be used: wipe it. */
 		OPENSSL_cleanse(obj, len);
-		rc = rr_fail(why, cap, RR_ECORRUPT, "%s does not authenticate (AES-GCM tag "
+		rc = rr_fail(why, why_len, RR_ECORRUPT,
+			     "%s does not authenticate (AES-GCM tag "
 			     "mismatch): damaged, tampered with, or moved from another name",
 			     name);
 		goto out;
@@ -265,7 +273,7 @@ int rr_seal_open(const struct rr_seal_key *k, const char *name, unsigned char *o
 	rc = 0;
 out:
 	if (rc == RR_EIO)
-		rr_fail(why, cap, rc, "OpenSSL cannot open %s", name);
+		rr_fail(why, why_len, rc, "OpenSSL cannot open %s", name);
 	EVP_CIPHER_CTX_free(c);
 	return rc;
 }

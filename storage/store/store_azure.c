@@ -621,14 +621,14 @@ static void s_destroy(struct rr_store *s)
 	free(az);
 }
 
-static const struct rr_remote_ops s_ops = {
+static const struct rr_remote_ops s_azure_ops = {
 	.sign = s_sign,
 	.judge = s_judge,
 	.version_header = "ETag",
 	.version_name = "ETag",
 };
 
-static const struct rr_store_vtable s_vtable = {
+static const struct rr_store_vtable s_azure_vtable = {
 	.scheme = "az",
 	.put = s_put,
 	.get = rr_remote_get,
@@ -796,7 +796,8 @@ int rr_store_azure_new(const char *url, const struct rr_store_opts *opts,
 
 	if (!az)
 		return RR_ENOMEM;
-	rc = rr_remote_init(&az->r, &s_vtable, &s_ops, "Azure", rr_env("REQUESTS_CA_BUNDLE"));
+	rc = rr_remote_init(&az->r, &s_azure_vtable, &s_azure_ops, "Azure",
+			    rr_env("REQUESTS_CA_BUNDLE"));
 	if (!rc)
 		rc = s_open(az, url, opts);
 	rr_buf_init(&qb, 4096);

@@ -35,7 +35,7 @@ struct s_sealed {
 	size_t nspare;
 };
 
-static const struct rr_store_vtable s_sealed_vt;
+static const struct rr_store_vtable s_sealed_vtable;
 
 static struct s_sealed *s_of(struct rr_store *s)
 {
@@ -177,7 +177,7 @@ static void s_destroy(struct rr_store *s)
 	free(z);
 }
 
-static const struct rr_store_vtable s_sealed_vt = {
+static const struct rr_store_vtable s_sealed_vtable = {
 	.scheme = "sealed",
 	.put = s_put,
 	.get = s_get,
@@ -200,7 +200,7 @@ int rr_store_sealed_new(struct rr_store *inner, struct rr_seal_key *key, struct 
 		return RR_ENOMEM;
 	}
 	pthread_mutex_init(&z->lock, NULL);
-	z->base.vt = &s_sealed_vt;
+	z->base.vt = &s_sealed_vtable;
 	z->base.inner = inner;
 	z->key = key;
 	*out = &z->base;
@@ -209,7 +209,7 @@ int rr_store_sealed_new(struct rr_store *inner, struct rr_seal_key *key, struct 
 
 size_t rr_store_scratch_before(struct rr_store *s)
 {
-	return s->vt == &s_sealed_vt ? RR_SEAL_HEADER_LEN : 0;
+	return s->vt == &s_sealed_vtable ? RR_SEAL_HEADER_LEN : 0;
 }
 
 int rr_store_put_scratch(struct rr_store *s, const char *key, unsigned char *data, size_t len,
@@ -219,7 +219,7 @@ int rr_store_put_scratch(struct rr_store *s, const char *key, unsigned char *dat
 	unsigned char *obj = data - rr_store_scratch_before(s);
 	int rc;
 
-	if (s->vt != &s_sealed_vt)
+	if (s->vt != &s_sealed_vtable)
 		return rr_store_put(s, key, data, len, opts, etag_out);
 	rr_store_clear_why();
 	if (len > RR_SEAL_MAX_PLAIN)
@@ -233,7 +233,7 @@ int rr_store_put_scratch(struct rr_store *s, const char *key, unsigned char *dat
 
 int rr_store_chunk_address(struct rr_store *s, const void *data, size_t len, char out[65])
 {
-	if (s->vt == &s_sealed_vt)
+	if (s->vt == &s_sealed_vtable)
 		return rr_seal_address(s_of(s)->key, data, len, out);
 	rr_sha256_hex(data, len, out);
 	return 0;

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # torch.distributed.checkpoint under torch.distributed.run (torch >= 2.2: each worker in a
-# session of its own) with resume_run.dcp.ResumeRun (issue 28), installed from the wheel, two
-# workers over gloo: the checkpoint signal reaches both workers (not the launcher, which has
-# no handler for it), they agree on the step (all-reduce of the flags) and dcp.save writes
-# step-N (every rank's shard, then .metadata: the commit); the agent makes it durable and
-# exits 75; on a fresh directory dcp.load of the restored step-N ends with the weights of an
-# uninterrupted run (--precision exact), or within the documented bound (auto). Periodic
-# saves use dcp.async_save. A crash of the coordinator between the shards and .metadata is
-# never persisted.
+# session of its own) with resume_run.dcp.ResumeRun, installed from the wheel, two workers over
+# gloo: the checkpoint signal reaches both workers (not the launcher, which has no handler for
+# it), they agree on the step (all-reduce of the flags) and dcp.save writes step-N (every
+# rank's shard, then .metadata: the commit); the agent makes it durable and exits 75; on a
+# fresh directory dcp.load of the restored step-N ends with the weights of an uninterrupted run
+# (--precision exact), or within the documented bound (auto). Periodic saves use
+# dcp.async_save. A crash of the coordinator between the shards and .metadata is never
+# persisted.
 . "$(dirname "$0")/fwlib.sh"
 D=("$FPY" -m torch.distributed.run --standalone --nproc-per-node 2 "$T/dcp_trainer.py")
 STEPS=24

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# DeepSpeed's engine on the CPU (issue 28), one process under torch.distributed.run, with
+# DeepSpeed's engine on the CPU, one process under torch.distributed.run, with
 # resume_run.agree: a drill notice mid-run, engine.save_checkpoint writes global_stepN/ and
 # then `latest` (the commit, a pointer); the agent makes it durable and exits 75; on a fresh
 # directory the restore writes `latest` again and engine.load_checkpoint resumes (model,
 # optimizer, scheduler; RNG states and data position from its client_state), ending with the
-# weights of an uninterrupted run (--precision exact), or within the documented bound
-# (auto). A crash in the middle of save_checkpoint is never persisted. DeepSpeed's CPU
-# accelerator compiles a communication op on first use: scripts/install-frameworks.sh
-# builds it into the frameworks venv (TORCH_EXTENSIONS_DIR).
+# weights of an uninterrupted run (--precision exact), or within the documented bound (auto). A
+# crash in the middle of save_checkpoint is never persisted. DeepSpeed's CPU accelerator
+# compiles a communication op on first use: scripts/install-frameworks.sh builds it into the
+# frameworks venv (TORCH_EXTENSIONS_DIR).
 . "$(dirname "$0")/fwlib.sh"
 export DS_ACCELERATOR=cpu
 DS=("$FPY" -m torch.distributed.run --standalone --nproc-per-node 1 "$T/deepspeed_trainer.py")

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# HF transformers' Trainer with resume_run.hf.ResumeRunCallback (issue 28), installed from the
-# wheel: a drill notice mid-run makes the Trainer save its own checkpoint-N/ at the end of the
-# step (trainer_state.json last: the commit), the agent makes it durable and exits 75; on a
-# fresh directory the restore is found by trainer.train(resume_from_checkpoint=...), whose
-# own resume (optimizer, scheduler, RNG states, data position) ends with the weights of an
-# uninterrupted run (--precision exact), or within the documented bound (auto). A crash in
-# the middle of the Trainer's save is never persisted.
+# HF transformers' Trainer with resume_run.hf.ResumeRunCallback, installed from the wheel: a
+# drill notice mid-run makes the Trainer save its own checkpoint-N/ at the end of the step
+# (trainer_state.json last: the commit), the agent makes it durable and exits 75; on a fresh
+# directory the restore is found by trainer.train(resume_from_checkpoint=...), whose own resume
+# (optimizer, scheduler, RNG states, data position) ends with the weights of an uninterrupted
+# run (--precision exact), or within the documented bound (auto). A crash in the middle of the
+# Trainer's save is never persisted.
 . "$(dirname "$0")/fwlib.sh"
 HF=("$FPY" "$T/hf_trainer.py")
 STEPS=24

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Lightning's Trainer with resume_run.lightning.ResumeRunCallback (issue 28), installed from
-# the wheel, under both import names (lightning.pytorch, pytorch_lightning): a drill notice
-# mid-run makes the callback save through trainer.save_checkpoint at the end of the batch
-# (epoch=E-step=S.ckpt, committed by a rename) and stop the Trainer; the agent makes it
-# durable and exits 75; on a fresh directory trainer.fit(ckpt_path=restore_dir()) resumes
-# (model, optimizer, scheduler, loops, the resumable loader's position) and ends with the
-# weights of an uninterrupted run (--precision exact), or within the documented bound (auto).
-# A crash in the middle of Lightning's atomic save (before its temp file is moved onto the
-# name) is never persisted.
+# Lightning's Trainer with resume_run.lightning.ResumeRunCallback, installed from the wheel,
+# under both import names (lightning.pytorch, pytorch_lightning): a drill notice mid-run makes
+# the callback save through trainer.save_checkpoint at the end of the batch
+# (epoch=E-step=S.ckpt, committed by a rename) and stop the Trainer; the agent makes it durable
+# and exits 75; on a fresh directory trainer.fit(ckpt_path=restore_dir()) resumes (model,
+# optimizer, scheduler, loops, the resumable loader's position) and ends with the weights of an
+# uninterrupted run (--precision exact), or within the documented bound (auto). A crash in the
+# middle of Lightning's atomic save (before its temp file is moved onto the name) is never
+# persisted.
 . "$(dirname "$0")/fwlib.sh"
 L=("$FPY" "$T/lightning_trainer.py")
 STEPS=24

@@ -5,8 +5,8 @@
  *
  * Almost every random edit of a file changes its header length or the size its tensors
  * need, which would keep the fuzzer in front of the last checks. So each input is also
- * tried a second time "resealed": taken as the header text alone, given the 8-byte length
- * a writer would put in front, and a file size that fits the largest end offset the text
+ * tried a second time "resealed": taken as the header text alone, given the 8-byte length a
+ * writer would put in front, and a file size that fits the largest end offset the text
  * mentions (the data bytes themselves are never read). */
 #include <stddef.h>
 #include <stdint.h>

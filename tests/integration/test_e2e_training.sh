@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# Real training survives a real-looking preemption (issue 7): a small GPT-style transformer
-# with AdamW (Debian's python3-torch, CPU, seeded) trains under resume-run with an s3:// store
-# on the S3 test server, watching the project's metadata test server. Mid-run the server
-# announces the cloud's preemption; the checkpoint becomes durable before the deadline; the
-# "machine" is destroyed (agent and trainer SIGKILLed, checkpoint directory deleted); the
-# same command line on a new one restores and finishes. --precision exact must end
-# bit-identical to a run never interrupted; auto within 1% of its loss, with every restored
-# tensor inside the error bound in README, "How checkpoints are made small". For AWS, GCP
-# and Azure notices.
+# Real training survives a real-looking preemption: a small GPT-style transformer with AdamW
+# (Debian's python3-torch, CPU, seeded) trains under resume-run with an s3:// store on the S3
+# test server, watching the project's metadata test server. Mid-run the server announces the
+# cloud's preemption; the checkpoint becomes durable before the deadline; the "machine" is
+# destroyed (agent and trainer SIGKILLed, checkpoint directory deleted); the same command line
+# on a new one restores and finishes. --precision exact must end bit-identical to a run never
+# interrupted; auto within 1% of its loss, with every restored tensor inside the error bound in
+# README, "How checkpoints are made small". For AWS, GCP and Azure notices.
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 . "$RR_SRC/tests/integration/metalib.sh"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# --every auto (issue 31), on the S3 test server with a real trainer and agent:
+# --every auto (README, "How often to checkpoint"), on the S3 test server with a real trainer
+# and agent:
 #  0. `resume-run simulate`, its JSON and a trace file;
 #  1. a checkpoint that stalls the trainer 0.2 s and losses every 20 s (--mtbf): the interval
 #     the agent uses converges to Daly's, 2.70 s, within 10% (its log, the asks' spacing, the

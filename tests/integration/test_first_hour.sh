@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# What a new user meets in the first hour (issue 25), each with the real binary: gc's grace is
-# its own setting (the run's RESUME_RUN_GRACE of 25 s once deleted young chunks of a persist
-# in flight); a drill file left from an earlier start is not a new notice; the default store
-# is this machine's disk, said loudly on a cloud; wrong inputs (a run or store that is not
-# there, a checkpoint dir under a missing parent, --keep 0) fail with one clear line instead
-# of looking like success.
+# What a new user meets in the first hour, each with the real binary: gc's grace is its own
+# setting (the run's RESUME_RUN_GRACE of 25 s once deleted young chunks of a persist in
+# flight); a drill file left from an earlier start is not a new notice; the default store is
+# this machine's disk, said loudly on a cloud; wrong inputs (a run or store that is not there,
+# a checkpoint dir under a missing parent, --keep 0) fail with one clear line instead of
+# looking like success.
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/metalib.sh"
 T="$RR_SRC/tests/integration/trainers/ticker.py"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A torchrun-like launcher (issue 14, README, "The trainer contract" "Who gets the signal")
+# A torchrun-like launcher (README, "The trainer contract", "The checkpoint signal")
 # that starts two workers with start_new_session=True the way torchrun >= 2.2 does
 # (torch/distributed/elastic/multiprocessing/subprocess_handler), so they are in sessions
 # and process groups of their own, and that keeps SIGTERM to itself, which real torchrun

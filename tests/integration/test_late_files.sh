@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Files closed in a committed checkpoint after its commit never vanish without a word
-# (issue 25): transformers 4.3x wrote rng_state.pth 0.2 s after trainer_state.json, the
-# marker that commits checkpoint-N, and the store's copy went without it. A checkpoint
-# written in place is let settle before it is read, so such a file is persisted with it;
-# one written later still is named in a warning, and a restore shows what the store holds.
+# Files closed in a committed checkpoint after its commit never vanish without a word:
+# transformers 4.3x wrote rng_state.pth 0.2 s after trainer_state.json, the marker that commits
+# checkpoint-N, and the store's copy went without it. A checkpoint written in place is let
+# settle before it is read, so such a file is persisted with it; one written later still is
+# named in a warning, and a restore shows what the store holds.
 . "$(dirname "$0")/lib.sh"
 
 # An HF-like trainer: checkpoint-N/ written in place, trainer_state.json closed, then

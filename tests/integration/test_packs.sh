@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs (README, "What is stored" "packs"): a checkpoint of many small tensors is a few
+# Packs (README, "What is stored", "Packs"): a checkpoint of many small tensors is a few
 # stored objects, not
 # one per tensor; it restores byte-identical; a second checkpoint with one small tensor
 # changed stores little new; encrypted packs restore; a store written by the previous

@@ -35,7 +35,6 @@ go_tool() { # NAME PACKAGE VERSION BINARY: builds it into $cache/bin/NAME@VERSIO
 		GOTOOLCHAIN=local CGO_ENABLED=0 "$go" install -trimpath -ldflags='-s -w' "$2@$3"
 	mv "$dir.tmp" "$dir"
 	echo "built $1 in $((SECONDS - start)) s"
-	built_go=1
 }
 
 sdk() {
@@ -50,7 +49,6 @@ sdk() {
 	echo "$want" > "$venv/pins"
 }
 
-built_go=
 [ $# -gt 0 ] || set -- aemm minio fake-gcs sdk
 if [ "${RR_TOOLS_PRINT:-}" != 1 ]; then
 	mkdir -p "$cache"
@@ -58,14 +56,28 @@ if [ "${RR_TOOLS_PRINT:-}" != 1 ]; then
 	exec 9> "$cache/.lock"
 	flock 9
 fi
-for what in "$@"; do
-	case $what in
+one() {
+	case $1 in
 	aemm) go_tool "${AEMM[@]}" ;;
 	minio) go_tool "${MINIO[@]}" ;;
 	fake-gcs) go_tool "${FAKEGCS[@]}" ;;
 	sdk) sdk ;;
-	*) echo "install.sh: unknown $what (aemm, minio, fake-gcs, sdk)" >&2; exit 2 ;;
+	*) echo "install.sh: unknown $1 (aemm, minio, fake-gcs, sdk)" >&2; exit 2 ;;
 	esac
+}
+if [ "${RR_TOOLS_PRINT:-}" = 1 ]; then
+	for what in "$@"; do one "$what"; done
+	exit 0
+fi
+# Side by side: a first run downloads modules for one build while another compiles (Go's
+# module and build caches take concurrent builds).
+pids=()
+for what in "$@"; do
+	one "$what" &
+	pids+=($!)
 done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=1; done
 # The binaries are all that is used: Go's module and build caches (3.5 GB after MinIO) go.
-[ -z "$built_go" ] || rm -rf "$cache/gopath" "$cache/gobuild"
+rm -rf "$cache/gopath" "$cache/gobuild"
+exit $rc

@@ -31,6 +31,11 @@
 #define FX_RUN "run"
 #define FX_MIB (1024u * 1024u)
 
+/* A directory name inside the checkpoint directory that persist must neither create nor
+ * follow when a trainer plants a symlink under it (a name the agent once used for its own
+ * staging; the agent stages nothing there now). */
+#define RR_STAGING_DIR ".resume-run-staging"
+
 struct fx {
 	char *root;        /* mkdtemp */
 	char *store_dir;   /* <root>/store: the file store's root */

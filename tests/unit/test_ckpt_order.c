@@ -1,6 +1,5 @@
 /* CUnit suite "ckpt_order": which checkpoint is newest (README, "The trainer contract"):
- * the greatest step-N
- * number, else the latest commit time, then the name. */
+ * the greatest step-N number, else the latest commit time, then the name. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

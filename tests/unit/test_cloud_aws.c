@@ -1,9 +1,8 @@
 /* CUnit suite "cloud_aws": the AWS notice provider (cloud/aws.c) against the in-process
  * HTTP server (http_fixture.h) playing IMDSv2 (the EC2 user guide, "Use IMDSv2"): a session
- * token from
- * PUT /latest/api/token, required as X-aws-ec2-metadata-token on every GET (401 without
- * it); spot/instance-action, the rebalance recommendation and scheduled maintenance under
- * /latest/meta-data/, each 404 while there is nothing to say. */
+ * token from PUT /latest/api/token, required as X-aws-ec2-metadata-token on every GET (401
+ * without it); spot/instance-action, the rebalance recommendation and scheduled maintenance
+ * under /latest/meta-data/, each 404 while there is nothing to say. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

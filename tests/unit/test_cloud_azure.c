@@ -1,10 +1,9 @@
 /* CUnit suite "cloud_azure": the Azure notice provider (cloud/azure.c) against the
  * in-process HTTP server (http_fixture.h) playing the instance metadata service
  * (Microsoft's "Azure Metadata Service: Scheduled Events" page): Metadata: true required on
- * every request (400 without it), the
- * instance document at /metadata/instance, Scheduled Events at /metadata/scheduledevents
- * (GET to read, POST to approve); and the document and RFC 1123 parsers on their own
- * (cloud/azure_events.h). */
+ * every request (400 without it), the instance document at /metadata/instance, Scheduled
+ * Events at /metadata/scheduledevents (GET to read, POST to approve); and the document and
+ * RFC 1123 parsers on their own (cloud/azure_events.h). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* CUnit suite "cloud_gcp": the GCP notice provider (cloud/gcp.c) against the in-process
  * HTTP server (http_fixture.h) playing the metadata server (Google's "About VM metadata"
- * and "Preemptible VM instances" pages): every request
- * must carry Metadata-Flavor: Google, every answer carries it too, with an ETag, and a
- * GET with ?wait_for_change=true&last_etag=<current ETag> hangs until the value changes.
+ * and "Preemptible VM instances" pages): every request must carry Metadata-Flavor: Google,
+ * every answer carries it too, with an ETag, and a GET with
+ * ?wait_for_change=true&last_etag=<current ETag> hangs until the value changes.
  *
  * The fixture's handler runs under the server's lock, so it must not block. A hanging GET
  * is played from a script instead: when the test has scheduled a change (s_schedule), the

@@ -1,9 +1,8 @@
 /* CUnit suite "cloud_watch": the watcher thread (cloud/watch.c) with the AWS provider
  * against the in-process HTTP server (http_fixture.h) playing IMDSv2 (the EC2 user guide,
- * "Use IMDSv2"):
- * notices reach the caller through the eventfd and rr_cloud_watch_next, the identity and
- * the settled flag become available, a failing service is retried without a notice, and
- * rr_cloud_watch_stop comes back promptly whatever the thread is doing.
+ * "Use IMDSv2"): notices reach the caller through the eventfd and rr_cloud_watch_next, the
+ * identity and the settled flag become available, a failing service is retried without a
+ * notice, and rr_cloud_watch_stop comes back promptly whatever the thread is doing.
  *
  * RR_CLOUD_AUTO reads the DMI strings under /sys/class/dmi/id first; on a machine without
  * that directory (a container) the probes of the fixture decide. */

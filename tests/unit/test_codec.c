@@ -1,7 +1,7 @@
 /* CUnit suite "codec": a chunk's raw bytes to its stored zstd frame and back.
  *
- * What decode can and cannot promise: the frame header records the content size, so a
- * frame of the wrong size, a truncated frame, trailing bytes and a damaged header are all
+ * What decode can and cannot promise: the frame header records the content size, so a frame
+ * of the wrong size, a truncated frame, trailing bytes and a damaged header are all
  * refused. zstd frames carry no checksum by default, though, so a flipped byte inside a
  * literal section may decode to the right number of wrong bytes. Integrity is the job of
  * the sha256 of every chunk, which restore checks before decoding; these tests only assert

@@ -1,6 +1,5 @@
-/* CUnit suite "commit_rule": parsing --commit and the names it recognises (README, "The
- * trainer contract",
- * "Committing a checkpoint"). */
+/* CUnit suite "commit_rule": parsing --commit and the names it recognises (README,
+ * "The trainer contract", "Committing a checkpoint"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
-/* CUnit suite "config": durations, bounded integers, and the command line (docs/command-line.md, "Command
- * line"):
- * flags > environment > defaults, per-subcommand options, the trainer's argv.
+/* CUnit suite "config": durations, bounded integers, and the command line
+ * (docs/command-line.md): flags > environment > defaults, per-subcommand options, the
+ * trainer's argv.
  *
  * rr_config_parse is called many times in one process, so it must reset getopt's global
  * state itself (it does, with optind = 0); the tests therefore never touch optind, and one

@@ -1,7 +1,7 @@
-/* CUnit suite "imds": the IMDSv2 client (storage/net/imds.c) against the in-process HTTP server
- * (http_fixture.h) playing the metadata service the way AEMM -I does (the EC2 user guide,
- * "Use IMDSv2"): a
- * token from PUT /latest/api/token, required on every GET, 401 for a wrong or expired one. */
+/* CUnit suite "imds": the IMDSv2 client (storage/net/imds.c) against the in-process HTTP
+ * server (http_fixture.h) playing the metadata service the way AEMM -I does (the EC2 user
+ * guide, "Use IMDSv2"): a token from PUT /latest/api/token, required on every GET, 401 for
+ * a wrong or expired one. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

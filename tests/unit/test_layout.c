@@ -1,6 +1,5 @@
 /* CUnit suite "layout": store keys under "<run-id>/" (README, "What is stored") and their
- * parsers, which
- * must accept exactly the shapes the writers make and nothing near them. */
+ * parsers, which must accept exactly the shapes the writers make and nothing near them. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>

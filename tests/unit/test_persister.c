@@ -48,10 +48,16 @@ static void s_start(struct s_env *e, unsigned keep, struct rr_manifest *baseline
 	CU_ASSERT(rr_persister_fd(e->p) >= 0);
 }
 
-static void s_setup(struct s_env *e, unsigned keep)
+/* The fixture without a persister yet (s_start makes one). */
+static void s_env_init(struct s_env *e)
 {
 	memset(e, 0, sizeof(*e));
 	fx_init(&e->f);
+}
+
+static void s_setup(struct s_env *e, unsigned keep)
+{
+	s_env_init(e);
 	s_start(e, keep, NULL);
 }
 
@@ -195,6 +201,14 @@ static void s_setup_gated(struct s_env *e, struct s_gate *g, const char *match, 
 }
 
 /* A small checkpoint of two files; seed varies the weights. */
+static void s_teardown_gated(struct s_env *e, struct s_gate *g)
+{
+	rr_persister_destroy(e->p);
+	e->p = NULL;
+	s_gate_fini(g);
+	fx_done(&e->f);
+}
+
 static void s_make(struct s_env *e, const char *name, uint64_t seed)
 {
 	char *d = fx_ckpt(&e->f, name);
@@ -204,6 +218,16 @@ static void s_make(struct s_env *e, const char *name, uint64_t seed)
 }
 
 /* Collects what is ready into e->res. */
+/* step-1 submitted and held at the gate, then step-2 submitted as urgent (a notice's). */
+static void s_urgent_while_blocked(struct s_env *e, struct s_gate *g)
+{
+	s_make(e, "step-1", 1);
+	s_make(e, "step-2", 2);
+	rr_persister_submit(e->p, "step-1", 1000, 0);
+	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(g));
+	rr_persister_submit(e->p, "step-2", 2000, 1);
+}
+
 static void s_collect(struct s_env *e)
 {
 	e->nres += rr_persister_collect(e->p, e->res + e->nres, S_MAX_RESULTS - e->nres);
@@ -379,8 +403,7 @@ static void test_persister_baseline_makes_older_submissions_ignored(void)
 	struct rr_manifest *m2 = NULL;
 	const struct rr_persist_result *r;
 
-	memset(&e, 0, sizeof(e));
-	fx_init(&e.f);
+	s_env_init(&e);
 	s_make(&e, "step-1", 1);
 	s_make(&e, "step-2", 2);
 	s_make(&e, "step-3", 2); /* same weights as step-2 */
@@ -408,8 +431,7 @@ static void test_persister_reports_eexist_for_checkpoint_already_in_store(void)
 	struct s_env e;
 	const struct rr_persist_result *r;
 
-	memset(&e, 0, sizeof(e));
-	fx_init(&e.f);
+	s_env_init(&e);
 	s_make(&e, "step-1", 1);
 	/* Another machine stored it; this persister does not know (no baseline). */
 	CU_ASSERT_EQUAL_FATAL(fx_persist(&e.f, "step-1", 1000, NULL, NULL, NULL), 0);
@@ -531,8 +553,7 @@ static void test_persister_does_not_move_latest_backwards(void)
 	char latest[256], key[RR_KEY_MAX];
 	struct rr_buf b;
 
-	memset(&e, 0, sizeof(e));
-	fx_init(&e.f);
+	s_env_init(&e);
 	s_make(&e, "step-2", 2);
 	s_make(&e, "step-3", 3);
 	/* Another machine already committed step-3 and pointed LATEST at it. */
@@ -579,10 +600,7 @@ static void test_persister_newest_queued_checkpoint_wins(void)
 	CU_ASSERT_FALSE(s_has_result(&e, "step-2"));
 	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-2"));
 	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-3"));
-	rr_persister_destroy(e.p);
-	e.p = NULL;
-	s_gate_fini(&g);
-	fx_done(&e.f);
+	s_teardown_gated(&e, &g);
 }
 
 static void test_persister_urgent_submission_sets_aside_older_persist_in_progress(void)
@@ -593,11 +611,7 @@ static void test_persister_urgent_submission_sets_aside_older_persist_in_progres
 	char latest[256];
 
 	s_setup_gated(&e, &g, "/chunks/", 3);
-	s_make(&e, "step-1", 1);
-	s_make(&e, "step-2", 2);
-	rr_persister_submit(e.p, "step-1", 1000, 0);
-	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g));
-	rr_persister_submit(e.p, "step-2", 2000, 1);
+	s_urgent_while_blocked(&e, &g);
 	s_gate_open(&g);
 	r2 = s_result(&e, "step-2");
 	r1 = s_result(&e, "step-1");
@@ -611,10 +625,7 @@ static void test_persister_urgent_submission_sets_aside_older_persist_in_progres
 	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL)); /* LATEST follows the result */
 	s_latest(&e, latest, sizeof(latest));
 	CU_ASSERT_STRING_EQUAL(latest, "step-2");
-	rr_persister_destroy(e.p);
-	e.p = NULL;
-	s_gate_fini(&g);
-	fx_done(&e.f);
+	s_teardown_gated(&e, &g);
 }
 
 /* A routine persist stuck on a link that never delivers (the gate stays closed) ends as soon
@@ -628,11 +639,7 @@ static void test_persister_urgent_submission_cancels_store_requests_in_flight(vo
 
 	s_setup_gated(&e, &g, "/chunks/", 3);
 	g.honour_cancel = 1;
-	s_make(&e, "step-1", 1);
-	s_make(&e, "step-2", 2);
-	rr_persister_submit(e.p, "step-1", 1000, 0);
-	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g));
-	rr_persister_submit(e.p, "step-2", 2000, 1);
+	s_urgent_while_blocked(&e, &g);
 	r1 = s_result(&e, "step-1"); /* with the gate still closed */
 	s_gate_open(&g);
 	r2 = s_result(&e, "step-2");
@@ -661,11 +668,7 @@ static void test_persister_urgent_submission_lets_a_committed_checkpoint_finish(
 
 	s_setup_gated(&e, &g, "/LATEST", 3);
 	g.honour_cancel = 1;
-	s_make(&e, "step-1", 1);
-	s_make(&e, "step-2", 2);
-	rr_persister_submit(e.p, "step-1", 1000, 0);
-	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g)); /* step-1 committed, its LATEST held */
-	rr_persister_submit(e.p, "step-2", 2000, 1);
+	s_urgent_while_blocked(&e, &g); /* step-1 committed, its LATEST held */
 	s_gate_open(&g);
 	r1 = s_result(&e, "step-1");
 	r2 = s_result(&e, "step-2");
@@ -675,10 +678,7 @@ static void test_persister_urgent_submission_lets_a_committed_checkpoint_finish(
 	CU_ASSERT_EQUAL(r2->rc, 0);
 	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
 	CU_ASSERT_EQUAL(s_count_events(&e, "checkpoint", NULL), 2);
-	rr_persister_destroy(e.p);
-	e.p = NULL;
-	s_gate_fini(&g);
-	fx_done(&e.f);
+	s_teardown_gated(&e, &g);
 }
 
 static void test_persister_cancel_during_event_does_not_cancel_later_checkpoint(void)
@@ -699,10 +699,7 @@ static void test_persister_cancel_during_event_does_not_cancel_later_checkpoint(
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
 	CU_ASSERT_EQUAL(r->rc, 0);
 	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-1"));
-	rr_persister_destroy(e.p);
-	e.p = NULL;
-	s_gate_fini(&g);
-	fx_done(&e.f);
+	s_teardown_gated(&e, &g);
 }
 
 static void test_persister_cancel_drops_queued_checkpoint(void)
@@ -727,10 +724,7 @@ static void test_persister_cancel_drops_queued_checkpoint(void)
 	CU_ASSERT_FALSE(s_has_result(&e, "step-2"));
 	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-1"));
 	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-2"));
-	rr_persister_destroy(e.p);
-	e.p = NULL;
-	s_gate_fini(&g);
-	fx_done(&e.f);
+	s_teardown_gated(&e, &g);
 }
 
 static void test_persister_destroy_while_idle_is_clean(void)
@@ -775,8 +769,7 @@ static void test_persister_persists_commits_after_far_future_name(void)
 	char latest[256], key[RR_KEY_MAX];
 	struct rr_buf b;
 
-	memset(&e, 0, sizeof(e));
-	fx_init(&e.f);
+	s_env_init(&e);
 	s_make(&e, "step-9999999999", 1);
 	s_make(&e, "step-200", 2);
 	s_make(&e, "step-300", 3);
@@ -825,8 +818,7 @@ static void test_persister_throughput_follows_persists(void)
 	const struct rr_persist_result *r;
 	int64_t before = rr_wall_ms();
 
-	memset(&e, 0, sizeof(e));
-	fx_init(&e.f);
+	s_env_init(&e);
 	s_make(&e, "step-2", 2);
 	s_make(&e, "step-3", 2); /* same weights as step-2 */
 	CU_ASSERT_EQUAL_FATAL(fx_persist(&e.f, "step-2", 2000, NULL, &m2, NULL), 0);

@@ -1,8 +1,7 @@
 /* safetensors headers: files from the project's writer (and through it, from torch) are
  * read, in file order; every rule of the safetensors format (huggingface/safetensors
- * README, "Format") broken on its own is refused with a
- * one-line reason that names what was wrong. A refused file is stored byte-exact, so the
- * reader errs on refusing. */
+ * README, "Format") broken on its own is refused with a one-line reason that names what was
+ * wrong. A refused file is stored byte-exact, so the reader errs on refusing. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,9 +1,8 @@
 /* CUnit suite "shuffle": the byte shuffle of README, "How checkpoints are made small"
- * (`exact`) and its inverse, on both
- * paths (AVX2 and portable), for every width and lengths around the SIMD step sizes, with
- * buffers at every alignment. The layout is checked against its definition,
- * dst[b * n + i] == src[i * width + b], and nothing may be written outside the planes. On a
- * CPU without AVX2 both "paths" are the portable one. */
+ * (`exact`) and its inverse, on both paths (AVX2 and portable), for every width and lengths
+ * around the SIMD step sizes, with buffers at every alignment. The layout is checked
+ * against its definition, dst[b * n + i] == src[i * width + b], and nothing may be written
+ * outside the planes. On a CPU without AVX2 both "paths" are the portable one. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,8 @@
  *  - the S3 documentation examples (sig-v4-header-based-auth "Examples: Signature
  *    Calculations"): the four signatures and the GET canonical-request hash prefix/suffix
  *    given there;
- *  - the AWS SigV4 test suite as shipped in aws-c-auth tests/aws-signing-test-suite/v4/<case>/
+ *  - the AWS SigV4 test suite as shipped in aws-c-auth
+ *    tests/aws-signing-test-suite/v4/<case>/
  *    (header-canonical-request.txt, header-string-to-sign.txt, header-signature.txt), read
  *    from the aws-c-auth repository at commit 495329c2433034bd8fd53fc6ba9e0202d3fac876. */
 #include <stdio.h>

@@ -1,11 +1,10 @@
-/* CUnit suite "store_s3": the S3 backend (storage/store/store_s3.c) against the in-process HTTP
- * server (http_fixture.h) playing S3 (AWS's SigV4 and S3 API references). The fake checks
- * every request's
- * SigV4 signature the way S3 does (from the bytes that arrived, with its own copy of the
- * secret) and the body against x-amz-content-sha256, keeps objects in memory, and speaks
- * path-style or virtual-hosted addressing, ranged GETs with If-Match, multipart uploads,
- * ListObjectsV2 pages and DeleteObjects. Each test can put a hook in front of it to inject
- * failures. */
+/* CUnit suite "store_s3": the S3 backend (storage/store/store_s3.c) against the in-process
+ * HTTP server (http_fixture.h) playing S3 (AWS's SigV4 and S3 API references). The fake
+ * checks every request's SigV4 signature the way S3 does (from the bytes that arrived, with
+ * its own copy of the secret) and the body against x-amz-content-sha256, keeps objects in
+ * memory, and speaks path-style or virtual-hosted addressing, ranged GETs with If-Match,
+ * multipart uploads, ListObjectsV2 pages and DeleteObjects. Each test can put a hook in
+ * front of it to inject failures. */
 #include <ctype.h>
 #include <pthread.h>
 #include <stdint.h>

@@ -79,6 +79,32 @@ static int s_rm_rf(const char *path)
 	return nftw(path, s_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* The usual start of a test: a fresh temp root, a watcher on <root>/ckpt (which the
+ * watcher creates) and an empty record of its callbacks; s_fx_end undoes it. */
+struct s_fx {
+	char root[64];
+	char dir[128];
+	struct rr_watcher *w;
+	struct s_rec r;
+};
+
+static void s_fx_start(struct s_fx *f)
+{
+	struct s_env e;
+
+	s_env_init(&e);
+	memcpy(f->root, e.root, sizeof(f->root));
+	memcpy(f->dir, e.dir, sizeof(f->dir));
+	f->r.n = 0;
+	CU_ASSERT_FATAL(rr_watcher_new(f->dir, &f->w) == 0);
+}
+
+static void s_fx_end(struct s_fx *f)
+{
+	rr_watcher_destroy(f->w);
+	s_rm_rf(f->root);
+}
+
 static void s_path(char *out, size_t cap, const char *dir, const char *name)
 {
 	int n = snprintf(out, cap, "%s/%s", dir, name);
@@ -264,83 +290,67 @@ static void test_destroy_detached_keeps_no_other_descriptor(void)
 
 static void test_process_with_nothing_pending_returns_at_once(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
-	CU_ASSERT(rr_watcher_process(w, s_record, &r) == 0);
-	CU_ASSERT(r.n == 0);
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_fx_start(&f);
+	CU_ASSERT(rr_watcher_process(f.w, s_record, &f.r) == 0);
+	CU_ASSERT(f.r.n == 0);
+	s_fx_end(&f);
 }
 
 static void test_rename_from_dot_dir_is_a_commit(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
-	s_mkdir(e.dir, ".step-1.tmp");
-	s_rename(e.dir, ".step-1.tmp", "step-1");
-	s_pump_until(w, &r, "step-1");
-	CU_ASSERT_STRING_EQUAL(r.names[0], "step-1");
-	CU_ASSERT(r.ms[0] == s_ctime_ms(e.dir, "step-1"));
-	s_sync(w, &r, e.dir);
-	CU_ASSERT(s_count(&r, "step-1") == 1);
-	CU_ASSERT(r.n == 2);
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_fx_start(&f);
+	s_mkdir(f.dir, ".step-1.tmp");
+	s_rename(f.dir, ".step-1.tmp", "step-1");
+	s_pump_until(f.w, &f.r, "step-1");
+	CU_ASSERT_STRING_EQUAL(f.r.names[0], "step-1");
+	CU_ASSERT(f.r.ms[0] == s_ctime_ms(f.dir, "step-1"));
+	s_sync(f.w, &f.r, f.dir);
+	CU_ASSERT(s_count(&f.r, "step-1") == 1);
+	CU_ASSERT(f.r.n == 2);
+	s_fx_end(&f);
 }
 
 static void test_dot_directories_are_never_reported(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 	char sub[PATH_MAX];
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
-	s_mkdir(e.dir, ".tmp");
-	s_path(sub, sizeof(sub), e.dir, ".tmp");
+	s_fx_start(&f);
+	s_mkdir(f.dir, ".tmp");
+	s_path(sub, sizeof(sub), f.dir, ".tmp");
 	s_write(sub, "a.safetensors", "a");
 	s_write(sub, "b.json", "{}");
 	s_mkdir(sub, "nested");
-	s_rename(e.dir, ".tmp", ".tmp2"); /* dot to dot: still not committed */
-	s_sync(w, &r, e.dir);
-	CU_ASSERT(r.n == 1);
-	CU_ASSERT_STRING_EQUAL(r.names[0], "sentinel");
-	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
-	CU_ASSERT(r.n == 2);
-	CU_ASSERT(s_count(&r, "sentinel") == 2);
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_rename(f.dir, ".tmp", ".tmp2"); /* dot to dot: still not committed */
+	s_sync(f.w, &f.r, f.dir);
+	CU_ASSERT(f.r.n == 1);
+	CU_ASSERT_STRING_EQUAL(f.r.names[0], "sentinel");
+	CU_ASSERT(rr_watcher_scan(f.w, s_record, &f.r) == 0);
+	CU_ASSERT(f.r.n == 2);
+	CU_ASSERT(s_count(&f.r, "sentinel") == 2);
+	s_fx_end(&f);
 }
 
 /* A committed name restore would refuse (here a newline, which would also forge a log
  * line) is never reported, by a commit or by a scan: it is never persisted. */
 static void test_names_restore_refuses_are_never_reported(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
-	s_commit(e.dir, "step-1\nresume-run: error: forged");
-	s_commit(e.dir, "step-2\x1b[31m");
-	s_sync(w, &r, e.dir);
-	CU_ASSERT(r.n == 1);
-	CU_ASSERT_STRING_EQUAL(r.names[0], "sentinel");
-	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
-	CU_ASSERT(r.n == 2);
-	CU_ASSERT(s_count(&r, "sentinel") == 2);
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_fx_start(&f);
+	s_commit(f.dir, "step-1\nresume-run: error: forged");
+	s_commit(f.dir, "step-2\x1b[31m");
+	s_sync(f.w, &f.r, f.dir);
+	CU_ASSERT(f.r.n == 1);
+	CU_ASSERT_STRING_EQUAL(f.r.names[0], "sentinel");
+	CU_ASSERT(rr_watcher_scan(f.w, s_record, &f.r) == 0);
+	CU_ASSERT(f.r.n == 2);
+	CU_ASSERT(s_count(&f.r, "sentinel") == 2);
+	s_fx_end(&f);
 }
 
 static void test_scan_reports_existing_checkpoints_only(void)
@@ -388,182 +398,147 @@ static void test_scan_reports_existing_checkpoints_only(void)
 
 static void test_scan_of_an_empty_directory_reports_nothing(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
-	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
-	CU_ASSERT(r.n == 0);
-	CU_ASSERT(rr_watcher_scan(w, NULL, &r) < 0);
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_fx_start(&f);
+	CU_ASSERT(rr_watcher_scan(f.w, s_record, &f.r) == 0);
+	CU_ASSERT(f.r.n == 0);
+	CU_ASSERT(rr_watcher_scan(f.w, NULL, &f.r) < 0);
+	s_fx_end(&f);
 }
 
 static void test_scan_sees_commits_made_after_the_watcher_started(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
-	s_commit(e.dir, "step-10");
-	s_mkdir(e.dir, ".step-11.tmp");
-	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
-	CU_ASSERT(r.n == 1);
-	CU_ASSERT_STRING_EQUAL(r.names[0], "step-10");
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_fx_start(&f);
+	s_commit(f.dir, "step-10");
+	s_mkdir(f.dir, ".step-11.tmp");
+	CU_ASSERT(rr_watcher_scan(f.w, s_record, &f.r) == 0);
+	CU_ASSERT(f.r.n == 1);
+	CU_ASSERT_STRING_EQUAL(f.r.names[0], "step-10");
+	s_fx_end(&f);
 }
 
 static void test_five_commits_in_a_row_are_all_reported_in_order(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 	static const char *const names[] = { "step-1", "step-2", "step-3", "step-4", "step-5" };
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_fx_start(&f);
 	for (int i = 0; i < 5; i++)
-		s_commit(e.dir, names[i]);
-	s_pump_until(w, &r, "step-5");
-	CU_ASSERT_FATAL(r.n == 5);
+		s_commit(f.dir, names[i]);
+	s_pump_until(f.w, &f.r, "step-5");
+	CU_ASSERT_FATAL(f.r.n == 5);
 	for (int i = 0; i < 5; i++) {
-		CU_ASSERT_STRING_EQUAL(r.names[i], names[i]);
-		CU_ASSERT(r.ms[i] == s_ctime_ms(e.dir, names[i]));
+		CU_ASSERT_STRING_EQUAL(f.r.names[i], names[i]);
+		CU_ASSERT(f.r.ms[i] == s_ctime_ms(f.dir, names[i]));
 	}
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_fx_end(&f);
 }
 
 static void test_final_name_renamed_to_another_final_name_is_a_commit(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
-	s_commit(e.dir, "step-1");
-	s_pump_until(w, &r, "step-1");
-	s_rename(e.dir, "step-1", "best");
-	s_pump_until(w, &r, "best");
-	CU_ASSERT(r.n == 2);
-	CU_ASSERT_STRING_EQUAL(r.names[1], "best");
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_fx_start(&f);
+	s_commit(f.dir, "step-1");
+	s_pump_until(f.w, &f.r, "step-1");
+	s_rename(f.dir, "step-1", "best");
+	s_pump_until(f.w, &f.r, "best");
+	CU_ASSERT(f.r.n == 2);
+	CU_ASSERT_STRING_EQUAL(f.r.names[1], "best");
+	s_fx_end(&f);
 }
 
 static void test_directory_moved_in_from_elsewhere_is_a_commit(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 	char from[PATH_MAX], to[PATH_MAX];
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
-	s_mkdir(e.root, "staging");
-	s_path(from, sizeof(from), e.root, "staging");
-	s_path(to, sizeof(to), e.dir, "step-7");
+	s_fx_start(&f);
+	s_mkdir(f.root, "staging");
+	s_path(from, sizeof(from), f.root, "staging");
+	s_path(to, sizeof(to), f.dir, "step-7");
 	CU_ASSERT_FATAL(rename(from, to) == 0);
-	s_pump_until(w, &r, "step-7");
-	CU_ASSERT(r.n == 1);
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_pump_until(f.w, &f.r, "step-7");
+	CU_ASSERT(f.r.n == 1);
+	s_fx_end(&f);
 }
 
 static void test_file_renamed_to_a_final_name_is_a_one_file_checkpoint(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
-	s_write(e.dir, ".model.bin.tmp", "bytes");
-	s_write(e.dir, "written-in-place.pt", "bytes"); /* not renamed: not a commit */
-	s_rename(e.dir, ".model.bin.tmp", "model.bin");
-	s_sync(w, &r, e.dir);
-	CU_ASSERT(r.n == 2);
-	CU_ASSERT(s_count(&r, "model.bin") == 1);
-	CU_ASSERT(s_count(&r, "written-in-place.pt") == 0);
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_fx_start(&f);
+	s_write(f.dir, ".model.bin.tmp", "bytes");
+	s_write(f.dir, "written-in-place.pt", "bytes"); /* not renamed: not a commit */
+	s_rename(f.dir, ".model.bin.tmp", "model.bin");
+	s_sync(f.w, &f.r, f.dir);
+	CU_ASSERT(f.r.n == 2);
+	CU_ASSERT(s_count(&f.r, "model.bin") == 1);
+	CU_ASSERT(s_count(&f.r, "written-in-place.pt") == 0);
+	s_fx_end(&f);
 }
 
 static void test_commit_that_vanished_before_processing_is_skipped(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 	char p[PATH_MAX];
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
-	s_mkdir(e.dir, ".step-1.tmp");
-	s_rename(e.dir, ".step-1.tmp", "step-1");
-	s_path(p, sizeof(p), e.dir, "step-1");
+	s_fx_start(&f);
+	s_mkdir(f.dir, ".step-1.tmp");
+	s_rename(f.dir, ".step-1.tmp", "step-1");
+	s_path(p, sizeof(p), f.dir, "step-1");
 	CU_ASSERT_FATAL(rmdir(p) == 0);
-	s_sync(w, &r, e.dir);
-	CU_ASSERT(r.n == 1);
-	CU_ASSERT(s_count(&r, "step-1") == 0);
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_sync(f.w, &f.r, f.dir);
+	CU_ASSERT(f.r.n == 1);
+	CU_ASSERT(s_count(&f.r, "step-1") == 0);
+	s_fx_end(&f);
 }
 
 static void test_directory_created_directly_with_final_name_is_not_reported(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 	struct s_capture c;
 	char *log;
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_fx_start(&f);
 	s_capture_begin(&c);
-	s_mkdir(e.dir, "step-1");
-	s_sync(w, &r, e.dir);
+	s_mkdir(f.dir, "step-1");
+	s_sync(f.w, &f.r, f.dir);
 	log = s_capture_end(&c);
-	CU_ASSERT(r.n == 1);
-	CU_ASSERT(s_count(&r, "step-1") == 0);
+	CU_ASSERT(f.r.n == 1);
+	CU_ASSERT(s_count(&f.r, "step-1") == 0);
 	CU_ASSERT(s_count_lines(log) == 1);
 	CU_ASSERT(s_count_substr(log, "\"step-1\" in ") == 1);
 	free(log);
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_fx_end(&f);
 }
 
 static void test_direct_create_warns_once_per_name_and_for_at_most_ten_names(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 	struct s_capture c;
 	char name[32], p[PATH_MAX];
 	char *log;
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	s_fx_start(&f);
 	s_capture_begin(&c);
 	/* The same name three times (mkdir, rmdir, mkdir...), then 12 more names. */
 	for (int i = 0; i < 3; i++) {
-		s_mkdir(e.dir, "step-0");
-		s_path(p, sizeof(p), e.dir, "step-0");
+		s_mkdir(f.dir, "step-0");
+		s_path(p, sizeof(p), f.dir, "step-0");
 		if (i < 2)
 			CU_ASSERT_FATAL(rmdir(p) == 0);
 	}
 	for (int i = 1; i <= 12; i++) {
 		snprintf(name, sizeof(name), "step-%d", i);
-		s_mkdir(e.dir, name);
+		s_mkdir(f.dir, name);
 	}
-	s_sync(w, &r, e.dir);
+	s_sync(f.w, &f.r, f.dir);
 	log = s_capture_end(&c);
-	CU_ASSERT(r.n == 1);
+	CU_ASSERT(f.r.n == 1);
 	CU_ASSERT(s_count_lines(log) == 10);
 	CU_ASSERT(s_count_substr(log, "created directly") == 10);
 	CU_ASSERT(s_count_substr(log, "\"step-0\" in ") == 1);
@@ -571,101 +546,88 @@ static void test_direct_create_warns_once_per_name_and_for_at_most_ten_names(voi
 	CU_ASSERT(s_count_substr(log, "/step-10 was") == 0);
 	CU_ASSERT(s_count_substr(log, "further such directories are not logged") == 1);
 	free(log);
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_fx_end(&f);
 }
 
 static void test_watcher_survives_the_directory_being_deleted(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 	struct pollfd pfd;
 	struct s_capture c;
 	struct stat st;
 	char *log;
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
-	s_commit(e.dir, "step-1");
-	s_pump_until(w, &r, "step-1");
-	CU_ASSERT_FATAL(s_rm_rf(e.dir) == 0);
+	s_fx_start(&f);
+	s_commit(f.dir, "step-1");
+	s_pump_until(f.w, &f.r, "step-1");
+	CU_ASSERT_FATAL(s_rm_rf(f.dir) == 0);
 
 	s_capture_begin(&c);
-	pfd = (struct pollfd){ .fd = rr_watcher_fd(w), .events = POLLIN };
+	pfd = (struct pollfd){ .fd = rr_watcher_fd(f.w), .events = POLLIN };
 	CU_ASSERT_FATAL(poll(&pfd, 1, S_WAIT_MS) == 1);
-	CU_ASSERT(rr_watcher_process(w, s_record, &r) == 0);
+	CU_ASSERT(rr_watcher_process(f.w, s_record, &f.r) == 0);
 	log = s_capture_end(&c);
-	CU_ASSERT(stat(e.dir, &st) == 0 && S_ISDIR(st.st_mode));
+	CU_ASSERT(stat(f.dir, &st) == 0 && S_ISDIR(st.st_mode));
 	CU_ASSERT(s_count_lines(log) == 1);
 	CU_ASSERT(s_count_substr(log, "recreated") == 1);
-	CU_ASSERT(r.n == 1); /* the rescan of the new, empty directory found nothing */
+	CU_ASSERT(f.r.n == 1); /* the rescan of the new, empty directory found nothing */
 	free(log);
 
-	s_commit(e.dir, "step-2");
-	s_pump_until(w, &r, "step-2");
-	CU_ASSERT(r.n == 2);
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_commit(f.dir, "step-2");
+	s_pump_until(f.w, &f.r, "step-2");
+	CU_ASSERT(f.r.n == 2);
+	s_fx_end(&f);
 }
 
 static void test_watcher_rescans_a_directory_recreated_by_the_trainer(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 	struct s_capture c;
 	char *log;
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
-	CU_ASSERT_FATAL(s_rm_rf(e.dir) == 0);
+	s_fx_start(&f);
+	CU_ASSERT_FATAL(s_rm_rf(f.dir) == 0);
 	/* The trainer recreates the directory and commits before the agent looks: the
 	 * commit happened in a directory that was not watched yet, so the rescan finds it. */
-	CU_ASSERT_FATAL(mkdir(e.dir, 0755) == 0);
-	s_commit(e.dir, "step-3");
+	CU_ASSERT_FATAL(mkdir(f.dir, 0755) == 0);
+	s_commit(f.dir, "step-3");
 	s_capture_begin(&c);
-	s_pump_until(w, &r, "step-3");
+	s_pump_until(f.w, &f.r, "step-3");
 	log = s_capture_end(&c);
 	CU_ASSERT(s_count_substr(log, "recreated") == 1);
 	free(log);
-	s_commit(e.dir, "step-4");
-	s_pump_until(w, &r, "step-4");
-	CU_ASSERT(s_count(&r, "step-3") == 1);
-	CU_ASSERT(s_count(&r, "step-4") == 1);
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_commit(f.dir, "step-4");
+	s_pump_until(f.w, &f.r, "step-4");
+	CU_ASSERT(s_count(&f.r, "step-3") == 1);
+	CU_ASSERT(s_count(&f.r, "step-4") == 1);
+	s_fx_end(&f);
 }
 
 static void test_watcher_follows_the_path_when_the_directory_is_moved_away(void)
 {
-	struct s_env e;
-	struct rr_watcher *w;
-	struct s_rec r = { .n = 0 };
+	struct s_fx f;
 	struct s_capture c;
 	struct pollfd pfd;
 	char old[PATH_MAX];
 	char *log;
 
-	s_env_init(&e);
-	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
-	s_path(old, sizeof(old), e.root, "ckpt.old");
-	CU_ASSERT_FATAL(rename(e.dir, old) == 0);
+	s_fx_start(&f);
+	s_path(old, sizeof(old), f.root, "ckpt.old");
+	CU_ASSERT_FATAL(rename(f.dir, old) == 0);
 	s_capture_begin(&c);
-	pfd = (struct pollfd){ .fd = rr_watcher_fd(w), .events = POLLIN };
+	pfd = (struct pollfd){ .fd = rr_watcher_fd(f.w), .events = POLLIN };
 	CU_ASSERT_FATAL(poll(&pfd, 1, S_WAIT_MS) == 1);
-	CU_ASSERT(rr_watcher_process(w, s_record, &r) == 0);
+	CU_ASSERT(rr_watcher_process(f.w, s_record, &f.r) == 0);
 	log = s_capture_end(&c);
 	CU_ASSERT(s_count_substr(log, "recreated") == 1);
 	free(log);
 	/* A commit in the moved-away directory is no longer ours; one at the path is. */
 	s_commit(old, "step-old");
-	s_commit(e.dir, "step-new");
-	s_pump_until(w, &r, "step-new");
-	CU_ASSERT(r.n == 1);
-	CU_ASSERT(s_count(&r, "step-old") == 0);
-	rr_watcher_destroy(w);
-	s_rm_rf(e.root);
+	s_commit(f.dir, "step-new");
+	s_pump_until(f.w, &f.r, "step-new");
+	CU_ASSERT(f.r.n == 1);
+	CU_ASSERT(s_count(&f.r, "step-old") == 0);
+	s_fx_end(&f);
 }
 
 static long s_read_long(const char *path)
