@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The torch.save case of the benchmarks (README, "What is stored"): an HF-Trainer-shaped
-# checkpoint of the bench's transformer (model.safetensors, optimizer.pt, scheduler.pt,
-# rng_state.pth, trainer_state.json) plus a Lightning-shaped lightning.ckpt, all made by real
-# torch.save (scripts/torch_checkpoint.py), persisted under --precision auto side by side with
-# the same tensors written as safetensors; medians of $RUNS interleaved runs. Then one restore,
-# checked value by value, with torch.load and zipfile's CRC check
+# The torch.save case of the benchmarks (docs/how-it-works.md, "What is stored"): an
+# HF-Trainer-shaped checkpoint of the bench's transformer (model.safetensors, optimizer.pt,
+# scheduler.pt, rng_state.pth, trainer_state.json) plus a Lightning-shaped lightning.ckpt, all
+# made by real torch.save (scripts/torch_checkpoint.py), persisted under --precision auto side
+# by side with the same tensors written as safetensors; medians of $RUNS interleaved runs. Then
+# one restore, checked value by value, with torch.load and zipfile's CRC check
 # (tests/integration/check_tensors.py).
 #
 # Runs alone (`BENCH_ONLY=torch scripts/bench.sh` or this script) and replaces the section

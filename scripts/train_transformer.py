@@ -8,7 +8,7 @@ and leaves when the notice says the machine is going. Without resume-run, --save
 writes one checkpoint at the end (for benchmarks).
 
 Sizes: --dim 512 --layers 6 --vocab 8192 is about 27M parameters (the yardstick of
-README, "How fast").
+docs/performance.md, "How fast").
 """
 import argparse
 import hashlib

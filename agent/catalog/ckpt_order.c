@@ -1,5 +1,5 @@
-/* Checkpoint order (README, "The trainer contract", "Order"): the step number in the name,
- * else commit time. */
+/* Checkpoint order (docs/trainer-contract.md, "The trainer contract", "Order"): the step number
+ * in the name, else commit time. */
 #include <string.h>
 
 #include "rr/ckpt_order.h"

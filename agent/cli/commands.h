@@ -1,6 +1,6 @@
-/* The store subcommands (README, "Command line"): ls, restore, verify, gc, report. Each
- * returns the process exit status (0 success; verify: 1 when damage was found; 125 for errors,
- * logged). */
+/* The store subcommands (docs/command-line.md, "Command line"): ls, restore, verify, gc,
+ * report. Each returns the process exit status (0 success; verify: 1 when damage was found; 125
+ * for errors, logged). */
 #ifndef RR_COMMANDS_H
 #define RR_COMMANDS_H
 

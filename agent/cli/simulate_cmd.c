@@ -1,6 +1,6 @@
-/* `resume-run simulate` (README, "How often to checkpoint"): what --every auto would choose,
- * and what auto, fixed intervals and the best fixed interval in hindsight lose and spend
- * over a history of losses (rr/simulate.h). */
+/* `resume-run simulate` (docs/performance.md, "How often to checkpoint"): what --every auto
+ * would choose, and what auto, fixed intervals and the best fixed interval in hindsight lose
+ * and spend over a history of losses (rr/simulate.h). */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -1,14 +1,11 @@
-/* Packs (README, "What is stored" "packs"): consecutive small chunks of one persist share
- * one stored
- * object of at most RR_PACK_MAX_BYTES, so a checkpoint of many small tensors is a few
- * objects, not hundreds of requests.
- *
- * Chunks are encoded on a pool, out of order; the packer puts them back in their order
- * (slots 0..n-1, the persist's chunk order) and cuts packs at boundaries chosen by content:
- * a chunk ends its pack with a probability proportional to its stored size, decided by its
- * original bytes' hash. The same run of chunks therefore makes the same packs wherever it
- * sits, and a changed chunk changes only the pack it falls in (and at most the next, when
- * the size cap moves a boundary), not every later one. */
+/* Packs (docs/how-it-works.md, "What is stored" "packs"): consecutive small chunks of one
+ * persist share one stored object of at most RR_PACK_MAX_BYTES, so a checkpoint of many small
+ * tensors is a few objects, not hundreds of requests.  Chunks are encoded on a pool, out of
+ * order; the packer puts them back in their order (slots 0..n-1, the persist's chunk order) and
+ * cuts packs at boundaries chosen by content: a chunk ends its pack with a probability
+ * proportional to its stored size, decided by its original bytes' hash. The same run of chunks
+ * therefore makes the same packs wherever it sits, and a changed chunk changes only the pack it
+ * falls in (and at most the next, when the size cap moves a boundary), not every later one. */
 #ifndef RR_PACKER_H
 #define RR_PACKER_H
 

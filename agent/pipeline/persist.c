@@ -1054,8 +1054,8 @@ static int s_load_manifest(struct rr_store *s, const char *key, const char *name
 	return rc;
 }
 
-/* The store holds *theirs under this name: when a suspect mark was made for that very
- * manifest, this commit replaces it (README, "Suspect and proven checkpoints"): *theirs is
+/* The store holds *theirs under this name: when a suspect mark was made for that very manifest,
+ * this commit replaces it (docs/how-it-works.md, "Suspect and proven checkpoints"): *theirs is
  * dropped and *replace set. Returns 0 or the store's error. */
 static int s_replaces_suspect(struct rr_store *s, const char *run_id,
 			      struct rr_manifest **theirs, int *replace)

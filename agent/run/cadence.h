@@ -1,5 +1,5 @@
 /* --every: when the agent asks the trainer for its next periodic checkpoint. A fixed
- * interval, or --every auto's (README, "How often to checkpoint"): Daly's interval
+ * interval, or --every auto's (docs/performance.md, "How often to checkpoint"): Daly's interval
  * (rr/interval.h) from the stalls measured here (the ask to the commit), the run's history
  * of uncovered losses (history.h) or --mtbf, the cloud's prior and notice lead, and the
  * persist rate, bounded by --max-overhead and the notice-lead rule. No clock and no I/O of

@@ -1,4 +1,5 @@
-/* What commits a checkpoint (README, "The trainer contract", "Committing a checkpoint"). */
+/* What commits a checkpoint (docs/trainer-contract.md, "The trainer contract", "Committing a
+ * checkpoint"). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

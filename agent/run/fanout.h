@@ -1,8 +1,8 @@
-/* Multi-node notice fan-out (README, "What is stored"): the agent that gets a notice writes
- * it to notices/<unix-ms>-node<rank>.json in the store; every agent of the job lists
- * notices/ about once a second and takes another node's notice as its own, with the same
- * deadline. One thread per agent, only when --nnodes > 1; the store calls never block the
- * run loop. */
+/* Multi-node notice fan-out (docs/how-it-works.md, "What is stored"): the agent that gets a
+ * notice writes it to notices/<unix-ms>-node<rank>.json in the store; every agent of the job
+ * lists notices/ about once a second and takes another node's notice as its own, with the same
+ * deadline. One thread per agent, only when --nnodes > 1; the store calls never block the run
+ * loop. */
 #ifndef RR_FANOUT_H
 #define RR_FANOUT_H
 

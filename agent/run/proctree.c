@@ -1,6 +1,7 @@
-/* The trainer's process tree (README, "The trainer contract", "Who gets the signal"): every
- * descendant, whatever its session or process group, because torchrun >= 2.2 starts each
- * worker with start_new_session=True and a signal to the trainer's group would miss them. */
+/* The trainer's process tree (docs/trainer-contract.md, "The trainer contract", "Who gets the
+ * signal"): every descendant, whatever its session or process group, because torchrun >= 2.2
+ * starts each worker with start_new_session=True and a signal to the trainer's group would miss
+ * them. */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>

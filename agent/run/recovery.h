@@ -1,5 +1,5 @@
 /* Which checkpoint the trainer resumed from, and what its attempts since made of it
- * (README, "Suspect and proven checkpoints"): failed repeatedly with no newer commit
+ * (docs/how-it-works.md, "Suspect and proven checkpoints"): failed repeatedly with no newer commit
  * (suspect), or committed a newer one that became durable (proven). Pure bookkeeping; the
  * run loop (agent/run/run.c) writes the marks. */
 #ifndef RR_RECOVERY_H

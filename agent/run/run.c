@@ -215,7 +215,8 @@ static int s_setenv(char **env, size_t *n, const char *name, const char *value)
 }
 
 /* What --trainer-env strip keeps from the trainer: the variables that hold (or lead straight
- * to) the credentials the agent uses for its store (README "Command line" lists them). */
+ * to) the credentials the agent uses for its store (docs/command-line.md, "Command line" lists
+ * them). */
 static const char *const s_credential_vars[] = {
 	"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=",
 	"AWS_SECURITY_TOKEN=", "AWS_CONTAINER_AUTHORIZATION_TOKEN=",
@@ -548,11 +549,11 @@ static int s_severity(enum rr_notice_kind k)
 	return k == RR_NOTICE_PREEMPT || k == RR_NOTICE_TERMINATE ? 2 : 1;
 }
 
-/* The default store is a directory on this machine (file://./.resume-run/store): on a
- * cloud's machine, its checkpoints go down with the machine and a replacement starts from
- * scratch. Said once the cloud is known, and again at each of the cloud's notices. A warning
- * and not a refusal: detection runs beside training, which does not wait for it, and a
- * machine that is stopped rather than deleted keeps its disk (README, "Command line"). An
+/* The default store is a directory on this machine (file://./.resume-run/store): on a cloud's
+ * machine, its checkpoints go down with the machine and a replacement starts from scratch. Said
+ * once the cloud is known, and again at each of the cloud's notices. A warning and not a
+ * refusal: detection runs beside training, which does not wait for it, and a machine that is
+ * stopped rather than deleted keeps its disk (docs/command-line.md, "Command line"). An
  * explicit file:// store is the user's choice, said nothing about. */
 static void s_warn_local_store(struct s_run *r, const struct rr_notice *n)
 {
@@ -844,8 +845,9 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 
 /* ---- suspect and proven checkpoints ---- */
 
-/* A framework that finds its checkpoint through a pointer file (DeepSpeed's `latest`)
- * gets it back beside the restored directory (README, "The trainer contract", "Order"). */
+/* A framework that finds its checkpoint through a pointer file (DeepSpeed's `latest`) gets it
+ * back beside the restored directory (docs/trainer-contract.md, "The trainer contract",
+ * "Order"). */
 static void s_write_pointer(struct s_run *r, const char *name)
 {
 	const char *pointer = NULL;
@@ -949,10 +951,10 @@ static int s_restore_before(struct s_run *r, const char *x, char *instead, size_
 	return 0;
 }
 
-/* The trainer failed suspect_after times after resuming from rec.from with nothing newer:
- * that checkpoint is marked suspect in the store (README, "Suspect and proven checkpoints")
- * and, when the trainer starts again here (restore_before), the one before takes its
- * place. Runs while the trainer is down: the restart waits for it. */
+/* The trainer failed suspect_after times after resuming from rec.from with nothing newer: that
+ * checkpoint is marked suspect in the store (docs/how-it-works.md, "Suspect and proven
+ * checkpoints") and, when the trainer starts again here (restore_before), the one before takes
+ * its place. Runs while the trainer is down: the restart waits for it. */
 static void s_set_suspect_aside(struct s_run *r, int restore_before)
 {
 	struct rr_suspect m = { .failures = r->rec.failures, .exit_status = r->suspect_code };

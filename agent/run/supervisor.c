@@ -1,6 +1,6 @@
-/* The trainer's supervisor: spawn (after git's run-command), reaping (after tini), and
- * delivery of the checkpoint signal only to the processes of the trainer's group that
- * installed a handler for it (README, "The trainer contract", "Who gets the signal"). */
+/* The trainer's supervisor: spawn (after git's run-command), reaping (after tini), and delivery
+ * of the checkpoint signal only to the processes of the trainer's group that installed a
+ * handler for it (docs/trainer-contract.md, "The trainer contract", "Who gets the signal"). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

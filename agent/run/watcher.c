@@ -1,7 +1,7 @@
 /* Checkpoint-directory watcher: inotify on one directory, reporting commits by the rule of
- * --commit (README, "The trainer contract", "Committing a checkpoint"): renames into final
- * names, a marker file closed inside a directory (one more watch per directory), a pointer
- * file naming one. */
+ * --commit (docs/trainer-contract.md, "The trainer contract", "Committing a checkpoint"):
+ * renames into final names, a marker file closed inside a directory (one more watch per
+ * directory), a pointer file naming one. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
-/* Which checkpoint is newest (README, "The trainer contract", "Order"): the greatest step
- * number in the name (step-N, checkpoint-N, global_stepN, epoch=E-step=N.ckpt), else the
- * latest commit time. */
+/* Which checkpoint is newest (docs/trainer-contract.md, "The trainer contract", "Order"): the
+ * greatest step number in the name (step-N, checkpoint-N, global_stepN, epoch=E-step=N.ckpt),
+ * else the latest commit time. */
 #ifndef RR_CKPT_ORDER_H
 #define RR_CKPT_ORDER_H
 

@@ -1,9 +1,9 @@
-/* Cloud preemption notices (README, "How it works", the clouds' metadata documentation (EC2
- * IMDSv2, GCE metadata, Azure Scheduled Events)): one provider per cloud behind a
- * small interface (cloud/aws.c, cloud/gcp.c, cloud/azure.c), detection (cloud/detect.c),
- * and a watcher thread (cloud/watch.c) that runs the provider away from the agent's event
- * loop, so a metadata service that hangs, throttles or fails never holds the agent up.
- * Notices reach the event loop through an eventfd. */
+/* Cloud preemption notices (docs/how-it-works.md, "How it works", the clouds' metadata
+ * documentation (EC2 IMDSv2, GCE metadata, Azure Scheduled Events)): one provider per cloud
+ * behind a small interface (cloud/aws.c, cloud/gcp.c, cloud/azure.c), detection
+ * (cloud/detect.c), and a watcher thread (cloud/watch.c) that runs the provider away from the
+ * agent's event loop, so a metadata service that hangs, throttles or fails never holds the
+ * agent up. Notices reach the event loop through an eventfd. */
 #ifndef RR_CLOUD_H
 #define RR_CLOUD_H
 

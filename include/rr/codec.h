@@ -14,7 +14,8 @@
 #define RR_ZSTD_LEVEL_DEFAULT 3     /* plain files */
 #define RR_ZSTD_LEVEL_TENSOR 1      /* byte planes of tensors: entropy coding does the work */
 
-/* How F32 tensors are stored (--precision; README, "How checkpoints are made small"). */
+/* How F32 tensors are stored (--precision; docs/how-it-works.md, "How checkpoints are made
+ * small"). */
 enum rr_precision { RR_PRECISION_AUTO, RR_PRECISION_FP16, RR_PRECISION_BF16,
 		    RR_PRECISION_EXACT };
 

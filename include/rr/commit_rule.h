@@ -1,6 +1,6 @@
-/* What commits a checkpoint (README, "The trainer contract", "Committing a checkpoint"):
- * --commit auto|rename|marker:NAME|pointer:NAME. Name logic, which the watcher applies, and
- * the pointer file restore writes back. */
+/* What commits a checkpoint (docs/trainer-contract.md, "The trainer contract", "Committing a
+ * checkpoint"): --commit auto|rename|marker:NAME|pointer:NAME. Name logic, which the watcher
+ * applies, and the pointer file restore writes back. */
 #ifndef RR_COMMIT_RULE_H
 #define RR_COMMIT_RULE_H
 

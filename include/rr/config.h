@@ -1,4 +1,5 @@
-/* Command line and environment (README, "Command line"): flags > environment > defaults. */
+/* Command line and environment (docs/command-line.md, "Command line"): flags > environment >
+ * defaults. */
 #ifndef RR_CONFIG_H
 #define RR_CONFIG_H
 
@@ -37,10 +38,10 @@ struct rr_config {
 	int64_t grace_ms;
 	int checkpoint_signal;
 	int64_t every_ms;         /* 0: off (or auto) */
-	int every_auto;           /* --every auto (README, "How often to checkpoint") */
+	int every_auto;           /* --every auto (docs/performance.md) */
 	int64_t mtbf_ms;          /* --mtbf: 0: estimated from the run's history */
 	double max_overhead;      /* --max-overhead as a fraction of training time */
-	struct rr_commit_rule commit; /* --commit (README, "The trainer contract") */
+	struct rr_commit_rule commit; /* --commit (docs/trainer-contract.md) */
 	unsigned keep;
 	int64_t keep_every_ms, keep_for_ms; /* --keep-every, --keep-for; 0: off, for ever */
 	unsigned max_restarts;

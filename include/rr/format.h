@@ -1,6 +1,6 @@
-/* File formats of the persist pipeline (README, "What is stored"). A format turns one file
- * into pieces: tensor records (dtype, element count) that are encoded element-wise, and
- * plain byte ranges stored byte-exact. On restore its finish hook repairs what lossy
+/* File formats of the persist pipeline (docs/how-it-works.md, "What is stored"). A format turns
+ * one file into pieces: tensor records (dtype, element count) that are encoded element-wise,
+ * and plain byte ranges stored byte-exact. On restore its finish hook repairs what lossy
  * records change (the zip CRCs of a torch.save file). persist and restore know formats only
  * through this table; a file no format understands is plain bytes. */
 #ifndef RR_FORMAT_H

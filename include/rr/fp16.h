@@ -1,5 +1,5 @@
 /* F32 <-> FP16 (with a per-tensor power-of-two scale) and F32 <-> BF16, round-to-nearest-
- * even, plus the statistics that choose between them (README, "What is stored"). Each
+ * even, plus the statistics that choose between them (docs/how-it-works.md, "What is stored"). Each
  * function has a portable C path and an AVX2/F16C path chosen at run time; both give
  * bit-identical results. Buffers are little-endian element arrays; no alignment is
  * required. */
@@ -34,11 +34,10 @@ void rr_f32_stats_merge(struct rr_f32_stats *into, const struct rr_f32_stats *fr
  * [RR_FP16_SCALE_MIN, RR_FP16_SCALE_MAX]; 0 when there is no finite non-zero value. */
 int rr_fp16_scale_for(const struct rr_f32_stats *s);
 
-/* The `auto` rule (README, "How checkpoints are made small"): 1 when scaled FP16 (scale k)
- * keeps every non-zero finite value at
- * or above 2^-17 after scaling (then FP16 is at least as precise as BF16 for every element)
- * and the largest below 65520 (no FP16 overflow: only possible within 0.02% of FLT_MAX,
- * where k is clamped); 0 when BF16 should be used. */
+/* The `auto` rule (docs/how-it-works.md, "How checkpoints are made small"): 1 when scaled FP16
+ * (scale k) keeps every non-zero finite value at or above 2^-17 after scaling (then FP16 is at
+ * least as precise as BF16 for every element) and the largest below 65520 (no FP16 overflow:
+ * only possible within 0.02% of FLT_MAX, where k is clamped); 0 when BF16 should be used. */
 int rr_fp16_is_safe(const struct rr_f32_stats *s, int k);
 
 /* F32 -> FP16: dst[i] = fp16_rne(src[i] * 2^k), written byte-shuffled: the n low bytes

@@ -9,11 +9,11 @@
 #include "rr/store.h"
 
 #define RR_GC_GRACE_MS_DEFAULT (3600 * 1000) /* chunks younger than this are never deleted */
-/* The least --gc-grace a command line may give (README, "Command line"). A persist uploads
- * its chunks before the manifest that names them, and relies on chunks already stored that
- * are younger than half the grace (agent/pipeline/persist.c, struct s_known); one that runs
- * longer than that lists the chunks again before its manifest. 10 minutes covers every
- * notice's persist (windows of 30 s to 2 min) and routine ones of up to 5 minutes without
+/* The least --gc-grace a command line may give (docs/command-line.md, "Command line"). A
+ * persist uploads its chunks before the manifest that names them, and relies on chunks already
+ * stored that are younger than half the grace (agent/pipeline/persist.c, struct s_known); one
+ * that runs longer than that lists the chunks again before its manifest. 10 minutes covers
+ * every notice's persist (windows of 30 s to 2 min) and routine ones of up to 5 minutes without
  * that second listing; a shorter grace would let gc delete the chunks of a persist still in
  * flight on another machine. */
 #define RR_GC_GRACE_MS_MIN (10 * 60 * 1000)
@@ -25,7 +25,7 @@ struct rr_gc_stats {
 	size_t chunks_young; /* unreferenced but within the grace period */
 };
 
-/* What retention keeps (README, "Command line": --keep, --keep-every, --keep-for). */
+/* What retention keeps (docs/command-line.md, "Command line": --keep, --keep-every, --keep-for). */
 struct rr_gc_policy {
 	unsigned keep;          /* the newest N committed checkpoints that are not suspect
 				 * (suspect ones among them are kept too, not counted) */

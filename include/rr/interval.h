@@ -1,14 +1,13 @@
-/* `--every auto` (README, "How often to checkpoint"): how long to train between periodic
- * checkpoints. Pure arithmetic, no clock and no I/O, so every rule is tested for given
- * inputs; the agent (agent/run/cadence.c), `resume-run simulate` (rr/simulate.h) and
- * `report` all decide with these same functions.
- *
- * The interval is Daly's higher-order optimum (J. T. Daly, "A higher order estimate of the
- * optimum checkpoint interval for restart dumps", Future Generation Computer Systems 22(3),
- * 2006, doi:10.1016/j.future.2004.11.016; the first-order sqrt(2 delta M) is J. W. Young,
- * "A first order approximation to the optimum checkpoint interval", CACM 17(9), 1974), with
- * delta the measured checkpoint cost and M the mean time between the losses a notice did
- * not cover, then bounded by --max-overhead and by the notice-lead rule. */
+/* `--every auto` (docs/performance.md, "How often to checkpoint"): how long to train between
+ * periodic checkpoints. Pure arithmetic, no clock and no I/O, so every rule is tested for given
+ * inputs; the agent (agent/run/cadence.c), `resume-run simulate` (rr/simulate.h) and `report`
+ * all decide with these same functions.  The interval is Daly's higher-order optimum (J. T.
+ * Daly, "A higher order estimate of the optimum checkpoint interval for restart dumps", Future
+ * Generation Computer Systems 22(3), 2006, doi:10.1016/j.future.2004.11.016; the first-order
+ * sqrt(2 delta M) is J. W. Young, "A first order approximation to the optimum checkpoint
+ * interval", CACM 17(9), 1974), with delta the measured checkpoint cost and M the mean time
+ * between the losses a notice did not cover, then bounded by --max-overhead and by the
+ * notice-lead rule. */
 #ifndef RR_INTERVAL_H
 #define RR_INTERVAL_H
 

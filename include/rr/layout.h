@@ -1,4 +1,4 @@
-/* Where things live in the store (README, "What is stored"), under "<run-id>/". */
+/* Where things live in the store (docs/how-it-works.md, "What is stored"), under "<run-id>/". */
 #ifndef RR_LAYOUT_H
 #define RR_LAYOUT_H
 
@@ -12,14 +12,14 @@
 int rr_key_chunk(char *out, const char *run_id, const char *sha256_hex);
 int rr_key_manifest(char *out, const char *run_id, const char *checkpoint);
 int rr_key_latest(char *out, const char *run_id);
-/* Multi-node (README, "What is stored"): node rank's part of a checkpoint, and where a
- * node's notice goes. */
+/* Multi-node (docs/how-it-works.md, "What is stored"): node rank's part of a checkpoint, and
+ * where a node's notice goes. */
 int rr_key_part(char *out, const char *run_id, const char *checkpoint, unsigned rank);
 int rr_key_parts_prefix(char *out, const char *run_id, const char *checkpoint);
 int rr_key_notice(char *out, const char *run_id, int64_t unix_ms, unsigned rank);
 int rr_key_notices_prefix(char *out, const char *run_id);
 int rr_key_event(char *out, const char *run_id, int64_t unix_ms, const char *kind);
-/* Marks beside a checkpoint's manifest (README, "Suspect and proven checkpoints"):
+/* Marks beside a checkpoint's manifest (docs/how-it-works.md, "Suspect and proven checkpoints"):
  * checkpoints/<name>/suspect.json, checkpoints/<name>/proven.json, and a restore's lease
  * while it reads one, checkpoints/<name>/readers/<token>.json. */
 int rr_key_mark(char *out, const char *run_id, const char *checkpoint, const char *mark);

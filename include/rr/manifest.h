@@ -1,8 +1,8 @@
-/* The manifest of one checkpoint (README, "What is stored"): which files it holds and, for
- * each, the byte ranges ("segments") of the original file, how each was encoded, and the
- * chunks that hold the encoded bytes. It is JSON so any tool can read it, and it carries
- * its own checksum: the sha256 of the manifest serialised compactly
- * (cJSON_PrintUnformatted) without its "checksum" member. */
+/* The manifest of one checkpoint (docs/how-it-works.md, "What is stored"): which files it holds
+ * and, for each, the byte ranges ("segments") of the original file, how each was encoded, and
+ * the chunks that hold the encoded bytes. It is JSON so any tool can read it, and it carries
+ * its own checksum: the sha256 of the manifest serialised compactly (cJSON_PrintUnformatted)
+ * without its "checksum" member. */
 #ifndef RR_MANIFEST_H
 #define RR_MANIFEST_H
 
@@ -76,8 +76,9 @@ struct rr_manifest {
 	char *host;         /* machine that wrote it; malloc'd, may be NULL */
 	int64_t committed_unix_ms; /* when the trainer committed it (orders checkpoints) */
 	int64_t created_unix_ms;   /* when the manifest was written */
-	int single_file;    /* "kind":"file": a one-file checkpoint (README, "The trainer contract"); its only file
-			     * is named like the checkpoint and is restored as that file */
+	int single_file;    /* "kind":"file": a one-file checkpoint (docs/trainer-contract.md);
+			     * its only file is named like the checkpoint and is restored as
+			     * that file */
 	size_t nfiles;
 	struct rr_file_entry *files; /* malloc'd */
 };

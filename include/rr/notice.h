@@ -1,5 +1,5 @@
 /* A notice that the machine is going away (or should checkpoint now), and the JSON file
- * the trainer sees while it is active (README, "The trainer contract",
+ * the trainer sees while it is active (docs/trainer-contract.md, "The trainer contract",
  * RESUME_RUN_NOTICE_FILE). */
 #ifndef RR_NOTICE_H
 #define RR_NOTICE_H

@@ -1,9 +1,9 @@
-/* Multi-node checkpoints (README, "What is stored"): each node's agent stores its files as
- * a part, checkpoints/<name>/parts/<rank>.json (a manifest of that node's files); whichever
- * agent sees the last of the N parts commits the checkpoint with a create-only
+/* Multi-node checkpoints (docs/how-it-works.md, "What is stored"): each node's agent stores its
+ * files as a part, checkpoints/<name>/parts/<rank>.json (a manifest of that node's files);
+ * whichever agent sees the last of the N parts commits the checkpoint with a create-only
  * checkpoints/<name>/manifest.json naming them all. That commit manifest is an ordinary
- * manifest whose files are the parts' files under RR_PART_DIR "<rank>/", so ls, verify, gc
- * and retention count and check it like any other; restore takes one node's view of it. */
+ * manifest whose files are the parts' files under RR_PART_DIR "<rank>/", so ls, verify, gc and
+ * retention count and check it like any other; restore takes one node's view of it. */
 #ifndef RR_PARTS_H
 #define RR_PARTS_H
 

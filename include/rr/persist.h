@@ -51,8 +51,8 @@ struct rr_persist_opts {
 					     * in fewer than RR_PACK_SMALL_BYTES share packs */
 	unsigned nnodes;                    /* > 1: the manifest is written as node_rank's
 					     * part, checkpoints/<name>/parts/<rank>.json
-					     * (README, "What is stored" Multi-node); 0 or
-					      * 1: manifest.json */
+					     * (docs/how-it-works.md, "What is stored",
+					     * Multi-node); 0 or 1: manifest.json */
 	unsigned node_rank;
 	struct rr_chunk_index *chunks;      /* NULL: this persist lists the store's chunks */
 	int64_t settle_ms;                  /* > 0: the checkpoint was written in place, and

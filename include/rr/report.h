@@ -1,5 +1,5 @@
-/* What preemptions cost a run, from its ledger alone (README, "Command line", `resume-run
- * report`). */
+/* What preemptions cost a run, from its ledger alone (docs/command-line.md, "Command line",
+ * `resume-run report`). */
 #ifndef RR_REPORT_H
 #define RR_REPORT_H
 

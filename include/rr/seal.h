@@ -1,13 +1,12 @@
-/* Client-side encryption of stored objects (README, "Encryption"): AES-256-GCM with a fresh
- * random 96-bit nonce per object, the object's store key bound as associated data, and
- * keyed (HMAC-SHA256) chunk addresses. The key comes from a file of 64 hex digits.
- *
- * A sealed object is a clear header, the ciphertext and the GCM tag:
- *   magic "\x89RRSEAL\n" (8) | version 1 (1) | key id (8) | nonce (12) | ciphertext | tag (16)
- * The key id is the first 8 bytes of HMAC-SHA256(key, "resume-run key id"): it tells a
- * wrong key from a damaged object without revealing anything about the key. The associated
- * data is the whole header followed by the object's key (its path in the store), so an
- * object moved to another name, or a header byte changed, does not open. */
+/* Client-side encryption of stored objects (docs/how-it-works.md, "Encryption"): AES-256-GCM
+ * with a fresh random 96-bit nonce per object, the object's store key bound as associated data,
+ * and keyed (HMAC-SHA256) chunk addresses. The key comes from a file of 64 hex digits.  A
+ * sealed object is a clear header, the ciphertext and the GCM tag: magic "\x89RRSEAL\n" (8) |
+ * version 1 (1) | key id (8) | nonce (12) | ciphertext | tag (16) The key id is the first 8
+ * bytes of HMAC-SHA256(key, "resume-run key id"): it tells a wrong key from a damaged object
+ * without revealing anything about the key. The associated data is the whole header followed by
+ * the object's key (its path in the store), so an object moved to another name, or a header
+ * byte changed, does not open. */
 #ifndef RR_SEAL_H
 #define RR_SEAL_H
 

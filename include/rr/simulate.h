@@ -42,13 +42,13 @@ int rr_sim_exponential(double mtbf_s, double total_s, uint64_t seed, struct rr_s
 int rr_sim_weibull(double shape, double mtbf_s, double total_s, uint64_t seed,
 		   struct rr_sim_trace *out);
 
-/* A trace file (README, "How often to checkpoint"): one event per line, "SECONDS loss" or
- * "SECONDS notice [LEAD]", seconds from the start in non-decreasing order, '#' comments and
- * blank lines ignored. A notice ends a machine covered when its lead (else lead_s) is at
- * least cost_s, the checkpoint's stall; otherwise, like a loss, uncovered. After the last
+/* A trace file (docs/performance.md, "How often to checkpoint"): one event per line, "SECONDS
+ * loss" or "SECONDS notice [LEAD]", seconds from the start in non-decreasing order, '#'
+ * comments and blank lines ignored. A notice ends a machine covered when its lead (else lead_s)
+ * is at least cost_s, the checkpoint's stall; otherwise, like a loss, uncovered. After the last
  * event a machine trains until total_s (0: until the last event). At most
- * RR_SIM_TRACE_MAX_EVENTS events and RR_SIM_TRACE_MAX_BYTES bytes. Returns 0, or RR_EINVAL
- * with "line N: ..." in why, or RR_ENOMEM. */
+ * RR_SIM_TRACE_MAX_EVENTS events and RR_SIM_TRACE_MAX_BYTES bytes. Returns 0, or RR_EINVAL with
+ * "line N: ..." in why, or RR_ENOMEM. */
 int rr_sim_trace_parse(const char *text, size_t len, double lead_s, double cost_s,
 		       double total_s, struct rr_sim_trace *out, char *why, size_t why_len);
 

@@ -1,5 +1,6 @@
-/* The sealed store (storage/store/store_sealed.c): wraps another store and encrypts every object
- * (README, "Encryption"). rr_store_open builds it when an encryption key file is given. */
+/* The sealed store (storage/store/store_sealed.c): wraps another store and encrypts every
+ * object (docs/how-it-works.md, "Encryption"). rr_store_open builds it when an encryption key
+ * file is given. */
 #ifndef RR_STORE_SEALED_H
 #define RR_STORE_SEALED_H
 

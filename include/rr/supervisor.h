@@ -57,13 +57,12 @@ int rr_supervisor_signal_descendants(pid_t pgid, int sig);
 int rr_supervisor_descendants(pid_t root, unsigned flags, pid_t *out, size_t cap,
 			      size_t *n_out);
 
-/* Sends sig to root and every descendant (README, "The trainer contract", "Who gets the
- * signal") that has a
- * handler for it (SigCgt), and to no other; with RR_TREE_ALL (the final SIGTERM) to root's
- * process group (root leads it) and every descendant outside that group, each once. The
- * tree is listed before any signal is sent, so workers of a launcher that dies of it are
- * still reached. Returns how many processes (the group counting as one) were signalled
- * (0 when none has a handler yet, or root is gone) or a negative RR_E… code. */
+/* Sends sig to root and every descendant (docs/trainer-contract.md, "The trainer contract",
+ * "Who gets the signal") that has a handler for it (SigCgt), and to no other; with RR_TREE_ALL
+ * (the final SIGTERM) to root's process group (root leads it) and every descendant outside that
+ * group, each once. The tree is listed before any signal is sent, so workers of a launcher that
+ * dies of it are still reached. Returns how many processes (the group counting as one) were
+ * signalled (0 when none has a handler yet, or root is gone) or a negative RR_E… code. */
 int rr_supervisor_signal_tree(pid_t root, int sig, unsigned flags);
 
 /* Reaps every exited child without blocking (a PID 1 must reap orphans too). When child

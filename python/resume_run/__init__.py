@@ -7,7 +7,7 @@ adds the RNG states and the data position for plain PyTorch loops.
 
 resume-run wraps a training command, asks it for a checkpoint when the machine is about to be
 taken back, and restores the newest checkpoint before starting it on a new machine.  This module
-is the trainer's half of that contract (README, "The trainer contract"):
+is the trainer's half of that contract (docs/trainer-contract.md, "The trainer contract"):
 
 * the environment the agent sets (`restore_dir`, `checkpoint_dir`, `attempt`, `notice`);
 * `Checkpointer`: a signal handler that only sets a flag, atomic commits

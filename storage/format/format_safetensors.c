@@ -1,4 +1,4 @@
-/* *.safetensors files (README, "What is stored"): the header as plain bytes, then one
+/* *.safetensors files (docs/how-it-works.md, "What is stored"): the header as plain bytes, then one
  * tensor piece per tensor with bytes, in file order. */
 #include <stdlib.h>
 #include <string.h>

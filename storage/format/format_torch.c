@@ -1,7 +1,7 @@
-/* torch.save files (README, "What is stored"): PyTorch's zip format read strictly, its
- * data.pkl scanned (never executed) for each storage record's dtype and element count.
- * Records become tensor pieces; the zip headers, the pickle and every record not understood
- * stay plain. On restore, the CRC-32 fields of records stored lossy are recomputed. */
+/* torch.save files (docs/how-it-works.md, "What is stored"): PyTorch's zip format read
+ * strictly, its data.pkl scanned (never executed) for each storage record's dtype and element
+ * count. Records become tensor pieces; the zip headers, the pickle and every record not
+ * understood stay plain. On restore, the CRC-32 fields of records stored lossy are recomputed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,17 +1,14 @@
 /* F32 <-> scaled FP16 and F32 <-> BF16 with byte-shuffled output, and the statistics that
- * choose between them (README, "What is stored"). Every kernel has a portable path and an
- * AVX2/F16C path, picked at run time per call; the two are bit-identical
+ * choose between them (docs/how-it-works.md, "What is stored"). Every kernel has a portable
+ * path and an AVX2/F16C path, picked at run time per call; the two are bit-identical
  * (tests/unit/test_fp16.c checks all 2^32 F32 patterns). The SIMD functions carry their own
- * target attribute, so the file builds with the project's plain flags and runs on any
- * x86_64.
- *
- * Why the SIMD path matches the portable one bit for bit:
- * - the scale multiply is one IEEE F32 multiply by an exact power of two on both paths,
- *   under the default MXCSR (round to nearest, no FTZ/DAZ: hence the -ffast-math check);
- * - the portable FP16 rounding reproduces VCVTPS2PH with imm8 = 0x08 (round to nearest
- *   even from the immediate, subnormal halves, Inf from 65520 up, NaN keeps sign and the
- *   top 10 payload bits with the quiet bit set);
- * - the portable widening quiets NaNs as VCVTPH2PS (and the following multiply) do. */
+ * target attribute, so the file builds with the project's plain flags and runs on any x86_64.
+ * Why the SIMD path matches the portable one bit for bit: - the scale multiply is one IEEE F32
+ * multiply by an exact power of two on both paths, under the default MXCSR (round to nearest,
+ * no FTZ/DAZ: hence the -ffast-math check); - the portable FP16 rounding reproduces VCVTPS2PH
+ * with imm8 = 0x08 (round to nearest even from the immediate, subnormal halves, Inf from 65520
+ * up, NaN keeps sign and the top 10 payload bits with the quiet bit set); - the portable
+ * widening quiets NaNs as VCVTPH2PS (and the following multiply) do. */
 #include <stdatomic.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* Manifest and LATEST (README, "What is stored"). Both are read from the store, which
+/* Manifest and LATEST (docs/how-it-works.md, "What is stored"). Both are read from the store, which
  * restore trusts no more than the network it came over: every parse below has a size
  * ceiling, checks every number before converting it from cJSON's double, and says in one
  * line what it refused. */

@@ -1,10 +1,10 @@
-/* Byte shuffle by element width (README, "What is stored"): plane b holds byte b of every
- * element. A portable path and an AVX2 path picked at run time per call, bit-identical. The
- * AVX2 functions carry their own target attribute, so the file builds with the project's
- * plain flags. Each SIMD kernel does 16 or 32 elements per step as a small byte-matrix
- * transpose (pack or pshufb to group a register's bytes by plane, then unpacks across
- * registers) and hands the tail to the portable loop. The run-time choice is "avx2" alone:
- * these kernels need nothing else. */
+/* Byte shuffle by element width (docs/how-it-works.md, "What is stored"): plane b holds byte b
+ * of every element. A portable path and an AVX2 path picked at run time per call,
+ * bit-identical. The AVX2 functions carry their own target attribute, so the file builds with
+ * the project's plain flags. Each SIMD kernel does 16 or 32 elements per step as a small
+ * byte-matrix transpose (pack or pshufb to group a register's bytes by plane, then unpacks
+ * across registers) and hands the tail to the portable loop. The run-time choice is "avx2"
+ * alone: these kernels need nothing else. */
 #include <stdatomic.h>
 #include <string.h>
 

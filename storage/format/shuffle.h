@@ -1,6 +1,6 @@
-/* Byte shuffle by element width (README, "How checkpoints are made small", `exact`): all
- * first bytes of the elements, then all second bytes, ...; lossless, and float data
- * compresses ~10% better after it. Portable and AVX2 paths, chosen at run time,
+/* Byte shuffle by element width (docs/how-it-works.md, "How checkpoints are made small",
+ * `exact`): all first bytes of the elements, then all second bytes, ...; lossless, and float
+ * data compresses ~10% better after it. Portable and AVX2 paths, chosen at run time,
  * bit-identical. */
 #ifndef RR_SHUFFLE_H
 #define RR_SHUFFLE_H

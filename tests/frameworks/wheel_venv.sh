@@ -38,7 +38,7 @@ expect_grep "^resume-run $version( \(git [0-9a-f]+\))?$" version.txt "--version 
 (cd / && "$V/bin/python" -c 'import resume_run, resume_run.training, sys; print(resume_run.__file__)') > import.txt ||
 	fail "import resume_run in the fresh venv"
 expect_grep "^$V/lib/python3[.0-9]*/site-packages/resume_run/__init__.py$" import.txt "resume_run from the wheel"
-# What the binary links: the system libraries, all found (README, "Package and builds").
+# What the binary links: the system libraries, all found (docs/deploy.md, "Package and builds").
 ldd "$V/bin/resume-run" > ldd.txt
 expect_no_grep 'not found' ldd.txt "libraries of the installed agent"
 for lib in libcurl libssl libcrypto libzstd libcjson libxxhash libexpat; do

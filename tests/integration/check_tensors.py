@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks a restored checkpoint against the original, tensor by tensor, with the manifest
-that stored it (the guarantee in README, "How checkpoints are made small"):
+that stored it (the guarantee in docs/how-it-works.md, "How checkpoints are made small"):
 - every file's safetensors header (names, dtypes, shapes, order, __metadata__) is
   byte-identical, and so is every tensor stored exactly and every other file;
 - F32 tensors stored as BF16 or scaled FP16: every normal finite value comes back finite

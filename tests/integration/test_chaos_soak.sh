@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# The chaos soak (README, "Failure modes"): a real PyTorch trainer under the agent on the S3
-# test server through the fault proxy (503s, connections reset after the server applied a
-# write, answers cut short), SOAK_CYCLES machines (default 30), each ended by a random notice
-# (preempt, rebalance, terminate) or a SIGKILL of the agent (while restoring, persisting, or
-# the trainer saving) or of the trainer, then lost. Each next machine restores a checkpoint no
-# older than the newest one logged durable; the last one trains to the end and its weights
-# equal an uninterrupted run's bit for bit; verify is clean; after gc the store holds only
-# what the kept checkpoints name; the ledger's exit events say how each machine ended.
-# tests/integration/chaos_soak.py is the driver.
-# By hand, longer: SOAK_CYCLES=300 SOAK_SEED=7 bash tests/integration/test_chaos_soak.sh
+# The chaos soak (docs/failure-modes.md, "Failure modes"): a real PyTorch trainer under the
+# agent on the S3 test server through the fault proxy (503s, connections reset after the server
+# applied a write, answers cut short), SOAK_CYCLES machines (default 30), each ended by a random
+# notice (preempt, rebalance, terminate) or a SIGKILL of the agent (while restoring, persisting,
+# or the trainer saving) or of the trainer, then lost. Each next machine restores a checkpoint
+# no older than the newest one logged durable; the last one trains to the end and its weights
+# equal an uninterrupted run's bit for bit; verify is clean; after gc the store holds only what
+# the kept checkpoints name; the ledger's exit events say how each machine ended.
+# tests/integration/chaos_soak.py is the driver. By hand, longer: SOAK_CYCLES=300 SOAK_SEED=7
+# bash tests/integration/test_chaos_soak.sh
 . "$(dirname "$0")/lib.sh"
 # s3rver: the fault proxy is built around it, and its objects' times are their files' (aged
 # before gc, whose grace is at least 10 minutes).

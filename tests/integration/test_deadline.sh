@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Deadline awareness (README, "How fast"). With --every the newest committed checkpoint is
-# kept durable in the background, so a notice with a short deadline only has to persist what
-# changed since: the log says up front that it fits, the notice checkpoint writes only its
-# fresh bytes, and it is durable before the deadline; the same through SIGTERM with
-# --grace. Then, over a throttled link where the deadline cannot be met, the log predicts
-# the miss and names the checkpoint a new machine would restore, and the ledger's notice
-# event keeps the prediction.
+# Deadline awareness (docs/performance.md, "How fast"). With --every the newest committed
+# checkpoint is kept durable in the background, so a notice with a short deadline only has to
+# persist what changed since: the log says up front that it fits, the notice checkpoint writes
+# only its fresh bytes, and it is durable before the deadline; the same through SIGTERM with
+# --grace. Then, over a throttled link where the deadline cannot be met, the log predicts the
+# miss and names the checkpoint a new machine would restore, and the ledger's notice event keeps
+# the prediction.
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 

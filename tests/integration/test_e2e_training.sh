@@ -6,7 +6,7 @@
 # destroyed (agent and trainer SIGKILLed, checkpoint directory deleted); the same command line
 # on a new one restores and finishes. --precision exact must end bit-identical to a run never
 # interrupted; auto within 1% of its loss, with every restored tensor inside the error bound in
-# README, "How checkpoints are made small". For AWS, GCP and Azure notices.
+# docs/how-it-works.md, "How checkpoints are made small". For AWS, GCP and Azure notices.
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 . "$RR_SRC/tests/integration/metalib.sh"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Client-side encryption (README, "Encryption"): with --encryption-key-file every stored
-# object is sealed (AES-256-GCM), on file:// and on S3 (s3rver). The drill restores
+# Client-side encryption (docs/how-it-works.md, "Encryption"): with --encryption-key-file every
+# stored object is sealed (AES-256-GCM), on file:// and on S3 (s3rver). The drill restores
 # bit-identical; no file name, tensor name or plaintext marker can be found in any stored
-# object; a wrong key, no key, or a key on a clear store is one clear error (125) and nothing
-# is restored; a tampered object is damage and restore falls back; incremental checkpoints
-# stay incremental (keyed chunk addresses are deterministic).
-# The S3 server: s3rver, not MinIO (tests/integration/s3lib.sh): our GCS front (the gs:// half) stores into s3rver.
+# object; a wrong key, no key, or a key on a clear store is one clear error (125) and nothing is
+# restored; a tampered object is damage and restore falls back; incremental checkpoints stay
+# incremental (keyed chunk addresses are deterministic). The S3 server: s3rver, not MinIO
+# (tests/integration/s3lib.sh): our GCS front (the gs:// half) stores into s3rver.
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"

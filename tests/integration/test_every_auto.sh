@@ -1,16 +1,14 @@
 #!/usr/bin/env bash
-# --every auto (README, "How often to checkpoint"), on the S3 test server with a real trainer
-# and agent:
-#  0. `resume-run simulate`, its JSON and a trace file;
-#  1. a checkpoint that stalls the trainer 0.2 s and losses every 20 s (--mtbf): the interval
-#     the agent uses converges to Daly's, 2.70 s, within 10% (its log, the asks' spacing, the
-#     metrics file), and `report` shows the interval, the stall spent and the hindsight;
-#  2. --max-overhead 5 (the default) lengthens it to 20 times the measured stall;
-#  3. without --mtbf a machine reads the run's history: three earlier machines that vanished
-#     make the MTBF (24 h + their time) / 4;
-#  4. the notice-lead rule on a throttled link: the interval shrinks so that a notice just
-#     before the next checkpoint is still durable within its 3 s lead, where Daly's interval
-#     (as a fixed one) misses it.
+# --every auto (docs/performance.md, "How often to checkpoint"), on the S3 test server with a
+# real trainer and agent: 0. `resume-run simulate`, its JSON and a trace file; 1. a checkpoint
+# that stalls the trainer 0.2 s and losses every 20 s (--mtbf): the interval the agent uses
+# converges to Daly's, 2.70 s, within 10% (its log, the asks' spacing, the metrics file), and
+# `report` shows the interval, the stall spent and the hindsight; 2. --max-overhead 5 (the
+# default) lengthens it to 20 times the measured stall; 3. without --mtbf a machine reads the
+# run's history: three earlier machines that vanished make the MTBF (24 h + their time) / 4; 4.
+# the notice-lead rule on a throttled link: the interval shrinks so that a notice just before
+# the next checkpoint is still durable within its 3 s lead, where Daly's interval (as a fixed
+# one) misses it.
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# A torchrun-like launcher (README, "The trainer contract", "The checkpoint signal")
-# that starts two workers with start_new_session=True the way torchrun >= 2.2 does
-# (torch/distributed/elastic/multiprocessing/subprocess_handler), so they are in sessions
-# and process groups of their own, and that keeps SIGTERM to itself, which real torchrun
-# never does: the final SIGTERM of a notice still reaches the workers. Real torchrun with
-# real DCP (the checkpoint signal reaching both workers and not the launcher, exit 75) is
+# A torchrun-like launcher (docs/trainer-contract.md, "The trainer contract", "The checkpoint
+# signal") that starts two workers with start_new_session=True the way torchrun >= 2.2 does
+# (torch/distributed/elastic/multiprocessing/subprocess_handler), so they are in sessions and
+# process groups of their own, and that keeps SIGTERM to itself, which real torchrun never does:
+# the final SIGTERM of a notice still reaches the workers. Real torchrun with real DCP (the
+# checkpoint signal reaching both workers and not the launcher, exit 75) is
 # tests/frameworks/test_dcp.sh; this one runs here under the sanitizers too.
 . "$(dirname "$0")/lib.sh"
 T="$RR_SRC/tests/integration/trainers"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# A trainer is outside input (the filesystem half; README, "A hostile trainer"). The agent runs
-# as root and the trainer as nobody (setpriv), as in a container whose entrypoint is the agent:
-# whatever the trainer plants in its checkpoint directory must not make the agent delete,
-# upload or block on anything the trainer could not reach itself. Cases that need the two users
-# are skipped, with a line saying so, when the test does not run as root.
+# A trainer is outside input (the filesystem half; docs/failure-modes.md, "A hostile trainer").
+# The agent runs as root and the trainer as nobody (setpriv), as in a container whose entrypoint
+# is the agent: whatever the trainer plants in its checkpoint directory must not make the agent
+# delete, upload or block on anything the trainer could not reach itself. Cases that need the
+# two users are skipped, with a line saying so, when the test does not run as root.
 . "$(dirname "$0")/lib.sh"
 
 chmod 0755 "$W" # the trainer (nobody) reaches its checkpoint dir and the agent's log

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The trainer as outside input, process side (README, "A hostile trainer"): it inherits no fd
-# of the agent (S3 keep-alive sockets included), its background processes do not outlive a
-# restart or the agent, it dies with a SIGKILLed agent, SIGINT/SIGTERM stop a slow start-up
-# restore without starting it, the agent is not dumpable and has a core limit of 0 while the
-# trainer gets its own back, --trainer-env strip keeps the agent's credentials from it, and a
-# Google token never goes over plain http to a host that is not loopback.
+# The trainer as outside input, process side (docs/failure-modes.md, "A hostile trainer"): it
+# inherits no fd of the agent (S3 keep-alive sockets included), its background processes do not
+# outlive a restart or the agent, it dies with a SIGKILLed agent, SIGINT/SIGTERM stop a slow
+# start-up restore without starting it, the agent is not dumpable and has a core limit of 0
+# while the trainer gets its own back, --trainer-env strip keeps the agent's credentials from
+# it, and a Google token never goes over plain http to a host that is not loopback.
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 

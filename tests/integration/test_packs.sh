@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Packs (README, "What is stored", "Packs"): a checkpoint of many small tensors is a few
-# stored objects, not
-# one per tensor; it restores byte-identical; a second checkpoint with one small tensor
-# changed stores little new; encrypted packs restore; a store written by the previous
-# release (manifest-1, tests/fixtures/store-manifest-1, made by 8fcdf38 with
+# Packs (docs/how-it-works.md, "What is stored", "Packs"): a checkpoint of many small tensors is
+# a few stored objects, not one per tensor; it restores byte-identical; a second checkpoint with
+# one small tensor changed stores little new; encrypted packs restore; a store written by the
+# previous release (manifest-1, tests/fixtures/store-manifest-1, made by 8fcdf38 with
 # tests/fixtures/store-manifest-1.make.py) still restores with this binary.
 . "$(dirname "$0")/lib.sh"
 T="$RR_SRC/tests/integration/trainers"

@@ -4,7 +4,7 @@
 # ends with check_store: the newest checkpoint the trainer committed is LATEST, verify calls
 # nothing damaged, and it restores byte-identical onto an empty directory.
 #
-# The whole matrix (README "Failure modes"):
+# The whole matrix (docs/failure-modes.md, "Failure modes"):
 #   this file                   500/503 SlowDown/InternalError answers of every body length
 #                               (persist, verify, restore); reset while sending a part; reset
 #                               after the server applied a create-only PUT (the retry meets

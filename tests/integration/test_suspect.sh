@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# A checkpoint the trainer cannot resume from is set aside, not restarted from until the
-# agent gives up (README, "Suspect and proven checkpoints"): after two failures from it with
-# no newer commit it is marked suspect in the store; the agent restores the one before, the
-# trainer commits the name again and that commit replaces the suspect one; a new machine
-# passes a suspect checkpoint over; the checkpoint resumed from is proven, and retention
-# keeps it; `ls` and `report` say so, `unmark` clears a mark; a command that cannot start
-# (127) marks nothing.
+# A checkpoint the trainer cannot resume from is set aside, not restarted from until the agent
+# gives up (docs/how-it-works.md, "Suspect and proven checkpoints"): after two failures from it
+# with no newer commit it is marked suspect in the store; the agent restores the one before, the
+# trainer commits the name again and that commit replaces the suspect one; a new machine passes
+# a suspect checkpoint over; the checkpoint resumed from is proven, and retention keeps it; `ls`
+# and `report` say so, `unmark` clears a mark; a command that cannot start (127) marks nothing.
 . "$(dirname "$0")/lib.sh"
 
 POISON="$RR_SRC/tests/integration/trainers/poison.py"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Tensor-aware checkpoints (README, "What is stored"): a real PyTorch checkpoint (model +
-# AdamW state) under
-# --precision auto comes back within the error bound for every value, with identical headers;
-# exact is byte-identical; specials come back bit for bit; unchanged tensors are not written
-# again; a file the strict reader refuses is stored byte-exact.
+# Tensor-aware checkpoints (docs/how-it-works.md, "What is stored"): a real PyTorch checkpoint
+# (model + AdamW state) under --precision auto comes back within the error bound for every
+# value, with identical headers; exact is byte-identical; specials come back bit for bit;
+# unchanged tensors are not written again; a file the strict reader refuses is stored
+# byte-exact.
 . "$(dirname "$0")/lib.sh"
 T="$RR_SRC/tests/integration/trainers"
 CHECK="$PY $RR_SRC/tests/integration/check_tensors.py"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# torch.save files (README, "What is stored"): an HF-Trainer-shaped checkpoint
+# torch.save files (docs/how-it-works.md, "What is stored"): an HF-Trainer-shaped checkpoint
 # (model.safetensors,
 # optimizer.pt, scheduler.pt, rng_state.pth, trainer_state.json) and a Lightning-shaped .ckpt
 # made by real torch.save are persisted record by record and restored: under auto every F32

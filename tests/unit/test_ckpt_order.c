@@ -1,5 +1,5 @@
-/* CUnit suite "ckpt_order": which checkpoint is newest (README, "The trainer contract"):
- * the greatest step-N number, else the latest commit time, then the name. */
+/* CUnit suite "ckpt_order": which checkpoint is newest (docs/trainer-contract.md, "The trainer
+ * contract"): the greatest step-N number, else the latest commit time, then the name. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,7 +187,8 @@ static void test_framework_names_give_their_step_numbers(void)
 {
 	uint64_t n = 0;
 
-	/* HF Trainer, DeepSpeed, Lightning (README, "The trainer contract", "Order") */
+	/* HF Trainer, DeepSpeed, Lightning (docs/trainer-contract.md, "The trainer contract",
+	 * "Order") */
 	CU_ASSERT(rr_checkpoint_step("checkpoint-1200", &n) == 1 && n == 1200);
 	CU_ASSERT(rr_checkpoint_step("global_step1200", &n) == 1 && n == 1200);
 	CU_ASSERT(rr_checkpoint_step("epoch=3-step=1200.ckpt", &n) == 1 && n == 1200);

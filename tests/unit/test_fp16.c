@@ -1,16 +1,14 @@
-/* CUnit suite "fp16": F32 <-> scaled FP16 and F32 <-> BF16 (README, "What is stored").
- *
- * The encoders are checked on every one of the 2^32 F32 bit patterns: the AVX2/F16C path
- * against the portable one (bit for bit), the portable FP16 rounding against an independent
- * reference (the midpoints between neighbouring halves, computed in double), and the error
- * bounds the design promises. The scans go block by block (2^16 patterns, cache-sized) in
- * one child process per CPU, and count failures rather than assert per pattern (a CU_ASSERT
- * costs more than the kernels), printing the first. Sanitizer builds are ~10x slower, so
- * there every 61st pattern of each block is checked, plus its first and last 64 (which hold
- * zeros, the least subnormals, FLT_MAX, Inf and the NaN boundaries).
- *
- * On a CPU without AVX2/F16C both "paths" are the portable one and the comparisons are
- * trivially true; the reference and error checks still run. */
+/* CUnit suite "fp16": F32 <-> scaled FP16 and F32 <-> BF16 (docs/how-it-works.md, "What is
+ * stored").  The encoders are checked on every one of the 2^32 F32 bit patterns: the AVX2/F16C
+ * path against the portable one (bit for bit), the portable FP16 rounding against an
+ * independent reference (the midpoints between neighbouring halves, computed in double), and
+ * the error bounds the design promises. The scans go block by block (2^16 patterns,
+ * cache-sized) in one child process per CPU, and count failures rather than assert per pattern
+ * (a CU_ASSERT costs more than the kernels), printing the first. Sanitizer builds are ~10x
+ * slower, so there every 61st pattern of each block is checked, plus its first and last 64
+ * (which hold zeros, the least subnormals, FLT_MAX, Inf and the NaN boundaries).  On a CPU
+ * without AVX2/F16C both "paths" are the portable one and the comparisons are trivially true;
+ * the reference and error checks still run. */
 #include <float.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,5 +1,6 @@
-/* CUnit suite "layout": store keys under "<run-id>/" (README, "What is stored") and their
- * parsers, which must accept exactly the shapes the writers make and nothing near them. */
+/* CUnit suite "layout": store keys under "<run-id>/" (docs/how-it-works.md, "What is stored")
+ * and their parsers, which must accept exactly the shapes the writers make and nothing near
+ * them. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>

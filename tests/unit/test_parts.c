@@ -1,6 +1,6 @@
-/* CUnit suite "parts": multi-node checkpoints (README, "What is stored") against a real
- * file store. Two "nodes" are two checkpoint directories persisting into one store, each as
- * its part; the agent that sees the last part commits; restore takes one node's view; parts
+/* CUnit suite "parts": multi-node checkpoints (docs/how-it-works.md, "What is stored") against
+ * a real file store. Two "nodes" are two checkpoint directories persisting into one store, each
+ * as its part; the agent that sees the last part commits; restore takes one node's view; parts
  * no commit names are swept after the grace. */
 #include <pthread.h>
 

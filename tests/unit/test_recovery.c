@@ -1,5 +1,5 @@
 /* CUnit suite "recovery": when the agent marks a checkpoint suspect or proven
- * (agent/run/recovery.c; README, "Suspect and proven checkpoints"). */
+ * (agent/run/recovery.c; docs/how-it-works.md, "Suspect and proven checkpoints"). */
 #include <string.h>
 
 #include "recovery.h"

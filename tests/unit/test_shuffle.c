@@ -1,4 +1,4 @@
-/* CUnit suite "shuffle": the byte shuffle of README, "How checkpoints are made small"
+/* CUnit suite "shuffle": the byte shuffle of docs/how-it-works.md, "How checkpoints are made small"
  * (`exact`) and its inverse, on both paths (AVX2 and portable), for every width and lengths
  * around the SIMD step sizes, with buffers at every alignment. The layout is checked
  * against its definition, dst[b * n + i] == src[i * width + b], and nothing may be written

@@ -376,8 +376,8 @@ static void test_scan_reports_existing_checkpoints_only(void)
 
 	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
 	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
-	/* a regular file may be a one-file checkpoint (README, "The trainer contract");
-	 * links and fifos never */
+	/* a regular file may be a one-file checkpoint (docs/trainer-contract.md, "The trainer
+	 * contract"); links and fifos never */
 	CU_ASSERT(r.n == 3);
 	CU_ASSERT(s_count(&r, "notes.txt") == 1);
 	CU_ASSERT(s_count(&r, "step-1") == 1);
@@ -697,8 +697,8 @@ static void test_queue_overflow_falls_back_to_a_full_scan(void)
 	s_rm_rf(e.root);
 }
 
-/* ---- commit rules (README, "The trainer contract" table): auto, marker:NAME, pointer:NAME
- * ------------- */
+/* ---- commit rules (docs/trainer-contract.md, "The trainer contract" table): auto,
+ * marker:NAME, pointer:NAME ------------- */
 
 /* Like s_sync, with a sentinel name of its own so one test can sync twice. */
 static void s_sync_as(struct rr_watcher *w, struct s_rec *r, const char *dir, const char *name)
