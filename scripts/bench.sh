@@ -21,8 +21,8 @@ scripts/install-deps.sh test
 if [ "${BENCH_ONLY:-}" = torch ]; then exec scripts/bench_torch.sh; fi
 # BENCH_SECTIONS=packs: packs vs aws/rclone on two checkpoints, tmpfs throughput, scale.
 if [ "${BENCH_SECTIONS:-all}" = packs ]; then exec scripts/bench_packs.sh; fi
-# BENCH_SECTIONS=s3-minio: resume-run vs aws s3 cp vs rclone on MinIO.
-if [ "${BENCH_SECTIONS:-all}" = s3-minio ]; then exec scripts/bench_s3_minio.sh; fi
+# BENCH_SECTIONS=s3-seaweedfs: resume-run vs aws s3 cp vs rclone on SeaweedFS.
+if [ "${BENCH_SECTIONS:-all}" = s3-seaweedfs ]; then exec scripts/bench_s3_seaweedfs.sh; fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 RR=$root/build/resume-run
@@ -309,6 +309,6 @@ MD
 scripts/bench_torch.sh > /dev/null  # adds its section to $OUT
 bench_encryption > /dev/null
 scripts/bench_packs.sh > /dev/null  # replaces its section of $OUT
-scripts/bench_s3_minio.sh > /dev/null  # replaces its section of $OUT
+scripts/bench_s3_seaweedfs.sh > /dev/null  # replaces its section of $OUT
 echo "== wrote $OUT"
 cat "$OUT"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two machines on one store at once, on file:// and on s3:// (MinIO, whose own conditional
+# Two machines on one store at once, on file:// and on s3:// (SeaweedFS, whose own conditional
 # writes keep the manifests create-only and LATEST compare-and-swap): the old machine is
 # stopped in the middle of persisting step-4 while the new one restores step-3, commits
 # its own (different) step-4, step-5 and step-6, and retires old checkpoints; then the old
@@ -7,7 +7,7 @@
 # be deleted (every checkpoint verifies), a chunk first stored long ago that the new machine
 # deduplicates against is written again (its age renewed for gc's grace), and the old
 # machine must not report its step-4 as stored when the store holds the new one's. (Ageing
-# stored chunks needs the store's files: on MinIO, whose objects' times cannot be set, the
+# stored chunks needs the store's files: on SeaweedFS, whose objects' times cannot be set, the
 # renewal is left to the file:// run.)
 # Then one stray far-future name (step-9999999999) restored from the store: later commits,
 # the notice's included, are persisted, with one warning naming it.
