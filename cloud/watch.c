@@ -26,6 +26,7 @@ struct rr_cloud_watch {
 	atomic_int stop;
 	atomic_int durable;          /* set by the event loop, consumed by the thread */
 	atomic_int settled;          /* detection done and the identity asked for */
+	atomic_int decided;          /* the cloud once known (enum rr_cloud), AUTO before */
 	atomic_int acks;             /* the provider acknowledges durable checkpoints */
 	int efd;
 	int started;
@@ -119,11 +120,13 @@ static void *s_main(void *arg)
 		if (w->cloud == RR_CLOUD_NONE) {
 			rr_info("cloud: none (%s); notices come from signals, --notice-file and "
 				"--every", why);
+			atomic_store(&w->decided, RR_CLOUD_NONE);
 			s_settle(w);
 			return NULL;
 		}
 		rr_info("cloud: %s (%s)", rr_cloud_name(w->cloud), why);
 	}
+	atomic_store(&w->decided, (int)w->cloud);
 	p = s_provider(w->cloud);
 	rc = p ? p->create(&w->o, &state) : RR_EINVAL;
 	if (!rc && p->durable)
@@ -184,6 +187,7 @@ int rr_cloud_watch_start(enum rr_cloud cloud, const struct rr_cloud_opts *o,
 	if (!w)
 		return RR_ENOMEM;
 	w->cloud = cloud;
+	w->decided = cloud;
 	w->o = *o;
 	w->o.stop = &w->stop;
 	w->efd = -1;
@@ -251,6 +255,11 @@ int rr_cloud_watch_identity(struct rr_cloud_watch *w, struct rr_cloud_identity *
 int rr_cloud_watch_settled(struct rr_cloud_watch *w)
 {
 	return !w || w->efd < 0 || atomic_load(&w->settled);
+}
+
+enum rr_cloud rr_cloud_watch_cloud(struct rr_cloud_watch *w)
+{
+	return w ? (enum rr_cloud)atomic_load(&w->decided) : RR_CLOUD_NONE;
 }
 
 void rr_cloud_watch_durable(struct rr_cloud_watch *w)

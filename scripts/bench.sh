@@ -23,6 +23,8 @@ if [ "${BENCH_ONLY:-}" = torch ]; then exec scripts/bench_torch.sh; fi
 if [ "${BENCH_SECTIONS:-all}" = packs ]; then exec scripts/bench_packs.sh; fi
 # BENCH_SECTIONS=s3-seaweedfs: resume-run vs aws s3 cp vs rclone on SeaweedFS.
 if [ "${BENCH_SECTIONS:-all}" = s3-seaweedfs ]; then exec scripts/bench_s3_seaweedfs.sh; fi
+# BENCH_SECTIONS=azure: az:// vs the Azure CLI's upload-batch/download-batch on Azurite.
+if [ "${BENCH_SECTIONS:-all}" = azure ]; then exec scripts/bench_azure.sh; fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 RR=$root/build/resume-run
@@ -310,5 +312,6 @@ scripts/bench_torch.sh > /dev/null  # adds its section to $OUT
 bench_encryption > /dev/null
 scripts/bench_packs.sh > /dev/null  # replaces its section of $OUT
 scripts/bench_s3_seaweedfs.sh > /dev/null  # replaces its section of $OUT
+scripts/bench_azure.sh > /dev/null  # the same for Azure Blob Storage (needs the checkpoint above)
 echo "== wrote $OUT"
 cat "$OUT"

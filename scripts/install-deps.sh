@@ -11,14 +11,16 @@ if [ "$what" = test ]; then
 	# awscli, python3-boto3 and rclone read back what the agent writes to S3.
 	pkgs+=(clang libclang-rt-14-dev zstd util-linux python3-torch awscli python3-boto3 rclone time curl)
 	# azure-cli (az storage blob list/download, generate-sas) reads back what the agent
-	# writes to Azure Blob Storage (integration_azure_store).
-	pkgs+=(azure-cli)
+	# writes to Azure Blob Storage (integration_azure_*); libfaketime sets Azurite's clock
+	# back, the one way to age blobs there (test_azure_two_writers.sh).
+	pkgs+=(azure-cli libfaketime)
 	# The deployment tests (tests/deploy): cloud-init's schema check, ShellCheck, systemd-analyze
 	# (systemd), dpkg-shlibdeps for the .deb's Depends (dpkg-dev), podman + debootstrap for
 	# the Dockerfile, a single-node Slurm (slurm-wlm, munge) for the sbatch flow.
 	pkgs+=(cloud-init shellcheck systemd dpkg-dev python3-yaml podman debootstrap slurm-wlm munge)
-	# stunnel4 terminates TLS in front of the S3 and GCS test servers (tests/integration/test_tls.sh).
-	pkgs+=(stunnel4)
+	# stunnel4 terminates TLS in front of the S3 and GCS test servers (tests/integration/test_tls.sh);
+	# openssl makes the private CAs there and for Azurite's HTTPS (test_azure_entra.sh).
+	pkgs+=(stunnel4 openssl)
 	# python3-cryptography: service-account keys for the GCS tests (test_gcs_store,
 	# test_encryption); it also made the fuzz_sealed seeds.
 	pkgs+=(python3-cryptography)
@@ -29,6 +31,8 @@ if [ "$what" = test ]; then
 	pkgs+=(prometheus)
 	# python3-venv: the virtual environment of the clouds' SDKs (tests/thirdparty/install.sh).
 	pkgs+=(python3-venv)
+	# faketime (libfaketime) runs the agent with its clock 20 minutes off (test_clock_skew.sh).
+	pkgs+=(faketime)
 	# Node.js runs the S3 test server; this machine kind ships it (NodeSource), Debian's
 	# nodejs + npm are the fallback.
 	command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

@@ -12,7 +12,7 @@
 struct s_names {
 	const char *run_id;
 	struct rr_catalog *c;
-	size_t cap;
+	size_t cap, mark_cap;
 };
 
 static int s_grow(void **arr, size_t *cap, size_t n, size_t elem)
@@ -28,15 +28,35 @@ static int s_grow(void **arr, size_t *cap, size_t n, size_t elem)
 	return 0;
 }
 
+static int s_on_mark(struct s_names *s, const struct rr_store_entry *e, int kind,
+		     const char *name, const char *token)
+{
+	struct rr_catalog_mark *m;
+	int rc = s_grow((void **)&s->c->marks, &s->mark_cap, s->c->nmarks, sizeof(*s->c->marks));
+
+	if (rc)
+		return rc;
+	m = &s->c->marks[s->c->nmarks++];
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	snprintf(m->token, sizeof(m->token), "%s", token);
+	m->kind = kind;
+	m->mtime_unix_ms = e->mtime_unix_ms;
+	return 0;
+}
+
 static int s_on_manifest(const struct rr_store_entry *e, void *ud)
 {
 	struct s_names *s = ud;
-	char name[256];
+	char name[256], token[RR_READER_TOKEN_MAX];
 	unsigned rank;
-	int rc;
+	int rc, kind;
 
 	if (rr_key_parse_part(e->key, s->run_id, name, sizeof(name), &rank))
 		s->c->has_parts = 1;
+	kind = (int)rr_key_parse_mark(e->key, s->run_id, name, sizeof(name), token,
+				      sizeof(token));
+	if (kind != RR_KEY_NOT_MARK)
+		return s_on_mark(s, e, kind, name, token);
 	if (!rr_key_parse_manifest(e->key, s->run_id, name, sizeof(name)))
 		return 0;
 	rc = s_grow((void **)&s->c->entries, &s->cap, s->c->n, sizeof(*s->c->entries));
@@ -175,6 +195,44 @@ static int s_same_group(const struct rr_catalog_entry *a, const struct rr_catalo
 	return ha == hb && sa == sb;
 }
 
+/* Puts the listed marks on their entries; suspect marks are read (they are few: a run
+ * gets one only after its trainer failed repeatedly). A mark that cannot be read is
+ * treated as none, with a warning: restore then tries that checkpoint as before. */
+static int s_apply_marks(struct rr_store *s, struct rr_catalog *c)
+{
+	for (size_t i = 0; i < c->nmarks; i++) {
+		const struct rr_catalog_mark *m = &c->marks[i];
+		struct rr_catalog_entry *e = (struct rr_catalog_entry *)rr_catalog_find(c, m->name);
+		struct rr_suspect sus;
+		int rc;
+
+		if (!e)
+			continue;
+		if (m->kind == RR_KEY_PROVEN) {
+			e->proven = 1;
+		} else if (m->kind == RR_KEY_READER) {
+			if (m->mtime_unix_ms > e->reader_ms)
+				e->reader_ms = m->mtime_unix_ms;
+		} else if (m->kind == RR_KEY_SUSPECT && !e->suspect) {
+			rc = rr_mark_read_suspect(s, c->run_id, m->name, &sus);
+			if (rc == RR_ENOENT)
+				continue; /* cleared since the listing */
+			if (rc == RR_ECORRUPT) {
+				rr_warn("the suspect mark of checkpoint %s is unreadable; ignored",
+					m->name);
+				continue;
+			}
+			if (rc)
+				return rc;
+			e->suspect = malloc(sizeof(*e->suspect));
+			if (!e->suspect)
+				return RR_ENOMEM;
+			*e->suspect = sus;
+		}
+	}
+	return 0;
+}
+
 int rr_catalog_list(struct rr_store *s, const char *run_id, struct rr_catalog **out)
 {
 	struct rr_catalog *c = calloc(1, sizeof(*c));
@@ -203,6 +261,9 @@ int rr_catalog_list(struct rr_store *s, const char *run_id, struct rr_catalog **
 		qsort(c->chunks, c->nchunks, sizeof(*c->chunks), s_cmp_chunk);
 	if (c->n)
 		qsort(c->entries, c->n, sizeof(*c->entries), s_cmp_name);
+	rc = s_apply_marks(s, c);
+	if (rc)
+		goto out;
 	rc = rr_key_latest(key, run_id);
 	if (!rc && rr_store_get(s, key, &b, NULL) == 0 &&
 	    rr_latest_parse((const char *)b.data, b.len, c->latest, sizeof(c->latest)) != 0)
@@ -299,9 +360,12 @@ void rr_catalog_destroy(struct rr_catalog *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->n; i++)
+	for (size_t i = 0; i < c->n; i++) {
 		rr_manifest_destroy(c->entries[i].manifest);
+		free(c->entries[i].suspect);
+	}
 	free(c->entries);
+	free(c->marks);
 	free(c->chunks);
 	free(c);
 }
@@ -316,6 +380,21 @@ const struct rr_catalog_entry *rr_catalog_newest(const struct rr_catalog *c)
 {
 	for (size_t i = 0; i < c->n; i++)
 		if (c->entries[i].committed)
+			return &c->entries[i];
+	return NULL;
+}
+
+int rr_catalog_is_suspect(const struct rr_catalog_entry *e)
+{
+	return e->suspect && e->manifest &&
+	       e->manifest->committed_unix_ms == e->suspect->for_committed_ms;
+}
+
+const struct rr_catalog_entry *rr_catalog_newest_proven(const struct rr_catalog *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->entries[i].committed && c->entries[i].proven &&
+		    !rr_catalog_is_suspect(&c->entries[i]))
 			return &c->entries[i];
 	return NULL;
 }

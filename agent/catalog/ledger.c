@@ -85,7 +85,9 @@ static enum rr_ledger_kind s_kind(const char *k)
 	static const struct { const char *name; enum rr_ledger_kind kind; } kinds[] = {
 		{ "start", RR_LEDGER_START }, { "restore", RR_LEDGER_RESTORE },
 		{ "notice", RR_LEDGER_NOTICE }, { "checkpoint", RR_LEDGER_CHECKPOINT },
-		{ "restart", RR_LEDGER_RESTART },
+		{ "restart", RR_LEDGER_RESTART }, { "interval", RR_LEDGER_INTERVAL },
+		{ "suspect", RR_LEDGER_SUSPECT },
+		{ "exit", RR_LEDGER_EXIT },
 	};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (strcmp(k, kinds[i].name) == 0)
@@ -157,6 +159,7 @@ int rr_ledger_event_parse(const char *text, size_t len, struct rr_ledger_event *
 	    s_u64(root, "stored_bytes", &e.stored_bytes, why, why_len) ||
 	    s_u64(root, "new_bytes", &e.new_bytes, why, why_len) ||
 	    s_u64(root, "downloaded_bytes", &e.downloaded_bytes, why, why_len) ||
+	    s_u64(root, "unused_bytes", &e.unused_bytes, why, why_len) ||
 	    s_int(root, "elapsed_ms", 0, S_MS_MAX, &e.elapsed_ms, why, why_len) ||
 	    s_int(root, "committed_unix_ms", 0, S_MS_MAX, &e.committed_ms, why, why_len) ||
 	    s_int(root, "durable_unix_ms", 0, S_MS_MAX, &e.durable_ms, why, why_len) ||
@@ -164,7 +167,17 @@ int rr_ledger_event_parse(const char *text, size_t len, struct rr_ledger_event *
 	    s_bool(root, "already_present", &e.already_present, why, why_len) ||
 	    s_int(root, "fallbacks", 0, 1e6, &e.fallbacks, why, why_len) ||
 	    s_int(root, "exit_status", -1e6, 1e6, &e.exit_status, why, why_len) ||
-	    s_int(root, "attempt", 0, S_INT_MAX, &e.attempt, why, why_len))
+	    s_int(root, "attempt", 0, S_INT_MAX, &e.attempt, why, why_len) ||
+	    s_str(root, "mode", e.mode, sizeof(e.mode), why, why_len) ||
+	    s_int(root, "interval_ms", 0, S_MS_MAX, &e.interval_ms, why, why_len) ||
+	    s_int(root, "cost_ms", 0, S_MS_MAX, &e.cost_ms, why, why_len) ||
+	    s_int(root, "mtbf_ms", 0, S_MS_MAX, &e.mtbf_ms, why, why_len) ||
+	    s_int(root, "stall_ms", 0, S_MS_MAX, &e.stall_ms, why, why_len) ||
+	    s_str(root, "how", e.how, sizeof(e.how), why, why_len) ||
+	    s_str(root, "signal", e.signal, sizeof(e.signal), why, why_len) ||
+	    s_int(root, "failures", 0, S_INT_MAX, &e.failures, why, why_len) ||
+	    s_str(root, e.kind == RR_LEDGER_SUSPECT ? "restored_instead" : "passed_over_suspect",
+		  e.instead, sizeof(e.instead), why, why_len))
 		goto out;
 	/* Older agents wrote whole seconds only, and no durable time (the event is written
 	 * just after the manifest, so its own time stands in). */
@@ -220,6 +233,12 @@ static int s_cmp_keys(const void *a, const void *b)
 int rr_ledger_load(struct rr_store *s, const char *run_id, struct rr_ledger_event **out,
 		   size_t *n, size_t *skipped)
 {
+	return rr_ledger_load_newest(s, run_id, RR_LEDGER_EVENTS_MAX, out, n, skipped);
+}
+
+int rr_ledger_load_newest(struct rr_store *s, const char *run_id, size_t max,
+			  struct rr_ledger_event **out, size_t *n, size_t *skipped)
+{
 	struct s_keys k = { 0 };
 	struct rr_ledger_event *ev = NULL;
 	char prefix[RR_KEY_MAX];
@@ -243,6 +262,12 @@ int rr_ledger_load(struct rr_store *s, const char *run_id, struct rr_ledger_even
 	/* <13-digit unix ms>-<kind>.json: the names sort in time order. */
 	if (k.n > 1)
 		qsort(k.keys, k.n, sizeof(*k.keys), s_cmp_keys);
+	if (max && k.n > max) { /* the newest: the end of the sorted list */
+		for (size_t i = 0; i < k.n - max; i++)
+			free(k.keys[i]);
+		memmove(k.keys, k.keys + (k.n - max), max * sizeof(*k.keys));
+		k.n = max;
+	}
 	if (k.n) {
 		ev = calloc(k.n, sizeof(*ev));
 		if (!ev) {

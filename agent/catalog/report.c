@@ -214,10 +214,24 @@ int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_
 			memcpy(s->checkpoint, e->checkpoint, sizeof(s->checkpoint));
 			s->bytes = e->bytes;
 			s->downloaded_bytes = e->downloaded_bytes;
+			s->unused_bytes = e->unused_bytes;
 			s->elapsed_ms = e->elapsed_ms;
 			s->fallbacks = e->fallbacks;
 			s->already_present = e->already_present;
+			memcpy(s->passed_over, e->instead, sizeof(s->passed_over));
 			r->restore_ms += e->elapsed_ms;
+			break;
+		}
+		case RR_LEDGER_SUSPECT: {
+			struct rr_report_suspect *s = s_push(&r->suspects, &r->nsuspects, sizeof(*s));
+			if (!s)
+				goto out;
+			s->attempt = att[i];
+			s->unix_ms = e->unix_ms;
+			s->failures = e->failures;
+			s->exit_status = e->exit_status;
+			memcpy(s->checkpoint, e->checkpoint, sizeof(s->checkpoint));
+			memcpy(s->instead, e->instead, sizeof(s->instead));
 			break;
 		}
 		case RR_LEDGER_RESTART: {
@@ -245,7 +259,14 @@ int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_
 			s_widen(a, e->received_ms);
 			break;
 		}
+		case RR_LEDGER_EXIT:
+			r->exits++;
+			snprintf(a->ended, sizeof(a->ended), "%s", e->how[0] ? e->how : "?");
+			a->exit_status = e->exit_status;
+			memcpy(a->signal, e->signal, sizeof(a->signal));
+			break;
 		case RR_LEDGER_START:
+		case RR_LEDGER_INTERVAL: /* rr_report_interval_build reads them */
 		case RR_LEDGER_OTHER:
 			break;
 		}
@@ -261,7 +282,11 @@ int rr_report_build(const struct rr_ledger_event *ev, size_t n, const struct rr_
 		if (s_count(r, a->inst.cloud, no->kind, no->source))
 			goto out;
 	}
+	for (size_t i = 0; r->exits && i + 1 < r->nattempts; i++)
+		r->lost += !r->attempts[i].ended[0];
 	s_cost(r, o);
+	if (rr_report_interval_build(r, ev, n))
+		goto out;
 	*out = r;
 	r = NULL;
 	rc = 0;
@@ -269,6 +294,15 @@ out:
 	free(att);
 	rr_report_destroy(r);
 	return rc;
+}
+
+const char *rr_report_ended(const struct rr_report *r, size_t i)
+{
+	if (r->attempts[i].ended[0])
+		return r->attempts[i].ended;
+	if (!r->exits)
+		return NULL;
+	return i + 1 < r->nattempts ? "lost" : "running or lost";
 }
 
 void rr_report_destroy(struct rr_report *r)
@@ -279,6 +313,7 @@ void rr_report_destroy(struct rr_report *r)
 	free(r->notices);
 	free(r->restores);
 	free(r->restarts);
+	free(r->suspects);
 	free(r->counts);
 	free(r);
 }

@@ -45,6 +45,27 @@ static const char *s_or(const char *s, const char *dash)
 	return s && s[0] ? s : dash;
 }
 
+/* Machine i's end for the table: "preempted (75)", "failed (3)", "killed (SIGKILL)", ... */
+static const char *s_ended(const struct rr_report *r, size_t i, char out[48])
+{
+	const struct rr_report_attempt *a = &r->attempts[i];
+	const char *how = rr_report_ended(r, i);
+
+	if (!a->ended[0] || !strcmp(a->ended, "finished"))
+		snprintf(out, 48, "%s", how ? how : "-");
+	else if (!strcmp(a->ended, "killed") && a->signal[0])
+		snprintf(out, 48, "killed (SIG%s)", a->signal);
+	else
+		snprintf(out, 48, "%s (%lld)", a->ended, (long long)a->exit_status);
+	return out;
+}
+
+/* Hours as a duration for people: short runs are seconds, not "0.00 h". */
+static char *s_hours(double h, char out[24])
+{
+	return s_dur((int64_t)(h * 3600.0 * 1000.0 + 0.5), out);
+}
+
 static void s_print_notices(const struct rr_report *r, FILE *f)
 {
 	char w[24], d1[24], d2[24];
@@ -98,17 +119,22 @@ int rr_report_print_text(const struct rr_report *r, const char *run_id, FILE *f)
 	if (r->skipped)
 		fprintf(f, " (%zu unreadable, left out)", r->skipped);
 	fprintf(f, "\n\nMachines (one line per agent start)\n");
-	fprintf(f, "  %-3s %-20s %-6s %-16s %-14s %-10s %-19s %-19s %-14s %s\n", "#", "HOST",
-		"CLOUD", "TYPE", "ZONE", "LIFECYCLE", "FROM (UTC)", "TO (UTC)", "DURATION",
-		"STARTED FROM");
+	fprintf(f, "  %-3s %-20s %-6s %-16s %-14s %-10s %-19s %-19s %-14s %-12s %s\n", "#",
+		"HOST", "CLOUD", "TYPE", "ZONE", "LIFECYCLE", "FROM (UTC)", "TO (UTC)", "DURATION",
+		"STARTED FROM", "ENDED");
 	for (size_t i = 0; i < r->nattempts; i++) {
 		const struct rr_report_attempt *a = &r->attempts[i];
-		fprintf(f, "  %-3zu %-20.20s %-6s %-16.16s %-14.14s %-10s %-19s %-19s %-14s %s\n",
-			i + 1, a->host, s_or(a->inst.cloud, "-"), s_or(a->inst.instance_type, "-"),
-			s_or(a->inst.zone, "-"), s_or(a->inst.lifecycle, "-"),
-			s_when(a->from_ms, w1), s_when(a->to_ms, w2), s_dur(a->to_ms - a->from_ms, d1),
-			a->restored ? "a checkpoint" : "scratch");
+		char ended[48];
+		fprintf(f, "  %-3zu %-20.20s %-6s %-16.16s %-14.14s %-10s %-19s %-19s %-14s %-12s "
+			"%s\n", i + 1, a->host, s_or(a->inst.cloud, "-"),
+			s_or(a->inst.instance_type, "-"), s_or(a->inst.zone, "-"),
+			s_or(a->inst.lifecycle, "-"), s_when(a->from_ms, w1), s_when(a->to_ms, w2),
+			s_dur(a->to_ms - a->from_ms, d1), a->restored ? "a checkpoint" : "scratch",
+			s_ended(r, i, ended));
 	}
+	if (r->lost)
+		fprintf(f, "  %u machine%s recorded no end: lost without a word (no notice came, "
+			"or the agent was killed)\n", r->lost, r->lost == 1 ? "" : "s");
 	s_print_notices(r, f);
 	fprintf(f, "\nPreemptions: %u; deadlines met %u, missed %u; work lost %s",
 		r->preemptions, r->deadlines_met, r->deadlines_missed, s_dur(r->work_lost_ms, d1));
@@ -119,15 +145,23 @@ int rr_report_print_text(const struct rr_report *r, const char *run_id, FILE *f)
 		fprintf(f, "  none\n");
 	for (size_t i = 0; i < r->nrestores; i++) {
 		const struct rr_report_restore *s = &r->restores[i];
-		char fb[24];
+		char fb[24], shared[80] = "";
 		if (s->fallbacks < 0)
 			snprintf(fb, sizeof(fb), "not recorded");
 		else
 			snprintf(fb, sizeof(fb), "%lld", (long long)s->fallbacks);
-		fprintf(f, "  %s  machine %zu  %s: %s, %s read from the store, in %s; fallbacks %s%s\n",
-			s_when(s->unix_ms, w1), s->attempt + 1, s->checkpoint,
+		/* A pack is read whole: an older checkpoint's pack can hold segments this one
+		 * does not use, so what is read can exceed what the checkpoint stores. */
+		if (s->unused_bytes)
+			snprintf(shared, sizeof(shared), " (%s of it other checkpoints' data in "
+				 "shared packs)", rr_format_bytes(s->unused_bytes, b3));
+		fprintf(f, "  %s  machine %zu  %s: %s, %s read from the store%s, in %s; fallbacks "
+			"%s%s\n", s_when(s->unix_ms, w1), s->attempt + 1, s->checkpoint,
 			rr_format_bytes(s->bytes, b1), rr_format_bytes(s->downloaded_bytes, b2),
-			s_dur(s->elapsed_ms, d1), fb, s->already_present ? " (already on disk)" : "");
+			shared, s_dur(s->elapsed_ms, d1), fb,
+			s->already_present ? " (already on disk)" : "");
+		if (s->passed_over[0])
+			fprintf(f, "      passed over suspect checkpoint %s\n", s->passed_over);
 	}
 	fprintf(f, "\nRestarts after crashes\n");
 	if (!r->nrestarts)
@@ -138,6 +172,16 @@ int rr_report_print_text(const struct rr_report *r, const char *run_id, FILE *f)
 			s_when(s->unix_ms, w1), s->attempt + 1, (long long)s->exit_status,
 			(long long)s->attempt_no, s->checkpoint[0] ? " from " : "", s->checkpoint);
 	}
+	fprintf(f, "\nSuspect checkpoints (the trainer failed repeatedly after resuming from them)\n");
+	if (!r->nsuspects)
+		fprintf(f, "  none\n");
+	for (size_t i = 0; i < r->nsuspects; i++) {
+		const struct rr_report_suspect *s = &r->suspects[i];
+		fprintf(f, "  %s  machine %zu  %s after %lld failures (last exit status %lld)%s%s\n",
+			s_when(s->unix_ms, w1), s->attempt + 1, s->checkpoint,
+			(long long)s->failures, (long long)s->exit_status,
+			s->instead[0] ? "; restored instead: " : "", s->instead);
+	}
 	fprintf(f, "\nCheckpoints: %u persisted (%u for notices); %s checkpointed, %s stored",
 		r->checkpoints, r->urgent_checkpoints, rr_format_bytes(r->bytes_checkpointed, b1),
 		rr_format_bytes(r->bytes_stored, b2));
@@ -146,8 +190,13 @@ int rr_report_print_text(const struct rr_report *r, const char *run_id, FILE *f)
 	fprintf(f, ", %s uploaded (new chunks and manifests)\n",
 		rr_format_bytes(r->bytes_uploaded, b3));
 
-	fprintf(f, "\nMachine time: %.2f h (%.2f h spot or unknown, %.2f h on-demand); useful "
-		"%.2f h\n", r->machine_hours, r->spot_hours, r->on_demand_hours, r->useful_hours);
+	rr_report_interval_print_text(r, f);
+	{
+		char h1[24], h2[24], h3[24], h4[24];
+		fprintf(f, "\nMachine time: %s (%s spot or unknown, %s on-demand); useful %s\n",
+			s_hours(r->machine_hours, h1), s_hours(r->spot_hours, h2),
+			s_hours(r->on_demand_hours, h3), s_hours(r->useful_hours, h4));
+	}
 	if (r->have_cost)
 		fprintf(f, "Cost estimate: %.2f on these machines vs %.2f on on-demand machines "
 			"(saved %.2f, %.0f%%)\n  how: each machine from its first to its last ledger "
@@ -205,6 +254,11 @@ static cJSON *s_attempts(const struct rr_report *r)
 		cJSON_AddNumberToObject(o, "notices", a->notices);
 		cJSON_AddNumberToObject(o, "checkpoints", a->checkpoints);
 		cJSON_AddNumberToObject(o, "restarts", a->restarts);
+		/* "running or lost" is for people: tools get null for the newest machine */
+		const char *ended = rr_report_ended(r, i);
+		s_str_or_null(o, "ended", ended && strcmp(ended, "running or lost") ? ended : NULL);
+		s_num_or_null(o, "exit_status", a->ended[0] != 0, (double)a->exit_status);
+		s_str_or_null(o, "signal", a->signal);
 	}
 	return arr;
 }
@@ -256,9 +310,32 @@ static cJSON *s_restores(const struct rr_report *r)
 		cJSON_AddStringToObject(o, "checkpoint", s->checkpoint);
 		cJSON_AddNumberToObject(o, "bytes", (double)s->bytes);
 		cJSON_AddNumberToObject(o, "downloaded_bytes", (double)s->downloaded_bytes);
+		cJSON_AddNumberToObject(o, "unused_bytes", (double)s->unused_bytes);
 		cJSON_AddNumberToObject(o, "seconds", (double)s->elapsed_ms / 1000.0);
 		s_num_or_null(o, "fallbacks", s->fallbacks >= 0, (double)s->fallbacks);
 		cJSON_AddBoolToObject(o, "already_present", s->already_present);
+		s_str_or_null(o, "passed_over_suspect", s->passed_over);
+	}
+	return arr;
+}
+
+static cJSON *s_suspects(const struct rr_report *r)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (size_t i = 0; arr && i < r->nsuspects; i++) {
+		const struct rr_report_suspect *s = &r->suspects[i];
+		cJSON *o = cJSON_CreateObject();
+		if (!o || !cJSON_AddItemToArray(arr, o)) {
+			cJSON_Delete(o);
+			break;
+		}
+		cJSON_AddNumberToObject(o, "machine", (double)s->attempt + 1);
+		cJSON_AddNumberToObject(o, "unix_ms", (double)s->unix_ms);
+		cJSON_AddStringToObject(o, "checkpoint", s->checkpoint);
+		cJSON_AddNumberToObject(o, "failures", (double)s->failures);
+		cJSON_AddNumberToObject(o, "exit_status", (double)s->exit_status);
+		s_str_or_null(o, "restored_instead", s->instead);
 	}
 	return arr;
 }
@@ -302,6 +379,7 @@ static cJSON *s_totals(const struct rr_report *r)
 	if (!o)
 		return NULL;
 	cJSON_AddNumberToObject(o, "machines", (double)r->nattempts);
+	cJSON_AddNumberToObject(o, "machines_lost", r->lost);
 	cJSON_AddNumberToObject(o, "notices", (double)r->nnotices);
 	cJSON_AddNumberToObject(o, "preemptions", r->preemptions);
 	cJSON_AddNumberToObject(o, "deadlines_met", r->deadlines_met);
@@ -359,8 +437,10 @@ int rr_report_print_json(const struct rr_report *r, const char *run_id, FILE *f)
 	    !cJSON_AddItemToObject(root, "restores", s_restores(r)) ||
 	    !cJSON_AddItemToObject(root, "restarts", s_restarts_and_counts(r, &counts)) ||
 	    !cJSON_AddItemToObject(root, "notice_counts", counts) ||
+	    !cJSON_AddItemToObject(root, "suspects", s_suspects(r)) ||
 	    !cJSON_AddItemToObject(root, "totals", s_totals(r)) ||
-	    !cJSON_AddItemToObject(root, "cost", s_cost(r)))
+	    !cJSON_AddItemToObject(root, "cost", s_cost(r)) ||
+	    !cJSON_AddItemToObject(root, "interval", rr_report_interval_json(r)))
 		goto out;
 	counts = NULL;
 	text = cJSON_Print(root);

@@ -7,22 +7,55 @@
 #include "rr/error.h"
 #include "rr/gc.h"
 #include "rr/log.h"
+#include "rr/marks.h"
 #include "rr/progress.h"
 #include "rr/commit_rule.h"
 #include "rr/parts.h"
 #include "rr/restore.h"
+#include "rr/runs.h"
 
 #define EXIT_ERROR 125
 
-/* Opens the store and reads the run's catalog; logs and returns 125 on failure. */
+int rr_cmd_open_store(const struct rr_config *cfg, struct rr_store **s)
+{
+	struct rr_store_opts o = cfg->store_opts;
+	int rc;
+
+	o.existing = 1; /* reading a store creates none */
+	rc = rr_store_open(cfg->store_url, &o, s);
+	if (rc)
+		rr_error("cannot open store %s: %s", cfg->store_url, rr_store_strerror(rc));
+	return rc ? EXIT_ERROR : 0;
+}
+
+int rr_cmd_check_run(const struct rr_config *cfg, struct rr_store *s)
+{
+	char runs[1024];
+	int rc = rr_runs_exists(s, cfg->run_id);
+
+	if (rc == 1)
+		return 0;
+	if (!rc)
+		rc = rr_runs_list(s, runs, sizeof(runs));
+	if (rc)
+		rr_error("cannot list the runs of %s: %s", cfg->store_url, rr_store_strerror(rc));
+	else if (runs[0])
+		rr_error("no run '%s' in %s; runs there: %s", cfg->run_id,
+			 cfg->store_url, runs);
+	else
+		rr_error("no run '%s' in %s, which holds no runs: check --store", cfg->run_id,
+			 cfg->store_url);
+	return EXIT_ERROR;
+}
+
+/* Opens the store and reads the run's catalog; logs and returns 125 on failure, a run the
+ * store does not hold included. */
 static int s_open(const struct rr_config *cfg, struct rr_store **s, struct rr_catalog **c)
 {
-	int rc = rr_store_open(cfg->store_url, &cfg->store_opts, s);
-	if (rc) {
-		rr_error("cannot open store %s: %s", cfg->store_url,
-			 rr_store_strerror(rc));
-		return EXIT_ERROR;
-	}
+	int rc = rr_cmd_open_store(cfg, s);
+
+	if (rc)
+		return rc;
 	rc = rr_catalog_load(*s, cfg->run_id, c);
 	if (rc) {
 		rr_error("cannot read run '%s' in %s: %s", cfg->run_id, cfg->store_url,
@@ -30,7 +63,23 @@ static int s_open(const struct rr_config *cfg, struct rr_store **s, struct rr_ca
 		rr_store_destroy(*s);
 		return EXIT_ERROR;
 	}
+	if ((*c)->n == 0 && rr_cmd_check_run(cfg, *s)) {
+		rr_catalog_destroy(*c);
+		rr_store_destroy(*s);
+		return EXIT_ERROR;
+	}
 	return 0;
+}
+
+/* STATE in `ls`: committed, suspect (restore passes it over), proven (retention keeps the
+ * newest such), or INCOMPLETE. */
+static const char *s_state(const struct rr_catalog_entry *e)
+{
+	if (!e->committed)
+		return "INCOMPLETE";
+	if (rr_catalog_is_suspect(e))
+		return "SUSPECT";
+	return e->proven ? "proven" : "committed";
 }
 
 int rr_cmd_ls(const struct rr_config *cfg)
@@ -58,9 +107,12 @@ int rr_cmd_ls(const struct rr_config *cfg)
 				strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 		}
 		printf("%c %-24s %-10s %6zu %10s %10s  %s%s%s\n",
-		       strcmp(e->name, c->latest) == 0 ? '*' : ' ', e->name,
-		       e->committed ? "committed" : "INCOMPLETE", m ? m->nfiles : 0, b1, b2, when,
-		       e->committed ? "" : "  ", e->committed ? "" : e->problem);
+		       strcmp(e->name, c->latest) == 0 ? '*' : ' ', e->name, s_state(e),
+		       m ? m->nfiles : 0, b1, b2, when, e->committed ? "" : "  ",
+		       e->committed ? "" : e->problem);
+		if (rr_catalog_is_suspect(e))
+			printf("    suspect: %s (marked%s%s)\n", e->suspect->why,
+			       e->suspect->host[0] ? " on " : "", e->suspect->host);
 	}
 	rr_catalog_destroy(c);
 	rr_store_destroy(s);
@@ -92,8 +144,11 @@ int rr_cmd_restore(const struct rr_config *cfg)
 			rr_error("%s", why);
 			goto out;
 		}
-		rc = rr_restore_checkpoint(s, cfg->run_id, e->manifest, cfg->to, cfg->threads, &st,
-					   why, sizeof(why));
+		if (rr_catalog_is_suspect(e))
+			rr_warn("checkpoint %s is marked suspect (%s); restoring it as asked",
+				e->name, e->suspect->why);
+		rc = rr_restore_leased(s, cfg->run_id, e->manifest, cfg->to, cfg->threads, &st,
+				       why, sizeof(why));
 		if (rc)
 			rr_error("restore of %s failed: %s", name, why);
 	} else {
@@ -153,6 +208,11 @@ int rr_cmd_verify(const struct rr_config *cfg)
 	if (cfg->checkpoint && !checked) {
 		rr_error("checkpoint %s is not in the store", cfg->checkpoint);
 		damaged = -1;
+	} else if (!checked) {
+		/* Nothing verified is not "all intact". */
+		rr_error("run '%s' in %s has no checkpoints to verify", cfg->run_id,
+			 cfg->store_url);
+		damaged = -1;
 	}
 	rr_catalog_destroy(c);
 	rr_store_destroy(s);
@@ -164,19 +224,54 @@ int rr_cmd_gc(const struct rr_config *cfg)
 	struct rr_store *s;
 	struct rr_gc_stats st;
 	char b1[16];
-	int rc = rr_store_open(cfg->store_url, &cfg->store_opts, &s);
+	int rc;
 
-	if (rc) {
-		rr_error("cannot open store %s: %s", cfg->store_url, rr_store_strerror(rc));
+	if (rr_cmd_open_store(cfg, &s))
+		return EXIT_ERROR;
+	if (rr_cmd_check_run(cfg, s)) {
+		rr_store_destroy(s);
 		return EXIT_ERROR;
 	}
-	rc = rr_gc_run(s, cfg->run_id, cfg->keep, cfg->gc_grace_ms, &st);
+	rc = rr_gc_run_policy(s, cfg->run_id,
+			      &(struct rr_gc_policy){ .keep = cfg->keep,
+						      .keep_every_ms = cfg->keep_every_ms,
+						      .keep_for_ms = cfg->keep_for_ms,
+						      .grace_ms = cfg->gc_grace_ms },
+			      &st);
 	if (rc)
 		rr_error("gc of run '%s' failed: %s", cfg->run_id, rr_store_strerror(rc));
 	else
 		rr_info("gc: deleted %zu checkpoints and %zu chunks (%s); %zu unreferenced chunks "
 			"are younger than the grace period", st.checkpoints_deleted,
 			st.chunks_deleted, rr_format_bytes(st.bytes_freed, b1), st.chunks_young);
+	rr_store_destroy(s);
+	return rc ? EXIT_ERROR : 0;
+}
+
+int rr_cmd_unmark(const struct rr_config *cfg)
+{
+	struct rr_store *s;
+	struct rr_catalog *c;
+	const struct rr_catalog_entry *e;
+	int rc;
+
+	if (s_open(cfg, &s, &c))
+		return EXIT_ERROR;
+	e = rr_catalog_find(c, cfg->checkpoint);
+	if (!e || !e->suspect) {
+		rr_error("checkpoint %s of run '%s' %s", cfg->checkpoint, cfg->run_id,
+			 e ? "has no suspect mark" : "is not in the store");
+		rc = RR_ENOENT;
+	} else {
+		rc = rr_mark_clear_suspect(s, cfg->run_id, cfg->checkpoint);
+		if (rc)
+			rr_error("cannot clear the suspect mark of %s: %s", cfg->checkpoint,
+				 rr_store_strerror(rc));
+		else
+			rr_info("cleared the suspect mark of %s (it was: %s)", cfg->checkpoint,
+				e->suspect->why);
+	}
+	rr_catalog_destroy(c);
 	rr_store_destroy(s);
 	return rc ? EXIT_ERROR : 0;
 }

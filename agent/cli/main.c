@@ -43,6 +43,10 @@ int main(int argc, char **argv)
 		return rr_cmd_gc(&cfg);
 	case RR_CMD_REPORT:
 		return rr_cmd_report(&cfg);
+	case RR_CMD_SIMULATE:
+		return rr_cmd_simulate(&cfg);
+	case RR_CMD_UNMARK:
+		return rr_cmd_unmark(&cfg);
 	case RR_CMD_RUN:
 		break;
 	}

@@ -19,17 +19,16 @@ int rr_cmd_report(const struct rr_config *cfg)
 	size_t n = 0, skipped = 0;
 	int rc, code = EXIT_ERROR;
 
-	rc = rr_store_open(cfg->store_url, &cfg->store_opts, &s);
-	if (rc) {
-		rr_error("cannot open store %s: %s", cfg->store_url, rr_store_strerror(rc));
+	if (rr_cmd_open_store(cfg, &s))
 		goto out;
-	}
 	rc = rr_ledger_load(s, cfg->run_id, &ev, &n, &skipped);
 	if (rc) {
 		rr_error("cannot read the ledger of run '%s' in %s: %s", cfg->run_id,
 			 cfg->store_url, rr_store_strerror(rc));
 		goto out;
 	}
+	if (!n && !skipped && rr_cmd_check_run(cfg, s))
+		goto out;
 	if (!n && !skipped && !cfg->report_json) {
 		printf("no ledger events for run '%s' in %s\n", cfg->run_id, cfg->store_url);
 		code = 0;

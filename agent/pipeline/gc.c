@@ -1,3 +1,4 @@
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "rr/error.h"
 #include "rr/gc.h"
 #include "rr/layout.h"
+#include "rr/marks.h"
 #include "rr/parts.h"
 #include "rr/log.h"
 
@@ -24,6 +26,12 @@ struct s_sweep {
 static int s_cmp(const void *a, const void *b)
 {
 	return strcmp(a, b);
+}
+
+/* A restore's lease still counts (rr/marks.h). */
+static int s_leased(int64_t lease_ms, int64_t now_ms)
+{
+	return lease_ms && lease_ms > now_ms - RR_READER_LEASE_MS;
 }
 
 /* Marks one chunk of the catalog's listing for deletion when no remaining manifest names it
@@ -83,14 +91,26 @@ static int s_live_chunks(const struct rr_catalog *c, const unsigned char *doomed
 struct s_appeared {
 	const struct rr_catalog *c;
 	const char *run_id;
+	const unsigned char *doomed;
+	int64_t now_ms;
 	char name[256];
 };
 
 static int s_on_manifest(const struct rr_store_entry *e, void *ud)
 {
 	struct s_appeared *a = ud;
-	char name[256];
+	const struct rr_catalog_entry *ce;
+	char name[256], token[RR_READER_TOKEN_MAX];
 
+	/* A restore that took its lease on a doomed checkpoint before its manifest went,
+	 * and so may have read that manifest: its chunks stay this time. */
+	if (rr_key_parse_mark(e->key, a->run_id, name, sizeof(name), token, sizeof(token)) ==
+		    RR_KEY_READER &&
+	    (ce = rr_catalog_find(a->c, name)) && a->doomed[ce - a->c->entries] &&
+	    s_leased(e->mtime_unix_ms, a->now_ms)) {
+		memcpy(a->name, name, sizeof(name));
+		return 1;
+	}
 	if (!rr_key_parse_manifest(e->key, a->run_id, name, sizeof(name)) ||
 	    rr_catalog_find(a->c, name))
 		return 0;
@@ -103,9 +123,10 @@ static int s_on_manifest(const struct rr_store_entry *e, void *ud)
  * after the chunks closes that window: such a run deletes no chunk, the next one decides
  * with the manifest in view. Returns 1 and the name when one appeared, 0, or an error. */
 static int s_manifest_appeared(struct rr_store *s, const char *run_id,
-			       const struct rr_catalog *c, char *name, size_t cap)
+			       const struct rr_catalog *c, const unsigned char *doomed,
+			       int64_t now_ms, char *name, size_t cap)
 {
-	struct s_appeared a = { .c = c, .run_id = run_id };
+	struct s_appeared a = { .c = c, .run_id = run_id, .doomed = doomed, .now_ms = now_ms };
 	char key[RR_KEY_MAX];
 	int rc = rr_key_checkpoints_prefix(key, run_id);
 
@@ -208,27 +229,43 @@ int rr_gc_due(struct rr_store *s, const char *run_id, unsigned keep)
 	return rc || d.parts || d.manifests > (keep < 1 ? 1 : keep);
 }
 
-int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t grace_ms,
-	      struct rr_gc_stats *stats)
+/* The checkpoints keep-every keeps: of those committed within keep_for of now, the oldest
+ * of each period. Entries are newest first: one is its period's oldest when the next
+ * eligible one (older) lies in another period. */
+static void s_keep_periods(const struct rr_catalog *c, const struct rr_gc_policy *pol,
+			   int64_t now_ms, unsigned char *keep)
 {
-	struct rr_catalog *c = NULL;
-	struct s_sweep w = { .stats = stats };
-	unsigned char *doomed = NULL;
-	size_t kept = 0, unreadable = 0;
-	int seen_committed = 0, rc;
+	size_t prev = SIZE_MAX;
 
-	memset(stats, 0, sizeof(*stats));
-	if (keep < 1)
-		keep = 1;
-	rc = rr_catalog_load(s, run_id, &c);
-	if (rc)
-		return rc;
-	doomed = calloc(c->n ? c->n : 1, 1);
-	if (!doomed) {
-		rc = RR_ENOMEM;
-		goto out;
+	if (pol->keep_every_ms <= 0)
+		return;
+	for (size_t i = c->n; i-- > 0;) {
+		const struct rr_catalog_entry *e = &c->entries[i];
+		int64_t t = e->manifest ? e->manifest->committed_unix_ms : 0;
+
+		if (!e->committed || rr_catalog_is_suspect(e) ||
+		    (pol->keep_for_ms > 0 && t < now_ms - pol->keep_for_ms))
+			continue;
+		/* Walking oldest first: the first of each period is kept. */
+		if (prev == SIZE_MAX || c->entries[prev].manifest->committed_unix_ms /
+						pol->keep_every_ms != t / pol->keep_every_ms)
+			keep[i] = 1;
+		prev = i;
 	}
-	/* Entries are newest first; unreadable manifests are counted and kept. */
+}
+
+/* Decides which checkpoints go (doomed[i] = 1). Returns how many manifests could not be
+ * read (never deleted). */
+static size_t s_plan(const struct rr_catalog *c, const struct rr_gc_policy *pol, int64_t now_ms,
+		     unsigned char *doomed, unsigned char *keep)
+{
+	const struct rr_catalog_entry *proven = rr_catalog_newest_proven(c);
+	size_t kept = 0, unreadable = 0;
+	unsigned n = pol->keep < 1 ? 1 : pol->keep;
+	int seen_committed = 0;
+
+	s_keep_periods(c, pol, now_ms, keep);
+	/* Entries are newest first, unreadable manifests last. */
 	for (size_t i = 0; i < c->n; i++) {
 		const struct rr_catalog_entry *e = &c->entries[i];
 		if (!e->manifest) {
@@ -237,22 +274,107 @@ int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t gra
 		}
 		if (e->committed) {
 			seen_committed = 1;
-			if (kept < keep) {
+			/* A suspect checkpoint is not one of the N: the one restored instead
+			 * must stay, and the suspect one is not deleted for being suspect. */
+			if (kept < n && rr_catalog_is_suspect(e))
+				continue;
+			if (kept < n) {
 				kept++;
 				continue;
 			}
 		}
 		/* Uncommitted and newer than every committed one: maybe still uploading. */
-		if (!seen_committed)
+		if (!seen_committed || keep[i] || e == proven || s_leased(e->reader_ms, now_ms))
 			continue;
 		doomed[i] = 1;
 	}
+	return unreadable;
+}
+
+/* The marks of deleted checkpoints go with them; a mark whose checkpoint is gone goes once
+ * past the grace period (a suspect mark may briefly outlive its manifest while the name is
+ * committed again, see persist.c). A restore's lease stays until it expires, then goes. */
+static int s_delete_marks(struct rr_store *s, const struct rr_catalog *c,
+			  const unsigned char *doomed, int64_t now_ms, int64_t grace_ms)
+{
+	char key[RR_KEY_MAX];
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < c->nmarks; i++) {
+		const struct rr_catalog_mark *m = &c->marks[i];
+		const struct rr_catalog_entry *e = rr_catalog_find(c, m->name);
+		int leased = m->kind == RR_KEY_READER && s_leased(m->mtime_unix_ms, now_ms);
+		int go = e ? (doomed[e - c->entries] || m->kind == RR_KEY_READER) && !leased
+			   : m->mtime_unix_ms < now_ms - grace_ms && !leased;
+		if (!go)
+			continue;
+		if (m->kind == RR_KEY_READER)
+			rc = rr_key_reader(key, c->run_id, m->name, m->token);
+		else
+			rc = rr_key_mark(key, c->run_id, m->name,
+					 m->kind == RR_KEY_SUSPECT ? "suspect" : "proven");
+		if (!rc)
+			rc = rr_store_del(s, key);
+	}
+	return rc;
+}
+
+/* A restore may still read a checkpoint whose manifest is gone (it read the manifest just
+ * before): while its lease lasts, no chunk is deleted. */
+static const char *s_orphan_lease(const struct rr_catalog *c, int64_t now_ms)
+{
+	for (size_t i = 0; i < c->nmarks; i++)
+		if (c->marks[i].kind == RR_KEY_READER && !rr_catalog_find(c, c->marks[i].name) &&
+		    s_leased(c->marks[i].mtime_unix_ms, now_ms))
+			return c->marks[i].name;
+	return NULL;
+}
+
+int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t grace_ms,
+	      struct rr_gc_stats *stats)
+{
+	struct rr_gc_policy pol = { .keep = keep, .grace_ms = grace_ms };
+
+	return rr_gc_run_policy(s, run_id, &pol, stats);
+}
+
+int rr_gc_run_policy(struct rr_store *s, const char *run_id, const struct rr_gc_policy *pol,
+		     struct rr_gc_stats *stats)
+{
+	struct rr_catalog *c = NULL;
+	struct s_sweep w = { .stats = stats };
+	unsigned char *doomed = NULL;
+	size_t unreadable;
+	const char *leased;
+	int64_t now_ms;
+	int rc;
+
+	memset(stats, 0, sizeof(*stats));
+	rc = rr_catalog_load(s, run_id, &c);
+	if (rc)
+		return rc;
+	/* After the listing: its modification times are in the store's clock, and so is
+	 * this, whatever this machine's clock says. */
+	now_ms = rr_store_now_ms(s);
+	doomed = calloc(c->n ? 2 * c->n : 1, 1);
+	if (!doomed) {
+		rc = RR_ENOMEM;
+		goto out;
+	}
+	unreadable = s_plan(c, pol, now_ms, doomed, doomed + c->n);
 	rc = s_delete_manifests(s, run_id, c, doomed, stats);
+	if (!rc)
+		rc = s_delete_marks(s, c, doomed, now_ms, pol->grace_ms);
 	if (rc)
 		goto out;
 	if (unreadable) {
 		rr_warn("%zu manifest(s) of run %s could not be read; no chunk is deleted until "
 			"they are removed or readable", unreadable, run_id);
+		goto out;
+	}
+	if ((leased = s_orphan_lease(c, now_ms))) {
+		rr_info("retention: a restore still reads checkpoint %s; no chunk is deleted this "
+			"time", leased);
 		goto out;
 	}
 
@@ -261,15 +383,15 @@ int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t gra
 		goto out;
 	/* The catalog's listing of the chunks came after its listing of the manifests, and
 	 * s_manifest_appeared lists them again after it: what is decided from it is safe. */
-	w.cutoff_ms = rr_wall_ms() - grace_ms;
+	w.cutoff_ms = now_ms - pol->grace_ms;
 	for (size_t i = 0; !rc && i < c->nchunks; i++)
 		rc = s_consider(&w, &c->chunks[i]);
 	if (!rc && w.ndoomed) {
 		char name[256];
-		rc = s_manifest_appeared(s, run_id, c, name, sizeof(name));
+		rc = s_manifest_appeared(s, run_id, c, doomed, now_ms, name, sizeof(name));
 		if (rc == 1) {
-			rr_info("retention: checkpoint %s appeared meanwhile (another writer); no "
-				"chunk is deleted this time", name);
+			rr_info("retention: checkpoint %s appeared or is being restored meanwhile "
+				"(another machine); no chunk is deleted this time", name);
 			stats->chunks_young += w.ndoomed;
 			rc = 0;
 			goto out;
@@ -280,7 +402,7 @@ int rr_gc_run(struct rr_store *s, const char *run_id, unsigned keep, int64_t gra
 	/* Multi-node: parts no commit names (a node that never finished, or a checkpoint
 	 * deleted above) go once past the grace. Single-node runs have none to list. */
 	if (!rc && c->has_parts)
-		rc = rr_parts_sweep(s, run_id, grace_ms, NULL);
+		rc = rr_parts_sweep(s, run_id, pol->grace_ms, NULL);
 out:
 	free(w.live);
 	free(w.doomed);

@@ -22,6 +22,7 @@
 #include "rr/fp16.h"
 #include "rr/fsutil.h"
 #include "rr/layout.h"
+#include "rr/marks.h"
 #include "rr/log.h"
 #include "packer.h"
 #include "rr/persist.h"
@@ -1053,6 +1054,40 @@ static int s_load_manifest(struct rr_store *s, const char *key, const char *name
 	return rc;
 }
 
+/* The store holds *theirs under this name: when a suspect mark was made for that very
+ * manifest, this commit replaces it (README, "Suspect and proven checkpoints"): *theirs is
+ * dropped and *replace set. Returns 0 or the store's error. */
+static int s_replaces_suspect(struct rr_store *s, const char *run_id,
+			      struct rr_manifest **theirs, int *replace)
+{
+	struct rr_suspect sus;
+	int rc = rr_mark_read_suspect(s, run_id, (*theirs)->checkpoint, &sus);
+
+	if (rc == RR_ENOENT || rc == RR_ECORRUPT)
+		return 0;
+	if (rc)
+		return rc;
+	if (sus.for_committed_ms != (*theirs)->committed_unix_ms)
+		return 0;
+	rr_info("%s is in the store marked suspect (%s): this commit replaces it",
+		(*theirs)->checkpoint, sus.why);
+	rr_manifest_destroy(*theirs);
+	*theirs = NULL;
+	*replace = 1;
+	return 0;
+}
+
+/* The replaced checkpoint's marks are not the new one's. A failure leaves a suspect mark
+ * that names the old manifest, which applies to nothing (rr_catalog_is_suspect). */
+static void s_clear_replaced_marks(struct rr_store *s, const char *run_id, const char *name)
+{
+	char key[RR_KEY_MAX];
+
+	(void)rr_mark_clear_suspect(s, run_id, name);
+	if (rr_key_mark(key, run_id, name, "proven") == 0)
+		(void)rr_store_del(s, key);
+}
+
 /* 1 when two manifests hold the same files with the same bytes stored the same way (who
  * wrote them and when may differ). */
 static int s_same_content(const struct rr_manifest *a, const struct rr_manifest *b)
@@ -1235,7 +1270,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	struct rr_buf json;
 	struct rr_manifest *theirs = NULL;
 	int64_t t0 = rr_mono_ms();
-	int rc;
+	int replace = 0, rc;
 
 	rr_buf_init(&json, RR_MANIFEST_MAX_BYTES);
 	memset(stats, 0, sizeof(*stats));
@@ -1257,9 +1292,15 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		rc = s_load_manifest(s, key, name, &theirs);
 	else if (rc == RR_ENOENT)
 		rc = 0;
+	if (!rc && theirs && opts->nnodes <= 1)
+		rc = s_replaces_suspect(s, opts->run_id, &theirs, &replace);
 	if (rc)
 		goto out;
 
+	if (opts->settle_ms > 0) {
+		rr_persist_settle(ckpt_dir, name, committed_ms, opts->settle_ms, opts->cancel);
+		t0 = rr_mono_ms(); /* the wait is no part of the link's throughput (logged itself) */
+	}
 	rc = s_open_checkpoint(ckpt_dir, name, &j.root_fd, &l, &single);
 	if (rc)
 		goto out;
@@ -1324,9 +1365,15 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	rc = rr_manifest_to_json(j.m, &json);
 	if (!rc)
 		rc = s_reader_accepts(&json, name);
+	/* The suspect one goes first (create-only below): until the new one is written the
+	 * name holds nothing, and restore takes the checkpoint before, as it did. */
+	if (!rc && replace)
+		rc = rr_store_del(s, key);
 	if (!rc)
 		rc = rr_store_put(s, key, json.data, json.len,
 				  &(struct rr_put_opts){ .if_none_match = 1 }, NULL);
+	if (!rc && replace)
+		s_clear_replaced_marks(s, opts->run_id, name);
 	if (rc == RR_EEXIST && s_load_manifest(s, key, name, &theirs) == 0)
 		rc = rr_persist_compare_existing(j.m, theirs); /* another writer's landed meanwhile */
 	else if (rc == RR_EEXIST)

@@ -26,6 +26,7 @@
 #include "rr/progress.h"
 #include "rr/quote.h"
 #include "rr/parts.h"
+#include "rr/marks.h"
 #include "rr/restore.h"
 #include "restored.h"
 #include "rr/store_sealed.h"
@@ -61,6 +62,7 @@ struct s_job {
 	struct s_worker *workers;
 	struct rr_progress *progress;
 	atomic_uint_fast64_t downloaded;
+	atomic_uint_fast64_t unused; /* of downloaded: parts of packs this checkpoint skips */
 	struct rr_reason why;
 };
 
@@ -175,6 +177,26 @@ done:
 	return rc;
 }
 
+/* A pack is fetched whole (its address covers all of it) while this checkpoint may take
+ * only some of its segments: the unchanged ones of an older checkpoint, packed with
+ * segments that have changed since. Counts the rest, so that "read from the store" can say
+ * why it exceeds what the checkpoint stores. members: the group's tasks, by pack offset. */
+static void s_count_unused(struct s_job *j, const size_t *members, size_t n, size_t len)
+{
+	uint64_t used = 0, at = UINT64_MAX;
+
+	for (size_t k = 0; k < n; k++) {
+		const struct s_task *t = &j->tasks[members[k]];
+		const struct rr_chunk_ref *ref =
+			&j->m->files[t->file].segs[t->seg].chunks[t->chunk];
+		if (ref->pack_offset != at) /* the same slice twice (identical segments): once */
+			used += ref->stored_size;
+		at = ref->pack_offset;
+	}
+	if (len > used)
+		atomic_fetch_add(&j->unused, len - used);
+}
+
 /* One object: fetched once, every chunk this manifest takes from it placed. */
 static int s_do_task(size_t g, unsigned worker, void *ud)
 {
@@ -191,6 +213,8 @@ static int s_do_task(size_t g, unsigned worker, void *ud)
 	if (!wanted)
 		return 0;
 	rc = s_get_object(j, w, fe, &fe->segs[first->seg].chunks[first->chunk]);
+	if (!rc && fe->segs[first->seg].chunks[first->chunk].packed)
+		s_count_unused(j, members, n, w->stored.len);
 	for (size_t k = 0; !rc && k < n; k++)
 		if (!(j->kept && j->kept[j->tasks[members[k]].file]))
 			rc = s_place_chunk(j, members[k], w);
@@ -807,6 +831,7 @@ out:
 	if (rc && t.tmp)
 		rr_remove_tree(t.tmp);
 	stats->downloaded_bytes = atomic_load(&j.downloaded);
+	stats->unused_bytes = atomic_load(&j.unused);
 	stats->elapsed_ms = rr_mono_ms() - t0;
 	if (why && why_len)
 		snprintf(why, why_len, "%s", j.why.text[0] ? j.why.text : rr_strerror(rc));
@@ -816,13 +841,52 @@ out:
 	return rc;
 }
 
+/* rr_restore_checkpoint under a lease; keep (RR_READER_TOKEN_MAX bytes) non-NULL: the lease
+ * is kept on success and its token left there, else given back here. */
+static int s_restore_leased(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
+			    const char *parent, unsigned threads, struct rr_restore_stats *stats,
+			    char *why, size_t why_len, char *keep)
+{
+	char token[RR_READER_TOKEN_MAX] = "";
+	int rc = rr_reader_begin(s, run_id, m->checkpoint, token);
+
+	if (rc) {
+		/* Reading goes on without one: only another machine's retention could race it. */
+		rr_warn("cannot take a restore lease on %s (%s); restoring it anyway",
+			m->checkpoint, rr_store_strerror(rc));
+		token[0] = '\0';
+	}
+	rc = rr_restore_checkpoint(s, run_id, m, parent, threads, stats, why, why_len);
+	if (rc || !keep)
+		rr_reader_end(s, run_id, m->checkpoint, token);
+	else
+		memcpy(keep, token, sizeof(token));
+	return rc;
+}
+
+int rr_restore_leased(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
+		      const char *parent, unsigned threads, struct rr_restore_stats *stats,
+		      char *why, size_t why_len)
+{
+	return s_restore_leased(s, run_id, m, parent, threads, stats, why, why_len, NULL);
+}
+
 int rr_restore_newest(struct rr_store *s, struct rr_catalog *c, unsigned nnodes, unsigned rank,
 		      const char *parent, unsigned threads, char *name_out, size_t cap,
 		      struct rr_restore_stats *stats)
 {
+	return rr_restore_newest_leased(s, c, nnodes, rank, parent, threads, name_out, cap, stats,
+					NULL);
+}
+
+int rr_restore_newest_leased(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
+			     unsigned rank, const char *parent, unsigned threads, char *name_out,
+			     size_t cap, struct rr_restore_stats *stats, char *lease)
+{
 	const struct rr_catalog_entry *e;
 	const char *damaged = NULL;
-	unsigned fallbacks = 0;
+	unsigned fallbacks = 0, suspects = 0;
+	char suspect[256] = "";
 	size_t pos = 0;
 	int rc = RR_ENOENT, walk;
 
@@ -835,6 +899,15 @@ int rr_restore_newest(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
 			rr_warn("checkpoint %s is not usable: %s", e->name, e->problem);
 			continue;
 		}
+		if (rr_catalog_is_suspect(e)) {
+			rr_warn("checkpoint %s is marked suspect (%s%s%s); passing it over for the "
+				"one before (resume-run unmark --checkpoint %s clears the mark)",
+				e->name, e->suspect->why, e->suspect->host[0] ? ", on " : "",
+				e->suspect->host, e->name);
+			if (!suspects++)
+				snprintf(suspect, sizeof(suspect), "%s", e->name);
+			continue;
+		}
 		/* Each node restores its own part; a store of another --nnodes is refused. */
 		rc = rr_parts_view(e->manifest, nnodes, rank, why, sizeof(why));
 		if (rc) {
@@ -843,11 +916,13 @@ int rr_restore_newest(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
 		}
 		if (damaged)
 			rr_warn("falling back from damaged checkpoint %s to %s", damaged, e->name);
-		rc = rr_restore_checkpoint(s, c->run_id, e->manifest, parent, threads, stats, why,
-					   sizeof(why));
+		rc = s_restore_leased(s, c->run_id, e->manifest, parent, threads, stats, why,
+				      sizeof(why), lease);
 		if (rc == 0) {
 			snprintf(name_out, cap, "%s", e->name);
 			stats->fallbacks = fallbacks;
+			stats->suspects = suspects;
+			snprintf(stats->suspect, sizeof(stats->suspect), "%s", suspect);
 			return 0;
 		}
 		if (rc != RR_ECORRUPT || s->stopped) {

@@ -1,7 +1,7 @@
 /* What commits a checkpoint (README, "The trainer contract", "Committing a checkpoint"). */
-#include <string.h>
-
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "rr/ckpt_order.h"
 #include "rr/commit_rule.h"
@@ -134,6 +134,33 @@ int rr_commit_scan_takes_file(const struct rr_commit_rule *r, const char *name)
 		if (s_ends_with(name, exts[i]))
 			return 1;
 	return 0;
+}
+
+/* 1 when dir/name holds a regular file of that name (not followed through a symlink). */
+static int s_holds(const char *dir, const char *name, const char *file)
+{
+	char *a = rr_path_join(dir, name), *b = a ? rr_path_join(a, file) : NULL;
+	struct stat st;
+	int holds = b && lstat(b, &st) == 0 && S_ISREG(st.st_mode);
+
+	free(a);
+	free(b);
+	return holds;
+}
+
+int rr_commit_in_place(const struct rr_commit_rule *r, const char *dir, const char *name)
+{
+	char *path = rr_path_join(dir, name);
+	struct stat st;
+	int is_dir = path && lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+
+	free(path);
+	if (!is_dir || r->kind == RR_COMMIT_RENAME)
+		return 0;
+	if (r->kind != RR_COMMIT_AUTO)
+		return 1;
+	return !rr_commit_scan_takes_dir(r, name) || s_holds(dir, name, RR_COMMIT_HF_MARKER) ||
+	       s_holds(dir, name, RR_COMMIT_DCP_MARKER);
 }
 
 const char *rr_commit_pointer_for(const struct rr_commit_rule *r, const char *name)

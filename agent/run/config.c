@@ -10,6 +10,7 @@
 #include "rr/cloud.h"
 #include "rr/config.h"
 #include "rr/error.h"
+#include "rr/gc.h"
 #include "rr/manifest.h"
 #include "rr/pool.h"
 #include "rr/supervisor.h"
@@ -61,8 +62,11 @@ int rr_parse_duration_ms(const char *s, int64_t *out)
 /* ---- the option table ---- */
 
 #define S_ALL ((1u << RR_CMD_RUN) | (1u << RR_CMD_LS) | (1u << RR_CMD_RESTORE) |   \
-	       (1u << RR_CMD_VERIFY) | (1u << RR_CMD_GC) | (1u << RR_CMD_REPORT))
+	       (1u << RR_CMD_VERIFY) | (1u << RR_CMD_GC) | (1u << RR_CMD_REPORT) |          \
+	       (1u << RR_CMD_UNMARK))
 #define S_ON(cmd) (1u << (cmd))
+/* every command, simulate too (it opens no store) */
+#define S_ANY (S_ALL | S_ON(RR_CMD_SIMULATE))
 
 /* Where a command's help lists an option. */
 enum s_group { S_GROUP_MAIN, S_GROUP_S3, S_GROUP_GCS, S_GROUP_ENCRYPTION };
@@ -80,13 +84,15 @@ struct s_option {
 	enum s_group group;
 	s_setter set;
 	const char *help;   /* the help's lines after the option column, '\n' between them */
-	const char *values; /* for a bad variable's message: "must be <values>"; NULL: generic */
+	const char *values; /* what a bad value's message says it "must be"; NULL: a value this
+			     * option takes is never refused here */
 };
 
 static int s_set_store(struct rr_config *c, enum rr_command cmd, const char *v)
 {
 	(void)cmd;
 	c->store_url = v;
+	c->store_given = 1;
 	return 0;
 }
 
@@ -101,6 +107,7 @@ static int s_set_checkpoint_dir(struct rr_config *c, enum rr_command cmd, const 
 {
 	(void)cmd;
 	c->checkpoint_dir = v;
+	c->checkpoint_dir_given = 1;
 	return 0;
 }
 
@@ -142,16 +149,25 @@ static int s_set_notice_file(struct rr_config *c, enum rr_command cmd, const cha
 	return 0;
 }
 
-/* run: whole seconds after SIGTERM/SIGINT; gc: how old an unreferenced chunk must be. */
+/* Whole seconds after SIGTERM/SIGINT to the agent. */
 static int s_set_grace(struct rr_config *c, enum rr_command cmd, const char *v)
 {
 	long long n;
 
-	if (cmd == RR_CMD_GC)
-		return rr_parse_duration_ms(v, &c->gc_grace_ms) ? RR_EINVAL : 0;
+	(void)cmd;
 	if (rr_parse_int(v, 0, 86400, &n))
 		return RR_EINVAL;
 	c->grace_ms = n * 1000;
+	return 0;
+}
+
+/* How old an unreferenced chunk must be before gc (or the run's retention) deletes it; never
+ * less than a persist can take (RR_GC_GRACE_MS_MIN says why). */
+static int s_set_gc_grace(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	if (rr_parse_duration_ms(v, &c->gc_grace_ms) || c->gc_grace_ms < RR_GC_GRACE_MS_MIN)
+		return RR_EINVAL;
 	return 0;
 }
 
@@ -168,7 +184,102 @@ static int s_set_signal(struct rr_config *c, enum rr_command cmd, const char *v)
 static int s_set_every(struct rr_config *c, enum rr_command cmd, const char *v)
 {
 	(void)cmd;
+	c->every_auto = strcmp(v, "auto") == 0;
+	if (c->every_auto) {
+		c->every_ms = 0;
+		return 0;
+	}
 	return rr_parse_duration_ms(v, &c->every_ms) || c->every_ms < 1000 ? RR_EINVAL : 0;
+}
+
+/* A plain positive decimal number in (0, max], nothing else. */
+static int s_parse_decimal(const char *a, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (!a[0] || strspn(a, "0123456789.") != strlen(a))
+		return RR_EINVAL;
+	errno = 0;
+	v = strtod(a, &end);
+	if (errno || *end || !(v > 0) || v > max)
+		return RR_EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int s_set_mtbf(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->mtbf_ms) || c->mtbf_ms < 1000 ? RR_EINVAL : 0;
+}
+
+/* "5", "3.5" or "5%": a share of training time, above 0 and at most 100. */
+static int s_set_max_overhead(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	char num[32];
+	size_t n = strlen(v);
+	double pct;
+
+	(void)cmd;
+	if (n && v[n - 1] == '%')
+		n--;
+	if (n == 0 || n >= sizeof(num))
+		return RR_EINVAL;
+	memcpy(num, v, n);
+	num[n] = '\0';
+	if (s_parse_decimal(num, 100, &pct))
+		return RR_EINVAL;
+	c->max_overhead = pct / 100.0;
+	return 0;
+}
+
+static int s_set_cost(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->sim_cost_ms) || c->sim_cost_ms < 1 ? RR_EINVAL : 0;
+}
+
+static int s_set_lead(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->sim_lead_ms) ? RR_EINVAL : 0;
+}
+
+static int s_set_prior(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->sim_prior_ms) || c->sim_prior_ms < 1000 ? RR_EINVAL : 0;
+}
+
+static int s_set_trace(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	c->sim_trace = v;
+	return 0;
+}
+
+static int s_set_hours(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return s_parse_decimal(v, 1e6, &c->sim_hours);
+}
+
+static int s_set_weibull(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return s_parse_decimal(v, 10, &c->sim_weibull) || c->sim_weibull < 0.1 ? RR_EINVAL : 0;
+}
+
+static int s_set_seed(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	long long n;
+
+	(void)cmd;
+	if (rr_parse_int(v, 0, 0x7fffffffffffffffLL, &n))
+		return RR_EINVAL;
+	c->sim_seed = (unsigned long long)n;
+	return 0;
 }
 
 static int s_set_commit(struct rr_config *c, enum rr_command cmd, const char *v)
@@ -236,6 +347,25 @@ static int s_set_keep(struct rr_config *c, enum rr_command cmd, const char *v)
 {
 	(void)cmd;
 	return s_set_unsigned(&c->keep, v, 1, 1000000);
+}
+
+static int s_set_keep_every(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->keep_every_ms) || c->keep_every_ms <= 0 ? RR_EINVAL
+										   : 0;
+}
+
+static int s_set_keep_for(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return rr_parse_duration_ms(v, &c->keep_for_ms) || c->keep_for_ms <= 0 ? RR_EINVAL : 0;
+}
+
+static int s_set_suspect_after(struct rr_config *c, enum rr_command cmd, const char *v)
+{
+	(void)cmd;
+	return s_set_unsigned(&c->suspect_after, v, 0, 1000);
 }
 
 static int s_set_max_restarts(struct rr_config *c, enum rr_command cmd, const char *v)
@@ -370,14 +500,9 @@ static int s_set_json(struct rr_config *c, enum rr_command cmd, const char *v)
 /* A price per machine-hour: a plain positive decimal number below a million. */
 static int s_parse_price(const char *a, double *out)
 {
-	char *end;
 	double v;
 
-	if (!a[0] || strspn(a, "0123456789.") != strlen(a))
-		return RR_EINVAL;
-	errno = 0;
-	v = strtod(a, &end);
-	if (errno || *end || !(v > 0) || v >= 1e6)
+	if (s_parse_decimal(a, 1e6, &v) || v >= 1e6)
 		return RR_EINVAL;
 	*out = v;
 	return 0;
@@ -402,12 +527,14 @@ static const struct s_option s_table[] = {
 	  "file:///abs/path, file://./rel, s3://bucket/prefix,\n"
 	  "gs://bucket/prefix or az://container/prefix (Azure Blob: account\n"
 	  "and credentials from AZURE_STORAGE_* as the Azure CLI reads them)\n"
-	  "(default " DEFAULT_STORE ")", NULL },
+	  "(default " DEFAULT_STORE ": this machine's disk, said\n"
+	  "loudly on a cloud)", NULL },
 	{ "run-id", 0, "ID", "RESUME_RUN_ID", S_ALL, S_GROUP_MAIN, s_set_run_id,
 	  "names the run inside the store (default: default)", NULL },
 	{ "checkpoint-dir", 0, "DIR", "RESUME_RUN_CHECKPOINT_DIR", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_checkpoint_dir,
-	  "where the trainer writes checkpoints\n(default " DEFAULT_CHECKPOINT_DIR ")", NULL },
+	  "where the trainer writes checkpoints; only its last component\n"
+	  "is created (default " DEFAULT_CHECKPOINT_DIR ")", NULL },
 	{ "cloud", 0, "NAME", "RESUME_RUN_CLOUD", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_cloud,
 	  "auto (default: detect), none, aws, gcp or azure: whose\n"
 	  "preemption notices to watch",
@@ -418,20 +545,40 @@ static const struct s_option s_table[] = {
 	{ "poll-interval", 0, "DURATION", "RESUME_RUN_POLL_INTERVAL", S_ON(RR_CMD_RUN),
 	  S_GROUP_MAIN, s_set_poll_interval,
 	  "metadata poll period (default aws 2s, azure 1s; GCP\n"
-	  "waits on a hanging GET instead)", NULL },
+	  "waits on a hanging GET instead)",
+	  "a duration of at least 100ms (500ms, 2s)" },
 	{ "azure-ack", 0, NULL, "RESUME_RUN_AZURE_ACK", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_azure_ack, "approve the Azure event once the checkpoint is durable", NULL },
 	{ "notice-file", 0, "PATH", "RESUME_RUN_NOTICE_FILE", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
-	  s_set_notice_file, "treat the appearance of PATH as a preemption notice (drills)", NULL },
+	  s_set_notice_file,
+	  "treat the appearance of PATH as a preemption notice (drills);\n"
+	  "one there at start is a leftover, ignored until removed", NULL },
 	{ "grace", 0, "SECONDS", "RESUME_RUN_GRACE", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_grace,
-	  "deadline after SIGTERM/SIGINT to the agent (default 25)", NULL },
-	{ "grace", 0, "DURATION", "RESUME_RUN_GRACE", S_ON(RR_CMD_GC), S_GROUP_MAIN, s_set_grace,
-	  "chunks no checkpoint references are deleted once older\n"
-	  "than this (default 1h)", NULL },
+	  "deadline after SIGTERM/SIGINT to the agent (default 25)",
+	  "whole seconds, 0-86400" },
+	{ "gc-grace", 0, "DURATION", "RESUME_RUN_GC_GRACE", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC),
+	  S_GROUP_MAIN, s_set_gc_grace,
+	  "chunks no checkpoint references are deleted (by gc and the\n"
+	  "run's retention) once older than this; at least 10m, longer\n"
+	  "than a persist takes (default 1h)",
+	  "a duration of at least 10m (e.g. 1h, 90m)" },
 	{ "signal", 0, "SIG", "RESUME_RUN_SIGNAL", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_signal,
-	  "signal asking the trainer for a checkpoint (default USR1)", NULL },
+	  "signal asking the trainer for a checkpoint (default USR1)",
+	  "a signal a handler can catch (USR1, USR2, HUP, ... or its number; not KILL or STOP)" },
 	{ "every", 0, "DURATION", "RESUME_RUN_EVERY", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_every,
-	  "also ask for a checkpoint periodically (90s, 30m, 2h)", NULL },
+	  "also ask for a checkpoint periodically (90s, 30m, 2h), or\n"
+	  "auto: as often as the run's losses and the checkpoint's\n"
+	  "measured cost make worthwhile (Daly's interval)",
+	  "a duration of at least 1s (90s, 30m, 2h), or auto" },
+	{ "mtbf", 0, "DURATION", "RESUME_RUN_MTBF", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_SIMULATE),
+	  S_GROUP_MAIN, s_set_mtbf,
+	  "for --every auto: the mean time between losses no notice\n"
+	  "covers (default: estimated from the run's history);\n"
+	  "simulate: that of the synthetic losses", "a duration of at least 1s (30m, 24h)" },
+	{ "max-overhead", 0, "PCT", "RESUME_RUN_MAX_OVERHEAD",
+	  S_ON(RR_CMD_RUN) | S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN, s_set_max_overhead,
+	  "for --every auto: the checkpoint stall takes at most PCT% of\n"
+	  "training time (default 5)", "a percentage above 0 and at most 100 (5, 3.5%)" },
 	/* restore takes it too: it writes the rule's pointer file (DeepSpeed's latest) */
 	{ "commit", 0, "RULE", "RESUME_RUN_COMMIT", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_RESTORE),
 	  S_GROUP_MAIN, s_set_commit,
@@ -447,10 +594,24 @@ static const struct s_option s_table[] = {
 	  "auto, fp16, bf16 or exact" },
 	{ "exact", 0, "GLOB", "RESUME_RUN_EXACT", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_exact,
 	  "tensors whose names match are stored bit-exact (repeatable;\n"
-	  "the environment holds one GLOB)", NULL },
+	  "the environment holds one GLOB)",
+	  "a GLOB that is not empty, given at most 64 times" },
 	{ "keep", 0, "N", "RESUME_RUN_KEEP", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC), S_GROUP_MAIN,
 	  s_set_keep, "committed checkpoints kept in the store (default 3)",
 	  "1-1000000" },
+	{ "keep-every", 0, "DURATION", "RESUME_RUN_KEEP_EVERY", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC),
+	  S_GROUP_MAIN, s_set_keep_every,
+	  "besides the newest N, keep one checkpoint per period\n"
+	  "(the oldest of each; e.g. 1h) ...", "a duration such as 30m or 1h" },
+	{ "keep-for", 0, "DURATION", "RESUME_RUN_KEEP_FOR", S_ON(RR_CMD_RUN) | S_ON(RR_CMD_GC),
+	  S_GROUP_MAIN, s_set_keep_for,
+	  "... for this long after its commit (default: for ever);\n"
+	  "the newest proven checkpoint is always kept", "a duration such as 48h (at most 720h)" },
+	{ "suspect-after", 0, "N", "RESUME_RUN_SUSPECT_AFTER", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
+	  s_set_suspect_after,
+	  "failures after resuming from one checkpoint, with no newer\n"
+	  "commit, that mark it suspect: the next start takes the one\n"
+	  "before (default 2; 0: never)", "0-1000" },
 	{ "max-restarts", 0, "N", "RESUME_RUN_MAX_RESTARTS", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_max_restarts, "restarts after a trainer failure (default 3)",
 	  "0-1000000" },
@@ -491,26 +652,50 @@ static const struct s_option s_table[] = {
 	  "NODE_RANK)",
 	  "a node rank, 0-4095" },
 	{ "checkpoint", 0, "NAME", "RESUME_RUN_CHECKPOINT",
-	  S_ON(RR_CMD_RESTORE) | S_ON(RR_CMD_VERIFY), S_GROUP_MAIN, s_set_checkpoint,
+	  S_ON(RR_CMD_RESTORE) | S_ON(RR_CMD_VERIFY) | S_ON(RR_CMD_UNMARK), S_GROUP_MAIN,
+	  s_set_checkpoint,
 	  "this checkpoint instead of the newest committed one", NULL },
 	{ "to", 0, "DIR", "RESUME_RUN_TO", S_ON(RR_CMD_RESTORE), S_GROUP_MAIN, s_set_to,
 	  "where the checkpoint lands: DIR/NAME/ (required)", NULL },
+	{ "cost", 0, "DURATION", "RESUME_RUN_COST", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN,
+	  s_set_cost, "what a checkpoint stalls the trainer (required)", NULL },
+	{ "lead", 0, "DURATION", "RESUME_RUN_LEAD", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN,
+	  s_set_lead, "the lead of the trace's notices that give none\n"
+	  "(default 120s, AWS's)", NULL },
+	{ "trace", 0, "FILE", "RESUME_RUN_TRACE", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN,
+	  s_set_trace, "replay FILE's losses and notices (\"SECONDS loss\",\n"
+	  "\"SECONDS notice [LEAD]\") instead of synthetic ones", NULL },
+	{ "hours", 0, "H", "RESUME_RUN_HOURS", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN, s_set_hours,
+	  "how long to simulate (default 10000; with --trace: until its\n"
+	  "last event)", NULL },
+	{ "weibull", 0, "SHAPE", "RESUME_RUN_WEIBULL", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN,
+	  s_set_weibull, "Weibull lifetimes of this shape (0.1-10) instead of\n"
+	  "exponential ones (< 1: losses cluster early)", NULL },
+	{ "prior", 0, "DURATION", "RESUME_RUN_PRIOR", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN,
+	  s_set_prior, "what auto believes of the MTBF before any loss\n"
+	  "(default 24h, the prior without a cloud)", NULL },
+	{ "seed", 0, "N", "RESUME_RUN_SEED", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN, s_set_seed,
+	  "the synthetic history's seed (default 1)", NULL },
+	{ "json", 0, NULL, "RESUME_RUN_JSON", S_ON(RR_CMD_SIMULATE), S_GROUP_MAIN, s_set_json,
+	  "print the results as JSON (with interval_s)", NULL },
 	{ "json", 0, NULL, "RESUME_RUN_JSON", S_ON(RR_CMD_REPORT), S_GROUP_MAIN, s_set_json,
 	  "the report as JSON for tools (shape in the README)", NULL },
 	{ "price-spot", 0, "PRICE", "RESUME_RUN_PRICE_SPOT", S_ON(RR_CMD_REPORT), S_GROUP_MAIN,
 	  s_set_price_spot,
 	  "price of a spot machine-hour; with --price-on-demand, an\n"
-	  "estimate of what the run cost against on-demand machines", NULL },
+	  "estimate of what the run cost against on-demand machines",
+	  "a positive number below 1000000 (e.g. 0.85)" },
 	{ "price-on-demand", 0, "PRICE", "RESUME_RUN_PRICE_ON_DEMAND", S_ON(RR_CMD_REPORT),
 	  S_GROUP_MAIN, s_set_price_on_demand,
-	  "price of an on-demand machine-hour", NULL },
-	{ "log-format", 0, "text|json", "RESUME_RUN_LOG_FORMAT", S_ALL, S_GROUP_MAIN,
+	  "price of an on-demand machine-hour",
+	  "a positive number below 1000000 (e.g. 2.45)" },
+	{ "log-format", 0, "text|json", "RESUME_RUN_LOG_FORMAT", S_ANY, S_GROUP_MAIN,
 	  s_set_log_format, "log lines on stderr (default text)",
 	  "text or json" },
-	{ "verbose", 'v', NULL, "RESUME_RUN_VERBOSE", S_ALL, S_GROUP_MAIN, s_set_verbose,
+	{ "verbose", 'v', NULL, "RESUME_RUN_VERBOSE", S_ANY, S_GROUP_MAIN, s_set_verbose,
 	  "also log debug lines", NULL },
-	{ "help", 'h', NULL, NULL, S_ALL, S_GROUP_MAIN, s_set_help, "this help", NULL },
-	{ "version", 0, NULL, NULL, S_ALL, S_GROUP_MAIN, s_set_version, "the version", NULL },
+	{ "help", 'h', NULL, NULL, S_ANY, S_GROUP_MAIN, s_set_help, "this help", NULL },
+	{ "version", 0, NULL, NULL, S_ANY, S_GROUP_MAIN, s_set_version, "the version", NULL },
 	{ "s3-addressing", 0, "MODE", "RESUME_RUN_S3_ADDRESSING", S_ALL, S_GROUP_S3,
 	  s_set_s3_addressing,
 	  "auto (path-style with an endpoint URL, else virtual-hosted),\n"
@@ -565,7 +750,7 @@ static const char *const s_group_title[] = {
 
 static const char s_run_head[] =
 	"usage: resume-run [OPTIONS] -- COMMAND [ARGS...]\n"
-	"       resume-run ls|restore|verify|gc|report [OPTIONS]   (see resume-run CMD --help)\n"
+	"       resume-run ls|restore|verify|gc|report|simulate [OPTIONS]   (see CMD --help)\n"
 	"\n"
 	"Runs COMMAND (the trainer) under supervision. At start it restores the newest committed\n"
 	"checkpoint of the run from the store; on a notice it asks the trainer for a checkpoint\n"
@@ -598,10 +783,27 @@ static const char s_verify_head[] =
 	"Exit status 0 when all are intact, 1 when any is damaged, 125 on other errors.\n";
 
 static const char s_gc_head[] =
-	"usage: resume-run gc [--store URL] [--run-id ID] [--keep N] [--grace DURATION]\n"
-	"Keeps the N newest committed checkpoints (default 3), deletes older ones, then deletes\n"
-	"chunks no remaining checkpoint references and older than --grace (default 1h; chunks\n"
-	"younger than that may belong to an upload still in flight).\n";
+	"usage: resume-run gc [--store URL] [--run-id ID] [--keep N] [--gc-grace DURATION]\n"
+	"                     [--keep-every DURATION [--keep-for DURATION]]\n"
+	"Keeps the N newest committed checkpoints (default 3; suspect ones are not counted), the\n"
+	"newest proven one, one per --keep-every period for --keep-for, and any a restore is\n"
+	"reading; deletes the others, then chunks no remaining checkpoint references and older\n"
+	"than --gc-grace by the store's clock (default 1h, at least 10m: chunks go up before the\n"
+	"manifest that names them, so a younger one may belong to a persist still in flight on\n"
+	"another machine).\n";
+
+static const char s_simulate_head[] =
+	"usage: resume-run simulate --cost DURATION --mtbf DURATION [--lead DURATION]\n"
+	"                           [--trace FILE] [--hours H] [--weibull SHAPE] [--json]\n"
+	"Replays losses (exponential, Weibull, or a trace file's losses and notices) against a\n"
+	"trainer whose checkpoint stalls it --cost, and prints the lost work and the checkpoint\n"
+	"overhead under --every auto, under fixed intervals, and under the best fixed interval\n"
+	"in hindsight; and the interval --every auto --mtbf would choose (JSON: interval_s).\n";
+
+static const char s_unmark_head[] =
+	"usage: resume-run unmark [--store URL] [--run-id ID] --checkpoint NAME\n"
+	"Clears the suspect mark of checkpoint NAME (set when the trainer failed repeatedly\n"
+	"after resuming from it): the next start restores it again if it is the newest.\n";
 
 static const char s_report_head[] =
 	"usage: resume-run report [--store URL] [--run-id ID] [--json]\n"
@@ -651,10 +853,12 @@ static void s_print_option(FILE *f, const struct s_option *o)
 static void s_print_help(FILE *f, enum rr_command cmd)
 {
 	const char *head = cmd == RR_CMD_LS ? s_ls_head :
+			   cmd == RR_CMD_SIMULATE ? s_simulate_head :
 			   cmd == RR_CMD_REPORT ? s_report_head :
 			   cmd == RR_CMD_RESTORE ? s_restore_head :
 			   cmd == RR_CMD_VERIFY ? s_verify_head :
-			   cmd == RR_CMD_GC ? s_gc_head : s_run_head;
+			   cmd == RR_CMD_GC ? s_gc_head :
+			   cmd == RR_CMD_UNMARK ? s_unmark_head : s_run_head;
 
 	fputs(head, f);
 	for (int g = S_GROUP_MAIN; g <= S_GROUP_ENCRYPTION; g++) {
@@ -679,7 +883,7 @@ void rr_config_print_help(enum rr_command cmd)
 
 /* ---- parsing ---- */
 
-/* The entry for option name that command cmd takes (--grace has one per meaning). */
+/* The entry for option name that command cmd takes, else any entry of that name. */
 static const struct s_option *s_find(const char *name, enum rr_command cmd)
 {
 	const struct s_option *any = NULL;
@@ -760,6 +964,8 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	static const struct { const char *name; enum rr_command cmd; } commands[] = {
 		{ "ls", RR_CMD_LS }, { "restore", RR_CMD_RESTORE },
 		{ "verify", RR_CMD_VERIFY }, { "gc", RR_CMD_GC }, { "report", RR_CMD_REPORT },
+		{ "simulate", RR_CMD_SIMULATE },
+		{ "unmark", RR_CMD_UNMARK },
 	};
 	/* getopt's table: one entry per name, val = S_VAL + its index in s_table (above every
 	 * letter, so the two never meet) */
@@ -767,6 +973,9 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	unsigned char given[S_N_OPTIONS];
 	char shortopts[16] = "+:";
 	const char *cmd_name = "resume-run";
+	/* What a message begins with: the log line says "resume-run:" already, so only a
+	 * subcommand's name ("gc: "). */
+	char lead[16] = "";
 	enum rr_command cmd = RR_CMD_RUN;
 	size_t nlong = 0;
 	char **av;
@@ -782,6 +991,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	cfg->grace_ms = 25000;
 	cfg->checkpoint_signal = SIGUSR1;
 	cfg->keep = 3;
+	cfg->suspect_after = 2;
 	cfg->max_restarts = 3;
 	cfg->nnodes = 1;
 	/* EX_TEMPFAIL: "try again later" to whatever relaunches the job (README, "How it
@@ -790,6 +1000,10 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	(void)rr_commit_rule_parse("auto", &cfg->commit);
 	cfg->zstd_level = RR_ZSTD_LEVEL_DEFAULT;
 	cfg->gc_grace_ms = 3600 * 1000;
+	cfg->max_overhead = 0.05;
+	cfg->sim_lead_ms = 120 * 1000; /* AWS's notice */
+	cfg->sim_prior_ms = 24LL * 3600 * 1000;
+	cfg->sim_seed = 1;
 
 	for (size_t i = 0; i < S_N_OPTIONS; i++) {
 		size_t k;
@@ -811,6 +1025,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			if (strcmp(argv[1], commands[i].name) == 0) {
 				cmd = commands[i].cmd;
 				cmd_name = commands[i].name;
+				snprintf(lead, sizeof(lead), "%s: ", cmd_name);
 				first = 2;
 			}
 	}
@@ -838,23 +1053,30 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			char letter[3] = { '-', (char)optopt, '\0' };
 			const char *bad = opt == '?' && optopt > 0 && optopt < 256 &&
 					  !strchr("vh", optopt) ? letter : av[optind - 1];
-			snprintf(err, err_len, "%s: %s '%s' (see %s%s --help)", cmd_name,
+			snprintf(err, err_len, "%s%s '%s' (see %s%s --help)", lead,
 				 opt == ':' ? "missing value for" : "unknown option", bad,
 				 first == 2 ? "resume-run " : "", cmd_name);
 			return RR_EINVAL;
 		}
+		if (cmd == RR_CMD_GC && strcmp(o->name, "grace") == 0) {
+			/* Before 0.2.0 gc's grace was --grace too: a script that still says so gets
+			 * the new name rather than the run's deadline or a silent default. */
+			snprintf(err, err_len, "gc: --grace is the run's SIGTERM deadline; gc's age "
+				 "for unreferenced chunks is --gc-grace DURATION (RESUME_RUN_GC_GRACE, "
+				 "default 1h, at least 10m)");
+			return RR_EINVAL;
+		}
 		if (!(o->commands & S_ON(cmd))) {
-			snprintf(err, err_len, "%s: option '%s' does not apply here (see %s%s --help)",
-				 cmd_name, s_opt_word(av, a), first == 2 ? "resume-run " : "", cmd_name);
+			snprintf(err, err_len, "%soption '%s' does not apply here (see %s%s --help)",
+				 lead, s_opt_word(av, a), first == 2 ? "resume-run " : "", cmd_name);
 			return RR_EINVAL;
 		}
 		rc = o->set(cfg, cmd, a);
 		if (rc == 1)
 			return 0; /* --help, --version */
 		if (rc) {
-			snprintf(err, err_len, "%s: invalid value '%s' for %s (see %s%s --help)",
-				 cmd_name, a, s_opt_word(av, a), first == 2 ? "resume-run " : "",
-				 cmd_name);
+			snprintf(err, err_len, "%sinvalid value '%s' for %s: must be %s", lead, a,
+				 s_opt_word(av, a), o->values ? o->values : "see --help");
 			return RR_EINVAL;
 		}
 		given[o - s_table] = 1;
@@ -866,12 +1088,8 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 		    !(v = s_option_env(&s_table[i], &which)))
 			continue;
 		if (s_table[i].set(cfg, cmd, v)) {
-			if (s_table[i].values)
-				snprintf(err, err_len, "%s must be %s, not '%s'", which,
-					 s_table[i].values, v);
-			else
-				snprintf(err, err_len, "invalid value '%s' in %s (see %s%s --help)", v,
-					 which, first == 2 ? "resume-run " : "", cmd_name);
+			snprintf(err, err_len, "%s must be %s, not '%s'", which,
+				 s_table[i].values ? s_table[i].values : "see --help", v);
 			return RR_EINVAL;
 		}
 	}
@@ -915,7 +1133,7 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			char *exe = NULL;
 			if (rr_supervisor_resolve(av[optind], &exe) == RR_ENOENT) {
 				snprintf(err, err_len, "unknown command '%s' (commands: ls, restore, "
-					 "verify, gc, report; a program to run goes after '--': "
+					 "verify, gc, report, simulate, unmark; a program to run goes after '--': "
 					 "resume-run [OPTIONS] -- COMMAND [ARGS...])", av[optind]);
 				return RR_EINVAL;
 			}
@@ -926,6 +1144,17 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	} else if (optind < ac) {
 		snprintf(err, err_len, "%s: unexpected argument '%s' (see resume-run %s --help)",
 			 cmd_name, av[optind], cmd_name);
+		return RR_EINVAL;
+	}
+	if (cfg->command == RR_CMD_SIMULATE && (!cfg->sim_cost_ms ||
+						(!cfg->mtbf_ms && !cfg->sim_trace))) {
+		snprintf(err, err_len, "simulate: %s is required (see resume-run simulate --help)",
+			 !cfg->sim_cost_ms ? "--cost DURATION" : "--mtbf DURATION (or --trace FILE)");
+		return RR_EINVAL;
+	}
+	if (cfg->command == RR_CMD_UNMARK && !cfg->checkpoint) {
+		snprintf(err, err_len, "unmark: --checkpoint NAME is required (see resume-run unmark "
+			 "--help)");
 		return RR_EINVAL;
 	}
 	if (cfg->command == RR_CMD_RESTORE && !cfg->to) {

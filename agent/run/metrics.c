@@ -42,6 +42,10 @@ struct rr_metrics {
 	uint64_t restores, restored_bytes;
 	int64_t last_restore_ms;          /* -1: none yet */
 	uint64_t restarts;
+	/* --every ("interval" events): absent until the first */
+	int have_interval;
+	int64_t interval_ms, cost_ms, mtbf_ms; /* mtbf 0: a fixed interval */
+	uint64_t stall_ms_total;
 
 	/* the notice waiting for its checkpoint */
 	int pending;
@@ -175,6 +179,12 @@ void rr_metrics_observe(struct rr_metrics *m, const char *kind, const cJSON *fie
 		m->last_restore_ms = s_num(fields, "elapsed_ms", 0);
 	} else if (!strcmp(kind, "restart")) {
 		m->restarts++;
+	} else if (!strcmp(kind, "interval")) {
+		m->have_interval = 1;
+		m->interval_ms = s_num(fields, "interval_ms", m->interval_ms);
+		m->cost_ms = s_num(fields, "cost_ms", m->cost_ms);
+		m->mtbf_ms = s_num(fields, "mtbf_ms", m->mtbf_ms);
+		m->stall_ms_total += (uint64_t)s_num(fields, "stall_ms", 0);
 	} else {
 		pthread_mutex_unlock(&m->lock);
 		return;
@@ -216,6 +226,36 @@ static int s_counter(struct rr_buf *o, const char *name, const char *help, uint6
 {
 	int rc = s_head(o, name, "counter", help);
 	return rc ? rc : rr_buf_printf(o, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static int s_gauge_s(struct rr_buf *o, const char *name, const char *help, int64_t ms)
+{
+	int rc = s_head(o, name, "gauge", help);
+	return rc ? rc : rr_buf_printf(o, "%s %.3f\n", name, (double)ms / 1000.0);
+}
+
+/* --every: the interval in force, what it was chosen from, and the stall it costs. */
+static int s_render_interval(struct rr_metrics *m, struct rr_buf *o)
+{
+	int rc = s_gauge_s(o, "resume_run_checkpoint_interval_seconds",
+			   "Training time between periodic checkpoints now (--every).",
+			   m->interval_ms);
+	if (!rc && m->cost_ms)
+		rc = s_gauge_s(o, "resume_run_checkpoint_cost_seconds",
+			       "Checkpoint cost the interval uses: the median stall from the ask "
+			       "to the commit.", m->cost_ms);
+	if (!rc && m->mtbf_ms)
+		rc = s_gauge_s(o, "resume_run_uncovered_mtbf_seconds",
+			       "Mean time between losses no notice covers, as --every auto "
+			       "estimates it (or --mtbf).", m->mtbf_ms);
+	if (!rc) {
+		rc = s_head(o, "resume_run_checkpoint_stall_seconds_total", "counter",
+			    "Training time stalled by periodic checkpoints (ask to commit).");
+		if (!rc)
+			rc = rr_buf_printf(o, "resume_run_checkpoint_stall_seconds_total %.3f\n",
+					   (double)m->stall_ms_total / 1000.0);
+	}
+	return rc;
 }
 
 static int s_render_locked(struct rr_metrics *m, struct rr_buf *o)
@@ -320,6 +360,8 @@ static int s_render_locked(struct rr_metrics *m, struct rr_buf *o)
 	if (!rc)
 		rc = s_counter(o, "resume_run_restarts_total",
 			       "Restarts of the trainer after it failed.", m->restarts);
+	if (!rc && m->have_interval)
+		rc = s_render_interval(m, o);
 	return rc;
 }
 

@@ -14,6 +14,7 @@
 #include "rr/gc.h"
 #include "rr/layout.h"
 #include "rr/log.h"
+#include "rr/marks.h"
 #include "persister.h"
 #include "rr/parts.h"
 #include "rr/progress.h"
@@ -65,6 +66,7 @@ struct rr_persister {
 	int64_t done_ms;
 	char warned[256]; /* the far-future name already warned about */
 	struct rr_manifest *previous;
+	int previous_checked; /* its directory was compared with it (rr_persist_late_files) */
 	struct rr_throughput throughput; /* learned from each persist (agent/run/throughput.c) */
 	struct rr_chunk_index *chunks;   /* the store's chunks, so not every persist lists them */
 
@@ -207,7 +209,12 @@ static void s_retention(struct rr_persister *p, const char *after)
 		return;
 	}
 	if (rr_gc_due(p->cfg.store, p->cfg.run_id, p->cfg.keep))
-		rc = rr_gc_run(p->cfg.store, p->cfg.run_id, p->cfg.keep, p->cfg.gc_grace_ms, &gs);
+		rc = rr_gc_run_policy(p->cfg.store, p->cfg.run_id,
+				      &(struct rr_gc_policy){ .keep = p->cfg.keep,
+							      .keep_every_ms = p->cfg.keep_every_ms,
+							      .keep_for_ms = p->cfg.keep_for_ms,
+							      .grace_ms = p->cfg.gc_grace_ms },
+				      &gs);
 	else
 		memset(&gs, 0, sizeof(gs));
 	pthread_mutex_lock(&p->lock);
@@ -260,6 +267,15 @@ static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
 	s_retention(p, m->checkpoint);
 }
 
+/* Files the trainer closed in the last persisted checkpoint after it was persisted are not
+ * in the store's copy: named once, when the next checkpoint comes or the agent leaves. */
+static void s_check_late(struct rr_persister *p)
+{
+	if (p->previous && !p->previous_checked)
+		rr_persist_late_files(p->cfg.checkpoint_dir, p->previous);
+	p->previous_checked = 1;
+}
+
 static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t ms, int urgent)
 {
 	struct rr_persist_opts opts = {
@@ -269,12 +285,16 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 		.n_exact_globs = p->cfg.n_exact_globs, .gc_grace_ms = p->cfg.gc_grace_ms,
 		.urgent = urgent, .nnodes = p->cfg.nnodes, .node_rank = p->cfg.node_rank,
 		.chunks = p->chunks,
+		.settle_ms = p->cfg.commit && rr_commit_in_place(p->cfg.commit, p->cfg.checkpoint_dir,
+								 name) ? RR_PERSIST_SETTLE_MS : 0,
 	};
 	struct rr_manifest *commit = NULL;
 	struct rr_persist_result r = { .urgent = urgent };
 	struct rr_manifest *m = NULL, *written;
 
 	snprintf(r.name, sizeof(r.name), "%s", name);
+	if (!urgent) /* a notice's persist spends nothing on it: the next one, or the exit, does */
+		s_check_late(p);
 	rr_info("persisting %s%s", name, urgent ? " (notice: ahead of everything else)" : "");
 	pthread_mutex_lock(&p->lock);
 	p->persisting = 1;
@@ -311,6 +331,7 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 		if (m) {
 			rr_manifest_destroy(p->previous);
 			p->previous = m; /* only this thread frees it, so written stays valid */
+			p->previous_checked = 0;
 			m = NULL;
 		}
 	}
@@ -346,6 +367,26 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 	pthread_mutex_unlock(&p->lock);
 	rr_manifest_destroy(m);
 	s_notify(p); /* busy() changed */
+}
+
+/* A "proven" event carries its mark: checkpoints/<name>/proven.json is written with it
+ * (rr/marks.h), here, so the event loop never waits on the store for it. */
+static void s_write_mark(struct rr_persister *p, const struct s_event *e)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(e->fields, "checkpoint");
+	const cJSON *by = cJSON_GetObjectItemCaseSensitive(e->fields, "committed_after");
+	int rc;
+
+	if (strcmp(e->kind, "proven") != 0 || !cJSON_IsString(name) || !cJSON_IsString(by))
+		return;
+	rc = rr_mark_proven(p->cfg.store, p->cfg.run_id, name->valuestring, by->valuestring,
+			    rr_hostname());
+	if (rc)
+		rr_warn("could not mark %s proven in the store: %s", name->valuestring,
+			rr_store_strerror(rc));
+	else
+		rr_info("checkpoint %s is proven (the trainer resumed from it and committed %s)",
+			name->valuestring, by->valuestring);
 }
 
 static void *s_thread(void *arg)
@@ -401,6 +442,7 @@ static void *s_thread(void *arg)
 			p->running = 1;
 			p->running_name[0] = '\0';
 			pthread_mutex_unlock(&p->lock);
+			s_write_mark(p, e);
 			if (rr_event_record(p->cfg.store, p->cfg.run_id, e->kind, e->fields) != 0)
 				rr_warn("could not record a %s event in the store", e->kind);
 			free(e);
@@ -505,6 +547,19 @@ out:
 	pthread_mutex_unlock(&p->lock);
 }
 
+void rr_persister_rewind(struct rr_persister *p, const char *name, int64_t committed_ms,
+			 struct rr_manifest *m)
+{
+	pthread_mutex_lock(&p->lock);
+	snprintf(p->done, sizeof(p->done), "%s", name);
+	p->done_ms = committed_ms;
+	if (m) {
+		rr_manifest_destroy(p->previous);
+		p->previous = m;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
 void rr_persister_record(struct rr_persister *p, const char *kind, cJSON *fields)
 {
 	struct s_event *e = calloc(1, sizeof(*e));
@@ -602,6 +657,7 @@ void rr_persister_destroy(struct rr_persister *p)
 		free(e);
 	}
 	close(p->efd);
+	s_check_late(p); /* the thread is gone: what it persisted last is this thread's now */
 	rr_manifest_destroy(p->previous);
 	rr_chunk_index_destroy(p->chunks);
 	pthread_mutex_destroy(&p->lock);

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "rr/commit_rule.h"
 #include "rr/manifest.h"
 #include "metrics.h"
 #include "rr/persist.h"
@@ -21,6 +22,7 @@ struct rr_persister_config {
 	const char *run_id;
 	const char *checkpoint_dir;
 	unsigned keep;
+	int64_t keep_every_ms, keep_for_ms; /* --keep-every, --keep-for (rr/gc.h) */
 	unsigned threads;
 	int zstd_level;
 	int64_t gc_grace_ms;
@@ -37,6 +39,9 @@ struct rr_persister_config {
 	/* The store's chunks as the start-up lookup listed them (rr_chunk_index_of_catalog),
 	 * taken over by rr_persister_new even when it fails; NULL: the first persist lists. */
 	struct rr_chunk_index *chunks;
+	/* What commits a checkpoint: one written in place is let settle before it is read
+	 * (rr_persist_settle). NULL: none is. */
+	const struct rr_commit_rule *commit;
 };
 
 struct rr_persist_result {
@@ -61,7 +66,14 @@ int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *
 void rr_persister_submit(struct rr_persister *p, const char *name, int64_t committed_unix_ms,
 			 int urgent);
 
-/* Queues a ledger event (fields taken over, may be NULL). */
+/* The trainer starts again from name, older than what was persisted (a suspect checkpoint
+ * set aside): the next commit of a later one, even under a name already persisted, is
+ * persisted. m (may be NULL; taken over) is its manifest, for reuse. */
+void rr_persister_rewind(struct rr_persister *p, const char *name, int64_t committed_ms,
+			 struct rr_manifest *m);
+
+/* Queues a ledger event (fields taken over, may be NULL). A "proven" event ({"checkpoint",
+ * "committed_after"}) also writes that checkpoint's proven mark (rr/marks.h). */
 void rr_persister_record(struct rr_persister *p, const char *kind, cJSON *fields);
 
 /* Readable when results are waiting (eventfd). */

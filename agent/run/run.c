@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cadence.h"
 #include "rr/catalog.h"
 #include "rr/ckpt_order.h"
 #include "rr/clock.h"
@@ -19,10 +20,14 @@
 #include "rr/error.h"
 #include "events.h"
 #include "rr/fsutil.h"
+#include "history.h"
+#include "rr/layout.h"
 #include "rr/log.h"
+#include "rr/marks.h"
 #include "metrics.h"
 #include "rr/notice.h"
 #include "persister.h"
+#include "recovery.h"
 #include "fanout.h"
 #include "rr/parts.h"
 #include "throughput.h"
@@ -46,6 +51,11 @@
 /* The store's requests end at the notice's deadline too (rr_store_set_deadline), so a
  * persist can fail a few milliseconds before the loop sees the deadline pass. */
 #define DEADLINE_SLACK_MS 100
+/* The exit event's write, after everything else: bounded, as the machine may be going. */
+#define EXIT_EVENT_MS 3000
+/* The start-up restore's lease is given back within this much of the store's time; a slow
+ * store's delete does not hold the trainer up (a lease left behind expires). */
+#define LEASE_RELEASE_MS 2000
 
 extern char **environ;
 
@@ -108,9 +118,18 @@ struct s_run {
 	int term_forwarded;
 	int notice_file_seen;
 	int outlived;               /* a going notice's deadline passed with the trainer running */
+	int store_checked;          /* s_warn_local_store has looked at the cloud */
 	int watch_stopped;          /* s_stop_watching ran */
 
+	/* suspect and proven checkpoints (agent/run/recovery.h) */
+	struct rr_recovery rec;
+	int suspect_due;            /* mark rec.from suspect before the next attempt */
+	int suspect_code;           /* the exit status that made it due */
+
 	int64_t next_every;         /* monotonic ms; 0: off */
+	struct rr_cadence *cadence; /* --every: how often (NULL: off) */
+	struct rr_history *history; /* --every auto: the run's past losses, being read */
+	int cloud_noted;            /* the cadence was told which cloud this is */
 	int exit_code;
 	int preempted;              /* a preemption/termination notice ended the run */
 };
@@ -274,6 +293,7 @@ static int s_launch(struct s_run *r)
 	}
 	r->child_exited = 0;
 	r->pgid = r->child;
+	rr_recovery_launch(&r->rec, r->newest);
 	rr_info("started %s (pid %d, attempt %u)%s%s", r->cfg->argv[0], (int)r->child, r->attempt,
 		r->newest[0] ? ", resuming from " : "", r->newest);
 	return 0;
@@ -345,6 +365,7 @@ static void s_ask_checkpoint(struct s_run *r)
 		r->ask_pending = 0;
 		r->asked_wall_ms = rr_wall_ms();
 		r->asked_mono = rr_mono_ms();
+		rr_cadence_asked(r->cadence, r->asked_mono, s_notice_active(r));
 		if (s_notice_active(r))
 			s_log_step(r, "asked the trainer for a checkpoint");
 		else
@@ -422,8 +443,23 @@ static int s_log_deadline_estimate(struct s_run *r, int64_t left_ms, struct rr_t
 	return 1;
 }
 
+/* How long the notice leaves. A cloud's deadline is a time on its own clock (AWS's
+ * instance-action "time", Azure's NotBefore): it is judged by the store's clock, which the
+ * store's answers tell (rr_store_now_ms), so a machine whose clock is off still sees the
+ * 120 s AWS gives, not 120 s less its error. The others are relative already. */
+static int64_t s_notice_left_ms(struct s_run *r, const struct rr_notice *n)
+{
+	int64_t left = (n->deadline_unix - n->received_unix) * 1000;
+
+	if (n->deadline_unix && (n->source == RR_SOURCE_AWS || n->source == RR_SOURCE_AZURE) &&
+	    rr_store_clock_known(r->store))
+		left = n->deadline_unix * 1000 - rr_store_now_ms(r->store);
+	return left;
+}
+
 static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 {
+	int64_t left_ms;
 	struct rr_buf json;
 	struct rr_throughput tp;
 	struct rr_deadline_estimate est;
@@ -442,8 +478,8 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 	if (n->source != RR_SOURCE_NODE)
 		rr_fanout_announce(r->fanout, n);
 	r->notice_mono = rr_mono_ms();
-	r->deadline_mono = n->deadline_unix ?
-				   r->notice_mono + (n->deadline_unix - n->received_unix) * 1000 : 0;
+	left_ms = s_notice_left_ms(r, n);
+	r->deadline_mono = n->deadline_unix ? r->notice_mono + left_ms : 0;
 	/* The store stops retrying where a retry could not finish before the deadline. */
 	rr_store_set_deadline(r->store, r->deadline_mono);
 	r->notice_ckpt[0] = '\0';
@@ -452,11 +488,9 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 	r->ask_warned = 0;
 	if (n->deadline_unix)
 		rr_info("notice: %s from %s, deadline in %lld s", rr_notice_kind_name(n->kind),
-			rr_notice_source_name(n->source),
-			(long long)(n->deadline_unix - n->received_unix));
+			rr_notice_source_name(n->source), (long long)(left_ms / 1000));
 	if (n->deadline_unix)
-		estimated = s_log_deadline_estimate(r, (n->deadline_unix - n->received_unix) *
-								1000, &tp, &est);
+		estimated = s_log_deadline_estimate(r, left_ms, &tp, &est);
 	else
 		rr_info("notice: %s from %s, no deadline", rr_notice_kind_name(n->kind),
 			rr_notice_source_name(n->source));
@@ -500,8 +534,38 @@ static int s_severity(enum rr_notice_kind k)
 	return k == RR_NOTICE_PREEMPT || k == RR_NOTICE_TERMINATE ? 2 : 1;
 }
 
+/* The default store is a directory on this machine (file://./.resume-run/store): on a
+ * cloud's machine, its checkpoints go down with the machine and a replacement starts from
+ * scratch. Said once the cloud is known, and again at each of the cloud's notices. A warning
+ * and not a refusal: detection runs beside training, which does not wait for it, and a
+ * machine that is stopped rather than deleted keeps its disk (README, "Command line"). An
+ * explicit file:// store is the user's choice, said nothing about. */
+static void s_warn_local_store(struct s_run *r, const struct rr_notice *n)
+{
+	enum rr_cloud c = rr_cloud_watch_cloud(r->cloud);
+
+	if (r->cfg->store_given)
+		return;
+	if (n) {
+		if (n->source == RR_SOURCE_AWS || n->source == RR_SOURCE_GCP ||
+		    n->source == RR_SOURCE_AZURE)
+			rr_warn("this notice's checkpoint goes to this machine's disk (%s, the "
+				"default store): it is lost with the machine", r->cfg->store_url);
+		return;
+	}
+	if (r->store_checked || c == RR_CLOUD_AUTO)
+		return;
+	r->store_checked = 1;
+	if (c == RR_CLOUD_AWS || c == RR_CLOUD_GCP || c == RR_CLOUD_AZURE)
+		rr_warn("the store is this machine's disk (%s, the default) on %s: its checkpoints "
+			"are lost with the machine, and a replacement starts from scratch; give "
+			"--store s3://, gs:// or az:// (or --store file:///PATH on a disk that "
+			"outlives the machine)", r->cfg->store_url, rr_cloud_name(c));
+}
+
 static void s_on_cloud_notice(struct s_run *r, const struct rr_notice *n)
 {
+	s_warn_local_store(r, n);
 	if (s_notice_active(r) && s_severity(n->kind) > s_severity(r->notice.kind)) {
 		/* e.g. an AWS rebalance recommendation, then the interruption notice itself:
 		 * the new one replaces it, with its deadline and a fresh checkpoint. */
@@ -594,6 +658,84 @@ static void s_check_notice_file(struct s_run *r)
 	}
 }
 
+/* ---- --every: the periodic checkpoint (agent/run/cadence.c says when) ---- */
+
+static void s_cadence_record(void *persister, const char *kind, cJSON *fields)
+{
+	rr_persister_record(persister, kind, fields);
+}
+
+/* With --every: the cadence, and for --every auto without --mtbf the read of the run's past
+ * losses. Returns 0 or an rr_error. */
+static int s_cadence_start(struct s_run *r)
+{
+	const struct rr_config *cfg = r->cfg;
+	struct rr_cadence_opts o = {
+		.every_ms = cfg->every_ms, .every_auto = cfg->every_auto, .mtbf_ms = cfg->mtbf_ms,
+		.max_overhead = cfg->max_overhead, .grace_ms = cfg->grace_ms,
+		.nnodes = cfg->nnodes, .start_mono_ms = rr_mono_ms(), .start_wall_ms = rr_wall_ms(),
+	};
+	struct rr_cadence_io io = { .record = s_cadence_record, .ud = r->persister };
+	int rc;
+
+	if (!cfg->every_ms && !cfg->every_auto)
+		return 0;
+	rc = rr_cadence_new(&o, &io, &r->cadence);
+	if (!rc && cfg->every_auto && !cfg->mtbf_ms)
+		rc = rr_history_start(cfg->store_url, &cfg->store_opts, cfg->run_id,
+				      r->started_wall_ms, cfg->nnodes, &r->history);
+	if (!rc)
+		r->next_every = rr_cadence_next(r->cadence, rr_wall_ms());
+	return rc;
+}
+
+/* What the cadence learns as the loop goes: the history once read, the cloud once known;
+ * then when to ask next. */
+static void s_cadence_tick(struct s_run *r)
+{
+	struct rr_history_summary h;
+	struct rr_cloud_identity id;
+
+	if (!r->cadence)
+		return;
+	if (rr_history_poll(r->history, &h))
+		rr_cadence_set_history(r->cadence, &h);
+	if (!r->cloud_noted && rr_cloud_watch_settled(r->cloud)) {
+		r->cloud_noted = 1;
+		rr_cadence_set_cloud(r->cadence,
+				     rr_cloud_watch_identity(r->cloud, &id) ? id.cloud : "");
+	}
+	r->next_every = rr_cadence_next(r->cadence, rr_wall_ms());
+}
+
+/* A persist's size, changed share and rate: the notice-lead rule's inputs. */
+static void s_cadence_persisted(struct s_run *r, const struct rr_persist_result *res)
+{
+	struct rr_throughput tp;
+
+	if (!r->cadence || res->rc != 0)
+		return;
+	rr_persister_throughput(r->persister, &tp);
+	rr_cadence_persisted(r->cadence, res->name, &res->stats, tp.bps);
+}
+
+/* A notice file already there when the agent starts announces nothing now: it is an
+ * earlier drill's (README says to touch it) or one a scheduler left, and taking it as a
+ * notice would preempt every start, a relaunch loop under systemd's Restart=on-failure. It
+ * counts as seen, so the next notice is its removal and creation again (DESIGN §3). */
+static void s_notice_file_at_start(struct s_run *r)
+{
+	struct stat st;
+
+	/* Not a regular file: s_check_notice_file refuses it with a warning of its own. */
+	if (!r->cfg->notice_file || stat(r->cfg->notice_file, &st) != 0 || !S_ISREG(st.st_mode))
+		return;
+	r->notice_file_seen = 1;
+	rr_warn("notice file %s already exists at start: not a notice (left from an earlier "
+		"drill?); it is ignored until removed, and creating it again announces one",
+		r->cfg->notice_file);
+}
+
 /* ---- checkpoints ---- */
 
 static void s_on_commit(const char *name, int64_t ms, void *ud)
@@ -613,6 +755,7 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	}
 	snprintf(r->newest, sizeof(r->newest), "%s", name);
 	r->newest_ms = ms;
+	rr_cadence_committed(r->cadence, name, ms, rr_mono_ms());
 	/* The first commit after the trainer was asked answers the notice (ctime is coarse:
 	 * allow 20 ms). It may be a save that was under way when the signal came, the trainer's
 	 * real answer coming next: the second commit takes its place, once. Later ones follow
@@ -644,11 +787,14 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	} else {
 		rr_info("checkpoint %s committed", name);
 	}
+	if (r->scanned && r->child)
+		rr_recovery_commit(&r->rec, name);
 	rr_persister_submit(r->persister, name, ms, urgent);
 }
 
 static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 {
+	s_cadence_persisted(r, res);
 	if (!s_notice_active(r) || strcmp(res->name, r->notice_ckpt) != 0 || s_notice_durable(r))
 		return;
 	if (res->rc == 0 || res->rc == RR_EEXIST) {
@@ -682,6 +828,166 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 					  "checkpoint durable" : "persist failed");
 }
 
+/* ---- suspect and proven checkpoints ---- */
+
+/* A framework that finds its checkpoint through a pointer file (DeepSpeed's `latest`)
+ * gets it back beside the restored directory (README, "The trainer contract", "Order"). */
+static void s_write_pointer(struct s_run *r, const char *name)
+{
+	const char *pointer = NULL;
+	int rc = rr_commit_write_pointer(&r->cfg->commit, r->ckpt_dir, name, &pointer);
+
+	if (rc)
+		rr_warn("cannot write the pointer file naming the restored %s: %s", name,
+			rr_strerror(rc));
+	else if (pointer)
+		rr_info("wrote %s naming %s", pointer, name);
+}
+
+/* A checkpoint the trainer resumed from is proven once a newer one it committed is
+ * durable: the persister writes the mark with the ledger event (rr/marks.h). */
+static void s_note_proven(struct s_run *r, const struct rr_persist_result *res)
+{
+	cJSON *ev;
+
+	if ((res->rc != 0 && res->rc != RR_EEXIST) || !rr_recovery_durable(&r->rec, res->name))
+		return;
+	ev = cJSON_CreateObject();
+	if (!ev)
+		return;
+	cJSON_AddStringToObject(ev, "checkpoint", r->rec.from);
+	cJSON_AddStringToObject(ev, "committed_after", res->name);
+	rr_persister_record(r->persister, "proven", ev);
+}
+
+/* The commit time recorded in name's manifest in the store: what a suspect mark names. */
+static int s_stored_committed_ms(struct s_run *r, const char *name, int64_t *out)
+{
+	struct rr_manifest *m = NULL;
+	char key[RR_KEY_MAX], why[200];
+	struct rr_buf b;
+	int rc = rr_key_manifest(key, r->cfg->run_id, name);
+
+	rr_buf_init(&b, RR_MANIFEST_MAX_BYTES);
+	if (!rc)
+		rc = rr_store_get(r->store, key, &b, NULL);
+	if (!rc)
+		rc = rr_manifest_parse((const char *)b.data, b.len, &m, why, sizeof(why));
+	if (!rc)
+		*out = m->committed_unix_ms;
+	rr_manifest_destroy(m);
+	rr_buf_free(&b);
+	return rc;
+}
+
+/* The suspect checkpoint leaves the trainer's sight: a dot-name is never a checkpoint. */
+static void s_move_aside(struct s_run *r, const char *name)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+
+	snprintf(from, sizeof(from), "%s/%s", r->ckpt_dir, name);
+	snprintf(to, sizeof(to), "%s/.%s.suspect-%lld", r->ckpt_dir, name,
+		 (long long)rr_wall_ms());
+	if (rename(from, to) == 0)
+		rr_info("moved the suspect %s aside to %s", name, to);
+	else if (errno != ENOENT)
+		rr_warn("cannot move the suspect %s aside (%s); the trainer may still find it",
+			name, strerror(errno));
+}
+
+/* Puts the newest checkpoint in the store that is not suspect where the trainer starts
+ * from, instead of suspect x; instead receives its name ("" when none is left: a fresh
+ * start). Returns 0, or the error that leaves the trainer to start from x again. */
+static int s_restore_before(struct s_run *r, const char *x, char *instead, size_t cap)
+{
+	struct rr_catalog *c = NULL;
+	struct rr_restore_stats st;
+	const struct rr_catalog_entry *e;
+	int rc = rr_catalog_list(r->store, r->cfg->run_id, &c);
+
+	instead[0] = '\0';
+	if (!rc)
+		rc = rr_restore_newest(r->store, c, r->cfg->nnodes, r->cfg->node_rank, r->ckpt_dir,
+				       r->cfg->threads, instead, cap, &st);
+	if (rc == RR_ENOENT) {
+		instead[0] = '\0';
+		rc = 0;
+	}
+	if (rc || strcmp(instead, x) == 0) {
+		rr_catalog_destroy(c);
+		return rc ? rc : RR_EEXIST;
+	}
+	s_move_aside(r, x);
+	snprintf(r->newest, sizeof(r->newest), "%s", instead);
+	snprintf(r->restored, sizeof(r->restored), "%s", instead);
+	r->newest_ms = 0;
+	e = instead[0] ? rr_catalog_find(c, instead) : NULL;
+	if (e && e->manifest) {
+		struct rr_manifest *m = e->manifest;
+		((struct rr_catalog_entry *)e)->manifest = NULL; /* taken over by the persister */
+		r->newest_ms = m->committed_unix_ms;
+		s_write_pointer(r, instead);
+		rr_persister_rewind(r->persister, instead, m->committed_unix_ms, m);
+	} else {
+		rr_persister_rewind(r->persister, "", 0, NULL);
+	}
+	rr_catalog_destroy(c);
+	return 0;
+}
+
+/* The trainer failed suspect_after times after resuming from rec.from with nothing newer:
+ * that checkpoint is marked suspect in the store (README, "Suspect and proven checkpoints")
+ * and, when the trainer starts again here (restore_before), the one before takes its
+ * place. Runs while the trainer is down: the restart waits for it. */
+static void s_set_suspect_aside(struct s_run *r, int restore_before)
+{
+	struct rr_suspect m = { .failures = r->rec.failures, .exit_status = r->suspect_code };
+	char x[256], instead[256] = "";
+	int rc, marked, placed = 0;
+	cJSON *ev;
+
+	r->suspect_due = 0;
+	snprintf(x, sizeof(x), "%s", r->rec.from);
+	snprintf(m.host, sizeof(m.host), "%s", rr_hostname());
+	snprintf(m.why, sizeof(m.why), "the trainer failed %u times after resuming from it, "
+		 "last with exit status %d", r->rec.failures, r->suspect_code);
+	rc = s_stored_committed_ms(r, x, &m.for_committed_ms);
+	if (!rc)
+		rc = rr_mark_suspect(r->store, r->cfg->run_id, x, &m);
+	marked = rc == 0;
+	if (marked)
+		rr_warn("checkpoint %s marked suspect: %s", x, m.why);
+	else if (rc == RR_ENOENT)
+		rr_warn("checkpoint %s is suspect (%s) but not in the store: nothing to mark", x,
+			m.why);
+	else
+		rr_error("cannot mark checkpoint %s suspect in the store (%s): %s", x,
+			 rr_store_strerror(rc), m.why);
+	if (restore_before && (marked || rc == RR_ENOENT)) {
+		rc = s_restore_before(r, x, instead, sizeof(instead));
+		placed = rc == 0;
+		if (placed && instead[0])
+			rr_warn("restarting the trainer from %s, the checkpoint before suspect %s",
+				instead, x);
+		else if (placed)
+			rr_warn("no checkpoint before suspect %s: the trainer starts afresh", x);
+		else
+			rr_error("cannot put the checkpoint before %s in its place (%s); restarting "
+				 "from %s", x, rc == RR_EEXIST ? "none other in the store"
+							   : rr_store_strerror(rc), x);
+	}
+	ev = cJSON_CreateObject();
+	if (!ev)
+		return;
+	cJSON_AddStringToObject(ev, "checkpoint", x);
+	cJSON_AddNumberToObject(ev, "failures", (double)r->rec.failures);
+	cJSON_AddNumberToObject(ev, "exit_status", r->suspect_code);
+	cJSON_AddBoolToObject(ev, "marked", marked);
+	if (placed)
+		cJSON_AddStringToObject(ev, "restored_instead", instead);
+	rr_persister_record(r->persister, "suspect", ev);
+}
+
 /* ---- signals and the trainer's exit ---- */
 
 static void s_on_child_exit(struct s_run *r)
@@ -707,9 +1013,15 @@ static void s_on_child_exit(struct s_run *r)
 			rr_info("the trainer finished after outliving the notice");
 		return;
 	}
+	if (rr_recovery_failed(&r->rec, code)) {
+		r->suspect_due = 1;
+		r->suspect_code = code;
+	}
 	if (r->restarts >= r->cfg->max_restarts) {
 		if (r->cfg->max_restarts)
 			rr_error("trainer failed %u times; giving up", r->restarts + 1);
+		if (r->suspect_due)
+			s_set_suspect_aside(r, 0); /* the next machine starts from the one before */
 		s_transition(r, S_FINISHING, r->nstate);
 		r->exit_code = code;
 		return;
@@ -797,8 +1109,10 @@ static void s_collect_results(struct s_run *r)
 	struct rr_persist_result res[8];
 	size_t k;
 	while ((k = rr_persister_collect(r->persister, res, 8)) > 0)
-		for (size_t i = 0; i < k; i++)
+		for (size_t i = 0; i < k; i++) {
+			s_note_proven(r, &res[i]);
 			s_on_persisted(r, &res[i]);
+		}
 }
 
 static int64_t s_min_timeout(int64_t cur, int64_t at, int64_t now)
@@ -839,6 +1153,7 @@ static int s_loop(struct s_run *r)
 	for (;;) {
 		int64_t now = rr_mono_ms(), timeout = -1;
 
+		s_cadence_tick(r);
 		s_flush_restore_event(r, r->phase == S_FINISHING);
 		if (r->restore_event)
 			timeout = s_min_timeout(timeout, r->restore_event_by, now);
@@ -898,6 +1213,7 @@ static int s_loop(struct s_run *r)
 			while (rr_cloud_watch_next(r->cloud, &cn))
 				s_on_cloud_notice(r, &cn);
 		}
+		s_warn_local_store(r, NULL);
 		if (fds[4].revents & POLLIN) {
 			struct rr_notice nn;
 			while (rr_fanout_next(r->fanout, &nn)) {
@@ -916,9 +1232,10 @@ static int s_loop(struct s_run *r)
 		if (r->ask_pending)
 			s_ask_checkpoint(r);
 		if (r->next_every && now >= r->next_every) {
-			r->next_every = now + r->cfg->every_ms;
 			if (!s_notice_active(r))
 				s_ask_checkpoint(r);
+			rr_cadence_fired(r->cadence, now);
+			r->next_every = rr_cadence_next(r->cadence, rr_wall_ms());
 		}
 		if (r->terminate_after && r->deadline_mono && now >= r->deadline_mono)
 			s_forward_term(r, "deadline reached before the checkpoint was durable");
@@ -926,6 +1243,8 @@ static int s_loop(struct s_run *r)
 		if (r->phase == S_RESTART_WAIT && now >= r->restart_at) {
 			s_transition(r, S_TRAINING, r->nstate);
 			s_kill_leftovers(r, LEFTOVER_GRACE_MS);
+			if (r->suspect_due)
+				s_set_suspect_aside(r, 1);
 			int rc = s_launch(r);
 			if (rc) {
 				s_transition(r, S_FINISHING, r->nstate);
@@ -945,27 +1264,13 @@ static int s_loop(struct s_run *r)
 
 /* ---- start-up ---- */
 
-/* A framework that finds its checkpoint through a pointer file (DeepSpeed's `latest`)
- * gets it back beside the restored directory (README, "The trainer contract", "Order"). */
-static void s_write_pointer(struct s_run *r, const char *name)
-{
-	const char *pointer = NULL;
-	int rc = rr_commit_write_pointer(&r->cfg->commit, r->ckpt_dir, name, &pointer);
-
-	if (rc)
-		rr_warn("cannot write the pointer file naming the restored %s: %s", name,
-			rr_strerror(rc));
-	else if (pointer)
-		rr_info("wrote %s naming %s", pointer, name);
-}
-
 /* *chunks: the store's chunks as this lookup listed them, for the first persist. */
 static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 			      struct rr_chunk_index **chunks)
 {
 	struct rr_catalog *c = NULL;
 	struct rr_restore_stats st;
-	char name[256];
+	char name[256], lease[RR_READER_TOKEN_MAX] = "";
 	int64_t listed_ms = rr_wall_ms();
 	int rc;
 
@@ -996,8 +1301,14 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 		}
 		return 0;
 	}
-	rc = rr_restore_newest(r->store, c, r->cfg->nnodes, r->cfg->node_rank, r->ckpt_dir,
-			       r->cfg->threads, name, sizeof(name), &st);
+	rc = rr_restore_newest_leased(r->store, c, r->cfg->nnodes, r->cfg->node_rank, r->ckpt_dir,
+				      r->cfg->threads, name, sizeof(name), &st, lease);
+	if (!rc && lease[0]) {
+		/* No notice bounds the store yet, nor does anything else use it. */
+		rr_store_set_deadline(r->store, rr_mono_ms() + LEASE_RELEASE_MS);
+		rr_reader_end(r->store, r->cfg->run_id, name, lease);
+		rr_store_set_deadline(r->store, 0);
+	}
 	if (rc && r->store->stopped) {
 		rr_catalog_destroy(c);
 		return EXIT_AGENT_ERROR;
@@ -1008,17 +1319,20 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 		rr_catalog_destroy(c);
 		return EXIT_AGENT_ERROR;
 	}
-	char b1[16], b2[16];
+	char b1[16], b2[16], b3[16], shared[80] = "";
 	snprintf(r->restored, sizeof(r->restored), "%s", name);
 	s_write_pointer(r, name);
+	if (st.unused_bytes)
+		snprintf(shared, sizeof(shared), ", %s of it other checkpoints' data in shared "
+			 "packs", rr_format_bytes(st.unused_bytes, b3));
 	if (st.already_present)
 		rr_info("checkpoint %s is already here and identical; nothing copied", name);
 	else
-		rr_info("restored %s: %llu files, %s (%s read from the store, %llu files already "
+		rr_info("restored %s: %llu files, %s (%s read from the store%s, %llu files already "
 			"here) in %.2f s",
 			name, (unsigned long long)st.files, rr_format_bytes(st.bytes, b1),
-			rr_format_bytes(st.downloaded_bytes, b2), (unsigned long long)st.kept_files,
-			(double)st.elapsed_ms / 1000.0);
+			rr_format_bytes(st.downloaded_bytes, b2), shared,
+			(unsigned long long)st.kept_files, (double)st.elapsed_ms / 1000.0);
 	for (size_t i = 0; i < c->n; i++)
 		if (strcmp(c->entries[i].name, name) == 0) {
 			*baseline = c->entries[i].manifest; /* taken over by the persister */
@@ -1029,9 +1343,12 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 		cJSON_AddStringToObject(ev, "checkpoint", name);
 		cJSON_AddNumberToObject(ev, "bytes", (double)st.bytes);
 		cJSON_AddNumberToObject(ev, "downloaded_bytes", (double)st.downloaded_bytes);
+		cJSON_AddNumberToObject(ev, "unused_bytes", (double)st.unused_bytes);
 		cJSON_AddNumberToObject(ev, "elapsed_ms", (double)st.elapsed_ms);
 		cJSON_AddBoolToObject(ev, "already_present", st.already_present);
 		cJSON_AddNumberToObject(ev, "fallbacks", (double)st.fallbacks);
+		if (st.suspects)
+			cJSON_AddStringToObject(ev, "passed_over_suspect", st.suspect);
 		cJSON_AddNumberToObject(ev, "started_unix_ms", (double)r->started_wall_ms);
 		r->restore_event = ev; /* recorded from the loop, with the instance identity */
 		r->restore_event_kind = "restore";
@@ -1158,9 +1475,83 @@ static int s_signals_setup(void)
 	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+/* The ledger's last word from this machine: how it ended (DESIGN §4), so that `report` tells
+ * a machine that finished, was preempted, failed or was killed from one lost without a word
+ * (no exit event). Written directly after the persister has stopped, so that nothing follows
+ * it. code: the agent's exit status; "error" when the agent could not start or run the
+ * trainer, "stopped" when a signal ended it before the trainer started. */
+static void s_record_exit(struct s_run *r, int code)
+{
+	int signaled = r->pgid && WIFSIGNALED(r->child_status); /* it ran, and its last end */
+	const char *how = r->preempted ? "preempted" : code == 0 ? "finished" :
+			  !r->persister && code > 128 ? "stopped" :
+			  !r->persister || code == EXIT_AGENT_ERROR ? "error" :
+			  signaled ? "killed" : "failed";
+	cJSON *ev = cJSON_CreateObject();
+
+	if (!ev)
+		return;
+	cJSON_AddStringToObject(ev, "how", how);
+	cJSON_AddNumberToObject(ev, "exit_status", code);
+	cJSON_AddNumberToObject(ev, "trainer_status", r->exit_code);
+	if (signaled)
+		cJSON_AddStringToObject(ev, "signal", rr_signal_name(WTERMSIG(r->child_status)));
+	cJSON_AddNumberToObject(ev, "restarts", r->restarts);
+	if (r->newest[0])
+		cJSON_AddStringToObject(ev, "checkpoint", r->newest);
+	cJSON_AddNumberToObject(ev, "started_unix_ms", (double)r->started_wall_ms);
+	s_add_instance(r, ev);
+	/* A notice's deadline may have passed (the store then sends nothing): the machine is
+	 * still here, and this is the last request. */
+	rr_store_set_deadline(r->store, rr_mono_ms() + EXIT_EVENT_MS);
+	if (rr_event_record(r->store, r->cfg->run_id, "exit", ev) != 0)
+		rr_warn("could not record how this machine's run ended in the ledger");
+}
+
+/* Makes the checkpoint directory and puts its absolute path in out. The default one
+ * (./.resume-run/checkpoints) is made with its parent; one given is made only as its last
+ * component, under a parent that exists, so that a mistyped path (the agent may run as root)
+ * creates no tree of directories. Returns 0, or -1 with the reason logged. */
+static int s_make_checkpoint_dir(const struct rr_config *cfg, char out[PATH_MAX])
+{
+	const char *dir = cfg->checkpoint_dir;
+	struct stat st;
+	int rc = 0;
+
+	if (!cfg->checkpoint_dir_given)
+		rc = rr_mkdir_p(dir);
+	else if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		rc = -1;
+	if (rc && errno == ENOENT && cfg->checkpoint_dir_given) {
+		char parent[PATH_MAX];
+		size_t n = strlen(dir);
+		while (n > 1 && dir[n - 1] == '/')
+			n--;
+		while (n > 0 && dir[n - 1] != '/')
+			n--;
+		if (n == 0)
+			snprintf(parent, sizeof(parent), ".");
+		else /* "/x" has the parent "/", "a/b/x" has "a/b" */
+			snprintf(parent, sizeof(parent), "%.*s", n > 1 ? (int)n - 1 : 1, dir);
+		rr_error("cannot create the checkpoint directory %s: its parent %s does not exist "
+			 "(only the last component is made: create the parent first)", dir, parent);
+		return -1;
+	}
+	if (!rc && !realpath(dir, out))
+		rc = -1;
+	if (!rc && (stat(out, &st) != 0 || !S_ISDIR(st.st_mode))) {
+		errno = ENOTDIR;
+		rc = -1;
+	}
+	if (rc)
+		rr_error("cannot create the checkpoint directory %s: %s", dir, strerror(errno));
+	return rc;
+}
+
 int rr_run(const struct rr_config *cfg)
 {
-	struct s_run r = { .cfg = cfg, .sfd = -1, .started_wall_ms = rr_wall_ms() };
+	struct s_run r = { .cfg = cfg, .sfd = -1, .started_wall_ms = rr_wall_ms(),
+			   .rec = { .suspect_after = cfg->suspect_after } };
 	struct rr_manifest *baseline = NULL;
 	struct rr_chunk_index *chunks = NULL;
 	struct rr_persister_config pc;
@@ -1182,11 +1573,8 @@ int rr_run(const struct rr_config *cfg)
 	if (getpid() != 1)
 		prctl(PR_SET_CHILD_SUBREAPER, 1); /* orphans of the trainer come to us */
 
-	if (rr_mkdir_p(cfg->checkpoint_dir) != 0 || !realpath(cfg->checkpoint_dir, r.ckpt_dir)) {
-		rr_error("cannot create the checkpoint directory %s: %s", cfg->checkpoint_dir,
-			 strerror(errno));
+	if (s_make_checkpoint_dir(cfg, r.ckpt_dir) != 0)
 		goto out;
-	}
 	snprintf(r.notice_path, sizeof(r.notice_path), "%s/%s", r.ckpt_dir, NOTICE_FILE_NAME);
 	unlink(r.notice_path); /* a stale one from a previous machine's run */
 
@@ -1222,11 +1610,14 @@ int rr_run(const struct rr_config *cfg)
 
 	pc = (struct rr_persister_config){
 		.store = r.store, .run_id = cfg->run_id, .checkpoint_dir = r.ckpt_dir,
-		.keep = cfg->keep, .threads = cfg->threads, .zstd_level = cfg->zstd_level,
+		.keep = cfg->keep, .keep_every_ms = cfg->keep_every_ms,
+		.keep_for_ms = cfg->keep_for_ms, .threads = cfg->threads,
+		.zstd_level = cfg->zstd_level,
 		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
 		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
 		.metrics = r.metrics, .store_url = cfg->store_url,
 		.nnodes = cfg->nnodes, .node_rank = cfg->node_rank, .chunks = chunks,
+		.commit = &cfg->commit,
 	};
 	rc = rr_persister_new(&pc, baseline, &r.persister);
 	if (!rc)
@@ -1243,13 +1634,18 @@ int rr_run(const struct rr_config *cfg)
 	rr_watcher_set_rule(r.watcher, &r.cfg->commit);
 	rr_watcher_scan(r.watcher, s_on_commit, &r);
 	r.scanned = 1;
-	if (cfg->every_ms)
-		r.next_every = rr_mono_ms() + cfg->every_ms;
+	s_notice_file_at_start(&r);
+	rc = s_cadence_start(&r);
+	if (rc) {
+		rr_error("cannot start: %s", rr_strerror(rc));
+		goto out;
+	}
 
 	code = s_launch(&r);
 	if (code == 0)
 		code = s_loop(&r);
 out:
+	rr_history_stop(r.history);
 	s_end_leftovers(&r);
 	if (r.restore_event && r.persister)
 		s_flush_restore_event(&r, 1);
@@ -1260,6 +1656,11 @@ out:
 	if (r.persister && rr_persister_busy(r.persister) && code != EXIT_AGENT_ERROR)
 		rr_warn("leaving with a persist unfinished");
 	rr_persister_destroy(r.persister);
+	rr_cadence_destroy(r.cadence);
+	if (r.store) {
+		s_record_exit(&r, code);
+		r.persister = NULL;
+	}
 	rr_metrics_finish(r.metrics, rr_wall_ms());
 	rr_metrics_flush(r.metrics);
 	rr_metrics_destroy(r.metrics);

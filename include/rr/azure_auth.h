@@ -8,9 +8,12 @@
  *      re-read at every fetch since it rotates), a service principal (AZURE_CLIENT_SECRET +
  *      AZURE_CLIENT_ID + AZURE_TENANT_ID), both through the OAuth 2.0 client credentials
  *      flow at AZURE_AUTHORITY_HOST (default https://login.microsoftonline.com/), else the
- *      VM's managed identity from IMDS (AZURE_CLIENT_ID for a user-assigned one).
+ *      VM's managed identity from IMDS (AZURE_CLIENT_ID for a user-assigned one; the
+ *      endpoint from opts, else AZURE_POD_IDENTITY_AUTHORITY_HOST as for Microsoft's
+ *      identity libraries, else http://169.254.169.254).
  * Tokens are cached and fetched anew when fewer than the refresh margin (5 minutes) of
- * validity remain; keys, SAS tokens and bearer tokens are wiped when freed and never reach
+ * validity remain, or halfway through the life of a token issued for less than twice the
+ * margin; keys, SAS tokens and bearer tokens are wiped when freed and never reach
  * a log line or a reason. */
 #ifndef RR_AZURE_AUTH_H
 #define RR_AZURE_AUTH_H
@@ -61,7 +64,8 @@ struct rr_azure_creds_opts {
 	struct rr_http *http;          /* borrowed: for token requests */
 	const char *account;           /* the storage account (for Shared Key) */
 	const struct rr_azure_conn *conn; /* a parsed connection string, or NULL */
-	const char *imds_endpoint;     /* NULL: http://169.254.169.254 */
+	const char *imds_endpoint;     /* NULL: AZURE_POD_IDENTITY_AUTHORITY_HOST, else
+					* http://169.254.169.254 */
 	int64_t refresh_margin_ms;     /* 0: 5 minutes */
 };
 
@@ -81,7 +85,7 @@ int rr_azure_creds_sign(const struct rr_azure_creds *c, const struct rr_buf *str
 /* SAS: the query to append (no '?'). */
 const char *rr_azure_creds_sas(const struct rr_azure_creds *c);
 /* Bearer: a valid token into out (cap bytes), fetched when none is cached, within the
- * refresh margin of expiry, or force_refresh (the server said it expired). Thread-safe.
+ * refresh margin of expiry (half the life of a short-lived token), or force_refresh (the server said it expired). Thread-safe.
  * Returns 0, or RR_EACCES / RR_EIO / RR_EINVAL with a reason naming the step. A failed
  * refresh while the cached token is still valid returns the cached one. */
 int rr_azure_creds_token(struct rr_azure_creds *c, int force_refresh, char *out, size_t cap,

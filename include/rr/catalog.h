@@ -9,6 +9,7 @@
 
 #include "rr/hash.h"
 #include "rr/manifest.h"
+#include "rr/marks.h"
 #include "rr/store.h"
 
 struct rr_catalog_entry {
@@ -18,6 +19,21 @@ struct rr_catalog_entry {
 	struct rr_manifest *manifest; /* NULL when the manifest could not be read or parsed */
 	int committed;                /* manifest valid and every chunk it names present */
 	char problem[256];            /* why it is not committed, for log lines */
+	/* Marks (rr/marks.h), from the same listing: suspect (the mark as read; it applies
+	 * only to the manifest it names, rr_catalog_is_suspect), proven, and the newest
+	 * restore lease's time (store clock, 0: none). */
+	struct rr_suspect *suspect;
+	int proven;
+	int64_t reader_ms;
+};
+
+/* A mark's key in the listing, for retention (which deletes a deleted checkpoint's marks
+ * with it). */
+struct rr_catalog_mark {
+	char name[256];
+	char token[RR_READER_TOKEN_MAX]; /* a reader's, else "" */
+	int kind;                        /* enum rr_key_mark_kind */
+	int64_t mtime_unix_ms;
 };
 
 struct rr_catalog_chunk {
@@ -36,6 +52,8 @@ struct rr_catalog {
 	size_t nchunks;
 	struct rr_catalog_chunk *chunks; /* sorted by sha256, for rr_catalog_has_chunk */
 	char latest[256];                      /* LATEST's checkpoint name, "" when none */
+	size_t nmarks;
+	struct rr_catalog_mark *marks;
 	int has_parts;  /* the listing showed multi-node parts (checkpoints/<name>/parts/) */
 	size_t key_failures, opened_ok; /* manifests the key did not open, and that opened */
 	char key_why[512];
@@ -61,6 +79,11 @@ void rr_catalog_destroy(struct rr_catalog *c);
 int rr_catalog_has_chunk(const struct rr_catalog *c, const char *sha256_hex);
 /* The newest committed checkpoint, or NULL. */
 const struct rr_catalog_entry *rr_catalog_newest(const struct rr_catalog *c);
+/* 1 when e's opened manifest is the one its suspect mark was made for. */
+int rr_catalog_is_suspect(const struct rr_catalog_entry *e);
+/* The newest committed, proven checkpoint that is not suspect, or NULL (opened entries
+ * only: after rr_catalog_load). */
+const struct rr_catalog_entry *rr_catalog_newest_proven(const struct rr_catalog *c);
 /* The entry named name, or NULL. */
 const struct rr_catalog_entry *rr_catalog_find(const struct rr_catalog *c, const char *name);
 

@@ -95,6 +95,9 @@ int rr_cloud_watch_identity(struct rr_cloud_watch *w, struct rr_cloud_identity *
 /* 1 once detection is over and the identity was asked for (so ledger events written now
  * carry it when it can be had), or when no cloud is watched. */
 int rr_cloud_watch_settled(struct rr_cloud_watch *w);
+/* The cloud watched: the one given, or once detection decided (RR_CLOUD_NONE for none, or
+ * for a NULL w); RR_CLOUD_AUTO while it has not yet. */
+enum rr_cloud rr_cloud_watch_cloud(struct rr_cloud_watch *w);
 /* Tells the provider that the checkpoint for the last notice is durable. */
 void rr_cloud_watch_durable(struct rr_cloud_watch *w);
 /* Stops the thread (promptly, also in the middle of a hanging GET) and frees. NULL ok. */

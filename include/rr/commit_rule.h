@@ -54,6 +54,12 @@ int rr_commit_scan_takes_dir(const struct rr_commit_rule *r, const char *name);
  * (DeepSpeed's zero_to_fp32.py, `latest`). */
 int rr_commit_scan_takes_file(const struct rr_commit_rule *r, const char *name);
 
+/* 1 when checkpoint name in dir is a directory the trainer wrote in place and committed by a
+ * marker or pointer (marker:NAME, pointer:NAME; under auto one holding trainer_state.json or
+ * .metadata, or named checkpoint-N or global_stepN): files may still be closed in it after
+ * the commit. 0 for what a rename committed (complete when it appeared) and for files. */
+int rr_commit_in_place(const struct rr_commit_rule *r, const char *dir, const char *name);
+
 /* The pointer file restore writes beside checkpoint name, or NULL: pointer:NAME gives
  * NAME; auto gives "latest" for DeepSpeed's global_stepN names. */
 const char *rr_commit_pointer_for(const struct rr_commit_rule *r, const char *name);

@@ -19,6 +19,9 @@ enum rr_ledger_kind {
 	RR_LEDGER_NOTICE,
 	RR_LEDGER_CHECKPOINT,
 	RR_LEDGER_RESTART,
+	RR_LEDGER_INTERVAL, /* --every: the periodic interval and what it was chosen from */
+	RR_LEDGER_SUSPECT,  /* a checkpoint set aside after repeated failures */
+	RR_LEDGER_EXIT,     /* an agent ended: how (a machine without one was lost, or runs) */
 };
 
 /* Where an event was recorded; empty strings when the ledger does not say. */
@@ -46,14 +49,28 @@ struct rr_ledger_event {
 	/* checkpoint, restore, restart: the checkpoint's name ("" when none) */
 	char checkpoint[256];
 	uint64_t bytes, stored_bytes, new_bytes, downloaded_bytes;
+	uint64_t unused_bytes; /* restore: of downloaded, parts of packs it does not use */
 	int64_t elapsed_ms;
 	int64_t committed_ms;  /* checkpoint: when the trainer committed it (0: unknown) */
 	int64_t durable_ms;    /* checkpoint: when its manifest was written (else unix_ms) */
 	int urgent;            /* checkpoint: written for a notice */
 	int already_present;   /* restore: nothing had to be copied */
 	int64_t fallbacks;     /* restore: damaged checkpoints skipped (-1: not recorded) */
-	int64_t exit_status;   /* restart: the failed trainer's exit status */
+	int64_t exit_status;   /* restart: the failed trainer's exit status; exit: the agent's */
+	char how[16];          /* exit: "finished", "preempted", "failed", "killed", "error",
+				* "stopped" */
+	char signal[16];       /* exit: "KILL", ... when the trainer died of a signal */
 	int64_t attempt;       /* restart: the attempt number started */
+	/* interval (0 when absent) */
+	char mode[8];          /* "auto" or "fixed" */
+	int64_t interval_ms;   /* the interval in force */
+	int64_t cost_ms;       /* the checkpoint cost it was chosen with */
+	int64_t mtbf_ms;       /* the mean time between uncovered losses it was chosen with */
+	int64_t stall_ms;      /* a periodic checkpoint's stall measured now (0: none) */
+	int64_t failures;      /* suspect: failed attempts that led to the mark */
+	/* suspect: what was restored instead ("" when nothing, or not here); restore: the
+	 * suspect checkpoint it passed over ("" when none) */
+	char instead[256];
 };
 
 /* Parses one ledger event (len bytes of JSON, at most RR_LEDGER_EVENT_MAX). Fields older
@@ -67,5 +84,10 @@ int rr_ledger_event_parse(const char *text, size_t len, struct rr_ledger_event *
  * out, logged and counted in *skipped. Returns 0 or the store's error. */
 int rr_ledger_load(struct rr_store *s, const char *run_id, struct rr_ledger_event **out,
 		   size_t *n, size_t *skipped);
+
+/* The same, for at most the max newest events (1 <= max <= RR_LEDGER_EVENTS_MAX): what a
+ * running agent reads of its run's history. */
+int rr_ledger_load_newest(struct rr_store *s, const char *run_id, size_t max,
+			  struct rr_ledger_event **out, size_t *n, size_t *skipped);
 
 #endif

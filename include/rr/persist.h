@@ -55,6 +55,9 @@ struct rr_persist_opts {
 					      * 1: manifest.json */
 	unsigned node_rank;
 	struct rr_chunk_index *chunks;      /* NULL: this persist lists the store's chunks */
+	int64_t settle_ms;                  /* > 0: the checkpoint was written in place, and
+					     * files may follow its commit: rr_persist_settle
+					     * first; 0: it was complete at its commit */
 };
 
 struct rr_persist_stats {
@@ -91,6 +94,25 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
  * when the store holds another writer's. */
 int rr_persist_compare_existing(const struct rr_manifest *ours,
 				const struct rr_manifest *theirs);
+
+/* Files a trainer writes into a checkpoint after its commit (agent/pipeline/settle.c):
+ * transformers 4.3x wrote rng_state.pth 0.2 s after trainer_state.json, its marker. */
+#define RR_PERSIST_SETTLE_MS 1000      /* quiet this long: the checkpoint is complete */
+#define RR_PERSIST_SETTLE_MAX_MS 10000 /* after its commit, never wait longer */
+
+/* Waits until no regular file under <ckpt_dir>/<name> has been written for settle_ms, at
+ * most RR_PERSIST_SETTLE_MAX_MS after committed_unix_ms (sooner when *cancel is set), so
+ * that files closed just after the commit are persisted with it. Logs when it took any.
+ * Returns how many files were written after the commit. */
+unsigned rr_persist_settle(const char *ckpt_dir, const char *name, int64_t committed_unix_ms,
+			   int64_t settle_ms, const atomic_int *cancel);
+
+/* Compares <ckpt_dir>/<m->checkpoint> on disk with m, the manifest stored for it: a file
+ * there that m does not hold, or holds with another size, came after the checkpoint was
+ * persisted and is not in the store's copy: warned about by name (at most 10 names, then a
+ * count). A checkpoint gone from disk is fine (the trainer deletes old ones). Returns the
+ * number of such files. */
+unsigned rr_persist_late_files(const char *ckpt_dir, const struct rr_manifest *m);
 
 /* Where older versions staged hard links inside the checkpoint dir; no longer written (a
  * trainer could plant a symlink there), named so leftovers can be recognised. */

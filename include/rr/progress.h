@@ -21,4 +21,8 @@ void rr_progress_set_intervals(int64_t quiet_ms, int64_t line_every_ms);
 /* Formats bytes as "12.3 MB" into out (at least 16 bytes). Returns out. */
 const char *rr_format_bytes(uint64_t bytes, char *out);
 
+/* Formats seconds as "850 ms", "2.70 s", "12.4 s", "3 min 20 s", "2 h 05 min" or
+ * "3 d 04 h" into out (at least 24 bytes). Returns out. */
+const char *rr_format_seconds(double s, char *out);
+
 #endif

@@ -13,9 +13,13 @@
 struct rr_restore_stats {
 	uint64_t files, bytes;
 	uint64_t downloaded_bytes; /* stored bytes fetched */
+	uint64_t unused_bytes;     /* of those, parts of packs shared with other checkpoints
+				    * that this one does not use (a pack is read whole) */
 	uint64_t kept_files;       /* already present and identical: linked, not copied */
 	int already_present;       /* the whole checkpoint was there already */
 	unsigned fallbacks;        /* rr_restore_newest: damaged newer checkpoints skipped */
+	unsigned suspects;         /* rr_restore_newest: newer suspect checkpoints passed over */
+	char suspect[256];         /* the newest of them, "" when none */
 	int64_t elapsed_ms;
 };
 
@@ -35,8 +39,15 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 int rr_verify_checkpoint(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
 			 unsigned threads, char *why, size_t why_len);
 
-/* Restores the newest committed checkpoint of the catalog (as node rank of nnodes: its own
- * part, rr_parts_view) into parent, falling back to older ones (loudly) when one is damaged.
+/* rr_restore_checkpoint under a restore's lease in the store (rr/marks.h), so retention
+ * elsewhere keeps the checkpoint while it is read. */
+int rr_restore_leased(struct rr_store *s, const char *run_id, const struct rr_manifest *m,
+		      const char *parent, unsigned threads, struct rr_restore_stats *stats,
+		      char *why, size_t why_len);
+
+/* Restores the newest committed checkpoint of the catalog that is not suspect (as node
+ * rank of nnodes: its own part, rr_parts_view) into parent, under a lease
+ * (rr_restore_leased), falling back to older ones (loudly) when one is damaged.
  * Reads manifests only as far as it walks (rr_catalog_next), so c may come from
  * rr_catalog_list. On success copies the restored name into name_out (cap bytes). Returns
  * 0, RR_ENOENT when there is nothing to restore, the store's error when it could not read
@@ -45,5 +56,13 @@ int rr_verify_checkpoint(struct rr_store *s, const char *run_id, const struct rr
 int rr_restore_newest(struct rr_store *s, struct rr_catalog *c, unsigned nnodes, unsigned rank,
 		      const char *parent, unsigned threads, char *name_out, size_t cap,
 		      struct rr_restore_stats *stats);
+
+/* rr_restore_newest, but the lease is not given back: on success lease (RR_READER_TOKEN_MAX
+ * bytes, "" when none was taken) is what rr_reader_end needs for name_out, so a caller that
+ * cannot wait on the store (the agent's start-up, under a slow store) gives it back its own
+ * way, or leaves it to expire. */
+int rr_restore_newest_leased(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
+			     unsigned rank, const char *parent, unsigned threads, char *name_out,
+			     size_t cap, struct rr_restore_stats *stats, char *lease);
 
 #endif

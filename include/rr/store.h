@@ -69,6 +69,11 @@ struct rr_store {
 	 * (restore) check it between them. */
 	atomic_int stopped;
 	struct rr_store *inner; /* a wrapper's backend (store_sealed.c), else NULL */
+	/* The store's clock minus this machine's, from the Date of its latest answer
+	 * (remote backends); clock_known 0 until one came: then the store keeps this
+	 * machine's time (a file store's modification times do). */
+	_Atomic long long clock_offset_ms;
+	atomic_int clock_known;
 };
 
 /* Options for remote backends (all may be NULL/0 for the defaults). */
@@ -79,6 +84,8 @@ struct rr_store_opts {
 	int gcs_hmac;                  /* gs://: SigV4 with HMAC keys instead of OAuth2 */
 	const char *metadata_endpoint; /* gs://: where the metadata server's token comes from */
 	const char *encryption_key_file; /* non-NULL: seal every object with this key */
+	int existing;                  /* file://: open only a directory that exists (the
+					* commands that read a store create nothing) */
 };
 
 /* Opens the store named by url ("file:///abs", "file://./rel", "s3://bucket/prefix",
@@ -109,6 +116,16 @@ const char *rr_store_strerror(int rc);
 int rr_store_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Forgets the reason (each call below starts with it). */
 void rr_store_clear_why(void);
+
+/* Now by the store's clock, Unix ms: the time its listings' modification times are in, so
+ * ages (gc's grace, a restore lease's) are judged the same however far this machine's
+ * clock is off. */
+int64_t rr_store_now_ms(const struct rr_store *s);
+/* 1 once the store's answers told its time (rr_store_now_ms is then the store's own). */
+int rr_store_clock_known(const struct rr_store *s);
+/* For backends: records the store's time from an answer's Date header (RFC 7231
+ * IMF-fixdate, one-second resolution); an unreadable one is ignored. */
+void rr_store_observe_date(struct rr_store *s, const char *http_date);
 
 /* Deletes n keys with the backend's batch delete when it has one. */
 int rr_store_del_many(struct rr_store *s, const char *const *keys, size_t n);

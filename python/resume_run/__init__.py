@@ -51,6 +51,7 @@ import shutil
 import signal
 import struct
 import sys
+import threading
 
 __all__ = [
     "restore_dir", "checkpoint_dir", "attempt", "notice", "parse_signal", "step_of",
@@ -279,7 +280,18 @@ class Checkpointer:
 
     def requested(self):
         """True when a checkpoint was asked for and not yet committed."""
+        self._keep_handler()
         return self._requests != self._handled
+
+    def _keep_handler(self):
+        # A native library can replace the process's handler below Python, which then
+        # still reports ours: LLVM does for SIGUSR1 and SIGUSR2 (its "info" and interrupt
+        # handlers), loaded for instance by an OpenCL driver (pocl) on GPU images; the
+        # agent's signals then vanish. Installing ours again (one sigaction) takes it back
+        # before the next request; only the main thread may.
+        if (self._installed and signal.getsignal(self.signum) == self._on_signal and
+                threading.current_thread() is threading.main_thread()):
+            signal.signal(self.signum, self._on_signal)
 
     def clear(self):
         """Forget pending requests."""

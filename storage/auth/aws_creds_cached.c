@@ -71,7 +71,7 @@ int rr_aws_creds_get(struct rr_aws_creds *c, int force_refresh, struct rr_aws_cr
 		     char *why, size_t cap)
 {
 	struct rr_aws_credentials fresh;
-	char fwhy[RR_AWS_LOOKED_MAX + 256] = "";
+	char fwhy[RR_AWS_LOOKED_MAX + 512] = "";
 	int64_t now;
 	int rc;
 

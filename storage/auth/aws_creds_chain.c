@@ -27,8 +27,10 @@ int rr_aws_chain_resolve(struct rr_aws_creds *c, struct rr_aws_credentials *out,
 		rc = steps[i](&ch);
 	}
 	if (rc == RR_AWS_NEXT)
-		rc = rr_fail(ch.why, ch.cap, RR_ENOENT, "no AWS credentials found; looked at %s",
-			     ch.looked);
+		rc = rr_fail(ch.why, ch.cap, RR_ENOENT, "none found; the usual fix: export "
+			     "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE naming a "
+			     "profile of ~/.aws/credentials; on EC2, attach an instance role); "
+			     "looked at: %s", ch.looked);
 	rr_aws_profile_free(ch.profile);
 	if (rc)
 		rr_aws_credentials_wipe(out);

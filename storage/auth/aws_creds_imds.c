@@ -39,6 +39,7 @@ int rr_aws_provider_imds(struct rr_aws_chain *ch)
 	char role[S_ROLE_NAME_MAX + 1], path[128], step[96], mwhy[512] = "", q[RR_QUOTE_CAP];
 	const cJSON *code;
 	cJSON *j = NULL;
+	long status = 0;
 	size_t n;
 	int rc;
 
@@ -54,7 +55,16 @@ int rr_aws_provider_imds(struct rr_aws_chain *ch)
 				       "instance role: the IMDS endpoint is not usable");
 	}
 	rr_buf_init(&body, RR_AWS_RESPONSE_MAX);
-	rc = rr_imds_get(c->imds, list_path, &body, 0, NULL, mwhy, sizeof(mwhy));
+	rc = rr_imds_get(c->imds, list_path, &body, 0, &status, mwhy, sizeof(mwhy));
+	if (rc == RR_EIO && status == 0) {
+		/* No answer at all: no EC2 metadata service here (a laptop, another cloud), or
+		 * one out of reach (a container's hop limit, which mwhy names). Not a configured
+		 * step that failed, so the chain ends listing every step it looked at, rather
+		 * than blaming this one. */
+		rr_aws_chain_looked(ch, "instance role: %s", mwhy);
+		rc = RR_AWS_NEXT;
+		goto out;
+	}
 	if (rc == RR_ENOENT) {
 		rr_aws_chain_looked(ch, "instance role: none attached (IMDS at %s)",
 				    rr_imds_endpoint(c->imds));

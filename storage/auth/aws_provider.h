@@ -31,7 +31,7 @@
 #define RR_AWS_SECRET_FILE_MAX (64u << 10)   /* web identity tokens are at most 20000 bytes */
 #define RR_AWS_RESPONSE_MAX (64u << 10)
 #define RR_AWS_URL_MAX 2048
-#define RR_AWS_LOOKED_MAX 768
+#define RR_AWS_LOOKED_MAX 1024
 
 struct rr_aws_creds {
 	struct rr_http *http;

@@ -229,6 +229,7 @@ struct rr_azure_creds {
 	pthread_mutex_t lock;                /* guards what follows */
 	char token[RR_AZURE_TOKEN_MAX];      /* (secret) */
 	int64_t token_expires_ms;            /* wall clock; 0: none cached */
+	int64_t token_refresh_ms;            /* wall clock: fetch anew from then on */
 	int failure_logged;
 };
 
@@ -312,7 +313,10 @@ static int s_imds_flow(struct rr_azure_creds *c, const char *endpoint, char *why
 	const char *id = rr_env("AZURE_CLIENT_ID");
 	size_t n;
 
-	if (!endpoint)
+	/* --metadata-endpoint, else the variable Microsoft's identity libraries read */
+	if (!endpoint || !*endpoint)
+		endpoint = rr_env("AZURE_POD_IDENTITY_AUTHORITY_HOST");
+	if (!endpoint || !*endpoint)
 		endpoint = S_IMDS_DEFAULT;
 	n = strlen(endpoint);
 	if (id && *id && s_take_id(c->client_id, id, "AZURE_CLIENT_ID", why, cap))
@@ -438,25 +442,48 @@ static int s_token_form(struct rr_azure_creds *c, struct rr_buf *form, char *why
 	return rc;
 }
 
-/* An answer other than 200; the OAuth "error" is quoted when there is one. */
+/* An answer other than 200; the OAuth "error" and the first line of its description
+ * ("AADSTS7000215: Invalid client secret provided. ...", "Identity not found") are quoted
+ * when there are. */
 static int s_token_refusal(const struct rr_azure_creds *c, const struct rr_http_response *resp,
 			   char *why, size_t cap)
 {
 	int refused = resp->status == 400 || resp->status == 401 || resp->status == 403;
-	char qerr[RR_QUOTE_CAP];
-	const cJSON *err = NULL;
+	char qerr[RR_QUOTE_CAP], qdesc[RR_QUOTE_CAP];
+	const cJSON *err = NULL, *desc = NULL;
 	cJSON *j = NULL;
 	int rc;
 
 	if (rr_json_parse_object("the error answer", (const char *)resp->body.data,
-				 resp->body.len, &j, NULL, 0) == 0)
+				 resp->body.len, &j, NULL, 0) == 0) {
 		err = cJSON_GetObjectItemCaseSensitive(j, "error");
-	rc = rr_fail(why, cap, refused ? RR_EACCES : RR_EIO, "%s: the token endpoint %s %ld%s%s",
+		desc = cJSON_GetObjectItemCaseSensitive(j, "error_description");
+	}
+	if (cJSON_IsString(desc)) {
+		size_t n = strcspn(desc->valuestring, "\r\n");
+		rr_quote(qdesc, desc->valuestring, n < 160 ? n : 160);
+	}
+	rc = rr_fail(why, cap, refused ? RR_EACCES : RR_EIO, "%s: the token endpoint %s %ld%s%s%s%s",
 		     c->source, refused ? "refused with" : "answered", resp->status,
 		     cJSON_IsString(err) ? ": " : "",
-		     cJSON_IsString(err) ? rr_quote_str(qerr, err->valuestring) : "");
+		     cJSON_IsString(err) ? rr_quote_str(qerr, err->valuestring) : "",
+		     cJSON_IsString(desc) ? " " : "", cJSON_IsString(desc) ? qdesc : "");
 	rr_json_wipe_delete(j);
 	return rc;
+}
+
+/* A token is fetched anew the margin before it expires, or halfway through its life when
+ * that is shorter than twice the margin: a token issued for less than the margin (a short
+ * lifetime policy, a test) is then still reused for half its life instead of being fetched
+ * again for every request. */
+static void s_set_expiry(struct rr_azure_creds *c, int64_t expires_ms, int64_t now_ms)
+{
+	int64_t life = expires_ms - now_ms, early = c->margin_ms;
+
+	if (life < 2 * early)
+		early = life > 0 ? life / 2 : 0;
+	c->token_expires_ms = expires_ms;
+	c->token_refresh_ms = expires_ms - early;
 }
 
 /* One token request; on success c->token and its expiry are replaced. */
@@ -499,7 +526,7 @@ static int s_fetch_token(struct rr_azure_creds *c, char *why, size_t cap)
 					  rr_wall_ms() / 1000, c->token, sizeof(c->token),
 					  &expires_s, why, cap);
 	if (!rc)
-		c->token_expires_ms = expires_s * 1000;
+		s_set_expiry(c, expires_s * 1000, rr_wall_ms());
 	rr_buf_wipe_free(&form);
 	rr_http_response_wipe_free(&resp);
 	return rc;
@@ -518,9 +545,9 @@ int rr_azure_creds_token(struct rr_azure_creds *c, int force_refresh, char *out,
 		return RR_EINVAL;
 	pthread_mutex_lock(&c->lock);
 	now = rr_wall_ms();
-	if (force_refresh || !c->token_expires_ms || c->token_expires_ms - now <= c->margin_ms) {
+	if (force_refresh || !c->token_expires_ms || now >= c->token_refresh_ms) {
 		char old[RR_AZURE_TOKEN_MAX];
-		int64_t old_exp = c->token_expires_ms;
+		int64_t old_exp = c->token_expires_ms, old_refresh = c->token_refresh_ms;
 
 		memcpy(old, c->token, sizeof(old));
 		rc = s_fetch_token(c, fwhy, sizeof(fwhy));
@@ -532,6 +559,7 @@ int rr_azure_creds_token(struct rr_azure_creds *c, int force_refresh, char *out,
 			c->failure_logged = 1;
 			memcpy(c->token, old, sizeof(old));
 			c->token_expires_ms = old_exp;
+			c->token_refresh_ms = old_refresh;
 			rc = 0;
 		} else if (!rc) {
 			c->failure_logged = 0;

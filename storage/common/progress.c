@@ -41,6 +41,25 @@ const char *rr_format_bytes(uint64_t bytes, char *out)
 	return out;
 }
 
+const char *rr_format_seconds(double s, char *out)
+{
+	long long w = s > 0 && s < 9e15 ? (long long)s : 0;
+
+	if (!(s >= 1))
+		snprintf(out, 24, "%.0f ms", s > 0 ? s * 1000 : 0);
+	else if (s < 10)
+		snprintf(out, 24, "%.2f s", s);
+	else if (s < 60)
+		snprintf(out, 24, "%.1f s", s);
+	else if (s < 3600)
+		snprintf(out, 24, "%lld min %02lld s", w / 60, w % 60);
+	else if (s < 86400)
+		snprintf(out, 24, "%lld h %02lld min", w / 3600, w % 3600 / 60);
+	else
+		snprintf(out, 24, "%lld d %02lld h", w / 86400, w % 86400 / 3600);
+	return out;
+}
+
 struct rr_progress *rr_progress_new(const char *what, uint64_t total)
 {
 	struct rr_progress *p = calloc(1, sizeof(*p));

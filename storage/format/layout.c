@@ -33,6 +33,18 @@ int rr_key_parts_prefix(char *out, const char *run_id, const char *checkpoint)
 				 checkpoint));
 }
 
+int rr_key_mark(char *out, const char *run_id, const char *checkpoint, const char *mark)
+{
+	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/checkpoints/%s/%s.json", run_id,
+				 checkpoint, mark));
+}
+
+int rr_key_reader(char *out, const char *run_id, const char *checkpoint, const char *token)
+{
+	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/checkpoints/%s/readers/%s.json", run_id,
+				 checkpoint, token));
+}
+
 int rr_key_notice(char *out, const char *run_id, int64_t unix_ms, unsigned rank)
 {
 	return s_fmt_ok(snprintf(out, RR_KEY_MAX, "%s/notices/%013lld-node%u.json", run_id,
@@ -94,6 +106,42 @@ int rr_key_parse_manifest(const char *key, const char *run_id, char *name, size_
 	memcpy(name, rest, n);
 	name[n] = '\0';
 	return 1;
+}
+
+enum rr_key_mark_kind rr_key_parse_mark(const char *key, const char *run_id, char *name,
+					size_t cap, char *token, size_t token_cap)
+{
+	static const char readers[] = "/readers/";
+	const char *rest = s_under(key, run_id, "checkpoints/");
+	const char *slash, *tok;
+	enum rr_key_mark_kind kind = RR_KEY_NOT_MARK;
+	size_t n, t = 0;
+
+	if (!rest || !(slash = strchr(rest, '/')))
+		return RR_KEY_NOT_MARK;
+	if (strcmp(slash, "/suspect.json") == 0) {
+		kind = RR_KEY_SUSPECT;
+	} else if (strcmp(slash, "/proven.json") == 0) {
+		kind = RR_KEY_PROVEN;
+	} else if (strncmp(slash, readers, sizeof(readers) - 1) == 0) {
+		tok = slash + sizeof(readers) - 1;
+		t = strlen(tok);
+		/* "<token>.json", the token plain (no further '/'), bounded. */
+		if (t <= 5 || strcmp(tok + t - 5, ".json") != 0 || memchr(tok, '/', t) ||
+		    t - 5 >= token_cap)
+			return RR_KEY_NOT_MARK;
+		t -= 5;
+		memcpy(token, tok, t);
+		kind = RR_KEY_READER;
+	}
+	n = (size_t)(slash - rest);
+	if (kind == RR_KEY_NOT_MARK || n == 0 || n >= cap)
+		return RR_KEY_NOT_MARK;
+	memcpy(name, rest, n);
+	name[n] = '\0';
+	if (token_cap)
+		token[t] = '\0';
+	return kind;
 }
 
 const char *rr_key_parse_chunk(const char *key, const char *run_id)

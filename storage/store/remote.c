@@ -198,7 +198,7 @@ static int s_may_send(struct rr_remote *r, const struct rr_remote_req *q)
 {
 	const atomic_int *cancel = r->base.cancel;
 	long long deadline = r->base.deadline_mono_ms;
-	const char *what = q->key ? q->key : "the bucket listing";
+	const char *what = rr_remote_what(q);
 
 	if (cancel && *cancel && !q->cleanup)
 		return rr_store_fail(RR_ECANCELED, "%s %s %s canceled", r->label, q->method, what);
@@ -238,7 +238,7 @@ static int s_sign(struct rr_remote *r, const struct rr_remote_req *q, int refres
 
 const char *rr_remote_what(const struct rr_remote_req *q)
 {
-	return q->key ? q->key : "the bucket listing";
+	return q->key ? q->key : q->what ? q->what : "the bucket listing";
 }
 
 /* One attempt's outcome: 0 (2xx) or an error with its reason recorded. */
@@ -258,6 +258,8 @@ static int s_judge(struct rr_remote *r, const struct rr_remote_req *q,
 				     "%s request %s %s to %s failed: %s", r->label, q->method,
 				     rr_remote_what(q), r->host, resp->message);
 	}
+	/* Every answer tells the store's time: ages in its listings are judged by it. */
+	rr_store_observe_date(&r->base, rr_http_response_header(resp, "Date"));
 	if (resp->status >= 200 && resp->status < 300)
 		return 0;
 	return r->ops->judge(r, q, p, resp, retry, refresh, retry_after_ms);

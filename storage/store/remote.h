@@ -30,6 +30,8 @@
 struct rr_remote_req {
 	const char *method;
 	const char *key;   /* store key (the prefix is added), or NULL for the bucket/container */
+	const char *what;  /* names a request without a key in reasons (default: "the bucket
+			    * listing") */
 	const char *query; /* wire form, or NULL */
 	struct rr_sigv4_header extra[RR_REMOTE_MAX_EXTRA_HEADERS];
 	size_t nextra;

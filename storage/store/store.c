@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "rr/clock.h"
 #include "rr/error.h"
@@ -15,7 +17,7 @@
 #include "store_s3.h"
 #include "rr/store_sealed.h"
 
-static _Thread_local char s_why[512];
+static _Thread_local char s_why[1600];
 static _Thread_local int s_why_rc;
 
 int rr_store_fail(int rc, const char *fmt, ...)
@@ -98,8 +100,12 @@ int rr_store_open(const char *url, const struct rr_store_opts *opts, struct rr_s
 	if ((rest = s_after_scheme(url, "file")) != NULL) {
 		/* "file:///abs" -> "/abs"; "file://./rel" and "file://rel" are relative to the
 		 * working directory (no host part: this is a local store only). */
+		struct stat st;
 		if (*rest == '\0')
 			return rr_store_fail(RR_EINVAL, "a file:// URL needs a path");
+		if (opts->existing && stat(rest, &st) != 0)
+			return rr_store_fail(RR_ENOENT, "its directory does not exist (nothing "
+					     "was stored there)");
 		rc = rr_store_file_new(rest, &s);
 	} else if ((rest = s_after_scheme(url, "s3")) != NULL) {
 		rc = rr_store_s3_new(rest, opts, &s);
@@ -143,6 +149,46 @@ void rr_store_cancel(struct rr_store *s)
 		/* No retry fits before "now", so none is started. */
 		s->deadline_mono_ms = rr_mono_ms();
 	}
+}
+
+int64_t rr_store_now_ms(const struct rr_store *s)
+{
+	/* A wrapper's backend is the one that talks to the store. */
+	while (s->inner)
+		s = s->inner;
+	return rr_wall_ms() + (atomic_load(&s->clock_known) ? atomic_load(&s->clock_offset_ms) : 0);
+}
+
+int rr_store_clock_known(const struct rr_store *s)
+{
+	while (s->inner)
+		s = s->inner;
+	return atomic_load(&s->clock_known);
+}
+
+void rr_store_observe_date(struct rr_store *s, const char *http_date)
+{
+	struct tm tm;
+	char *end;
+	long long offset;
+
+	if (!http_date)
+		return;
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(http_date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (!end || *end)
+		return;
+	/* The middle of the second the server named, against now. */
+	offset = (long long)timegm(&tm) * 1000 + 500 - rr_wall_ms();
+	/* Within the Date's own resolution the clocks agree: no offset at all. */
+	if (offset > -1500 && offset < 1500)
+		offset = 0;
+	if (!atomic_load(&s->clock_known) && llabs(offset) >= 60000)
+		rr_warn("the store's clock is %lld s %s this machine's: ages in the store are "
+			"judged by the store's clock (fix this machine's clock with NTP)",
+			llabs(offset) / 1000, offset > 0 ? "ahead of" : "behind");
+	atomic_store(&s->clock_offset_ms, offset);
+	atomic_store(&s->clock_known, 1);
 }
 
 void rr_store_set_deadline(struct rr_store *s, long long deadline_mono_ms)

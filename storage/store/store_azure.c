@@ -6,6 +6,7 @@
  * applied?" check after an ambiguous retry; x-ms-version pinned; 500, 503 ServerBusy and
  * OperationTimedOut retried with backoff honouring Retry-After. Error bodies are read only
  * as errors. See storage/store/store_azure.h. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "azure_batch.h"
 #include "azure_xml.h"
 #include "remote.h"
 #include "rr/azure_auth.h"
@@ -39,6 +41,7 @@ struct s_az {
 	struct rr_azure_creds *creds;
 	char *account;
 	char *base_path;               /* "" or "/devstoreaccount1" (path-style endpoints) */
+	atomic_int no_batch;           /* the account refused a Blob Batch: delete one by one */
 };
 
 static struct s_az *s_of(struct rr_store *s)
@@ -57,30 +60,40 @@ static void s_http_date(char out[40])
 	strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
 }
 
-/* Shared Key: the StringToSign of exactly the headers and path that go on the wire. */
-static int s_shared_key(struct s_az *az, const struct rr_remote_req *q,
-			struct rr_remote_signed *p, size_t n, const struct rr_buf *wire_path)
+/* The Authorization value of a request: Shared Key over exactly the headers, path and
+ * query that go on the wire, or "Bearer TOKEN" (fetched anew when refresh); "" with a SAS,
+ * which travels in the query. what names the request in reasons. */
+static int s_authorization(struct s_az *az, const char *method, const struct rr_http_header *h,
+			   size_t n, const char *wire_path, const char *query, int refresh,
+			   char *out, size_t cap, const char *what)
 {
-	struct rr_http_header all[RR_REMOTE_MAX_EXTRA_HEADERS + 8];
-	char length[24];
+	char token[RR_AZURE_TOKEN_MAX], why[600];
 	struct rr_buf sts;
-	size_t k = 0;
-	int rc;
+	int rc = 0;
 
-	for (size_t i = 0; i < n; i++)
-		all[k++] = p->headers[i];
-	for (size_t i = 0; i < q->nextra; i++)
-		all[k++] = (struct rr_http_header){ q->extra[i].name, q->extra[i].value };
-	snprintf(length, sizeof(length), "%zu", q->body_len);
-	all[k++] = (struct rr_http_header){ "Content-Length", q->body_len ? length : NULL };
-	rr_buf_init(&sts, 64 * 1024);
-	rc = rr_azure_string_to_sign(&sts, az->account, q->method, all, k,
-				     (const char *)wire_path->data, q->query);
-	if (!rc)
-		rc = rr_azure_creds_sign(az->creds, &sts, p->auth, sizeof(p->auth));
-	rr_buf_free(&sts);
-	if (rc)
-		return rr_store_fail(rc, "cannot sign the request for %s", rr_remote_what(q));
+	out[0] = '\0';
+	switch (rr_azure_creds_kind(az->creds)) {
+	case RR_AZURE_AUTH_SHARED_KEY:
+		rr_buf_init(&sts, 64 * 1024);
+		rc = rr_azure_string_to_sign(&sts, az->account, method, h, n, wire_path, query);
+		if (!rc)
+			rc = rr_azure_creds_sign(az->creds, &sts, out, cap);
+		rr_buf_free(&sts);
+		if (rc)
+			return rr_store_fail(rc, "cannot sign the request for %s", what);
+		return 0;
+	case RR_AZURE_AUTH_BEARER:
+		rc = rr_azure_creds_token(az->creds, refresh, token, sizeof(token), why,
+					  sizeof(why));
+		if (rc)
+			rc = rr_store_fail(rc, "no usable Azure credentials: %s", why);
+		else if ((size_t)snprintf(out, cap, "Bearer %s", token) >= cap)
+			rc = rr_store_fail(RR_ETOOBIG, "the Azure token is too long");
+		OPENSSL_cleanse(token, sizeof(token));
+		return rc;
+	case RR_AZURE_AUTH_SAS:
+		break;
+	}
 	return 0;
 }
 
@@ -88,10 +101,10 @@ static int s_sign(struct rr_remote *r, const struct rr_remote_req *q, int refres
 		  struct rr_remote_signed *p)
 {
 	struct s_az *az = (struct s_az *)r;
-	enum rr_azure_auth_kind kind = rr_azure_creds_kind(az->creds);
-	char token[RR_AZURE_TOKEN_MAX], why[600];
+	struct rr_http_header all[RR_REMOTE_MAX_EXTRA_HEADERS + 8];
+	char length[24];
 	struct rr_buf path, wire;
-	size_t n = 0;
+	size_t n = 0, k = 0;
 	int rc;
 
 	snprintf(p->cr.source, sizeof(p->cr.source), "%s", rr_azure_creds_source(az->creds));
@@ -105,19 +118,18 @@ static int s_sign(struct rr_remote *r, const struct rr_remote_req *q, int refres
 		rc = rr_sigv4_uri_encode(&wire, (const char *)path.data, path.len, 1);
 	if (!rc)
 		rc = rr_remote_url(r, q, &path, rr_azure_creds_sas(az->creds), &p->url);
-	if (!rc && kind == RR_AZURE_AUTH_SHARED_KEY) {
-		rc = s_shared_key(az, q, p, n, &wire);
-		p->headers[n++] = (struct rr_http_header){ "Authorization", p->auth };
-	} else if (!rc && kind == RR_AZURE_AUTH_BEARER) {
-		rc = rr_azure_creds_token(az->creds, refresh, token, sizeof(token), why,
-					  sizeof(why));
-		if (rc)
-			rc = rr_store_fail(rc, "no usable Azure credentials: %s", why);
-		else
-			snprintf(p->auth, sizeof(p->auth), "Bearer %s", token);
-		OPENSSL_cleanse(token, sizeof(token));
-		p->headers[n++] = (struct rr_http_header){ "Authorization", p->auth };
+	if (!rc) {
+		for (size_t i = 0; i < n; i++)
+			all[k++] = p->headers[i];
+		for (size_t i = 0; i < q->nextra; i++)
+			all[k++] = (struct rr_http_header){ q->extra[i].name, q->extra[i].value };
+		snprintf(length, sizeof(length), "%zu", q->body_len);
+		all[k++] = (struct rr_http_header){ "Content-Length", q->body_len ? length : NULL };
+		rc = s_authorization(az, q->method, all, k, (const char *)wire.data, q->query,
+				     refresh, p->auth, sizeof(p->auth), rr_remote_what(q));
 	}
+	if (!rc && p->auth[0])
+		p->headers[n++] = (struct rr_http_header){ "Authorization", p->auth };
 	rr_buf_free(&path);
 	rr_buf_free(&wire);
 	if (rc)
@@ -164,8 +176,12 @@ static int s_judge(struct rr_remote *r, const struct rr_remote_req *q,
 	e.message[strcspn(e.message, "\r\n")] = '\0'; /* Azure adds RequestId and Time lines */
 	*retry = rr_retry_worth_it(st, 0, NULL) || s_transient_code(e.code);
 	*retry_after_ms = *retry ? s_retry_after_ms(resp) : 0;
+	/* A bearer token refused: 401 InvalidAuthenticationInfo, or 403 AuthenticationFailed
+	 * ("Lifetime validation failed. The token is expired.": revoked, or expired early by
+	 * the clocks' disagreement). One fresh token is worth a try; the core tries once. */
 	if (rr_azure_creds_kind(az->creds) == RR_AZURE_AUTH_BEARER &&
-	    (st == 401 || strcmp(e.code, "InvalidAuthenticationInfo") == 0)) {
+	    (st == 401 || strcmp(e.code, "InvalidAuthenticationInfo") == 0 ||
+	     strcmp(e.code, "AuthenticationFailed") == 0)) {
 		*retry = 1;
 		*refresh = 1;
 	}
@@ -192,8 +208,9 @@ static void s_add_conditions(struct rr_remote_req *q, const struct rr_put_opts *
 		rr_remote_add_header(q, "If-Match", opts->if_match);
 }
 
-/* A conditional write sent again after an attempt of unknown outcome that then found its
- * precondition failed: the core checks whether the blob holds our bytes. */
+/* A write sent again after an attempt of unknown outcome that then found its precondition
+ * failed (or, for a block list, its blocks gone: s_commit_blocks): the core checks whether
+ * the blob holds our bytes. */
 static int s_settle(struct s_az *az, int rc, int maybe_applied, const char *key,
 		    const void *data, size_t len, char *etag_out, int *checked)
 {
@@ -241,7 +258,7 @@ static int s_commit_blocks(struct s_az *az, const char *key, char (*ids)[48], si
 			   int *maybe_applied)
 {
 	struct rr_remote_req q = { .method = "PUT", .key = key, .query = "comp=blocklist",
-				   .maybe_applied = maybe_applied, .stop_after_unknown = 1 };
+				   .maybe_applied = maybe_applied };
 	const char **list = calloc(n, sizeof(*list));
 	struct rr_buf body;
 	int rc;
@@ -259,6 +276,15 @@ static int s_commit_blocks(struct s_az *az, const char *key, char (*ids)[48], si
 		s_add_conditions(&q, opts);
 		rc = rr_remote_send(&az->r, &q, resp);
 	}
+	/* Sent again after an attempt that may have committed the list: the blocks are
+	 * committed (or, once another writer committed the blob, discarded), so the retry can
+	 * meet InvalidBlockList. Whether the blob holds our bytes settles it (s_settle). Unlike
+	 * S3's completion, a retried Put Block List is otherwise answered as the first, so
+	 * transient errors keep being retried. */
+	if (rc == RR_EIO && *maybe_applied && resp->status == 400 &&
+	    rr_http_response_header(resp, "x-ms-error-code") &&
+	    strcmp(rr_http_response_header(resp, "x-ms-error-code"), "InvalidBlockList") == 0)
+		rc = RR_EPRECOND;
 	rr_buf_free(&body);
 	free(list);
 	return rc;
@@ -400,6 +426,157 @@ static int s_list(struct rr_store *s, const char *prefix, rr_store_list_cb cb, v
 	return rc;
 }
 
+/* ---- deleting many: Blob Batch ---- */
+
+struct s_batch {
+	char boundary[48];
+	char date[40];
+	struct rr_azure_batch_sub subs[RR_AZURE_BATCH_MAX];
+	char *targets[RR_AZURE_BATCH_MAX];
+	char *auths[RR_AZURE_BATCH_MAX];
+	int status[RR_AZURE_BATCH_MAX];
+	char code[RR_AZURE_BATCH_MAX][64];
+};
+
+static void s_batch_free(struct s_batch *b, size_t n)
+{
+	for (size_t i = 0; b && i < n; i++) {
+		free(b->targets[i]);
+		if (b->auths[i])
+			OPENSSL_cleanse(b->auths[i], strlen(b->auths[i]));
+		free(b->auths[i]);
+	}
+	free(b);
+}
+
+/* Sub-request i: the Delete Blob of keys[i], authorized on its own. */
+static int s_batch_sub(struct s_az *az, struct s_batch *b, size_t i, const char *key)
+{
+	struct rr_http_header h[2] = { { "x-ms-date", b->date }, { "Content-Length", NULL } };
+	const char *sas = rr_azure_creds_sas(az->creds);
+	char auth[RR_REMOTE_AUTH_MAX];
+	struct rr_buf path, wire;
+	int rc;
+
+	rr_buf_init(&path, 8192);
+	rr_buf_init(&wire, 16384);
+	rc = rr_remote_raw_path(&az->r, key, &path);
+	if (!rc)
+		rc = rr_sigv4_uri_encode(&wire, (const char *)path.data, path.len, 1);
+	if (!rc)
+		rc = s_authorization(az, "DELETE", h, 2, (const char *)wire.data, NULL, 0, auth,
+				     sizeof(auth), key);
+	if (!rc && sas)
+		rc = rr_buf_printf(&wire, "?%s", sas);
+	if (!rc) {
+		b->targets[i] = strdup((const char *)wire.data);
+		b->auths[i] = auth[0] ? strdup(auth) : NULL;
+		if (!b->targets[i] || (auth[0] && !b->auths[i]))
+			rc = RR_ENOMEM;
+	}
+	b->subs[i] = (struct rr_azure_batch_sub){ b->targets[i], b->date, b->auths[i] };
+	OPENSSL_cleanse(auth, sizeof(auth));
+	rr_buf_free(&path);
+	rr_buf_free(&wire);
+	return rc;
+}
+
+/* Sends the batch; b->status[i] is then each sub-response's status (0: not answered). A
+ * refusal of the batch as a whole with a 4xx is RR_EUNSUPPORTED: this account (or this
+ * credential) does not take Blob Batch. */
+static int s_batch_send(struct s_az *az, struct s_batch *b, size_t n)
+{
+	struct rr_remote_req q = { .method = "POST", .query = "restype=container&comp=batch",
+				   .what = "a Blob Batch of deletes",
+				   .response_max = RR_AZURE_BATCH_ANSWER_MAX };
+	char ctype[96], boundary[RR_AZURE_BOUNDARY_MAX + 1];
+	struct rr_http_response resp;
+	struct rr_buf body;
+	int rc;
+
+	rr_buf_init(&body, 4u << 20);
+	rr_http_response_init(&resp);
+	rc = rr_azure_batch_body(&body, b->boundary, b->subs, n);
+	if (rc)
+		goto out;
+	snprintf(ctype, sizeof(ctype), "multipart/mixed; boundary=%s", b->boundary);
+	rr_remote_add_header(&q, "Content-Type", ctype);
+	q.body = body.data;
+	q.body_len = body.len;
+	rc = rr_remote_send(&az->r, &q, &resp);
+	if (rc && resp.status >= 400 && resp.status < 500) {
+		rr_info("%s; deleting blobs one by one from now on", rr_store_strerror(rc));
+		rc = RR_EUNSUPPORTED;
+	}
+	if (rc)
+		goto out;
+	if (rr_azure_batch_boundary(rr_http_response_header(&resp, "Content-Type"), boundary,
+				    sizeof(boundary)) ||
+	    rr_azure_batch_parse(resp.body.data, resp.body.len, boundary, b->status, b->code,
+				 n) < 0)
+		rr_debug("Azure answered a Blob Batch with a body that is not multipart/mixed; "
+			 "its %zu deletes are made one by one", n);
+out:
+	rr_http_response_free(&resp);
+	rr_buf_wipe_free(&body); /* it holds bearer tokens */
+	return rc;
+}
+
+/* Up to RR_AZURE_BATCH_MAX keys: one Blob Batch, then one by one whatever it did not
+ * settle (a sub-request answered other than 202, or 404: already gone). */
+static int s_del_batch(struct s_az *az, const char *const *keys, size_t n)
+{
+	struct s_batch *b = calloc(1, sizeof(*b));
+	unsigned char nonce[16];
+	size_t i, singly = 0;
+	int rc = b ? 0 : RR_ENOMEM;
+
+	if (!rc && RAND_bytes(nonce, sizeof(nonce)) != 1)
+		rc = RR_EIO;
+	if (!rc) {
+		snprintf(b->boundary, sizeof(b->boundary), "batch_");
+		for (i = 0; i < sizeof(nonce); i++)
+			snprintf(b->boundary + 6 + 2 * i, 3, "%02x", nonce[i]);
+		s_http_date(b->date);
+	}
+	for (i = 0; !rc && i < n; i++)
+		rc = s_batch_sub(az, b, i, keys[i]);
+	if (!rc)
+		rc = s_batch_send(az, b, n);
+	for (i = 0; !rc && i < n; i++) {
+		if (b->status[i] == 202 || b->status[i] == 404)
+			continue;
+		if (b->status[i])
+			rr_debug("Blob Batch: delete of %s answered %d %s; deleting it alone",
+				 keys[i], b->status[i], b->code[i]);
+		singly++;
+		rc = rr_remote_del(&az->r.base, keys[i]);
+	}
+	if (!rc && singly)
+		rr_debug("Blob Batch: %zu of %zu deletes made one by one", singly, n);
+	s_batch_free(b, b ? n : 0);
+	return rc;
+}
+
+static int s_del_many(struct rr_store *s, const char *const *keys, size_t n)
+{
+	struct s_az *az = s_of(s);
+	size_t i, k;
+	int rc = 0;
+
+	for (i = 0; !rc && i < n; i += k) {
+		k = n - i < RR_AZURE_BATCH_MAX ? n - i : RR_AZURE_BATCH_MAX;
+		rc = atomic_load(&az->no_batch) ? RR_EUNSUPPORTED : s_del_batch(az, keys + i, k);
+		if (rc == RR_EUNSUPPORTED) {
+			atomic_store(&az->no_batch, 1);
+			rc = 0;
+			for (size_t j = 0; !rc && j < k; j++)
+				rc = rr_remote_del(&az->r.base, keys[i + j]);
+		}
+	}
+	return rc;
+}
+
 static void s_destroy(struct rr_store *s)
 {
 	struct s_az *az = s_of(s);
@@ -418,8 +595,6 @@ static const struct rr_remote_ops s_ops = {
 	.version_name = "ETag",
 };
 
-/* No del_many: Blob Batch (one multipart/mixed request for up to 256 deletes) is not
- * implemented yet, so rr_store_del_many deletes one by one (gc and retention only). */
 static const struct rr_store_vtable s_vtable = {
 	.scheme = "az",
 	.put = s_put,
@@ -427,6 +602,7 @@ static const struct rr_store_vtable s_vtable = {
 	.head = rr_remote_head,
 	.list = s_list,
 	.del = rr_remote_del,
+	.del_many = s_del_many,
 	.destroy = s_destroy,
 };
 

@@ -46,7 +46,7 @@ int rr_s3_sign(struct rr_remote *r, const struct rr_remote_req *q, int refresh_c
 	struct rr_sigv4_credentials sc;
 	struct rr_sigv4_request sr;
 	struct rr_buf path;
-	char why[300];
+	char why[1400]; /* no credentials: every step of the chain, with what it looked at */
 	size_t i, n = 0;
 	int rc;
 
@@ -507,13 +507,14 @@ int rr_s3_list(struct rr_store *s, const char *prefix, rr_store_list_cb cb, void
 			rc = rr_s3_xml_parse_list(resp.body.data, resp.body.len, s_on_object, &ctx,
 						  &truncated, token, sizeof(token));
 			if (rc == RR_ECORRUPT)
-				rc = rr_store_fail(RR_EIO, "S3 sent a listing that is not valid "
-						   "XML");
+				rc = rr_store_fail(RR_EIO, "%s sent a listing that is not a "
+						   "ListBucketResult this agent can read (invalid "
+						   "XML, or IsTruncated missing)", s3->r.label);
 		}
 		rr_http_response_free(&resp);
 		if (!rc && truncated && !token[0])
-			rc = rr_store_fail(RR_EIO, "S3 said the listing goes on but sent no "
-					   "continuation token");
+			rc = rr_store_fail(RR_EIO, "%s said the listing goes on but sent no "
+					   "continuation token", s3->r.label);
 	} while (!rc && truncated);
 	rr_buf_free(&qb);
 	return rc;

@@ -28,6 +28,22 @@ for cloud in aws gcp azure; do
 	expect_grep "RESUME_RUN_CLOUD=$cloud" "$f" "$cloud.yaml watches $cloud"
 	expect_grep 'start_run "\$\(tag resume-run-store\)" "\$\(tag resume-run-id\)"' "boot-$cloud.sh" "$cloud: store and run id from the metadata"
 done
+# Azure's default store is az:// with the VM's managed identity: the bootstrap's start_run
+# (run here with /etc/resume-run moved under $W and systemctl stubbed) writes the account
+# from the tag resume-run-storage-account, and refuses an az:// store without one.
+expect_grep 'resume-run-store=az://' "$D/cloud-init/azure.yaml" "azure.yaml's example store is az://"
+expect_grep 'Storage Blob Data Contributor' "$D/cloud-init/azure.yaml" "azure.yaml grants the VM's identity the store"
+expect_no_grep '^ *AZURE_STORAGE_(KEY|CONNECTION_STRING|SAS_TOKEN)=' "$D/cloud-init/azure.yaml" "no storage key in azure.yaml"
+sed -n '/^start_run() {$/,/^}$/p' boot-azure.sh | sed "s#/etc/resume-run#$W/etc#g" > start_run.sh
+mkdir -p etc && echo 'TRAINER_COMMAND=python3 train.py' > etc/trainer.env
+(systemctl() { :; }; . ./start_run.sh; start_run az://ckpt/runs exp1 mystorageacct) || fail "azure start_run"
+expect_grep '^RESUME_RUN_STORE=az://ckpt/runs$' etc/train.env "azure: the store"
+expect_grep '^AZURE_STORAGE_ACCOUNT=mystorageacct$' etc/train.env "azure: the storage account"
+(systemctl() { :; }; . ./start_run.sh; start_run az://ckpt/runs exp1 "") > no-account.log 2>&1 &&
+	fail "azure start_run accepted az:// without a storage account"
+expect_grep 'needs the tag resume-run-storage-account' no-account.log "azure: the refusal"
+ok "azure.yaml: az:// with the VM's managed identity by default (the account from a tag, no key)"
+
 # The tool does reject what is wrong (so "valid" above means something).
 sed 's/^runcmd:$/runcmd: 5\nunused:/' "$D/cloud-init/aws.yaml" > bad.yaml
 ! cloud-init schema --config-file bad.yaml > bad-ci.log 2>&1 || fail "cloud-init accepted a broken user-data"

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """A loopback HTTP/1.1 proxy that injects faults between a client (the agent, the bench)
-and an S3-protocol server (s3rver), on a schedule.
+and an S3-protocol server (s3rver) or Azure's Blob service (Azurite), on a schedule.
 
 run: proxy.py --upstream 127.0.0.1:PORT [--port 0] [--control-port 0] [--rule JSON]...
 It prints "control PORT" then "ready PORT" on stdout once it listens. Point the client's
@@ -19,9 +19,12 @@ A rule is a JSON object:
                                 reset the client's connection without answering;
            "reset_mid_answer"   forward, then send the answer's head and first bytes
                                 ("answer_bytes", default half the body), then reset;
-           "error"              answer an S3 error document ("status" 503, "code"
+           "error"              answer an error document ("status" 503, "code"
                                 "SlowDown"; "body_len" pads or cuts the XML to exactly that
-                                many bytes); the request is not forwarded;
+                                many bytes; "retry_after" adds a Retry-After header of that
+                                many seconds); the request is not forwarded. A request that
+                                carries x-ms-version gets Azure's form instead (see below;
+                                "code" default ServerBusy for 503, InternalError for 500);
            "stall"              hold the request "seconds" before forwarding it;
            "skewed"             403 RequestTimeTooSkewed naming ServerTime = now +
                                 "skew_seconds";
@@ -36,6 +39,10 @@ Control API (plain HTTP on the control port):
   GET    /log      one entry per request: n, method, path, query, x-amz-date, action
   DELETE /log      forgets the log
 
+With --max-skew SECONDS the proxy refuses, as S3 does (900 s there), any request whose
+x-amz-date is further than that from its own clock: 403 RequestTimeTooSkewed naming its own
+time as ServerTime (and the Date header every answer has).
+
 With --s3-preconditions ACCESS_KEY:SECRET:REGION the proxy also enforces the conditional
 writes that S3 honours and some stand-ins ignore (s3rver 5.0.0 does): a PUT or a
 CompleteMultipartUpload with "If-None-Match: *" on a key that exists, or with "If-Match" on
@@ -45,7 +52,11 @@ asks the server with a HEAD it signs itself).
 The error documents follow S3's REST error format (an <Error> root with Code, Message,
 RequestId, HostId; RequestTimeTooSkewed adds RequestTime, ServerTime and
 MaxAllowedSkewMilliseconds; PermanentRedirect adds Bucket and Endpoint and the
-x-amz-bucket-region header; AuthorizationHeaderMalformed adds Region).
+x-amz-bucket-region header; AuthorizationHeaderMalformed adds Region). Azure's ("Blob
+service error codes", "Status and error codes"): the message as the status line's reason,
+the code in an x-ms-error-code header too, x-ms-request-id and x-ms-version headers, and a
+body that starts with a UTF-8 byte order mark: <Error><Code> and a <Message> whose second
+and third lines are RequestId:... and Time:....
 """
 
 import argparse
@@ -81,6 +92,11 @@ MESSAGES = {
                                     "'us-east-1' is wrong; expecting '%s'",
     "ExpiredToken": "The provided token has expired.",
     "PreconditionFailed": "At least one of the pre-conditions you specified did not hold",
+}
+AZURE_MESSAGES = {
+    "ServerBusy": "The server is busy.",
+    "OperationTimedOut": "The operation could not be completed within the permitted time.",
+    "InternalError": "The server encountered an internal error. Please retry the request.",
 }
 REASONS = {200: "OK", 206: "Partial Content", 301: "Moved Permanently", 400: "Bad Request",
            403: "Forbidden", 404: "Not Found", 412: "Precondition Failed",
@@ -313,35 +329,71 @@ def s3_error(status, code, body_len=None, extra="", headers=(), msg=None):
     return status, hs, doc
 
 
+MAX_SKEW = None  # --max-skew
+
+
+def too_skewed(headers):
+    """The request's x-amz-date is further than --max-skew from this clock."""
+    if MAX_SKEW is None:
+        return False
+    d = header(headers, "x-amz-date")
+    try:
+        t = datetime.datetime.strptime(d or "", "%Y%m%dT%H%M%SZ").replace(
+            tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return False
+    return abs((datetime.datetime.now(datetime.timezone.utc) - t).total_seconds()) > MAX_SKEW
+
+
+def azure_error(status, code, body_len=None, headers=()):
+    """An Azure Blob service error answer: (status, headers, body, reason)."""
+    msg = AZURE_MESSAGES.get(code, code)
+    rid = str(uuid.uuid4())
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f0Z")
+    doc = ('\ufeff<?xml version="1.0" encoding="utf-8"?><Error><Code>%s</Code><Message>%s\n'
+           'RequestId:%s\nTime:%s</Message></Error>' % (code, msg, rid, when)).encode()
+    if body_len is not None:
+        doc = doc[:body_len] if body_len < len(doc) else doc + b" " * (body_len - len(doc))
+    hs = [("Content-Type", "application/xml"), ("x-ms-request-id", rid),
+          ("x-ms-version", "2021-08-06"), ("x-ms-error-code", code)] + list(headers)
+    return status, hs, doc, msg
+
+
 def iso_now(offset_s=0):
     t = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=offset_s)
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def synthetic(rule, req_headers, path):
+    """The answer of an "error", "skewed" or "wrong_region" rule: (status, headers, body,
+    reason or None)."""
     action = rule["action"]
     if action == "error":
         status = int(rule.get("status", 503))
+        extra = [("Retry-After", str(rule["retry_after"]))] if "retry_after" in rule else []
+        if header(req_headers, "x-ms-version"):
+            code = rule.get("code", "ServerBusy" if status == 503 else "InternalError")
+            return azure_error(status, code, rule.get("body_len"), extra)
         code = rule.get("code", "SlowDown" if status == 503 else "InternalError")
-        return s3_error(status, code, rule.get("body_len"))
+        return s3_error(status, code, rule.get("body_len"), headers=extra) + (None,)
     if action == "skewed":
         extra = ("<RequestTime>%s</RequestTime><ServerTime>%s</ServerTime>"
                  "<MaxAllowedSkewMilliseconds>900000</MaxAllowedSkewMilliseconds>"
                  % (header(req_headers, "x-amz-date") or "", iso_now(rule.get("skew_seconds", 3600))))
-        return s3_error(403, "RequestTimeTooSkewed", rule.get("body_len"), extra)
+        return s3_error(403, "RequestTimeTooSkewed", rule.get("body_len"), extra) + (None,)
     region = rule.get("region", "eu-west-1")
     bucket = path.lstrip("/").split("/", 1)[0]
     if int(rule.get("status", 301)) == 400:
         code = "AuthorizationHeaderMalformed"
         return s3_error(400, code, None, "<Region>%s</Region>" % region,
-                        [("x-amz-bucket-region", region)], MESSAGES[code] % region)
+                        [("x-amz-bucket-region", region)], MESSAGES[code] % region) + (None,)
     return s3_error(301, "PermanentRedirect", None,
                     "<Bucket>%s</Bucket><Endpoint>%s.s3.%s.amazonaws.com</Endpoint>"
-                    % (bucket, bucket, region), [("x-amz-bucket-region", region)])
+                    % (bucket, bucket, region), [("x-amz-bucket-region", region)]) + (None,)
 
 
-def answer_bytes(status, headers, body, method):
-    out = "HTTP/1.1 %d %s\r\n" % (status, REASONS.get(status, "Error"))
+def answer_bytes(status, headers, body, method, reason=None):
+    out = "HTTP/1.1 %d %s\r\n" % (status, reason or REASONS.get(status, "Error"))
     hs = [(k, v) for k, v in headers if k.lower() not in ("content-length", "connection",
                                                           "transfer-encoding")]
     hs.append(("Content-Length", str(len(body))))
@@ -413,6 +465,8 @@ class Handler(socketserver.BaseRequestHandler):
                 url = urllib.parse.urlsplit(target)
                 path = urllib.parse.unquote(url.path)
                 rule = STATE.pick(method, path, url.query)
+                if not rule and too_skewed(headers):
+                    rule = {"action": "skewed", "skew_seconds": 0}
                 action = rule["action"] if rule else "forward"
                 STATE.record({"method": method, "path": path, "query": url.query,
                               "x-amz-date": header(headers, "x-amz-date"), "action": action})
@@ -429,8 +483,8 @@ class Handler(socketserver.BaseRequestHandler):
                 else:
                     body = b""
                 if action in ("error", "skewed", "wrong_region"):
-                    status, hs, doc = synthetic(rule, headers, path)
-                    client.sendall(answer_bytes(status, hs, doc, method))
+                    status, hs, doc, reason = synthetic(rule, headers, path)
+                    client.sendall(answer_bytes(status, hs, doc, method, reason))
                     continue
                 if action != "reset_mid_answer" and \
                         precondition_fails(method, target, url.query, headers):
@@ -514,17 +568,20 @@ class Control(BaseHTTPRequestHandler):
 
 
 def main():
-    global UPSTREAM, SIGNER
+    global UPSTREAM, SIGNER, MAX_SKEW
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--upstream", required=True, help="HOST:PORT of the server")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--control-port", type=int, default=0)
     ap.add_argument("--rule", action="append", default=[], help="a rule as JSON")
+    ap.add_argument("--max-skew", type=float, default=None, metavar="SECONDS",
+                    help="refuse requests signed further than this from this clock")
     ap.add_argument("--s3-preconditions", metavar="AKID:SECRET:REGION",
                     help="enforce If-None-Match/If-Match on writes (see above)")
     a = ap.parse_args()
     if a.s3_preconditions:
         SIGNER = tuple(a.s3_preconditions.split(":", 2))
+    MAX_SKEW = a.max_skew
     host, _, port = a.upstream.rpartition(":")
     UPSTREAM = (host or "127.0.0.1", int(port))
     for r in a.rule:

@@ -10,18 +10,32 @@ AZURITE_DIR=${RR_AZURITE_DIR:-/var/tmp/resume-run-azurite}
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# start_azurite: Azurite's blob service on a free port, in memory (node takes a while to
-# start on a loaded 2-core machine: up to 90 s is allowed).
+# start_azurite [ARGS...]: Azurite's blob service on a free port, in memory, with any more
+# azurite-blob options (node takes a while to start on a loaded 2-core machine: up to 90 s
+# is allowed).
 start_azurite() {
 	AZ_PORT=$(free_port)
 	"$RR_SRC/tests/azure/install-azurite.sh"
 	"$AZURITE_DIR/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$AZ_PORT" \
-		--inMemoryPersistence --skipApiVersionCheck --disableProductStyleUrl \
+		--inMemoryPersistence --skipApiVersionCheck --disableProductStyleUrl "$@" \
 		> "$W/azurite.log" 2>&1 &
 	AZ_PID=$!
 	wait_for 90 "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $AZ_PORT))" 2>/dev/null ||
 		fail "Azurite did not start: $(tail -5 "$W/azurite.log")"
 	AZ_ENDPOINT="http://127.0.0.1:$AZ_PORT/$AZ_ACCOUNT"
+}
+
+# start_azurite_oauth: Azurite over HTTPS with a certificate of a private CA made here
+# (tlslib.sh, sourced first; REQUESTS_CA_BUNDLE trusts it, for the agent and the Azure CLI
+# alike), accepting Microsoft Entra ID bearer tokens besides Shared Key: "--oauth basic"
+# checks each token's audience, issuer and lifetime (nbf, exp), not its signature. Azurite
+# takes bearer tokens only over HTTPS.
+start_azurite_oauth() {
+	make_ca azure-ca
+	make_cert azurite azure-ca "IP:127.0.0.1,DNS:localhost"
+	start_azurite --oauth basic --cert "$TLS_DIR/azurite.pem" --key "$TLS_DIR/azurite.key"
+	AZ_ENDPOINT="https://127.0.0.1:$AZ_PORT/$AZ_ACCOUNT"
+	export REQUESTS_CA_BUNDLE="$TLS_DIR/azure-ca.pem"
 }
 
 stop_azurite() {
@@ -35,7 +49,7 @@ stop_azurite() {
 az_env() {
 	unset AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN AZURE_FEDERATED_TOKEN_FILE \
 	      AZURE_CLIENT_ID AZURE_TENANT_ID AZURE_CLIENT_SECRET AZURE_AUTHORITY_HOST \
-	      AZURE_STORAGE_ACCOUNT
+	      AZURE_STORAGE_ACCOUNT AZURE_POD_IDENTITY_AUTHORITY_HOST
 	export HOME="$W/home" AZURE_CONFIG_DIR="$W/home/.azure" AZURE_CORE_COLLECT_TELEMETRY=no
 	mkdir -p "$HOME"
 	export AZURE_STORAGE_CONNECTION_STRING="DefaultEndpointsProtocol=http;AccountName=$AZ_ACCOUNT;AccountKey=$AZ_KEY;BlobEndpoint=$AZ_ENDPOINT;"

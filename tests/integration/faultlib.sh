@@ -1,19 +1,33 @@
-# The fault-injection proxy (tests/faults/proxy.py) between the agent and the S3 test
-# server, sourced after lib.sh and s3lib.sh (and after start_s3 and s3_env).
+# The fault-injection proxy (tests/faults/proxy.py) between the agent and a store's test
+# server, sourced after lib.sh and s3lib.sh (and after start_s3 and s3_env), or after
+# azurelib.sh for Azurite (test_azure_faults.sh: FAULT_STORE_ROOT=az://CONTAINER, its own
+# trap).
 FAULT_PID=
 
-# start_faults: starts the proxy in front of $S3_PORT (after s3_env) and points AWS_ENDPOINT_URL at it
-# (s3cli keeps talking to the server directly through S3_DIRECT). Sets FAULT_CTL.
-start_faults() {
-	# s3rver ignores If-None-Match / If-Match: the proxy enforces them as S3 does.
-	"$PY" "$RR_SRC/tests/faults/proxy.py" --upstream "127.0.0.1:$S3_PORT" \
-		--s3-preconditions "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY:$AWS_REGION" \
+# start_proxy PORT [ARGS...]: starts the proxy in front of 127.0.0.1:PORT with more proxy
+# options; sets FAULT_CTL (its control API) and FAULT_URL (where clients go instead).
+start_proxy() {
+	local port=$1
+	shift
+	"$PY" "$RR_SRC/tests/faults/proxy.py" --upstream "127.0.0.1:$port" "$@" \
 		> "$W/faults.out" 2> "$W/faults.log" &
 	FAULT_PID=$!
 	wait_for 20 grep -q '^ready' "$W/faults.out" || fail "the fault proxy did not start"
 	FAULT_CTL="http://127.0.0.1:$(sed -nE 's/^control ([0-9]+)/\1/p' "$W/faults.out")"
+	FAULT_URL="http://127.0.0.1:$(sed -nE 's/^ready ([0-9]+)/\1/p' "$W/faults.out")"
+}
+
+# start_faults: the proxy in front of $S3_PORT (after s3_env), AWS_ENDPOINT_URL pointed at
+# it (s3cli keeps talking to the server directly through S3_DIRECT). FAULT_ARGS: more of the
+# proxy's options, split into words (--max-skew 900).
+start_faults() {
+	# s3rver ignores If-None-Match / If-Match: the proxy enforces them as S3 does.
+	# shellcheck disable=SC2086
+	start_proxy "$S3_PORT" \
+		--s3-preconditions "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY:$AWS_REGION" \
+		${FAULT_ARGS:-}
 	S3_DIRECT="http://127.0.0.1:$S3_PORT"
-	AWS_ENDPOINT_URL="http://127.0.0.1:$(sed -nE 's/^ready ([0-9]+)/\1/p' "$W/faults.out")"
+	AWS_ENDPOINT_URL=$FAULT_URL
 	export AWS_ENDPOINT_URL
 }
 
@@ -60,21 +74,22 @@ SH
 	chmod +x "$1"
 }
 
-# check_store NAME DIR: the fault-free reading of the store s3://ckpt/NAME: the newest step
-# the trainer committed in DIR is LATEST, verify calls every checkpoint ok (none DAMAGED),
-# and it restores onto an empty directory byte-identical to what the trainer wrote.
+# check_store NAME DIR: the fault-free reading of the store $FAULT_STORE_ROOT/NAME (default
+# s3://ckpt/NAME): the newest step the trainer committed in DIR is LATEST, verify calls every
+# checkpoint ok (none DAMAGED), and it restores onto an empty directory byte-identical to
+# what the trainer wrote.
 check_store() {
-	local name=$1 dir=$2 newest
+	local name=$1 dir=$2 newest store="${FAULT_STORE_ROOT:-s3://$S3_BUCKET}/$1"
 	newest=$(ls "$dir" | grep -E '^step-[0-9]+$' | sort -t- -k2 -n | tail -n 1)
 	[ -n "$newest" ] || fail "$name: the trainer committed nothing"
-	"$RR_BIN" ls --store "s3://$S3_BUCKET/$name" > "$name-ls.out" 2>&1 || fail "$name: ls: $(cat "$name-ls.out")"
+	"$RR_BIN" ls --store "$store" > "$name-ls.out" 2>&1 || fail "$name: ls: $(cat "$name-ls.out")"
 	expect_grep "^\* $newest " "$name-ls.out" "$name: LATEST is the newest commit"
-	run_rr "$name-verify.log" verify --store "s3://$S3_BUCKET/$name"
+	run_rr "$name-verify.log" verify --store "$store"
 	expect_eq "$RC" 0 "$name: verify status"
 	expect_no_grep 'DAMAGED' "$name-verify.log" "$name: nothing reported damaged"
 	expect_grep "^$newest: ok" "$name-verify.log" "$name: the newest verifies"
 	rm -rf "$name-restored"
-	run_rr "$name-restore.log" restore --store "s3://$S3_BUCKET/$name" --to "$name-restored"
+	run_rr "$name-restore.log" restore --store "$store" --to "$name-restored"
 	expect_eq "$RC" 0 "$name: restore status"
 	diff -r "$name-restored/$newest" "$dir/$newest" > /dev/null || fail "$name: the restored $newest differs from the trainer's"
 }

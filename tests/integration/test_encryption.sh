@@ -96,7 +96,8 @@ expect_grep "encrypted: give the key with --encryption-key-file" nokey.log "miss
 run_rr vwrong.log verify --encryption-key-file wrong.hex
 expect_eq "$RC" 125 "verify with a wrong key"
 before=$(find .resume-run/store -type f | wc -l)
-run_rr gcwrong.log gc --keep 1 --grace 0s --encryption-key-file wrong.hex
+find .resume-run/store -type f -exec touch -d '2 hours ago' {} + # past gc's grace
+run_rr gcwrong.log gc --keep 1 --encryption-key-file wrong.hex
 expect_eq "$RC" 125 "gc with a wrong key"
 expect_eq "$(find .resume-run/store -type f | wc -l)" "$before" "objects after gc with a wrong key"
 for f in wrong.log wrongrun.log vwrong.log gcwrong.log; do

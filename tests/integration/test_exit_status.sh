@@ -6,6 +6,7 @@
 
 check() { # EXPECTED WHAT ARGS...
 	local want=$1 what=$2; shift 2
+	rm -f PREEMPT REBALANCE # a notice file there at start is a leftover, not a notice
 	run_rr "exit-$want.log" --max-restarts 0 --store "file://$W/store" --checkpoint-dir "$W/ck" "$@"
 	expect_eq "$RC" "$want" "$what"
 	ok "$what -> $want"
@@ -24,16 +25,18 @@ check 125 "agent error: unsupported store" --store s3://bucket/prefix -- true
 expect_grep 'cannot open store s3://bucket/prefix' exit-125.log "store error names the URL"
 
 # A notice stopped the trainer: the preempted status, whatever the trainer's own. The
-# trainers are shell scripts whose USR1 trap is their checkpoint handler (the notice file
-# exists from the start: the request waits for the handler, then goes out at once).
-printf '{"kind":"preempt"}' > PREEMPT
-printf '{"kind":"rebalance"}' > REBALANCE
+# trainers are shell scripts whose USR1 trap is their checkpoint handler; each announces the
+# notice itself once running (a file there before the agent started would be a leftover).
+printf '{"kind":"preempt"}' > PREEMPT.json
+printf '{"kind":"rebalance"}' > REBALANCE.json
 cat > exits_on_notice.sh <<'SH'
 trap 'echo "notice seen"; exit $1' USR1
+cp PREEMPT.json PREEMPT
 while :; do sleep 0.05; done
 SH
 cat > goes_on.sh <<'SH'
 trap 'got=1' USR1
+cp REBALANCE.json REBALANCE
 while [ -z "${got:-}" ]; do sleep 0.05; done
 echo "carried on past the notice"
 exit 0

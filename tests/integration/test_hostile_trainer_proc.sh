@@ -272,7 +272,7 @@ json.dump({"type": "service_account", "client_email": "t@example.iam.gserviceacc
 PY
 set +e
 STORAGE_EMULATOR_HOST=http://10.255.255.1:9 GOOGLE_APPLICATION_CREDENTIALS="$W/sa.json" \
-	timeout 20 "$RR_BIN" --store gs://bucket/runs ls > gs-http.log 2>&1
+	timeout 20 "$RR_BIN" ls --store gs://bucket/runs > gs-http.log 2>&1
 rc=$?
 set -e
 expect_eq "$rc" 125 "exit status of gs:// over http to a non-loopback host"

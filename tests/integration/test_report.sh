@@ -93,7 +93,14 @@ expect_grep " preempt +aws +[12] min [0-9]+ s +$answer +[0-9.]+ (ms|s) +met, .* 
 expect_grep "Preemptions: 1; deadlines met 1, missed 0" report.txt "totals"
 expect_grep "machine 2  step-$saved: .* read from the store, in .*; fallbacks 0" report.txt "the restore"
 expect_grep "machine 3  exit status 3, restart 1" report.txt "the restart"
-ok "report: machines, the AWS notice met its deadline with $answer, the restore of step-$saved and the restart"
+# How each machine ended, from its exit event: the interrupted one, the finished ones.
+expect_grep "^  1 .* scratch +preempted \($RR_PREEMPTED\)$" report.txt "machine 1 ended preempted"
+expect_grep "^  2 .* a checkpoint +finished$" report.txt "machine 2 finished"
+expect_grep "^  3 .* a checkpoint +finished$" report.txt "machine 3 finished after its restart"
+# A run of seconds is said in seconds (it was "Machine time: 0.00 h").
+expect_grep "^Machine time: [0-9.]+ s \([0-9.]+ s spot or unknown, 0 ms on-demand\); useful [0-9.]+ s$" \
+	report.txt "short machine time in seconds"
+ok "report: machines and how each ended, the AWS notice met its deadline with $answer, the restore of step-$saved and the restart"
 
 "$RR_BIN" report --store "$STORE" --json --price-spot 0.40 --price-on-demand 1.20 > report.json ||
 	fail "report --json failed"
@@ -107,6 +114,9 @@ def eq(a, b, what):
         sys.exit("%s: expected %r, got %r" % (what, b, a))
 eq(r["schema"], 1, "schema")
 eq(t["machines"], 3, "machines")
+eq(t["machines_lost"], 0, "machines lost")
+eq([(m["ended"], m["exit_status"]) for m in r["machines"]],
+   [("preempted", 75), ("finished", 0), ("finished", 0)], "how each machine ended")
 eq(t["notices"], 1, "notices")
 eq(t["preemptions"], 1, "preemptions")
 eq(t["deadlines_met"], 1, "deadlines met")
@@ -162,8 +172,58 @@ assert (n["kind"], n["source"], n["deadline"], n["checkpoint"]) == ("terminate",
 assert n["margin_seconds"] is None and n["to_durable_seconds"] is None, n
 assert n["work_lost_seconds"] > 0 and n["work_lost_seconds"] == n["at_risk_seconds"], n
 assert (t["deadlines_missed"], t["deadlines_met"], t["machines"]) == (1, 0, 1), t
+assert r["machines"][0]["ended"] == "preempted", r["machines"]
 PY
 ok "missed deadline: SIGTERM with 1 s grace and no checkpoint -> metrics and report say missed, work lost"
+
+# --- A machine lost without a word (the agent killed, no notice), then one that finishes.
+# Its checkpoints share packs: unchanged small files stay in the first checkpoint's pack,
+# which the restore reads whole.
+cat > packs.py <<'PY'
+import os, sys, time
+import resume_run as rr
+ck = rr.Checkpointer()
+frozen = bytes(range(256)) * 4
+first = int(os.path.basename(rr.restore_dir() or "step-0").split("-")[1]) + 1
+for step in range(first, first + 3):
+    with ck.commit("step-%d" % step) as d:
+        for i in range(20):
+            with open(os.path.join(d, "f%02d.bin" % i), "wb") as f:
+                f.write(frozen + bytes([i]) if i < 10 else os.urandom(1000))
+    print("committed step-%d" % step, flush=True)
+if sys.argv[1] == "hang":
+    time.sleep(600)
+PY
+"$RR_BIN" --cloud none --checkpoint-dir ck-lost --store "$STORE" --run-id lost \
+	-- "$PY" packs.py hang > m5.log 2>&1 &
+agent=$!
+wait_for 60 grep -q 'persisted step-3' m5.log || fail "machine 5 did not persist step-3"
+trainer=$(sed -nE 's/.*started [^ ]+ \(pid ([0-9]+),.*/\1/p' m5.log | head -n 1)
+kill -KILL $agent
+wait $agent || true
+[ -n "$trainer" ] && kill -KILL "$trainer" 2>/dev/null || true
+run_rr m6.log --cloud none --checkpoint-dir ck-lost2 --store "$STORE" --run-id lost -- "$PY" packs.py finish
+expect_eq "$RC" 0 "machine 6 exit status"
+expect_grep "restored step-3: 20 files, .* read from the store, [0-9.]+ [kM]?B of it other checkpoints' data in shared packs" \
+	m6.log "the restore says what of its reads belongs to other checkpoints"
+"$RR_BIN" report --store "$STORE" --run-id lost > lost.txt || fail "report of run 'lost' failed"
+cat lost.txt
+expect_grep "^  1 .* scratch +lost$" lost.txt "the killed machine is lost"
+expect_grep "^  2 .* a checkpoint +finished$" lost.txt "the replacement finished"
+expect_grep "^  1 machine recorded no end: lost without a word" lost.txt "the loss is said"
+expect_grep "machine 2  step-3: .* read from the store \([0-9.]+ [kM]?B of it other checkpoints' data in shared packs\)" \
+	lost.txt "the report says why more was read than stored"
+"$RR_BIN" report --store "$STORE" --run-id lost --json > lost.json
+"$PY" - lost.json <<'PY' || fail "report --json of run 'lost': wrong content"
+import json, sys
+r = json.load(open(sys.argv[1]))
+m, t, s = r["machines"], r["totals"], r["restores"][0]
+assert [x["ended"] for x in m] == ["lost", "finished"], m
+assert m[0]["exit_status"] is None and m[1]["exit_status"] == 0, m
+assert t["machines_lost"] == 1, t
+assert 0 < s["unused_bytes"] < s["downloaded_bytes"], s
+PY
+ok "a machine killed without a word is reported lost, its replacement finished; shared-pack reads are said"
 
 # --- The report from an S3 store (a drill with a deadline in the notice file) ---
 start_s3
@@ -182,13 +242,16 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 n, t = r["notices"][0], r["totals"]
 assert (n["kind"], n["source"], n["deadline"]) == ("preempt", "file", "met"), n
-assert 89 <= (n["deadline_unix_ms"] - n["received_unix_ms"]) / 1000 <= 91, n
+# deadline_unix is whole seconds, from the whole second the notice was read in; received_unix_ms
+# is taken a moment later, to the millisecond: up to a second (and the notice file's fsync) apart.
+assert 88 <= (n["deadline_unix_ms"] - n["received_unix_ms"]) / 1000 <= 91, n
 assert (t["machines"], t["notices"], t["deadlines_met"]) == (1, 1, 1), t
 assert 1 <= t["notice_checkpoints"] <= t["checkpoints"] and r["events_skipped"] == 0, t
 PY
 ok "report from an S3 store: the drill's notice met its 90 s deadline"
 
-"$RR_BIN" report --store "$STORE" --run-id nosuchrun > empty.txt || fail "report of an empty run failed"
-expect_grep "no ledger events for run 'nosuchrun'" empty.txt "empty run"
-ok "report of a run with no ledger says so"
+run_rr empty.txt report --store "$STORE" --run-id nosuchrun
+expect_eq "$RC" 125 "report of a run the store does not hold: exit status"
+expect_grep "no run 'nosuchrun' in $STORE; runs there: default, lost, missed" empty.txt "the runs that exist are named"
+ok "report of a run the store does not hold: 125, naming the runs it does"
 finish

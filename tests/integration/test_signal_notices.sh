@@ -54,9 +54,11 @@ expect_grep 'checkpointed at step [0-9]+, exiting for preemption' wrapper.log "p
 expect_grep 'wrapper survived with 0' wrapper.log "sh (no handler) was not signalled"
 ok "checkpoint signal (USR2) reached the handler, not the sh wrapper"
 
-# 5. A notice before the trainer has a handler waits for one instead of killing it.
-touch NOTICE5
-run_rr late.log --notice-file NOTICE5 --store "file://$W/s5" --checkpoint-dir "$W/c5" -- "$PY" "$T/late_handler.py" 1.0
+# 5. A notice before the trainer has a handler waits for one instead of killing it. (The
+# file is created once the agent runs: one there before its start is a leftover, no notice.)
+( wait_for 30 grep -q '^resume-run: started ' late.log && touch NOTICE5 ) &
+run_rr late.log --notice-file NOTICE5 --store "file://$W/s5" --checkpoint-dir "$W/c5" -- "$PY" "$T/late_handler.py" 3.0
+wait
 expect_eq "$RC" "$RR_PREEMPTED" "exit status"
 expect_grep 'no trainer process handles SIGUSR1 yet; the checkpoint request waits' late.log "waiting logged"
 expect_grep 'checkpointed on request' late.log "delivered once the handler existed"

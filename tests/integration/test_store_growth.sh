@@ -15,7 +15,7 @@ start_faults
 T="$RR_SRC/tests/integration/trainers/ticker.py"
 export RESUME_RUN_STORE="s3://$S3_BUCKET/grow"
 
-committed() { "$RR_BIN" ls 2>&1 | grep -c ' committed ' || true; }
+committed() { "$RR_BIN" ls 2>&1 | grep -cE ' (committed|proven) ' || true; }
 # proxy_gets PATTERN: how many GETs the proxy saw whose path matches PATTERN.
 proxy_gets() {
 	curl -fsS "$FAULT_CTL/log" | "$PY" -c '
@@ -63,8 +63,10 @@ run_rr catchup.log --keep 3 -- sh -c 'sleep 4'
 expect_eq "$RC" 0 "catching-up machine: exit status"
 expect_grep 'retention: deleted [0-9]+ checkpoints, step-[0-9]+ to step-[0-9]+' catchup.log \
 	"retention at start deleted the old checkpoints"
-expect_eq "$(committed)" 3 "committed checkpoints after a machine that only caught up"
-ok "retention caught up at start on a machine that committed nothing: 3 kept of $n"
+# The newest three, and the newest proven one (machine 3 resumed from step-20 and went on).
+expect_eq "$(committed)" 4 "committed checkpoints after a machine that only caught up"
+"$RR_BIN" ls 2>&1 | grep -qE ' step-20 +proven ' || fail "the newest proven, step-20, was not kept"
+ok "retention caught up at start on a machine that committed nothing: 3 kept of $n, and the newest proven"
 
 # --- 3. Retention never holds the exit up: with every delete held 30 s by the store, a
 # machine whose trainer commits once and exits leaves within seconds, and what its

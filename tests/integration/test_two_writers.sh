@@ -1,160 +1,33 @@
 #!/usr/bin/env bash
-# Two machines on one store at once, on file:// and on s3:// (SeaweedFS, whose own conditional
-# writes keep the manifests create-only and LATEST compare-and-swap): the old machine is
-# stopped in the middle of persisting step-4 while the new one restores step-3, commits
-# its own (different) step-4, step-5 and step-6, and retires old checkpoints; then the old
-# one resumes and finishes. Nothing may move LATEST backwards, no chunk a manifest names may
-# be deleted (every checkpoint verifies), a chunk first stored long ago that the new machine
-# deduplicates against is written again (its age renewed for gc's grace), and the old
-# machine must not report its step-4 as stored when the store holds the new one's. (Ageing
-# stored chunks needs the store's files: on SeaweedFS, whose objects' times cannot be set, the
-# renewal is left to the file:// run.)
+# Two machines on one store at once, on file:// and on s3:// (s3rver behind the fault proxy,
+# which enforces If-None-Match / If-Match as S3 does; its objects are files, aged by hand):
+# the scenario of twowriterslib.sh (the old machine stopped in the middle of persisting
+# step-4 while the new one restores step-3, commits its own step-4..6 and retires old
+# checkpoints; LATEST only forward, every checkpoint verifies, old chunks deduplicated
+# against written again, no success reported for another machine's step-4).
 # Then one stray far-future name (step-9999999999) restored from the store: later commits,
 # the notice's included, are persisted, with one warning naming it.
 . "$(dirname "$0")/lib.sh"
+S3_SERVER=s3rver
 . "$RR_SRC/tests/integration/s3lib.sh"
+. "$RR_SRC/tests/integration/faultlib.sh"
+. "$RR_SRC/tests/integration/twowriterslib.sh"
+trap 's3_rc=$?; release_agents; stop_faults; stop_s3; (exit $s3_rc); cleanup' EXIT
 
-GATED="$RR_SRC/tests/integration/trainers/gated.py"
-BIG_MIB=64
+# file:// and s3:// keep LATEST and the chunks on this machine's disk: read and aged there.
+tw_latest() { cat "$TW_LATEST" 2>/dev/null; }
+tw_mark_old() { find "$TW_CHUNKS" -type f > "$1/old-chunks"; }
+tw_age_old() { xargs -r touch -d '2 hours ago' < "$1/old-chunks"; }
 
-# On a failure, agents still running are let go: their trainers stop at the stop gate.
-AGENTS=""
-release_agents() {
-	local p
-	for g in "$W"/*/gate-*; do [ -d "$g" ] && touch "$g/stop"; done
-	for p in $AGENTS; do kill -CONT "$p" 2>/dev/null || true; done
-	for p in $AGENTS; do wait "$p" 2>/dev/null || true; done
-}
-trap 's3_rc=$?; release_agents; stop_s3; cleanup $s3_rc' EXIT
-
-# latest_is FILE N: LATEST names step-N.
-latest_is() { [ "$(step_of "$1")" = "$2" ]; }
-
-# step_of LATEST: the step number LATEST names, empty if unreadable. LATEST is a file, or
-# s3:KEY for an object of the S3 server (a signed GET).
-step_of() {
-	case $1 in
-	s3:*) curl -fsS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$S3_AKID:$S3_SECRET" \
-		"http://127.0.0.1:$S3_PORT/$S3_BUCKET/${1#s3:}" 2>/dev/null ;;
-	*) cat "$1" 2>/dev/null ;;
-	esac | sed -nE 's/.*"checkpoint":"step-([0-9]+)".*/\1/p' || true
-}
-
-# poll_latest LATEST OUT STOPFILE: appends every new LATEST step seen to OUT until STOPFILE.
-poll_latest() {
-	local f=$1 out=$2 stop=$3 last="" v
-	: > "$out"
-	while [ ! -e "$stop" ]; do
-		v=$(step_of "$f")
-		if [ -n "$v" ] && [ "$v" != "$last" ]; then
-			echo "$v" >> "$out"
-			last=$v
-		fi
-		sleep 0.01
-	done
-}
-
-# scenario KIND STORE LATEST CHUNKS_DIR: LATEST is where to read it (step_of), CHUNKS_DIR
-# where the store keeps the chunk objects on this machine's disk (to age them; "" when
-# they cannot be aged).
-scenario() {
-	local kind=$1 store=$2 latest=$3 chunks=$4
-	local d="$W/$kind" a_pid b_pid poll_pid a_rc b_rc
-	mkdir -p "$d/gate-a" "$d/gate-b"
-	export RESUME_RUN_STORE=$store
-
-	# Machine A commits step-1..3 and persists them.
-	"$RR_BIN" --keep 2 --checkpoint-dir "$d/ckpt-a" -- "$PY" "$GATED" --gate "$d/gate-a" \
-		--tag a --big $BIG_MIB --big-names step-4 step-1 step-2 step-3 step-4 \
-		> "$d/a.log" 2>&1 &
-	a_pid=$!
-	AGENTS="$AGENTS $a_pid"
-	touch "$d/gate-a/commit-step-1" "$d/gate-a/commit-step-2" "$d/gate-a/commit-step-3"
-	wait_for 60 grep -q "persisted step-3" "$d/a.log" || fail "$kind: A did not persist step-3"
-	wait_for 20 latest_is "$latest" 3 || fail "$kind: LATEST is not step-3"
-	sleep 1 # A's retention after step-3
-	[ -z "$chunks" ] || find "$chunks" -type f > "$d/old-chunks"
-
-	poll_latest "$latest" "$d/latest-history" "$d/stop-poll" &
-	poll_pid=$!
-	# A commits a big step-4 and is stopped in the middle of persisting it.
-	touch "$d/gate-a/commit-step-4"
-	until grep -q "persisting step-4" "$d/a.log"; do sleep 0.005; done
-	kill -STOP $a_pid
-	# What step-1..3 stored was uploaded two hours ago (past the 1 h grace); A's in-flight
-	# step-4 chunks are new.
-	[ -z "$chunks" ] || xargs -r touch -d '2 hours ago' < "$d/old-chunks"
-	# (not grep -q: under pipefail, ls killed by SIGPIPE would fail the pipeline)
-	# shellcheck disable=SC2143
-	if [ -n "$("$RR_BIN" ls 2>/dev/null | grep -E '^. step-4 ')" ]; then
-		kill -CONT $a_pid
-		fail "$kind: A finished step-4 before it could be stopped (make BIG_MIB larger)"
-	fi
-
-	# Machine B restores step-3, then commits its own step-4..6 (keep 3: it retires
-	# step-1..3 while A's step-4 chunks are still unnamed, and keeps its step-4).
-	"$RR_BIN" --keep 3 --checkpoint-dir "$d/ckpt-b" -- "$PY" "$GATED" --gate "$d/gate-b" \
-		--tag b step-4 step-5 step-6 > "$d/b.log" 2>&1 &
-	b_pid=$!
-	AGENTS="$AGENTS $b_pid"
-	wait_for 60 grep -q "restored step-3" "$d/b.log" || fail "$kind: B did not restore step-3"
-	for s in 4 5 6; do
-		touch "$d/gate-b/commit-step-$s"
-		wait_for 60 grep -qE "persisted step-$s|already in the store" "$d/b.log" ||
-			fail "$kind: B did not persist step-$s"
-	done
-	touch "$d/gate-b/stop"
-	set +e; wait $b_pid; b_rc=$?; set -e
-	expect_eq "$b_rc" 0 "$kind: B's exit status"
-	ok "$kind: B restored step-3 and persisted its step-4..6 while A was stopped mid-persist"
-
-	# A resumes: its step-4 lands on B's.
-	kill -CONT $a_pid
-	wait_for 60 grep -qE "step-4 is already in the store|persisted step-4|persist of step-4" \
-		"$d/a.log" || fail "$kind: A did not finish step-4"
-	touch "$d/gate-a/stop"
-	set +e; wait $a_pid; a_rc=$?; set -e
-	touch "$d/stop-poll"
-	wait $poll_pid
-	expect_eq "$a_rc" 0 "$kind: A's exit status"
-	expect_grep "step-4 is already in the store with other content" "$d/a.log" \
-		"$kind: A says its step-4 is not stored"
-	expect_no_grep "persisted step-4|step-4 is already in the store; not written again" \
-		"$d/a.log" "$kind: A reports no success for a step-4 it did not write"
-	ok "$kind: A does not report B's step-4 as its own"
-
-	# B deduplicated frozen.bin against a two-hour-old chunk: written again.
-	[ -z "$chunks" ] || expect_grep "chunks already stored were written again" "$d/b.log" \
-		"$kind: B renewed the old chunk it relied on"
-	# LATEST only ever moved forward, and ends at the newest.
-	sort -n -c "$d/latest-history" 2>/dev/null ||
-		fail "$kind: LATEST went backwards: $(tr '\n' ' ' < "$d/latest-history")"
-	expect_eq "$(step_of "$latest")" 6 "$kind: LATEST at the end"
-	ok "$kind: LATEST moved only forward ($(tr '\n' ' ' < "$d/latest-history"| sed 's/ $//'))"
-
-	# Every checkpoint left has every chunk it names, and step-4 is B's.
-	run_rr "$d/verify.log" verify
-	expect_eq "$RC" 0 "$kind: verify ($(cat "$d/verify.log"))"
-	expect_no_grep "INCOMPLETE|DAMAGED" "$d/verify.log" "$kind: verify"
-	expect_grep "^step-6: ok" "$d/verify.log" "$kind: step-6 verifies"
-	expect_grep "^step-5: ok" "$d/verify.log" "$kind: step-5 verifies"
-	expect_grep "^step-4: ok" "$d/verify.log" "$kind: step-4 verifies"
-	run_rr "$d/r4.log" restore --checkpoint step-4 --to "$d/r4"
-	expect_eq "$RC" 0 "$kind: restore of step-4"
-	cmp -s "$d/r4/step-4/weights.bin" "$d/ckpt-b/step-4/weights.bin" ||
-		fail "$kind: the store's step-4 is not B's"
-	run_rr "$d/r.log" restore --to "$d/r"
-	expect_eq "$RC" 0 "$kind: restore of the newest"
-	diff -r "$d/r/step-6" "$d/ckpt-b/step-6" > /dev/null || fail "$kind: step-6 restores different"
-	ok "$kind: every checkpoint left verifies; the newest restores to B's bytes"
-	unset RESUME_RUN_STORE
-}
-
-scenario file "file://$W/store" "$W/store/default/LATEST" "$W/store/default/chunks"
+TW_LATEST="$W/store/default/LATEST" TW_CHUNKS="$W/store/default/chunks"
+scenario file "file://$W/store"
 
 start_s3
 s3_env
-scenario s3 "s3://$S3_BUCKET/runs" "s3:runs/default/LATEST" ""
+start_faults
+TW_LATEST="$S3_DIR/$S3_BUCKET/runs/default/LATEST._S3rver_object"
+TW_CHUNKS="$S3_DIR/$S3_BUCKET/runs/default/chunks"
+scenario s3 "s3://$S3_BUCKET/runs"
 
 # --- one stray far-future name ---
 d="$W/stray"

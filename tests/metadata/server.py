@@ -8,7 +8,11 @@ Events", P§8 amazon-ec2-metadata-mock's README (the numbering of the project's 
 
   aws    EC2 IMDSv2 only (P§1), modelled on amazon-ec2-metadata-mock run with -I (P§8)
   gcp    the GCE metadata server with hanging GETs (P§2)
-  azure  IMDS Scheduled Events and the instance document (P§3)
+  azure  IMDS Scheduled Events and the instance document (P§3); managed identity tokens
+         (/metadata/identity/oauth2/token) and, on the same port, the Microsoft Entra
+         token endpoint of the client credentials flow (POST /TENANT/oauth2/v2.0/token:
+         a client secret or a federated assertion), cited as P§9 (the project's
+         reference/protocols.md §9); point AZURE_AUTHORITY_HOST at this server
 
 usage: server.py --cloud aws|gcp|azure --port PORT [--host 127.0.0.1] [--control-port PORT]
 
@@ -29,6 +33,16 @@ it is up, on the main port too. Times are seconds; `in` delays the change (defau
                                     Azure Reboot for this VM + Freeze for another VM)
     POST /_test/fail?mode=503|429|hang|reset|down&for=S   (for defaults to 5)
     POST /_test/expire-tokens       AWS: every token issued so far becomes invalid (others: 400)
+    POST /_test/identity?...        Azure: the identity platform's settings, each optional and
+                                    kept until changed (they survive /_test/reset):
+                                    lifetime=S (expires_in of every token, default 3600),
+                                    jwt_lifetime=S (the token's own exp claim when it should
+                                    end sooner than advertised: a revoked token; default the
+                                    lifetime), tenant=T (default rr-tenant), client_id=C and
+                                    client_secret=X (the service principal), federated=A (the
+                                    assertion the workload identity must present), system=0|1
+                                    (a system-assigned managed identity, default 1),
+                                    user_assigned=ID (adds a user-assigned one)
     GET  /_test/state               counters and the emulated cloud's state
     POST /_test/reset               back to the initial state (events, counters, fail mode)
 
@@ -36,6 +50,7 @@ Only the Python 3 standard library is used (Python 3.11).
 """
 
 import argparse
+import base64
 import email.utils
 import hashlib
 import http.server
@@ -507,6 +522,8 @@ class AzureCloud(Cloud):
     VM_ID = "8f2b0c1e-5a4d-4c3b-9e7f-0123456789ab"
 
     def reset(self):
+        if not hasattr(self, "identity"):
+            self.identity = Identity()  # settings and tokens survive /_test/reset
         # P§3: DocumentIncarnation increases whenever the events change, so a reset that
         # clears events bumps it instead of going back to the start value.
         if getattr(self, "events", None):
@@ -597,6 +614,11 @@ class AzureCloud(Cloud):
         return v, None
 
     def handle(self, req):
+        # The Entra token endpoint (another host in Azure, this port here) has no header.
+        m = re.match(r"^/([^/]+)/oauth2/v2\.0/token$", req.path)
+        if m:
+            with self.app.lock:
+                return self.identity.authority(req, m.group(1))
         # P§3: without "Metadata: true" the service answers Bad Request. It is checked
         # first, so a wrong-cloud probe (an AWS token PUT, a GCP GET) gets 400 here.
         if (req.headers.get("Metadata") or "").lower() != "true":
@@ -606,6 +628,9 @@ class AzureCloud(Cloud):
             return self._scheduled_events(req)
         if path == "/metadata/instance" or path.startswith("/metadata/instance/"):
             return self._instance(req, path)
+        if path == "/metadata/identity/oauth2/token":
+            with self.app.lock:
+                return self.identity.imds(req, self._api_version)
         return self._error(404, "Not found")
 
     def _scheduled_events(self, req):
@@ -677,8 +702,148 @@ class AzureCloud(Cloud):
         return Reply(200, to_json(node), "application/json; charset=utf-8")
 
     def state(self):
-        return {"incarnation": self.incarnation, "events": self.events,
-                "acks": self.acks, "acks_rejected": self.acks_rejected}
+        return dict({"incarnation": self.incarnation, "events": self.events,
+                     "acks": self.acks, "acks_rejected": self.acks_rejected,
+                     "tokens_issued": len(self.identity.issued)}, **self.identity.state())
+
+
+
+# ------------------------ Azure identity: managed identity and Entra ID (P§9) ----------------
+
+IDENTITY_VERSIONS = ("2018-02-01", "2019-08-01")
+STORAGE_SCOPE = "https://storage.azure.com/.default"
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+class Identity:
+    """The tokens an Azure VM's managed identity (IMDS) and the Entra token endpoint hand
+    out: JWTs with the claims Azure Storage checks (aud, iss https://sts.windows.net/TENANT/,
+    iat, nbf, exp; Azurite's OAuth "basic" mode checks exactly these and not the signature,
+    which is random bytes here). Each token carries its serial number (claim rr_n) so a test
+    can tell them apart; the state lists every token issued, never its value."""
+
+    def __init__(self):
+        self.lifetime = 3600
+        self.jwt_lifetime = None
+        self.tenant = "rr-tenant"
+        self.client_id = "rr-app"
+        self.client_secret = None
+        self.federated = []
+        self.system = True
+        self.user_assigned = []
+        self.issued = []
+        self.refused = []
+
+    def configure(self, req):
+        q = req.query
+        if "lifetime" in q:
+            self.lifetime = int(seconds_param(req, "lifetime", 3600, 1, 86400))
+        if "jwt_lifetime" in q:
+            self.jwt_lifetime = int(seconds_param(req, "jwt_lifetime", 0, 1, 86400))
+        for k in ("tenant", "client_id", "client_secret"):
+            if k in q:
+                setattr(self, k, q[k] or None)
+        if "federated" in q:
+            self.federated = [a for a in q["federated"].split(",") if a]
+        if "system" in q:
+            self.system = q["system"] == "1"
+        if q.get("user_assigned"):
+            self.user_assigned.append(q["user_assigned"])
+        return {"lifetime": self.lifetime, "jwt_lifetime": self.jwt_lifetime,
+                "tenant": self.tenant, "client_id": self.client_id,
+                "system": self.system, "user_assigned": self.user_assigned}
+
+    def issue(self, flow, client_id, audience, assertion=None):
+        now = int(time.time())
+        n = len(self.issued) + 1
+        jwt_exp = now + (self.jwt_lifetime or self.lifetime)
+        header = {"typ": "JWT", "alg": "RS256", "kid": "rr-test"}
+        claims = {"aud": audience, "iss": "https://sts.windows.net/%s/" % self.tenant,
+                  "iat": now, "nbf": now, "exp": jwt_exp, "appid": client_id,
+                  "oid": str(uuid.uuid5(uuid.NAMESPACE_URL, client_id)), "sub": client_id,
+                  "tid": self.tenant, "ver": "1.0", "rr_n": n}
+        token = ".".join((b64url(to_json(header)), b64url(to_json(claims)),
+                          b64url(secrets.token_bytes(32))))
+        self.issued.append({"n": n, "flow": flow, "client_id": client_id, "at": time.time(),
+                            "expires_on": now + self.lifetime, "jwt_exp": jwt_exp,
+                            "assertion_sha256": hashlib.sha256(assertion.encode()).hexdigest()
+                            if assertion else None})
+        return token, now
+
+    def refuse(self, flow, status, error, description):
+        self.refused.append({"flow": flow, "status": status, "error": error,
+                             "at": time.time()})
+        return json_reply(status, {"error": error, "error_description": description})
+
+    # IMDS ("How to use managed identities ... to acquire an access token"): GET with
+    # Metadata: true, api-version, resource, and client_id for a user-assigned identity;
+    # every value of the answer is a string.
+    def imds(self, req, version_check):
+        _, err = version_check(req, IDENTITY_VERSIONS)
+        if err:
+            return err
+        if req.method != "GET":
+            return AzureCloud._error(405, "The requested method is not supported.")
+        resource = req.query.get("resource", "")
+        if not resource:
+            return self.refuse("imds", 400, "invalid_request",
+                               "Required query variable 'resource' is missing")
+        client_id = req.query.get("client_id")
+        if client_id is not None and client_id not in self.user_assigned:
+            return self.refuse("imds", 400, "invalid_request", "Identity not found")
+        if client_id is None and not self.system:
+            return self.refuse("imds", 400, "invalid_request", "Identity not found")
+        who = client_id or "system-assigned"
+        token, now = self.issue("imds", who, resource.rstrip("/"))
+        return json_reply(200, {"access_token": token, "client_id": who,
+                                "expires_in": str(self.lifetime),
+                                "expires_on": str(now + self.lifetime),
+                                "ext_expires_in": str(self.lifetime),
+                                "not_before": str(now), "resource": resource,
+                                "token_type": "Bearer"})
+
+    # The client credentials flow ("Microsoft identity platform and the OAuth 2.0 client
+    # credentials flow"): a form POST to /TENANT/oauth2/v2.0/token.
+    def authority(self, req, tenant):
+        if req.method != "POST":
+            return self.refuse("authority", 405, "invalid_request", "POST only")
+        try:
+            form = {k: v[0] for k, v in
+                    parse_qs(req.body.decode("ascii"), keep_blank_values=True).items()}
+        except UnicodeDecodeError:
+            form = {}
+        flow = "workload" if "client_assertion" in form else "secret"
+        if tenant != self.tenant:
+            return self.refuse(flow, 400, "invalid_request",
+                               "AADSTS90002: Tenant '%s' not found." % tenant)
+        if form.get("grant_type") != "client_credentials" or \
+                form.get("scope") != STORAGE_SCOPE:
+            return self.refuse(flow, 400, "invalid_request",
+                               "AADSTS900144: grant_type client_credentials and scope %s "
+                               "expected" % STORAGE_SCOPE)
+        if form.get("client_id") != self.client_id:
+            return self.refuse(flow, 400, "unauthorized_client",
+                               "AADSTS700016: Application not found in the directory.")
+        if flow == "workload":
+            if form.get("client_assertion_type") != \
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" or \
+                    form["client_assertion"] not in self.federated:
+                return self.refuse(flow, 400, "invalid_client",
+                                   "AADSTS70021: No matching federated identity record "
+                                   "found for presented assertion.")
+        elif self.client_secret is None or form.get("client_secret") != self.client_secret:
+            return self.refuse(flow, 401, "invalid_client",
+                               "AADSTS7000215: Invalid client secret provided.")
+        token, _ = self.issue(flow, self.client_id, "https://storage.azure.com",
+                              form.get("client_assertion"))
+        return json_reply(200, {"token_type": "Bearer", "expires_in": self.lifetime,
+                                "ext_expires_in": self.lifetime, "access_token": token})
+
+    def state(self):
+        return {"identity_tokens": list(self.issued), "identity_refused": list(self.refused)}
 
 
 CLOUDS = {"aws": AwsCloud, "gcp": GcpCloud, "azure": AzureCloud}
@@ -828,6 +993,7 @@ class App:
             "maintenance": self._ctl_maintenance,
             "fail": self._ctl_fail,
             "expire-tokens": self._ctl_expire_tokens,
+            "identity": self._ctl_identity,
             "reset": self._ctl_reset,
         }.get(name)
         if handler is None:
@@ -889,6 +1055,12 @@ class App:
         with self.lock:
             self.cloud.on_expire_tokens()
         return {}
+
+    def _ctl_identity(self, req):
+        if not isinstance(self.cloud, AzureCloud):
+            raise Unsupported("managed identities and Entra tokens exist only on Azure here")
+        with self.lock:
+            return self.cloud.identity.configure(req)
 
     def _ctl_reset(self, req):
         self.reset()

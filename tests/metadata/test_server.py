@@ -6,6 +6,7 @@ Scheduled Events; amazon-ec2-metadata-mock's README) and the /_test/ control API
 run: /usr/bin/python3 tests/metadata/test_server.py [-v]     (about 10 s)
 """
 
+import base64
 import email.utils
 import http.client
 import json
@@ -16,6 +17,7 @@ import sys
 import threading
 import time
 import unittest
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "server.py")
@@ -573,6 +575,64 @@ class AzureTest(Base):
         st, _, body = self.get("/metadata/instance/compute/vmSize?api-version=2021-02-01"
                                "&format=text", self.H)
         self.assertEqual((st, body), (200, b"Standard_NC6s_v3"))
+
+
+    def claims(self, token):
+        payload = token.split(".")[1]
+        return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+    def test_managed_identity_tokens(self):
+        mi = ("/metadata/identity/oauth2/token?api-version=2018-02-01"
+              "&resource=https%3A%2F%2Fstorage.azure.com%2F")
+        self.assertEqual(self.get(mi)[0], 400)  # no Metadata header
+        st, _, body = self.get(mi, self.H)
+        self.assertEqual(st, 200)
+        a = json.loads(body)
+        self.assertEqual((a["token_type"], a["resource"], a["client_id"]),
+                         ("Bearer", "https://storage.azure.com/", "system-assigned"))
+        self.assertTrue(all(isinstance(a[k], str) for k in ("expires_in", "expires_on")))
+        c = self.claims(a["access_token"])
+        self.assertEqual((c["aud"], c["iss"]), ("https://storage.azure.com",
+                                                "https://sts.windows.net/rr-tenant/"))
+        self.assertEqual(c["exp"], int(a["expires_on"]))
+        # A user-assigned identity is asked for by client id; an unknown one is refused.
+        self.assertEqual(self.get(mi + "&client_id=uai-1", self.H)[0], 400)
+        ctl(self.srv, "POST", "/_test/identity?user_assigned=uai-1&lifetime=60&jwt_lifetime=5")
+        st, _, body = self.get(mi + "&client_id=uai-1", self.H)
+        a = json.loads(body)
+        self.assertEqual((st, a["client_id"], a["expires_in"]), (200, "uai-1", "60"))
+        c = self.claims(a["access_token"])
+        self.assertEqual(c["exp"] - c["iat"], 5)  # ends sooner than advertised
+        self.assertEqual(self.get(mi.split("&resource")[0], self.H)[0], 400)
+        s = self.state()
+        self.assertEqual([t["client_id"] for t in s["identity_tokens"][-2:]],
+                         ["system-assigned", "uai-1"])
+        ctl(self.srv, "POST", "/_test/identity?lifetime=3600&jwt_lifetime=3600")
+
+    def test_entra_client_credentials(self):
+        ctl(self.srv, "POST", "/_test/identity?client_id=app-9&client_secret=s3&federated=jwt-a")
+        form = {"grant_type": "client_credentials", "client_id": "app-9",
+                "scope": "https://storage.azure.com/.default"}
+        hdr = {"Content-Type": "application/x-www-form-urlencoded"}
+
+        def post(extra, tenant="rr-tenant"):
+            st, _, body = self.get("/%s/oauth2/v2.0/token" % tenant, hdr, "POST",
+                                   urllib.parse.urlencode(dict(form, **extra)))
+            return st, json.loads(body)
+
+        st, a = post({"client_secret": "s3"})
+        self.assertEqual((st, a["token_type"]), (200, "Bearer"))
+        self.assertIsInstance(a["expires_in"], int)
+        self.assertEqual(self.claims(a["access_token"])["appid"], "app-9")
+        self.assertEqual(post({"client_secret": "wrong"})[1]["error"], "invalid_client")
+        self.assertEqual(post({"client_secret": "s3"}, tenant="other")[0], 400)
+        jb = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+        st, a = post({"client_assertion_type": jb, "client_assertion": "jwt-a"})
+        self.assertEqual(st, 200)
+        st, a = post({"client_assertion_type": jb, "client_assertion": "jwt-old"})
+        self.assertEqual((st, a["error"]), (400, "invalid_client"))
+        flows = [t["flow"] for t in self.state()["identity_tokens"][-2:]]
+        self.assertEqual(flows, ["secret", "workload"])
 
 
 def setUpModule():

@@ -148,6 +148,22 @@ class TestCheckpointer(TempDirTest):
     def listdir(self):
         return sorted(os.listdir(self.ckdir))
 
+    def test_handler_taken_back_from_a_native_library(self):
+        # LLVM (loaded by an OpenCL driver on a GPU image) replaces SIGUSR1's handler below
+        # Python, which still reports the Checkpointer's: the agent's signal would vanish.
+        # Here libc's signal() sets the process's handler to "ignore" behind Python's back.
+        import ctypes
+        ck = self.make()
+        libc = ctypes.CDLL(None)
+        libc.signal.restype = ctypes.c_void_p
+        libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        libc.signal(ck.signum, ctypes.c_void_p(1))  # SIG_IGN
+        self.assertEqual(signal.getsignal(ck.signum), ck._on_signal)  # Python cannot tell
+        self.assertFalse(ck.requested())  # polled before the notice, as every step does
+        os.kill(os.getpid(), ck.signum)
+        time.sleep(0.05)
+        self.assertTrue(ck.requested())
+
     def test_commit_writes_dot_tmp_and_renames_only_after_block(self):
         ck = self.make()
         with ck.commit("step-3") as tmp:

@@ -48,6 +48,7 @@ struct s_fake {
 	char sts_body[2048];
 	int container_status;     /* 0: 200 */
 	char container_body[1024];
+	long imds_put_delay_ms;   /* hold the IMDS token answer (a container's hop limit) */
 };
 
 struct s_env {
@@ -72,6 +73,7 @@ static void s_handler(const struct fx_request *req, struct fx_response *resp, vo
 		return;
 	}
 	if (strcmp(req->method, "PUT") == 0 && strcmp(req->target, "/latest/api/token") == 0) {
+		resp->delay_ms = f->imds_put_delay_ms;
 		fx_resp_text(resp, 200, "imds-token");
 		return;
 	}
@@ -847,7 +849,27 @@ static void test_nothing_anywhere_is_enoent_listing_the_steps(void)
 	s_teardown(&e);
 }
 
-static void test_unreachable_imds_is_eio(void)
+/* Nothing anywhere and no metadata service answering (a laptop, another cloud): the usual
+ * fix first, then every step looked at; the unreachable IMDS is one of them, not the
+ * reason (it was: "instance role: IMDS token PUT ... got no answer"). */
+static void s_assert_every_step_with_the_usual_fix_first(const struct s_env *e)
+{
+	const char *fix = strstr(e->why, "the usual fix: export AWS_ACCESS_KEY_ID and "
+					 "AWS_SECRET_ACCESS_KEY");
+	const char *looked = strstr(e->why, "looked at: environment");
+
+	CU_ASSERT_PTR_NOT_NULL(fix);
+	CU_ASSERT_PTR_NOT_NULL(looked);
+	CU_ASSERT(fix && looked && fix < looked);
+	CU_ASSERT_PTR_NOT_NULL(strstr(e->why, "profile default"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(e->why, "web identity"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(e->why, "container"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(e->why, "instance role: IMDS token PUT to"));
+	if (!fix || !looked)
+		fprintf(stderr, "\nwhy: %s\n", e->why);
+}
+
+static void test_unreachable_imds_with_nothing_else_lists_every_step(void)
 {
 	struct s_env e;
 	char url[64];
@@ -855,6 +877,32 @@ static void test_unreachable_imds_is_eio(void)
 	s_setup(&e);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", fx_closed_port());
 	e.opts.imds_endpoint = url;
+	CU_ASSERT_EQUAL(s_get(&e, 0), RR_ENOENT);
+	s_assert_every_step_with_the_usual_fix_first(&e);
+	s_teardown(&e);
+}
+
+static void test_silent_imds_with_nothing_else_lists_every_step_and_the_hop_limit(void)
+{
+	struct s_env e;
+
+	s_setup(&e);
+	e.fake.imds_put_delay_ms = 5000; /* past the provider's 2 s: no answer */
+	CU_ASSERT_EQUAL(s_get(&e, 0), RR_ENOENT);
+	s_assert_every_step_with_the_usual_fix_first(&e);
+	/* On EC2 in a container, silence is the hop limit: still said, as one step's note. */
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.why, "--http-put-response-hop-limit 2"));
+	s_teardown(&e);
+}
+
+/* IMDS that answers, but with an error, is a configured step failing: its reason ends the
+ * chain. */
+static void test_imds_answering_5xx_is_eio_naming_the_instance_role(void)
+{
+	struct s_env e;
+
+	s_setup(&e);
+	e.fake.fail_status = 503;
 	CU_ASSERT_EQUAL(s_get(&e, 0), RR_EIO);
 	CU_ASSERT_PTR_NOT_NULL(strstr(e.why, "instance role"));
 	s_teardown(&e);
@@ -1038,7 +1086,12 @@ static CU_TestInfo s_tests[] = {
 	{ "metadata_disabled_false_still_uses_imds", test_metadata_disabled_false_still_uses_imds },
 	{ "nothing_anywhere_is_enoent_listing_the_steps",
 	  test_nothing_anywhere_is_enoent_listing_the_steps },
-	{ "unreachable_imds_is_eio", test_unreachable_imds_is_eio },
+	{ "unreachable_imds_with_nothing_else_lists_every_step",
+	  test_unreachable_imds_with_nothing_else_lists_every_step },
+	{ "silent_imds_with_nothing_else_lists_every_step_and_the_hop_limit",
+	  test_silent_imds_with_nothing_else_lists_every_step_and_the_hop_limit },
+	{ "imds_answering_5xx_is_eio_naming_the_instance_role",
+	  test_imds_answering_5xx_is_eio_naming_the_instance_role },
 	{ "second_get_is_served_from_the_cache", test_second_get_is_served_from_the_cache },
 	{ "credentials_within_the_margin_are_refreshed",
 	  test_credentials_within_the_margin_are_refreshed },

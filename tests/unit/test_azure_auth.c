@@ -1,12 +1,14 @@
 /* Azure credentials: the Shared Key StringToSign (against the canonicalization examples of
  * Microsoft's "Authorize with Shared Key", learn.microsoft.com/rest/api/storageservices/
- * authorize-with-shared-key), the signature, connection strings, Entra token answers, and
- * the order in which credentials are chosen. */
+ * authorize-with-shared-key), the signature, connection strings, Entra token answers, the
+ * order in which credentials are chosen, and when a cached token is fetched anew (against
+ * the in-process HTTP server playing IMDS). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cunit_main.h"
+#include "http_fixture.h"
 #include "rr/azure_auth.h"
 #include "rr/azure_shared_key.h"
 #include "rr/buf.h"
@@ -224,7 +226,8 @@ static void s_clear_env(void)
 {
 	const char *v[] = { "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN",
 			    "AZURE_FEDERATED_TOKEN_FILE", "AZURE_CLIENT_SECRET", "AZURE_CLIENT_ID",
-			    "AZURE_TENANT_ID", "AZURE_AUTHORITY_HOST" };
+			    "AZURE_TENANT_ID", "AZURE_AUTHORITY_HOST",
+			    "AZURE_POD_IDENTITY_AUTHORITY_HOST" };
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		unsetenv(v[i]);
 }
@@ -296,6 +299,78 @@ static void test_credentials_follow_azure_tools_order(void)
 	s_clear_env();
 }
 
+/* IMDS handing out tokens "tok-N" valid for `life` seconds. */
+struct s_imds {
+	int n;
+	int life;
+};
+
+static void s_imds_handler(const struct fx_request *req, struct fx_response *resp, void *ud)
+{
+	struct s_imds *t = ud;
+	char body[128];
+
+	if (!fx_header(req, "Metadata") || !strstr(req->target, "resource=https%3A%2F%2Fstorage")) {
+		fx_resp_text(resp, 400, "{\"error\":\"invalid_request\"}");
+		return;
+	}
+	t->n++;
+	snprintf(body, sizeof(body), "{\"access_token\":\"tok-%d\",\"expires_in\":\"%d\"}",
+		 t->n, t->life);
+	fx_resp_text(resp, 200, body);
+}
+
+static int s_token(struct rr_azure_creds *c, int force, char *out)
+{
+	char why[256];
+	return rr_azure_creds_token(c, force, out, 64, why, sizeof(why));
+}
+
+/* A token is reused until the margin before its expiry, or halfway through the life of one
+ * issued for less than twice the margin (else a token shorter than the margin would be
+ * fetched again for every request); force_refresh (the server refused it) always fetches. */
+static void test_token_is_reused_until_its_refresh_time(void)
+{
+	struct s_imds t = { 0, 60 };
+	struct fx_server srv;
+	struct rr_azure_creds_opts o = { .account = "acct" };
+	struct rr_azure_creds *c = NULL;
+	struct rr_http *h = NULL;
+	char why[256], tok[64];
+
+	s_clear_env();
+	CU_ASSERT_EQUAL_FATAL(fx_server_start(&srv, s_imds_handler, &t), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_http_new(&(struct rr_http_opts){ 0 }, &h), 0);
+	o.http = h;
+	setenv("AZURE_POD_IDENTITY_AUTHORITY_HOST", srv.url, 1); /* where IMDS is */
+	CU_ASSERT_EQUAL_FATAL(rr_azure_creds_new(&o, &c, why, sizeof(why)), 0);
+	/* 60 s, under the 5 min margin: reused for 30 s */
+	CU_ASSERT_EQUAL(s_token(c, 0, tok), 0);
+	CU_ASSERT_STRING_EQUAL(tok, "tok-1");
+	CU_ASSERT_EQUAL(s_token(c, 0, tok), 0);
+	CU_ASSERT_STRING_EQUAL(tok, "tok-1");
+	CU_ASSERT_EQUAL(t.n, 1);
+	CU_ASSERT_EQUAL(s_token(c, 1, tok), 0);
+	CU_ASSERT_STRING_EQUAL(tok, "tok-2");
+	/* 2 s: fetched anew once half of it has passed, while it is still valid */
+	t.life = 2;
+	CU_ASSERT_EQUAL(s_token(c, 1, tok), 0);
+	CU_ASSERT_STRING_EQUAL(tok, "tok-3");
+	fx_sleep_ms(1100);
+	CU_ASSERT_EQUAL(s_token(c, 0, tok), 0);
+	CU_ASSERT_STRING_EQUAL(tok, "tok-4");
+	/* an hour: reused (the margin, 5 minutes, is far off) */
+	t.life = 3600;
+	CU_ASSERT_EQUAL(s_token(c, 1, tok), 0);
+	CU_ASSERT_EQUAL(s_token(c, 0, tok), 0);
+	CU_ASSERT_STRING_EQUAL(tok, "tok-5");
+	CU_ASSERT_EQUAL(fx_server_count(&srv, "GET", "/metadata/identity/oauth2/token"), 5);
+	rr_azure_creds_destroy(c);
+	rr_http_destroy(h);
+	fx_server_stop(&srv);
+	s_clear_env();
+}
+
 static CU_TestInfo s_tests[] = {
 	{ "test_string_to_sign_resource_matches_documented_examples",
 	  test_string_to_sign_resource_matches_documented_examples },
@@ -314,6 +389,8 @@ static CU_TestInfo s_tests[] = {
 	{ "test_token_answer_refuses_what_cannot_be_used",
 	  test_token_answer_refuses_what_cannot_be_used },
 	{ "test_credentials_follow_azure_tools_order", test_credentials_follow_azure_tools_order },
+	{ "test_token_is_reused_until_its_refresh_time",
+	  test_token_is_reused_until_its_refresh_time },
 	CU_TEST_INFO_NULL,
 };
 

@@ -1,7 +1,11 @@
 /* CUnit suite "commit_rule": parsing --commit and the names it recognises (README, "The
  * trainer contract",
  * "Committing a checkpoint"). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rr/commit_rule.h"
 #include "rr/error.h"
@@ -112,7 +116,47 @@ static void test_scan_takes_only_checkpoint_looking_files_under_auto(void)
 	CU_ASSERT(!rr_commit_scan_takes_file(&m, "model.pt"));
 }
 
+/* What was written in place (files may follow its commit) and what a rename brought whole. */
+static void test_in_place_is_a_directory_committed_by_marker_or_pointer(void)
+{
+	char dir[] = "/tmp/rr_commit_XXXXXX", p[256];
+	struct rr_commit_rule r;
+	FILE *f;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/checkpoint-5", dir);
+	CU_ASSERT_EQUAL_FATAL(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/step-7", dir);
+	CU_ASSERT_EQUAL_FATAL(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/dcp", dir);
+	CU_ASSERT_EQUAL_FATAL(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/dcp/.metadata", dir);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f = fopen(p, "w"));
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/epoch=1-step=9.ckpt", dir);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f = fopen(p, "w"));
+	fclose(f);
+
+	CU_ASSERT_EQUAL_FATAL(rr_commit_rule_parse("auto", &r), 0);
+	CU_ASSERT_EQUAL(rr_commit_in_place(&r, dir, "checkpoint-5"), 1); /* HF's name */
+	CU_ASSERT_EQUAL(rr_commit_in_place(&r, dir, "dcp"), 1);          /* holds a marker */
+	CU_ASSERT_EQUAL(rr_commit_in_place(&r, dir, "step-7"), 0);       /* renamed whole */
+	CU_ASSERT_EQUAL(rr_commit_in_place(&r, dir, "epoch=1-step=9.ckpt"), 0); /* a file */
+	CU_ASSERT_EQUAL(rr_commit_in_place(&r, dir, "missing"), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_commit_rule_parse("rename", &r), 0);
+	CU_ASSERT_EQUAL(rr_commit_in_place(&r, dir, "checkpoint-5"), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_commit_rule_parse("marker:done", &r), 0);
+	CU_ASSERT_EQUAL(rr_commit_in_place(&r, dir, "step-7"), 1);
+	CU_ASSERT_EQUAL_FATAL(rr_commit_rule_parse("pointer:latest", &r), 0);
+	CU_ASSERT_EQUAL(rr_commit_in_place(&r, dir, "step-7"), 1);
+
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	CU_ASSERT_EQUAL(system(p), 0);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "in_place_is_a_directory_committed_by_marker_or_pointer",
+	  test_in_place_is_a_directory_committed_by_marker_or_pointer },
 	{ "test_scan_takes_only_checkpoint_looking_files_under_auto",
 	  test_scan_takes_only_checkpoint_looking_files_under_auto },
 	{ "test_parse_accepts_the_four_forms", test_parse_accepts_the_four_forms },

@@ -492,18 +492,18 @@ static void test_parse_refuses_an_invalid_checkpoint_name(void)
 	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
 }
 
-static void test_parse_gc_grace_is_a_duration(void)
+static void test_parse_gc_grace_is_its_own_duration_of_at_least_ten_minutes(void)
 {
 	struct s_parsed p;
 
 	s_clear_env();
-	p = s_parse(ARGV("resume-run", "gc", "--grace", "0s"));
+	p = s_parse(ARGV("resume-run", "gc", "--gc-grace", "10m"));
 	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
 	CU_ASSERT_EQUAL(p.cfg.command, RR_CMD_GC);
-	CU_ASSERT_EQUAL(p.cfg.gc_grace_ms, 0);
+	CU_ASSERT_EQUAL(p.cfg.gc_grace_ms, 10 * 60 * 1000);
 	CU_ASSERT_EQUAL(p.cfg.grace_ms, 25000); /* the run's grace is another setting */
 
-	p = s_parse(ARGV("resume-run", "gc", "--grace=2h"));
+	p = s_parse(ARGV("resume-run", "gc", "--gc-grace=2h"));
 	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
 	CU_ASSERT_EQUAL(p.cfg.gc_grace_ms, 2LL * 3600 * 1000);
 
@@ -511,9 +511,95 @@ static void test_parse_gc_grace_is_a_duration(void)
 	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
 	CU_ASSERT_EQUAL(p.cfg.gc_grace_ms, 3600 * 1000); /* default 1h */
 
-	p = s_parse(ARGV("resume-run", "gc", "--grace", "5x"));
+	/* Below what a persist can take: a gc would delete chunks of a persist in flight. */
+	p = s_parse(ARGV("resume-run", "gc", "--gc-grace", "0s"));
 	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
-	CU_ASSERT(s_has(p.err, "invalid value '5x' for --grace"));
+	CU_ASSERT(s_has(p.err, "gc: invalid value '0s' for --gc-grace: must be a duration of at "
+			       "least 10m"));
+	p = s_parse(ARGV("resume-run", "gc", "--gc-grace", "599s"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "gc", "--gc-grace", "5x"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+
+	/* The run's retention deletes chunks too: the same option, the same floor. */
+	p = s_parse(ARGV("resume-run", "--gc-grace", "2h", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.gc_grace_ms, 2LL * 3600 * 1000);
+	p = s_parse(ARGV("resume-run", "--gc-grace", "25s", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+}
+
+/* gc's grace was --grace / RESUME_RUN_GRACE before 0.2.0, the same name as the run's SIGTERM
+ * deadline: deploy files set RESUME_RUN_GRACE=25, and a gc started from them deleted chunks
+ * 25 s old. gc now ignores the variable and refuses the flag, naming the new one. */
+static void test_parse_gc_refuses_grace_and_ignores_the_runs_variable(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "gc", "--grace", "2h"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "gc: --grace is the run's SIGTERM deadline; gc's age for "
+			       "unreferenced chunks is --gc-grace DURATION"));
+	setenv("RESUME_RUN_GRACE", "25", 1);
+	p = s_parse(ARGV("resume-run", "gc"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.gc_grace_ms, 3600 * 1000);
+	setenv("RESUME_RUN_GC_GRACE", "90m", 1);
+	p = s_parse(ARGV("resume-run", "gc"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.gc_grace_ms, 90 * 60 * 1000);
+	setenv("RESUME_RUN_GC_GRACE", "25s", 1);
+	p = s_parse(ARGV("resume-run", "gc"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "RESUME_RUN_GC_GRACE must be a duration of at least 10m"));
+	s_clear_env();
+}
+
+/* Every value an option refuses is answered with what it must be, and with one prefix only
+ * (the log line adds "resume-run: error: "). */
+static void test_parse_invalid_values_say_what_they_must_be(void)
+{
+	static const char *const cmds[] = { NULL, "ls", "restore", "verify", "gc", "report" };
+	static const int ids[] = { RR_CMD_RUN, RR_CMD_LS, RR_CMD_RESTORE, RR_CMD_VERIFY,
+				   RR_CMD_GC, RR_CMD_REPORT };
+
+	s_clear_env();
+	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++)
+		for (size_t i = 0; i < rr_config_option_count(); i++) {
+			const char *name, *env;
+			char flag[80], *argv[8];
+			unsigned cmds_of;
+			int n = 0;
+			struct s_parsed p;
+			rr_config_option(i, &name, &env, &cmds_of);
+			if (!(cmds_of & (1u << ids[c])) || !strcmp(name, "help") ||
+			    !strcmp(name, "version") || !strcmp(name, "verbose") ||
+			    !strcmp(name, "azure-ack") || !strcmp(name, "gcs-hmac") ||
+			    !strcmp(name, "json"))
+				continue; /* flags without a value */
+			snprintf(flag, sizeof(flag), "--%s", name);
+			argv[n++] = "resume-run";
+			if (cmds[c])
+				argv[n++] = (char *)cmds[c];
+			argv[n++] = flag;
+			argv[n++] = "-1x\x01";
+			if (!cmds[c]) {
+				argv[n++] = "--";
+				argv[n++] = "train";
+			}
+			argv[n] = NULL;
+			p = s_parse(argv);
+			if (p.rc == 0 || !s_has(p.err, "invalid value '"))
+				continue; /* any string is taken (or checked after parsing) */
+			if (!s_has(p.err, "must be ") || s_has(p.err, "resume-run: ") ||
+			    s_has(p.err, "see --help"))
+				fprintf(stderr, "%s %s: %s\n", cmds[c] ? cmds[c] : "run", flag, p.err);
+			CU_ASSERT(s_has(p.err, "must be ") && !s_has(p.err, "see --help"));
+			CU_ASSERT(!s_has(p.err, "resume-run: "));
+			CU_ASSERT(cmds[c] ? strncmp(p.err, cmds[c], strlen(cmds[c])) == 0
+					  : strncmp(p.err, "invalid value", 13) == 0);
+		}
 }
 
 static void test_parse_run_grace_is_whole_seconds(void)
@@ -847,10 +933,11 @@ static void test_parse_takes_every_run_option_from_the_environment(void)
 	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
 	CU_ASSERT(s_has(p.err, "RESUME_RUN_KEEP"));
 
-	/* gc reads RESUME_RUN_GRACE as its own --grace (a duration); ls takes neither and
-	 * ignores both variables. */
+	/* gc reads RESUME_RUN_GC_GRACE, never the run's RESUME_RUN_GRACE; ls takes neither
+	 * and ignores both variables. */
 	setenv("RESUME_RUN_KEEP", "4", 1);
 	setenv("RESUME_RUN_GRACE", "2h", 1);
+	setenv("RESUME_RUN_GC_GRACE", "2h", 1);
 	p = s_parse(ARGV("resume-run", "gc"));
 	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
 	CU_ASSERT_EQUAL(p.cfg.gc_grace_ms, 2 * 3600 * 1000);
@@ -988,7 +1075,7 @@ static void test_readme_option_table_matches_the_option_table(void)
 	free(readme);
 }
 
-/* Whether command cmd takes option name (--grace has an entry per meaning). */
+/* Whether command cmd takes option name. */
 static int s_taken(const char *name, int cmd)
 {
 	for (size_t i = 0; i < rr_config_option_count(); i++) {
@@ -1008,6 +1095,7 @@ static void test_help_lists_every_option_a_command_takes_with_its_variable(void)
 		{ "--help", RR_CMD_RUN }, { "ls --help", RR_CMD_LS },
 		{ "restore --help", RR_CMD_RESTORE }, { "verify --help", RR_CMD_VERIFY },
 		{ "gc --help", RR_CMD_GC }, { "report --help", RR_CMD_REPORT },
+		{ "simulate --help", RR_CMD_SIMULATE },
 	};
 	const char *bin = getenv("RR_BIN");
 
@@ -1170,7 +1258,101 @@ static void test_parse_node_rank_must_be_below_nnodes(void)
 	CU_ASSERT_EQUAL(p.cfg.node_rank, 1);
 }
 
+/* --every auto, --mtbf, --max-overhead (README, "How often to checkpoint"). */
+static void test_parse_every_auto_mtbf_and_max_overhead(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--every", "auto", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_auto, 1);
+	CU_ASSERT_EQUAL(p.cfg.every_ms, 0);
+	CU_ASSERT_EQUAL(p.cfg.mtbf_ms, 0);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.max_overhead, 0.05, 1e-12);
+	p = s_parse(ARGV("resume-run", "--every", "auto", "--mtbf", "20s", "--max-overhead",
+			 "3.5", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.mtbf_ms, 20000);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.max_overhead, 0.035, 1e-12);
+	p = s_parse(ARGV("resume-run", "--max-overhead", "10%", "--", "train"));
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.max_overhead, 0.10, 1e-12);
+	static const char *const bad_pct[] = { "0", "101", "-5", "x", "%", "5%%", "1e1", "" };
+	for (size_t i = 0; i < sizeof(bad_pct) / sizeof(bad_pct[0]); i++) {
+		p = s_parse(ARGV("resume-run", "--max-overhead", (char *)bad_pct[i], "--", "train"));
+		CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	}
+	p = s_parse(ARGV("resume-run", "--mtbf", "500ms", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "--every", "automatic", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	/* a later fixed --every replaces auto */
+	p = s_parse(ARGV("resume-run", "--every", "auto", "--every", "90s", "--", "train"));
+	CU_ASSERT_EQUAL(p.cfg.every_auto, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_ms, 90000);
+	/* from the environment */
+	setenv("RESUME_RUN_EVERY", "auto", 1);
+	setenv("RESUME_RUN_MTBF", "6h", 1);
+	setenv("RESUME_RUN_MAX_OVERHEAD", "2", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_auto, 1);
+	CU_ASSERT_EQUAL(p.cfg.mtbf_ms, 6 * 3600 * 1000LL);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.max_overhead, 0.02, 1e-12);
+	s_clear_env();
+}
+
+static void test_parse_simulate(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "simulate", "--cost", "5m", "--mtbf", "24h"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.command, RR_CMD_SIMULATE);
+	CU_ASSERT_EQUAL(p.cfg.sim_cost_ms, 300000);
+	CU_ASSERT_EQUAL(p.cfg.mtbf_ms, 86400000);
+	CU_ASSERT_EQUAL(p.cfg.sim_lead_ms, 120000);
+	CU_ASSERT_EQUAL(p.cfg.sim_prior_ms, 86400000);
+	CU_ASSERT_EQUAL(p.cfg.sim_seed, 1);
+	CU_ASSERT_PTR_NULL(p.cfg.sim_trace);
+	p = s_parse(ARGV("resume-run", "simulate", "--cost", "200ms", "--trace", "t.txt",
+			 "--lead", "30s", "--hours", "12.5", "--weibull", "0.7", "--prior", "6h",
+			 "--seed", "42", "--json", "--max-overhead", "10"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.sim_trace, "t.txt");
+	CU_ASSERT_EQUAL(p.cfg.sim_lead_ms, 30000);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.sim_hours, 12.5, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.sim_weibull, 0.7, 1e-12);
+	CU_ASSERT_EQUAL(p.cfg.sim_prior_ms, 6 * 3600 * 1000LL);
+	CU_ASSERT_EQUAL(p.cfg.sim_seed, 42);
+	CU_ASSERT_EQUAL(p.cfg.report_json, 1);
+	CU_ASSERT_DOUBLE_EQUAL(p.cfg.max_overhead, 0.10, 1e-12);
+	/* what is required, and said so */
+	p = s_parse(ARGV("resume-run", "simulate", "--mtbf", "24h"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "simulate: --cost DURATION is required"));
+	p = s_parse(ARGV("resume-run", "simulate", "--cost", "5m"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "--mtbf DURATION (or --trace FILE) is required"));
+	p = s_parse(ARGV("resume-run", "simulate", "--cost", "5m", "--mtbf", "1h", "--weibull",
+			 "0.05"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	/* simulate opens no store: no --store; run takes no --cost */
+	p = s_parse(ARGV("resume-run", "simulate", "--cost", "5m", "--mtbf", "1h", "--store",
+			 "file:///x"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "does not apply here"));
+	p = s_parse(ARGV("resume-run", "--cost", "5m", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "simulate", "--help"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.help_for, RR_CMD_SIMULATE);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "parse_every_auto_mtbf_and_max_overhead", test_parse_every_auto_mtbf_and_max_overhead },
+	{ "parse_simulate", test_parse_simulate },
 	{ "test_commit_rule_defaults_to_auto_and_comes_from_flag_or_environment",
 	  test_commit_rule_defaults_to_auto_and_comes_from_flag_or_environment },
 	{ "test_parse_preempted_exit_code_flag_env_default",
@@ -1219,7 +1401,12 @@ static CU_TestInfo s_tests[] = {
 	{ "test_parse_restore_without_to_is_refused", test_parse_restore_without_to_is_refused },
 	{ "test_parse_refuses_an_invalid_checkpoint_name",
 	  test_parse_refuses_an_invalid_checkpoint_name },
-	{ "test_parse_gc_grace_is_a_duration", test_parse_gc_grace_is_a_duration },
+	{ "test_parse_gc_grace_is_its_own_duration_of_at_least_ten_minutes",
+	  test_parse_gc_grace_is_its_own_duration_of_at_least_ten_minutes },
+	{ "test_parse_gc_refuses_grace_and_ignores_the_runs_variable",
+	  test_parse_gc_refuses_grace_and_ignores_the_runs_variable },
+	{ "test_parse_invalid_values_say_what_they_must_be",
+	  test_parse_invalid_values_say_what_they_must_be },
 	{ "test_parse_run_grace_is_whole_seconds", test_parse_run_grace_is_whole_seconds },
 	{ "test_parse_refuses_keep_zero", test_parse_refuses_keep_zero },
 	{ "test_parse_max_restarts_may_be_zero", test_parse_max_restarts_may_be_zero },

@@ -213,7 +213,50 @@ static void test_parsers_refuse_very_long_keys(void)
 	CU_ASSERT_PTR_NULL(rr_key_parse_chunk(key, "run"));
 }
 
+static void test_mark_keys_parse_back_to_their_checkpoint_and_kind(void)
+{
+	char key[RR_KEY_MAX], name[256], token[64];
+
+	CU_ASSERT_EQUAL_FATAL(rr_key_mark(key, "run", "step-12", "suspect"), 0);
+	CU_ASSERT_STRING_EQUAL(key, "run/checkpoints/step-12/suspect.json");
+	CU_ASSERT_EQUAL(rr_key_parse_mark(key, "run", name, sizeof(name), token, sizeof(token)),
+			RR_KEY_SUSPECT);
+	CU_ASSERT_STRING_EQUAL(name, "step-12");
+	CU_ASSERT_EQUAL_FATAL(rr_key_mark(key, "run", "step-12", "proven"), 0);
+	CU_ASSERT_EQUAL(rr_key_parse_mark(key, "run", name, sizeof(name), token, sizeof(token)),
+			RR_KEY_PROVEN);
+	CU_ASSERT_EQUAL_FATAL(rr_key_reader(key, "run", "step-12", "host-7-99"), 0);
+	CU_ASSERT_STRING_EQUAL(key, "run/checkpoints/step-12/readers/host-7-99.json");
+	CU_ASSERT_EQUAL(rr_key_parse_mark(key, "run", name, sizeof(name), token, sizeof(token)),
+			RR_KEY_READER);
+	CU_ASSERT_STRING_EQUAL(name, "step-12");
+	CU_ASSERT_STRING_EQUAL(token, "host-7-99");
+}
+
+static void test_mark_parse_refuses_near_misses(void)
+{
+	static const char *const bad[] = {
+		"run/checkpoints/a/manifest.json", "run/checkpoints/a/parts/0.json",
+		"run/checkpoints/a/suspect.json.tmp", "run/checkpoints/a/suspect",
+		"run/checkpoints//suspect.json", "other/checkpoints/a/suspect.json",
+		"run/checkpoints/a/readers/.json", "run/checkpoints/a/readers/x/y.json",
+		"run/checkpoints/a/readers/x", /* a token longer than the room for it: */
+		("run/checkpoints/a/readers/"
+		 "0123456789012345678901234567890123456789012345678901234567890123.json"),
+		"run/chunks/ab/suspect.json", "",
+	};
+	char name[256], token[64];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CU_ASSERT_EQUAL(rr_key_parse_mark(bad[i], "run", name, sizeof(name), token,
+						  sizeof(token)),
+				RR_KEY_NOT_MARK);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "test_mark_keys_parse_back_to_their_checkpoint_and_kind",
+	  test_mark_keys_parse_back_to_their_checkpoint_and_kind },
+	{ "test_mark_parse_refuses_near_misses", test_mark_parse_refuses_near_misses },
 	{ "test_chunk_key_is_run_chunks_first_two_hex_then_sha",
 	  test_chunk_key_is_run_chunks_first_two_hex_then_sha },
 	{ "test_manifest_latest_and_prefix_keys_have_their_exact_shapes",

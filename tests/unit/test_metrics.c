@@ -290,7 +290,46 @@ static void test_metrics_null_is_a_no_op(void)
 	rr_metrics_destroy(NULL);
 }
 
+/* --every: the interval, its inputs and the stall, from "interval" events; absent before. */
+static void test_metrics_interval_gauges_and_stall_counter(void)
+{
+	struct rr_metrics *m;
+	char *text;
+
+	CU_ASSERT_EQUAL_FATAL(rr_metrics_new(NULL, "1.0", &m), 0);
+	text = s_render(m);
+	CU_ASSERT_PTR_NULL(strstr(text, "resume_run_checkpoint_interval_seconds"));
+	free(text);
+	s_observe(m, "interval", "{\"mode\":\"auto\",\"interval_ms\":5680,\"cost_ms\":1000,"
+		  "\"mtbf_ms\":20000}");
+	s_observe(m, "interval", "{\"mode\":\"auto\",\"interval_ms\":2697,\"cost_ms\":200,"
+		  "\"mtbf_ms\":20000,\"stall_ms\":203}");
+	s_observe(m, "interval", "{\"mode\":\"auto\",\"interval_ms\":2697,\"cost_ms\":200,"
+		  "\"mtbf_ms\":20000,\"stall_ms\":197}");
+	text = s_render(m);
+	CU_ASSERT_DOUBLE_EQUAL(s_value(text, "resume_run_checkpoint_interval_seconds"), 2.697, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(s_value(text, "resume_run_checkpoint_cost_seconds"), 0.2, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(s_value(text, "resume_run_uncovered_mtbf_seconds"), 20, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(s_value(text, "resume_run_checkpoint_stall_seconds_total"), 0.4,
+			       1e-9);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "# TYPE resume_run_checkpoint_stall_seconds_total "
+					    "counter\n"));
+	free(text);
+	rr_metrics_destroy(m);
+	/* a fixed interval: no MTBF */
+	CU_ASSERT_EQUAL_FATAL(rr_metrics_new(NULL, "1.0", &m), 0);
+	s_observe(m, "interval", "{\"mode\":\"fixed\",\"interval_ms\":90000,\"stall_ms\":2000,"
+		  "\"cost_ms\":2000}");
+	text = s_render(m);
+	CU_ASSERT_DOUBLE_EQUAL(s_value(text, "resume_run_checkpoint_interval_seconds"), 90, 1e-9);
+	CU_ASSERT_PTR_NULL(strstr(text, "resume_run_uncovered_mtbf_seconds"));
+	free(text);
+	rr_metrics_destroy(m);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "metrics_interval_gauges_and_stall_counter",
+	  test_metrics_interval_gauges_and_stall_counter },
 	{ "metrics_text_is_exact_for_a_known_state", test_metrics_text_is_exact_for_a_known_state },
 	{ "metrics_before_any_event_has_zeros_and_no_timestamps",
 	  test_metrics_before_any_event_has_zeros_and_no_timestamps },

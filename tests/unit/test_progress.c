@@ -166,7 +166,21 @@ static void test_concurrent_adds_are_safe(void)
 	rr_progress_destroy(p);
 }
 
+static void test_format_seconds_each_range(void)
+{
+	static const struct { double s; const char *want; } cases[] = {
+		{ 0, "0 ms" }, { -3, "0 ms" }, { 0.2034, "203 ms" }, { 1, "1.00 s" },
+		{ 2.6966, "2.70 s" }, { 20, "20.0 s" }, { 59.94, "59.9 s" }, { 60, "1 min 00 s" },
+		{ 7001.4, "1 h 56 min" }, { 86400, "1 d 00 h" }, { 90061, "1 d 01 h" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char out[24];
+		CU_ASSERT_STRING_EQUAL(rr_format_seconds(cases[i].s, out), cases[i].want);
+	}
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "format_seconds_each_range", test_format_seconds_each_range },
 	{ "test_format_bytes_below_1000_is_whole_bytes", test_format_bytes_below_1000_is_whole_bytes },
 	{ "test_format_bytes_uses_decimal_units_with_one_decimal",
 	  test_format_bytes_uses_decimal_units_with_one_decimal },

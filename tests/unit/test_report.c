@@ -370,7 +370,79 @@ static void test_report_json_has_the_documented_shape(void)
 	rr_report_destroy(r);
 }
 
+/* Each machine's exit event says how it ended; one without (killed, no notice) that a later
+ * machine followed was lost; the newest without one may still run. A ledger of agents older
+ * than exit events says nothing about ends. */
+static void test_report_tells_lost_machines_from_finished_and_preempted_ones(void)
+{
+	static const char *const ledger[] = {
+		"{\"kind\":\"start\",\"unix_ms\":1700000001000,\"host\":\"a\",\"pid\":1}",
+		"{\"kind\":\"exit\",\"unix_ms\":1700000030000,\"host\":\"a\",\"pid\":1,"
+		"\"how\":\"preempted\",\"exit_status\":75,\"trainer_status\":0}",
+		"{\"kind\":\"restore\",\"unix_ms\":1700000040000,\"host\":\"b\",\"pid\":2,"
+		"\"checkpoint\":\"step-2\",\"bytes\":1000,\"downloaded_bytes\":1500,"
+		"\"unused_bytes\":700,\"elapsed_ms\":50}",
+		"{\"kind\":\"restore\",\"unix_ms\":1700000050000,\"host\":\"c\",\"pid\":3}",
+		"{\"kind\":\"exit\",\"unix_ms\":1700000052000,\"host\":\"c\",\"pid\":3,"
+		"\"how\":\"killed\",\"exit_status\":137,\"signal\":\"KILL\"}",
+		"{\"kind\":\"start\",\"unix_ms\":1700000060000,\"host\":\"d\",\"pid\":4}",
+		"{\"kind\":\"exit\",\"unix_ms\":1700000061500,\"host\":\"d\",\"pid\":4,"
+		"\"how\":\"finished\",\"exit_status\":0}",
+		"{\"kind\":\"start\",\"unix_ms\":1700000070000,\"host\":\"e\",\"pid\":5}",
+	};
+	enum { N = sizeof(ledger) / sizeof(ledger[0]) };
+	struct rr_ledger_event ev[N];
+	struct rr_report *r = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	for (size_t i = 0; i < N; i++)
+		s_parse(ledger[i], &ev[i]);
+	CU_ASSERT_EQUAL(ev[1].kind, RR_LEDGER_EXIT);
+	CU_ASSERT_STRING_EQUAL(ev[4].signal, "KILL");
+	CU_ASSERT_EQUAL(ev[2].unused_bytes, 700);
+	CU_ASSERT_EQUAL_FATAL(rr_report_build(ev, N, NULL, &r), 0);
+	CU_ASSERT_EQUAL_FATAL(r->nattempts, 5);
+	CU_ASSERT_STRING_EQUAL(rr_report_ended(r, 0), "preempted");
+	CU_ASSERT_EQUAL(r->attempts[0].exit_status, 75);
+	CU_ASSERT_STRING_EQUAL(rr_report_ended(r, 1), "lost");
+	CU_ASSERT_STRING_EQUAL(rr_report_ended(r, 2), "killed");
+	CU_ASSERT_STRING_EQUAL(rr_report_ended(r, 3), "finished");
+	CU_ASSERT_STRING_EQUAL(rr_report_ended(r, 4), "running or lost");
+	CU_ASSERT_EQUAL(r->lost, 1);
+	CU_ASSERT_EQUAL(r->attempts[0].to_ms, S(30)); /* the machine's time runs to its exit */
+
+	f = open_memstream(&text, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(rr_report_print_text(r, "run-1", f), 0);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " preempted (75)\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " lost\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " killed (SIGKILL)\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " finished\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " running or lost\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "1 machine recorded no end: lost without a word"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "1.5 kB read from the store (700 B of it other "
+					    "checkpoints' data in shared packs)"));
+	/* 29 + 0 + 2 + 1.5 + 0 s of machines: in seconds, not "0.01 h". */
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "Machine time: 32.5 s (32.5 s spot or unknown, "
+					    "0 ms on-demand)"));
+	if (!strstr(text, "Machine time: 32.5 s"))
+		fprintf(stderr, "%s", text);
+	free(text);
+	rr_report_destroy(r);
+
+	/* Agents older than exit events: nothing is said about how machines ended. */
+	CU_ASSERT_EQUAL_FATAL(rr_report_build(ev + 2, 2, NULL, &r), 0);
+	CU_ASSERT_PTR_NULL(rr_report_ended(r, 0));
+	CU_ASSERT_EQUAL(r->lost, 0);
+	rr_report_destroy(r);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "report_tells_lost_machines_from_finished_and_preempted_ones",
+	  test_report_tells_lost_machines_from_finished_and_preempted_ones },
 	{ "ledger_parses_a_notice_with_instance_and_ms_receive_time",
 	  test_ledger_parses_a_notice_with_instance_and_ms_receive_time },
 	{ "ledger_reads_events_of_older_agents_with_fallbacks",

@@ -35,6 +35,13 @@ def parse(extra=None):
     return a
 
 
+# RR_TEST_DEVICE=cuda runs the trainers that support it on the GPU (tests/gpu/frameworks.sh);
+# cuBLAS needs this workspace setting to be deterministic.
+DEVICE = os.environ.get("RR_TEST_DEVICE", "cpu")
+if DEVICE == "cuda":
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+
 def log(msg):
     rank = os.environ.get("RANK")
     prefix = "rank %s: " % rank if rank is not None and os.environ.get("WORLD_SIZE", "1") != "1" else ""

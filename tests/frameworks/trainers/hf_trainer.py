@@ -44,7 +44,7 @@ def main():
         max_steps=a.steps, per_device_train_batch_size=4, learning_rate=1e-2,
         warmup_steps=2, lr_scheduler_type="linear", weight_decay=0.01,
         save_strategy="steps" if a.save_every else "no", save_steps=a.save_every or 500,
-        logging_strategy="no", report_to=[], use_cpu=True, seed=1, data_seed=2,
+        logging_strategy="no", report_to=[], use_cpu=common.DEVICE == "cpu", seed=1, data_seed=2,
         dataloader_num_workers=0, disable_tqdm=True)
     trainer = Trainer(model=model, args=args, train_dataset=Tokens(),
                       callbacks=[callback, Pace(a)])

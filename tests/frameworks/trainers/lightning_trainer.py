@@ -80,7 +80,8 @@ def main():
         import fsspec.implementations.local as local
         common.on_nth_call(pl.Trainer, "save_checkpoint", a.crash_at_save,
                            lambda: common.crash_in(local.LocalFileOpener, "commit", 1))
-    trainer = pl.Trainer(max_steps=a.steps, accelerator="cpu", devices=1, logger=False,
+    trainer = pl.Trainer(max_steps=a.steps, accelerator="gpu" if common.DEVICE == "cuda" else "cpu",
+                         devices=1, logger=False,
                          enable_progress_bar=False, enable_model_summary=False,
                          enable_checkpointing=bool(a.save_every), callbacks=callbacks,
                          deterministic=True)
