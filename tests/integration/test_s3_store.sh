@@ -239,10 +239,12 @@ while [ ! -f outage-marker ]; do sleep 0.1; done; sleep 8
 SH
 chmod +x slow-trainer.sh
 # stored_chunks: how many chunk objects of the outage run the server lists (a signed
-# ListObjectsV2 by curl: quicker than the AWS CLI, and the run has fewer than a page).
+# ListObjectsV2 by curl: quicker than the AWS CLI, and the run has fewer than a page). curl
+# 7.88 signs the query string as written, so it is written as SigV4 canonicalizes it:
+# parameters sorted, values percent-encoded ('/' as %2F).
 stored_chunks() {
 	curl -fsS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$S3_AKID:$S3_SECRET" \
-		"http://127.0.0.1:$S3_PORT/$S3_BUCKET?list-type=2&prefix=outage/default/chunks/" |
+		"http://127.0.0.1:$S3_PORT/$S3_BUCKET?list-type=2&prefix=outage%2Fdefault%2Fchunks%2F" |
 		grep -o '<Key>[^<]*</Key>' | grep -c '/[0-9a-f]\{64\}' || true
 }
 chunks_landed() { [ "$(stored_chunks)" -gt 0 ]; }
