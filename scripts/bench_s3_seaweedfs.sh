@@ -98,7 +98,7 @@ Produced by \`BENCH_SECTIONS=s3-seaweedfs scripts/bench.sh\`
 (\`scripts/bench_s3_seaweedfs.sh\`, RUNS=$RUNS) on $(date -u +%Y-%m-%d), $(nproc) cores shared
 with other work (load average $(cut -d' ' -f1-3 /proc/loadavg) when it ended). The same files
 to and from SeaweedFS (\`github.com/seaweedfs/seaweedfs\`, the commit of 2026-11-09, built
-from the Go module proxy by \`tests/thirdparty/install.sh\`; \`weed server\` with its S3
+from the Go module proxy by \`tests/thirdparty/install.sh\`; \`weed mini\` with its S3
 gateway, data on tmpfs; it verifies SigV4) on 127.0.0.1, each tool started from scratch per
 run, runs interleaved, medians (min–max). SeaweedFS runs on the same 2 cores as the clients,
 so these are figures for this setup, not for AWS.
