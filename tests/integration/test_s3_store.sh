@@ -101,6 +101,21 @@ expect_eq "$RC" 0 "restore of a run the AWS CLI uploaded"
 diff -r "from-synced/$last" "by-hand/$last" || fail "restore of the CLI-uploaded run differs"
 ok "interop: a run uploaded by aws s3 sync restores from S3"
 
+# --- gc: the older checkpoints' manifests go in one batch delete (DeleteObjects with
+# Content-MD5); the server really removed them, LATEST's checkpoint still verifies ---
+manifests() { s3cli s3 ls --recursive "s3://$S3_BUCKET/synced/default/checkpoints/" | grep -c '/manifest.json$' || true; }
+before=$(manifests)
+[ "$before" -ge 2 ] || fail "the synced run has $before checkpoints, gc needs two or more"
+run_rr gc.log gc --store "s3://$S3_BUCKET/synced" --keep 1
+expect_eq "$RC" 0 "gc"
+# (--keep 1 keeps the newest, and the newest proven one where that is another)
+after=$(manifests)
+[ "$after" -ge 1 ] && [ "$after" -lt "$before" ] || fail "gc --keep 1: $before manifests before, $after after"
+expect_grep "gc: deleted $((before - after)) checkpoints" gc.log "gc's count of deleted checkpoints"
+run_rr gc-verify.log verify --store "s3://$S3_BUCKET/synced"
+expect_eq "$RC" 0 "verify after gc"
+ok "gc: $((before - after)) of $before checkpoints deleted in one DeleteObjects, the AWS CLI lists $after left, they verify"
+
 # --- a multipart object: 8 MiB of random bytes does not compress, so with 5 MiB parts its
 # chunk goes up in 2 parts (in flight at once) and comes down in 2 ranges ---
 mkdir -p big-ckpt/.step-1.tmp
