@@ -94,8 +94,11 @@ PY
 ok "the server enforces conditional writes: $(cat cond.out)"
 
 # The AWS CLI writes a run (a file:// store synced up, big objects as multipart); the agent
-# restores it from S3.
-s3cli s3 sync --quiet "$W/boto-copy" "s3://$S3_BUCKET/synced/"
+# restores it from S3. (Not the file store's empty lock files: Debian's awscli 2.9
+# (botocore 1.29) sends "Expect: 100-continue" with an empty body, SeaweedFS answers at once
+# without a 100, as RFC 9110 10.1.1 allows when there is no content, and botocore's next
+# request on that connection then stalls for its 60 s read timeout.)
+s3cli s3 sync --quiet --exclude '.locks/*' "$W/boto-copy" "s3://$S3_BUCKET/synced/"
 run_rr synced.log restore --store "s3://$S3_BUCKET/synced" --checkpoint "$last" --to from-synced
 expect_eq "$RC" 0 "restore of a run the AWS CLI uploaded"
 diff -r "from-synced/$last" "by-hand/$last" || fail "restore of the CLI-uploaded run differs"
