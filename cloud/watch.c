@@ -118,7 +118,7 @@ static void *s_main(void *arg)
 		if (w->stop)
 			return NULL;
 		if (w->cloud == RR_CLOUD_NONE) {
-			rr_info("cloud: none (%s); notices come from signals, --notice-file and "
+			rr_info("cloud: none (%s); notices come from signals, --drill-file and "
 				"--every", why);
 			atomic_store(&w->decided, RR_CLOUD_NONE);
 			s_settle(w);

@@ -11,6 +11,35 @@ endif()
 
 install(TARGETS resume-run RUNTIME DESTINATION bin)
 
+# The systemd unit, its ExecStart naming the binary where this prefix puts it (/usr/bin for
+# the .deb, /usr/local/bin for a plain `cmake --install`): made at install time, when the
+# prefix is known, from scripts/deploy/systemd/resume-run@.service (the .deb's, /usr/bin).
+# systemd reads units from <prefix>/lib/systemd/system for /usr and /usr/local alike.
+install(CODE "
+  file(READ \"${PROJECT_SOURCE_DIR}/scripts/deploy/systemd/resume-run@.service\" rr_unit)
+  string(REPLACE \"ExecStart=/usr/bin/resume-run \" \"ExecStart=\${CMAKE_INSTALL_PREFIX}/bin/resume-run \" rr_unit \"\${rr_unit}\")
+  if(NOT rr_unit MATCHES \"ExecStart=\${CMAKE_INSTALL_PREFIX}/bin/resume-run \")
+    message(FATAL_ERROR \"resume-run@.service: no ExecStart=/usr/bin/resume-run line to point at the prefix\")
+  endif()
+  file(WRITE \"\${CMAKE_CURRENT_BINARY_DIR}/resume-run@.service\" \"\${rr_unit}\")
+  file(INSTALL DESTINATION \"\${CMAKE_INSTALL_PREFIX}/lib/systemd/system\" TYPE FILE
+       PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+       FILES \"\${CMAKE_CURRENT_BINARY_DIR}/resume-run@.service\")
+")
+# Debian policy: the copyright file, and the changelog (gzip -9n), in /usr/share/doc/<package>.
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/deb/copyright DESTINATION share/doc/resume-run
+  PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+install(CODE "
+  execute_process(COMMAND gzip -9nc \"${PROJECT_SOURCE_DIR}/CHANGELOG.md\"
+    OUTPUT_FILE \"\${CMAKE_CURRENT_BINARY_DIR}/changelog.gz\" RESULT_VARIABLE rr_gz)
+  if(NOT rr_gz EQUAL 0)
+    message(FATAL_ERROR \"gzip of CHANGELOG.md failed\")
+  endif()
+  file(INSTALL DESTINATION \"\${CMAKE_INSTALL_PREFIX}/share/doc/resume-run\" TYPE FILE
+       PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+       FILES \"\${CMAKE_CURRENT_BINARY_DIR}/changelog.gz\")
+")
+
 # Debian's Python searches <prefix>/lib/python3/dist-packages for /usr (packages) and
 # /usr/local/lib/python3.X/dist-packages for /usr/local (local installs). The prefix is only
 # known at install time (`cmake --install --prefix`, CPack's /usr), so the choice is made then.
@@ -44,6 +73,12 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "resume-run maintainers <resume-run@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
   "run training on preemptible machines without losing work")
+# The extended description (CPack puts the summary above it as the synopsis).
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "resume-run wraps a training command: it watches for the
+ cloud's preemption notice, asks the trainer for a checkpoint, compresses
+ it and makes it durable in S3, GCS, Azure Blob or a directory; on a
+ replacement machine it restores the newest complete checkpoint and
+ starts training again. With its systemd unit and the resume_run module.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
@@ -52,4 +87,6 @@ set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 # tests/deploy checks the result.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3")
+# Stripped, as Debian ships binaries (debug info belongs in a -dbgsym package).
+set(CPACK_STRIP_FILES ON)
 include(CPack)

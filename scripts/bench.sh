@@ -25,6 +25,9 @@ if [ "${BENCH_SECTIONS:-all}" = packs ]; then exec scripts/bench_packs.sh; fi
 if [ "${BENCH_SECTIONS:-all}" = s3-seaweedfs ]; then exec scripts/bench_s3_seaweedfs.sh; fi
 # BENCH_SECTIONS=azure: az:// vs the Azure CLI's upload-batch/download-batch on Azurite.
 if [ "${BENCH_SECTIONS:-all}" = azure ]; then exec scripts/bench_azure.sh; fi
+# BENCH_SECTIONS=speed: real-shaped sets through whole runs and restores on tmpfs and disk,
+# against tar|zstd -1 -T0, zstd -d|tar -x and dd (RR_OLD=binary puts a before beside it).
+if [ "${BENCH_SECTIONS:-all}" = speed ]; then exec scripts/bench_speed.sh; fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 RR=$root/build/resume-run
@@ -313,5 +316,6 @@ bench_encryption > /dev/null
 scripts/bench_packs.sh > /dev/null  # replaces its section of $OUT
 scripts/bench_s3_seaweedfs.sh > /dev/null  # replaces its section of $OUT
 scripts/bench_azure.sh > /dev/null  # the same for Azure Blob Storage (needs the checkpoint above)
+scripts/bench_speed.sh > /dev/null  # real-shaped sets, whole runs and restores (issue 32)
 echo "== wrote $OUT"
 cat "$OUT"

@@ -115,9 +115,9 @@ for i in $(seq "$RUNS"); do
 	curl -fsS -H 'x-ms-blob-type: BlockBlob' --config "$work/small.cfg"
 	ms_since "$t0" >> "$work/small.txt"
 done
-read -r curl_put curl_put_min curl_put_max < <(stats < "$work/curl-put.txt")
-read -r curl_get curl_get_min curl_get_max < <(stats < "$work/curl-get.txt")
-read -r small small_min small_max < <(stats < "$work/small.txt")
+read -r curl_put _ _ < <(stats < "$work/curl-put.txt")
+read -r curl_get _ _ < <(stats < "$work/curl-get.txt")
+read -r small _ _ < <(stats < "$work/small.txt")
 kill $azpid 2>/dev/null || true
 
 azv=$(sed -nE 's/.*"version": "([^"]+)".*/\1/p' "$dir/node_modules/azurite/package.json" | head -n 1)

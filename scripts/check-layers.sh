@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Folders are layers (README, "Layout"): a source file may include headers of its own
+# Folders are layers (docs/development.md, "Layout"): a source file may include headers of its own
 # folder and of the folders below it, never one above or beside. Fails with one line per
 # include that breaks the order, so the layers cannot drift back together.
 set -euo pipefail
@@ -59,7 +59,8 @@ check_file() {
 		rr/*.h)
 			m=$(basename "$inc" .h)
 			target=${home[$m]:-}
-			if [[ ! -e "include/$inc" ]]; then
+			# rr/NAME.h is in include/rr/, or made by CMake from include/rr/NAME.h.in
+			if [[ ! -e "include/$inc" && ! -e "include/$inc.in" ]]; then
 				complain "$file:$line: includes $inc, which is not a public header"
 				continue
 			fi
@@ -91,18 +92,20 @@ for h in include/rr/*.h; do
 	[[ -n "${home[$m]:-}" ]] && check_file "$h" "${home[$m]}"
 done
 
-# README's "Layout" names each layer's folder with the same lower layers ("-> a, b").
-layout=$(sed -n '/^## Layout/,/^## /p' README.md)
+# docs/development.md's "Layout" names each layer's folder with the same lower layers ("-> a, b").
+layout_doc=docs/development.md
+[[ -f "$layout_doc" ]] || complain "$layout_doc: missing (it holds the Layout the layers are checked against)"
+layout=$(sed -n '/^## Layout/,/^## /p' "$layout_doc" 2>/dev/null || true)
 for name in "${!folder_of[@]}"; do
 	want=$(echo "${direct[$name]}" | tr ' ' '\n' | sed '/^$/d' | sort | paste -sd, | sed 's/,/, /g')
 	line=$(grep -E "^${folder_of[$name]}/ " <<< "$layout" || true)
-	[[ -n "$line" ]] || { complain "README.md, Layout: no line for ${folder_of[$name]}/"; continue; }
+	[[ -n "$line" ]] || { complain "$layout_doc, Layout: no line for ${folder_of[$name]}/"; continue; }
 	got=$(sed -nE 's/.*-> ([a-z, ]+|nothing of ours)$/\1/p' <<< "$line" | tr -d ' ' | tr ',' '\n' | sed '/^$/d' | sort | paste -sd, | sed 's/,/, /g')
-	[[ "$got" == "${want:-nothingofours}" ]] || complain "README.md, Layout: ${folder_of[$name]}/ says '-> ${got}', cmake/layers.txt says '-> ${want:-nothing of ours}'"
+	[[ "$got" == "${want:-nothingofours}" ]] || complain "$layout_doc, Layout: ${folder_of[$name]}/ says '-> ${got}', cmake/layers.txt says '-> ${want:-nothing of ours}'"
 done
 
 if [[ $bad != 0 ]]; then
-	echo "check-layers: includes must point down; each folder's lower layers are in cmake/layers.txt (README, \"Layout\")" >&2
+	echo "check-layers: includes must point down; each folder's lower layers are in cmake/layers.txt ($layout_doc, \"Layout\")" >&2
 	exit 1
 fi
 echo "check-layers: ok (${#below[@]} layers)"

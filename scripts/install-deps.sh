@@ -18,6 +18,8 @@ if [ "$what" = test ]; then
 	# (systemd), dpkg-shlibdeps for the .deb's Depends (dpkg-dev), podman + debootstrap for
 	# the Dockerfile, a single-node Slurm (slurm-wlm, munge) for the sbatch flow.
 	pkgs+=(cloud-init shellcheck systemd dpkg-dev python3-yaml podman debootstrap slurm-wlm munge)
+	# lintian checks the .deb (tests/deploy/test_deploy.sh: no errors).
+	pkgs+=(lintian)
 	# stunnel4 terminates TLS in front of the S3 and GCS test servers (tests/integration/test_tls.sh);
 	# openssl makes the private CAs there and for Azurite's HTTPS (test_azure_entra.sh).
 	pkgs+=(stunnel4 openssl)

@@ -22,6 +22,10 @@ int main(int argc, char **argv)
 		return 125;
 	}
 	rr_log_init(cfg.log_json, cfg.verbose ? RR_LOG_DEBUG : RR_LOG_INFO);
+	if (cfg.notice_file_old_name)
+		rr_warn("%s is deprecated and goes in the next release: use --drill-file "
+			"(RESUME_RUN_DRILL_FILE); RESUME_RUN_NOTICE_FILE is the notice JSON the "
+			"trainer reads", cfg.notice_file_old_name);
 	/* Every command reads credentials; none of them may end up in a core file. (The
 	 * trainer gets the original core limit back: agent/run/supervisor.c.) */
 	if (rr_supervisor_protect_secrets() != 0)

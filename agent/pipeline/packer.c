@@ -10,6 +10,9 @@
 /* A slot's state: its chunk not done yet, done with bytes to pack, done without. */
 enum { S_PENDING = 0, S_HELD, S_SKIPPED };
 
+/* Spare pack buffers kept: enough for every worker's pack in flight on this machine. */
+#define S_SPARE 4
+
 struct rr_packer {
 	pthread_mutex_t lock;
 	size_t nslots, next; /* next: the first slot not yet placed in order */
@@ -20,6 +23,10 @@ struct rr_packer {
 	uint64_t *key;
 	struct rr_pack *open; /* the pack being filled */
 	size_t open_cap;      /* room in open->slots and open->offsets */
+	/* Buffers of packs already stored, for the next packs: their pages are touched
+	 * already (a fresh buffer costs a page fault and zeroing per page). */
+	unsigned char *spare[S_SPARE];
+	unsigned nspare;
 };
 
 struct rr_packer *rr_packer_new(size_t nslots, size_t before, size_t after)
@@ -60,6 +67,8 @@ void rr_packer_destroy(struct rr_packer *p)
 		return;
 	for (size_t i = 0; p->held && i < p->nslots; i++)
 		free(p->held[i]);
+	for (unsigned i = 0; i < p->nspare; i++)
+		rr_buf_big_free(p->spare[i], p->before + RR_PACK_MAX_BYTES + p->after);
 	free(p->held);
 	free(p->state);
 	free(p->len);
@@ -101,7 +110,7 @@ static int s_open_new(struct rr_packer *p)
 	pk->before = p->before;
 	/* Allocated at its ceiling: (huge) pages never written are not resident. */
 	pk->cap = p->before + RR_PACK_MAX_BYTES + p->after;
-	pk->buf = rr_buf_big_alloc(pk->cap);
+	pk->buf = p->nspare ? p->spare[--p->nspare] : rr_buf_big_alloc(pk->cap);
 	if (!pk->buf) {
 		free(pk);
 		return RR_ENOMEM;
@@ -110,7 +119,8 @@ static int s_open_new(struct rr_packer *p)
 	return 0;
 }
 
-static int s_append(struct rr_packer *p, size_t slot)
+/* Appends slot's bytes (data, or its held copy when data is NULL) to the open pack. */
+static int s_append(struct rr_packer *p, size_t slot, const unsigned char *data)
 {
 	struct rr_pack *pk = p->open;
 
@@ -126,7 +136,7 @@ static int s_append(struct rr_packer *p, size_t slot)
 			return RR_ENOMEM;
 		p->open_cap = cap;
 	}
-	memcpy(pk->buf + pk->before + pk->len, p->held[slot], p->len[slot]);
+	memcpy(pk->buf + pk->before + pk->len, data ? data : p->held[slot], p->len[slot]);
 	pk->slots[pk->n] = slot;
 	pk->offsets[pk->n++] = pk->len;
 	pk->len += p->len[slot];
@@ -135,12 +145,15 @@ static int s_append(struct rr_packer *p, size_t slot)
 	return 0;
 }
 
-/* Places every done slot that is next in order. Called with the lock held. */
-static int s_advance(struct rr_packer *p, struct rr_pack ***out, size_t *nout)
+/* Places every done slot that is next in order. data: the bytes of the slot just put when
+ * it is the next (they are not held then). Called with the lock held. */
+static int s_advance(struct rr_packer *p, const unsigned char *data, struct rr_pack ***out,
+		     size_t *nout)
 {
 	int rc = 0;
 
-	for (; !rc && p->next < p->nslots && p->state[p->next] != S_PENDING; p->next++) {
+	for (; !rc && p->next < p->nslots && p->state[p->next] != S_PENDING;
+	     p->next++, data = NULL) {
 		size_t s = p->next;
 		if (p->state[s] == S_SKIPPED)
 			continue;
@@ -149,7 +162,7 @@ static int s_advance(struct rr_packer *p, struct rr_pack ***out, size_t *nout)
 		if (!rc && !p->open)
 			rc = s_open_new(p);
 		if (!rc)
-			rc = s_append(p, s);
+			rc = s_append(p, s, data);
 		if (!rc && rr_pack_boundary(p->key[s], p->len[s]))
 			rc = s_close_open(p, out, nout);
 	}
@@ -164,25 +177,45 @@ int rr_packer_put(struct rr_packer *p, size_t slot, const unsigned char *data, s
 
 	if (slot >= p->nslots || (data && (len == 0 || len > RR_PACK_MAX_BYTES)))
 		return RR_EINVAL;
-	if (data) {
+	pthread_mutex_lock(&p->lock);
+	if (p->state[slot] != S_PENDING) {
+		pthread_mutex_unlock(&p->lock);
+		return RR_EINVAL;
+	}
+	/* Out of order: a copy waits for its turn. Next in order: packed from data now. */
+	if (data && slot != p->next) {
+		pthread_mutex_unlock(&p->lock); /* copied outside the lock */
 		copy = malloc(len);
 		if (!copy)
 			return RR_ENOMEM;
 		memcpy(copy, data, len);
-	}
-	pthread_mutex_lock(&p->lock);
-	if (p->state[slot] != S_PENDING) {
-		pthread_mutex_unlock(&p->lock);
-		free(copy);
-		return RR_EINVAL;
+		pthread_mutex_lock(&p->lock);
+		if (p->state[slot] != S_PENDING) { /* put twice, meanwhile */
+			pthread_mutex_unlock(&p->lock);
+			free(copy);
+			return RR_EINVAL;
+		}
 	}
 	p->state[slot] = data ? S_HELD : S_SKIPPED;
 	p->held[slot] = copy;
 	p->len[slot] = len;
 	p->key[slot] = key;
-	rc = s_advance(p, out, nout);
+	rc = s_advance(p, copy ? NULL : data, out, nout);
 	pthread_mutex_unlock(&p->lock);
 	return rc;
+}
+
+void rr_packer_recycle(struct rr_packer *p, struct rr_pack *pk)
+{
+	if (!pk)
+		return;
+	pthread_mutex_lock(&p->lock);
+	if (pk->cap == p->before + RR_PACK_MAX_BYTES + p->after && p->nspare < S_SPARE) {
+		p->spare[p->nspare++] = pk->buf;
+		pk->buf = NULL;
+	}
+	pthread_mutex_unlock(&p->lock);
+	rr_pack_free(pk);
 }
 
 struct rr_pack *rr_packer_finish(struct rr_packer *p)

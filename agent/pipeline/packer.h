@@ -35,7 +35,7 @@ struct rr_packer;
 struct rr_packer *rr_packer_new(size_t nslots, size_t before, size_t after);
 void rr_packer_destroy(struct rr_packer *p);
 
-/* Slot's chunk is done: data (len bytes, copied) to be packed, or data NULL for a chunk
+/* Slot's chunk is done: data (len bytes, copied before this returns) to be packed, or data NULL for a chunk
  * that is not packed (stored on its own, reused, skipped). key is a hash of the chunk's
  * original bytes (its first 64 bits), which decides the boundaries. Thread-safe. Packs
  * closed by this call are appended to *out (a malloc'd array of *nout entries, the
@@ -47,6 +47,9 @@ int rr_packer_put(struct rr_packer *p, size_t slot, const unsigned char *data, s
 struct rr_pack *rr_packer_finish(struct rr_packer *p);
 
 void rr_pack_free(struct rr_pack *pk);
+
+/* rr_pack_free, keeping pk's buffer for the packer's next packs. pk may be NULL. */
+void rr_packer_recycle(struct rr_packer *p, struct rr_pack *pk);
 
 /* 1 when a chunk of len stored bytes whose hash starts with key ends its pack. */
 int rr_pack_boundary(uint64_t key, size_t len);

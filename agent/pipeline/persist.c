@@ -911,7 +911,7 @@ static int s_to_packer(struct s_job *j, size_t i, const unsigned char *stored, s
 	for (size_t k = 0; k < nclosed; k++) {
 		if (!rc)
 			rc = s_store_pack(j, closed[k]);
-		rr_pack_free(closed[k]);
+		rr_packer_recycle(j->packer, closed[k]);
 	}
 	free(closed);
 	return rc;

@@ -549,10 +549,15 @@ static const struct s_option s_table[] = {
 	  "a duration of at least 100ms (500ms, 2s)" },
 	{ "azure-ack", 0, NULL, "RESUME_RUN_AZURE_ACK", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_azure_ack, "approve the Azure event once the checkpoint is durable", NULL },
-	{ "notice-file", 0, "PATH", "RESUME_RUN_NOTICE_FILE", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
+	{ "drill-file", 0, "PATH", "RESUME_RUN_DRILL_FILE", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
 	  s_set_notice_file,
 	  "treat the appearance of PATH as a preemption notice (drills);\n"
 	  "one there at start is a leftover, ignored until removed", NULL },
+	/* The name before 0.2.0, kept for one release with a warning: RESUME_RUN_NOTICE_FILE is
+	 * also the trainer's notice JSON (DESIGN.md §2), another file. After drill-file in this
+	 * table, so that RESUME_RUN_DRILL_FILE wins over it. */
+	{ "notice-file", 0, "PATH", "RESUME_RUN_NOTICE_FILE", S_ON(RR_CMD_RUN), S_GROUP_MAIN,
+	  s_set_notice_file, "deprecated: --drill-file (RESUME_RUN_DRILL_FILE)", NULL },
 	{ "grace", 0, "SECONDS", "RESUME_RUN_GRACE", S_ON(RR_CMD_RUN), S_GROUP_MAIN, s_set_grace,
 	  "deadline after SIGTERM/SIGINT to the agent (default 25)",
 	  "whole seconds, 0-86400" },
@@ -937,6 +942,15 @@ static const char *s_option_env(const struct s_option *o, const char **which)
 	return v;
 }
 
+/* Whether option i, or another name of it (an entry with the same setter), was given. */
+static int s_alias_given(size_t i, const unsigned char *given)
+{
+	for (size_t k = 0; k < S_N_OPTIONS; k++)
+		if (given[k] && s_table[k].set == s_table[i].set)
+			return 1;
+	return 0;
+}
+
 /* Parses argv again with its subcommand, found at index at behind options meant for it,
  * moved to the front: "resume-run -v ls" as "resume-run ls -v". */
 static int s_parse_moved(int argc, char **argv, int at, struct rr_config *cfg,
@@ -1080,11 +1094,14 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 			return RR_EINVAL;
 		}
 		given[o - s_table] = 1;
+		if (strcmp(o->name, "notice-file") == 0)
+			cfg->notice_file_old_name = "--notice-file";
 	}
-	/* The environment stands in for each flag the command takes and was not given. */
+	/* The environment stands in for each flag the command takes and was not given (nor an
+	 * older name of it: an entry with the same setter). */
 	for (size_t i = 0; i < S_N_OPTIONS; i++) {
 		const char *v, *which;
-		if (given[i] || !(s_table[i].commands & S_ON(cmd)) ||
+		if (s_alias_given(i, given) || !(s_table[i].commands & S_ON(cmd)) ||
 		    !(v = s_option_env(&s_table[i], &which)))
 			continue;
 		if (s_table[i].set(cfg, cmd, v)) {
@@ -1092,6 +1109,9 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 				 s_table[i].values ? s_table[i].values : "see --help", v);
 			return RR_EINVAL;
 		}
+		given[i] = 1;
+		if (strcmp(s_table[i].name, "notice-file") == 0)
+			cfg->notice_file_old_name = s_table[i].env;
 	}
 	cfg->store_opts.metadata_endpoint = cfg->metadata_endpoint;
 	/* A remote store's workers spend much of their time waiting on the network: twice as

@@ -635,7 +635,7 @@ static void s_check_notice_file(struct s_run *r)
 			 * until it is gone. */
 			rr_buf_free(&b);
 			r->notice_file_seen = 1;
-			rr_warn("notice file %s is not a regular file; ignored until it is removed",
+			rr_warn("drill file %s is not a regular file; ignored until it is removed",
 				r->cfg->notice_file);
 			return;
 		}
@@ -645,7 +645,7 @@ static void s_check_notice_file(struct s_run *r)
 		rr_buf_free(&b);
 		r->notice_file_seen = 1;
 		if (rc) {
-			rr_warn("notice file %s: %s; treating it as a preemption notice",
+			rr_warn("drill file %s: %s; treating it as a preemption notice",
 				r->cfg->notice_file, why[0] ? why : rr_strerror(rc));
 			n.kind = RR_NOTICE_PREEMPT;
 			n.deadline_unix = 0;
@@ -731,7 +731,7 @@ static void s_notice_file_at_start(struct s_run *r)
 	if (!r->cfg->notice_file || stat(r->cfg->notice_file, &st) != 0 || !S_ISREG(st.st_mode))
 		return;
 	r->notice_file_seen = 1;
-	rr_warn("notice file %s already exists at start: not a notice (left from an earlier "
+	rr_warn("drill file %s already exists at start: not a notice (left from an earlier "
 		"drill?); it is ignored until removed, and creating it again announces one",
 		r->cfg->notice_file);
 }
@@ -1664,7 +1664,7 @@ out:
 	rr_metrics_finish(r.metrics, rr_wall_ms());
 	rr_metrics_flush(r.metrics);
 	rr_metrics_destroy(r.metrics);
-	rr_watcher_destroy(r.watcher);
+	rr_watcher_destroy_detached(r.watcher);
 	rr_store_destroy(r.store);
 	if (r.notice_path[0])
 		unlink(r.notice_path);

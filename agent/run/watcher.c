@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -717,4 +718,53 @@ void rr_watcher_destroy(struct rr_watcher *w)
 	free(w->subs);
 	free(w->dir);
 	free(w);
+}
+
+/* In the child of rr_watcher_destroy_detached: closes every descriptor but a and b (only
+ * system calls: the parent has threads). */
+static void s_close_all_but(int a, int b)
+{
+	int lo = a < b ? a : b, hi = a < b ? b : a;
+	int ranges[3][2] = { { 0, lo - 1 }, { lo + 1, hi - 1 }, { hi + 1, -1 } };
+
+	for (int i = 0; i < 3; i++) {
+		unsigned from = (unsigned)ranges[i][0];
+		unsigned to = ranges[i][1] < 0 ? ~0U : (unsigned)ranges[i][1];
+		if (ranges[i][1] >= 0 && ranges[i][1] < ranges[i][0])
+			continue;
+#ifdef SYS_close_range
+		if (syscall(SYS_close_range, from, to, 0) == 0)
+			continue;
+#endif
+		for (unsigned fd = from; fd <= to && fd < 4096; fd++)
+			close((int)fd);
+	}
+}
+
+void rr_watcher_destroy_detached(struct rr_watcher *w)
+{
+	int sync[2];
+	pid_t pid;
+	char c;
+
+	if (!w)
+		return;
+	if (w->ifd >= 0 && pipe2(sync, O_CLOEXEC) == 0) {
+		pid = fork();
+		if (pid == 0) {
+			s_close_all_but(w->ifd, sync[0]);
+			/* End of file once the parent has closed its copy: ours is then the last. */
+			while (read(sync[0], &c, 1) < 0 && errno == EINTR)
+				;
+			close(w->ifd);
+			_exit(0);
+		}
+		close(sync[0]);
+		if (pid > 0) {
+			close(w->ifd);
+			w->ifd = -1;
+		}
+		close(sync[1]);
+	}
+	rr_watcher_destroy(w);
 }

@@ -25,7 +25,11 @@ struct rr_config {
 	const char *run_id;
 	const char *checkpoint_dir;
 	int checkpoint_dir_given; /* --checkpoint-dir or its variable, not the default */
-	const char *notice_file;  /* NULL: none */
+	const char *notice_file;  /* --drill-file: NULL: none */
+	/* The name before 0.2.0 the drill file came from (--notice-file or
+	 * RESUME_RUN_NOTICE_FILE, which is also the trainer's notice JSON), for a deprecation
+	 * warning; NULL: none. */
+	const char *notice_file_old_name;
 	enum rr_cloud cloud;      /* whose notices to watch */
 	const char *metadata_endpoint; /* NULL: the cloud's own */
 	int64_t poll_interval_ms;  /* 0: the provider's default */

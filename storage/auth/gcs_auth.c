@@ -36,6 +36,7 @@
 #include "rr/log.h"
 #include "rr/quote.h"
 #include "rr/sigv4.h"
+#include "rr/timefmt.h"
 
 #define S_KEY_FILE_MAX (64u << 10)      /* Google's key files are about 2.3 KiB */
 #define S_RESPONSE_MAX (64u << 10)
@@ -55,6 +56,8 @@
 #define S_RSA_MAX_BITS 16384
 #define S_METADATA_TOKEN_PATH "/computeMetadata/v1/instance/service-accounts/default/token"
 #define S_STEP_MAX 512
+#define S_CLOCK_NOISE_S 2               /* a Date's resolution and the request's time */
+#define S_CLOCK_MOVED_S 30              /* a refused JWT is dated anew past this */
 
 /* The fields of a service-account key file that the JWT needs. */
 struct s_key {
@@ -77,6 +80,8 @@ struct rr_gcs_auth {
 	int64_t expires_mono_ms;
 	int failure_logged;           /* a failed refresh was logged since the last success */
 	int metadata_answered;        /* the metadata server has answered at least once */
+	int64_t clock_offset_s;       /* the token endpoint's clock minus this machine's, from
+				       * its answers' Date: JWTs are dated by it */
 };
 
 static void s_str_wipe_free(char *s)
@@ -506,9 +511,30 @@ static int s_refusal(const char *step, const struct rr_http_response *resp, char
 	return rc;
 }
 
-/* Exchanges a fresh JWT at the key file's token_uri. */
-static int s_fetch_service_account(struct rr_gcs_auth *a, char token[RR_GCS_TOKEN_MAX],
-				   double *expires_s, char *why, size_t cap)
+/* Learns the token endpoint's clock from its answer's Date (one-second resolution: a
+ * difference within S_CLOCK_NOISE_S is none). Returns 1 when that moved the JWT's clock by
+ * more than S_CLOCK_MOVED_S: a JWT refused for its iat/exp may then pass. */
+static int s_learn_clock(struct rr_gcs_auth *a, const struct rr_http_response *resp)
+{
+	const char *date = rr_http_response_header(resp, "Date");
+	int64_t server, offset, before = a->clock_offset_s;
+
+	if (!date || rr_rfc1123_to_unix(date, &server))
+		return 0;
+	offset = server - rr_wall_ms() / 1000;
+	if (offset >= -S_CLOCK_NOISE_S && offset <= S_CLOCK_NOISE_S)
+		offset = 0;
+	a->clock_offset_s = offset;
+	return offset - before > S_CLOCK_MOVED_S || before - offset > S_CLOCK_MOVED_S;
+}
+
+/* One exchange of a JWT dated by the token endpoint's clock as last learned (Google refuses
+ * an iat or exp far from its own: "invalid_grant", "Invalid JWT: Token must be a
+ * short-lived token (60 minutes) and in a reasonable timeframe"). *moved: its answer moved
+ * that clock (s_learn_clock). */
+static int s_exchange(struct rr_gcs_auth *a, EVP_PKEY *pkey, const char *step,
+		      char token[RR_GCS_TOKEN_MAX], double *expires_s, int *moved, char *why,
+		      size_t cap)
 {
 	/* grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer, form-encoded */
 	static const char grant[] = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3A"
@@ -520,23 +546,15 @@ static int s_fetch_service_account(struct rr_gcs_auth *a, char token[RR_GCS_TOKE
 	struct rr_http_request req;
 	struct rr_http_response resp;
 	struct rr_buf jwt, body;
-	char step[S_STEP_MAX], qe[RR_QUOTE_CAP], qu[RR_QUOTE_CAP];
-	EVP_PKEY *pkey = NULL;
 	int rc;
 
-	snprintf(step, sizeof(step), "service account %s at %s", rr_quote_str(qe, a->key.email),
-		 rr_quote_str(qu, a->key.token_uri));
+	*moved = 0;
 	/* The assertion is a credential for an hour: both buffers are wiped. */
 	rr_buf_init(&jwt, S_JWT_MAX);
 	rr_buf_init(&body, sizeof(grant) + 3 * S_JWT_MAX);
 	rr_http_response_init(&resp);
-	rc = s_load_pkey(a->key.pem, &pkey);
-	if (rc) {
-		rc = rr_fail(why, cap, rc == RR_ENOMEM ? rc : RR_EIO,
-			    "%s: the private key no longer loads", step);
-		goto out;
-	}
-	rc = s_jwt_build(&a->key, pkey, rr_wall_ms() / 1000, RR_GCS_SCOPE, &jwt, why, cap);
+	rc = s_jwt_build(&a->key, pkey, rr_wall_ms() / 1000 + a->clock_offset_s, RR_GCS_SCOPE,
+			 &jwt, why, cap);
 	if (rc) {
 		if (rc == RR_ETOOBIG)
 			rc = rr_fail(why, cap, RR_EIO, "%s: the JWT is too large", step);
@@ -567,15 +585,41 @@ static int s_fetch_service_account(struct rr_gcs_auth *a, char token[RR_GCS_TOKE
 			    resp.message[0] ? resp.message : rr_strerror(rc));
 		goto out;
 	}
+	*moved = s_learn_clock(a, &resp);
 	if (resp.status == 200)
 		rc = s_read_token(step, &resp, token, expires_s, why, cap);
 	else
 		rc = s_refusal(step, &resp, why, cap);
 out:
-	EVP_PKEY_free(pkey);
 	rr_buf_wipe_free(&jwt);
 	rr_buf_wipe_free(&body);
 	rr_http_response_wipe_free(&resp);
+	return rc;
+}
+
+/* Exchanges a fresh JWT at the key file's token_uri: once more, dated by the endpoint's
+ * clock, when a refusal's Date says this machine's clock is off. */
+static int s_fetch_service_account(struct rr_gcs_auth *a, char token[RR_GCS_TOKEN_MAX],
+				   double *expires_s, char *why, size_t cap)
+{
+	char step[S_STEP_MAX], qe[RR_QUOTE_CAP], qu[RR_QUOTE_CAP];
+	EVP_PKEY *pkey = NULL;
+	int rc, moved;
+
+	snprintf(step, sizeof(step), "service account %s at %s", rr_quote_str(qe, a->key.email),
+		 rr_quote_str(qu, a->key.token_uri));
+	rc = s_load_pkey(a->key.pem, &pkey);
+	if (rc)
+		return rr_fail(why, cap, rc == RR_ENOMEM ? rc : RR_EIO,
+			       "%s: the private key no longer loads", step);
+	rc = s_exchange(a, pkey, step, token, expires_s, &moved, why, cap);
+	if (rc == RR_EACCES && moved) {
+		rr_warn("%s refused the JWT and says this machine's clock is off by %lld s: the "
+			"JWT is dated by its clock from now on; fix the clock (NTP)", step,
+			(long long)a->clock_offset_s);
+		rc = s_exchange(a, pkey, step, token, expires_s, &moved, why, cap);
+	}
+	EVP_PKEY_free(pkey);
 	return rc;
 }
 

@@ -1,3 +1,4 @@
+#include <pthread.h>
 #include <string.h>
 
 #include <openssl/evp.h>
@@ -5,11 +6,23 @@
 
 #include "rr/hash.h"
 
+static EVP_MD *s_sha256_md;
+static pthread_once_t s_sha256_once = PTHREAD_ONCE_INIT;
+
+static void s_sha256_fetch(void)
+{
+	s_sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
 void rr_sha256(const void *data, size_t len, uint8_t out[RR_SHA256_LEN])
 {
 	unsigned int n = RR_SHA256_LEN;
-	/* EVP_Digest picks the SHA-NI / AVX2 implementation the CPU offers. */
-	EVP_Digest(data, len, out, &n, EVP_sha256(), NULL);
+
+	/* Fetched once: EVP_sha256() makes every EVP_Digest look the algorithm up in the
+	 * provider's tables again, under a lock (OpenSSL 3's "implicit fetch"), once per chunk
+	 * the pipeline hashes. EVP picks the SHA-NI / AVX2 implementation the CPU offers. */
+	pthread_once(&s_sha256_once, s_sha256_fetch);
+	EVP_Digest(data, len, out, &n, s_sha256_md ? s_sha256_md : EVP_sha256(), NULL);
 }
 
 void rr_hex_encode(const uint8_t *in, size_t len, char *out)

@@ -1,4 +1,5 @@
 /* Strict JSON-object parsing for outside data (see include/rr/json.h). */
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -105,4 +106,79 @@ void rr_json_wipe_delete(cJSON *j)
 		return;
 	s_wipe(j);
 	cJSON_Delete(j);
+}
+
+/* 1 for a number printed as plain decimal digits by every cJSON version. Not -0: "%1.15g"
+ * prints "-0", a version that prints ints with "%d" prints "0". */
+static int s_plain_int(const cJSON *j)
+{
+	double d = j->valuedouble;
+
+	return cJSON_IsNumber(j) && d > -1e15 && d < 1e15 && d == (double)(long long)d &&
+	       !(d == 0 && signbit(d));
+}
+
+static size_t s_count_ints(const cJSON *j)
+{
+	size_t n = 0;
+
+	for (; j; j = j->next)
+		n += (size_t)s_plain_int(j) + s_count_ints(j->child);
+	return n;
+}
+
+/* Writes v in decimal and a NUL at out; returns the byte after the NUL. */
+static char *s_decimal(long long v, char *out)
+{
+	char tmp[24];
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	size_t n = 0;
+
+	do
+		tmp[n++] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*out++ = '-';
+	while (n)
+		*out++ = tmp[--n];
+	*out++ = '\0';
+	return out;
+}
+
+/* Turns the plain-int numbers below j (at most *left of them) into raw text written at
+ * *text, recording each node at *nodes for rr_json_print to turn back. */
+static void s_to_raw(cJSON *j, cJSON ***nodes, char **text, size_t *left)
+{
+	for (; j; j = j->next) {
+		s_to_raw(j->child, nodes, text, left);
+		if (!*left || !s_plain_int(j))
+			continue;
+		j->valuestring = *text;
+		*text = s_decimal((long long)j->valuedouble, *text);
+		j->type = (j->type & ~0xFF) | cJSON_Raw;
+		*(*nodes)++ = j;
+		(*left)--;
+	}
+}
+
+char *rr_json_print(cJSON *j)
+{
+	size_t n = s_count_ints(j), left = n;
+	cJSON **nodes = n ? malloc(n * sizeof(*nodes)) : NULL, **at = nodes;
+	char *digits = n ? malloc(n * 24) : NULL, *text = digits, *out;
+
+	if (n && (!nodes || !digits)) {
+		free(nodes);
+		free(digits);
+		return cJSON_PrintUnformatted(j);
+	}
+	s_to_raw(j, &at, &text, &left);
+	out = cJSON_PrintUnformatted(j);
+	for (size_t i = 0; i < (size_t)(at - nodes); i++) {
+		nodes[i]->type = (nodes[i]->type & ~0xFF) | cJSON_Number;
+		nodes[i]->valuestring = NULL;
+	}
+	free(nodes);
+	free(digits);
+	return out;
 }

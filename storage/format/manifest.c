@@ -277,7 +277,7 @@ static int s_verify_checksum(struct s_ctx *c, cJSON *root)
 			     rr_quote_str(q, sum->valuestring));
 		goto out;
 	}
-	body = cJSON_PrintUnformatted(root);
+	body = rr_json_print(root);
 	if (!body) {
 		rc = RR_ENOMEM;
 		goto out;
@@ -1005,10 +1005,32 @@ static int s_append_line(struct rr_buf *out, const char *text)
 	return rr_buf_append(out, "\n", 1);
 }
 
-int rr_manifest_to_json(const struct rr_manifest *m, struct rr_buf *out)
+/* Appends body with its checksum as the last member, and a newline: what cJSON prints once
+ * "checksum" is added to the object body was printed from (one print instead of two). */
+static int s_append_with_checksum(struct rr_buf *out, const char *body)
 {
 	char sum[RR_SHA256_HEX_LEN + 1];
-	char *body = NULL, *text = NULL;
+	size_t n = strlen(body);
+	int rc;
+
+	if (n < 2 || body[n - 1] != '}')
+		return RR_EINVAL;
+	rr_sha256_hex(body, n, sum);
+	rc = rr_buf_reserve(out, n + sizeof(",\"checksum\":\"\"}\n") + RR_SHA256_HEX_LEN);
+	if (!rc)
+		rc = rr_buf_append(out, body, n - 1);
+	if (!rc)
+		rc = rr_buf_append(out, ",\"checksum\":\"", strlen(",\"checksum\":\""));
+	if (!rc)
+		rc = rr_buf_append(out, sum, RR_SHA256_HEX_LEN);
+	if (!rc)
+		rc = rr_buf_append(out, "\"}\n", 3);
+	return rc;
+}
+
+int rr_manifest_to_json(const struct rr_manifest *m, struct rr_buf *out)
+{
+	char *body = NULL;
 	cJSON *root = NULL, *files;
 	int rc;
 
@@ -1038,23 +1060,9 @@ int rr_manifest_to_json(const struct rr_manifest *m, struct rr_buf *out)
 		rc = s_build_file(files, &m->files[i]);
 	if (rc)
 		goto out;
-	body = cJSON_PrintUnformatted(root);
-	if (!body) {
-		rc = RR_ENOMEM;
-		goto out;
-	}
-	rr_sha256_hex(body, strlen(body), sum);
-	rc = s_add_string(root, "checksum", sum);
-	if (rc)
-		goto out;
-	text = cJSON_PrintUnformatted(root);
-	if (!text) {
-		rc = RR_ENOMEM;
-		goto out;
-	}
-	rc = s_append_line(out, text);
+	body = rr_json_print(root);
+	rc = body ? s_append_with_checksum(out, body) : RR_ENOMEM;
 out:
-	free(text);
 	free(body);
 	cJSON_Delete(root);
 	return rc;

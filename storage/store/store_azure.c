@@ -28,6 +28,7 @@
 #include "rr/log.h"
 #include "rr/retry.h"
 #include "rr/sigv4.h"
+#include "rr/timefmt.h"
 #include "rr/xml.h"
 #include "store_azure.h"
 
@@ -35,6 +36,10 @@
 #define S_PUBLIC_SUFFIX "core.windows.net"
 #define S_MAX_BLOCKS 50000u
 #define S_RETRY_AFTER_MAX_S 60
+/* Azure refuses a request dated more than 15 minutes from its own clock ("Authorize with
+ * Shared Key": 403 AuthenticationFailed, "Request date header too old"). A refusal of one
+ * dated further than this from the answer's Date is taken for that one. */
+#define S_DATE_OFF_S 300
 
 struct s_az {
 	struct rr_remote r;            /* first: the core's view of the store */
@@ -42,6 +47,7 @@ struct s_az {
 	char *account;
 	char *base_path;               /* "" or "/devstoreaccount1" (path-style endpoints) */
 	atomic_int no_batch;           /* the account refused a Blob Batch: delete one by one */
+	atomic_int date_refused;       /* a request was refused for its date (said once) */
 };
 
 static struct s_az *s_of(struct rr_store *s)
@@ -51,9 +57,11 @@ static struct s_az *s_of(struct rr_store *s)
 
 /* ---- authorizing a request ---- */
 
-static void s_http_date(char out[40])
+/* x-ms-date: now by the store's clock (this machine's, corrected by the Date of Azure's
+ * answers: rr_store_now_ms), so a machine whose clock is off is not refused for it. */
+static void s_http_date(const struct s_az *az, char out[40])
 {
-	time_t now = time(NULL);
+	time_t now = (time_t)(rr_store_now_ms(&az->r.base) / 1000);
 	struct tm tm;
 
 	gmtime_r(&now, &tm);
@@ -108,7 +116,7 @@ static int s_sign(struct rr_remote *r, const struct rr_remote_req *q, int refres
 	int rc;
 
 	snprintf(p->cr.source, sizeof(p->cr.source), "%s", rr_azure_creds_source(az->creds));
-	s_http_date(p->date);
+	s_http_date(az, p->date);
 	p->headers[n++] = (struct rr_http_header){ "x-ms-date", p->date };
 	p->headers[n++] = (struct rr_http_header){ "x-ms-version", S_VERSION };
 	rr_buf_init(&path, 8192);
@@ -158,6 +166,25 @@ static int s_transient_code(const char *code)
 	       strcmp(code, "InternalError") == 0;
 }
 
+/* Whether a 403 AuthenticationFailed refused the request for its x-ms-date: it was further
+ * than S_DATE_OFF_S from the answer's Date. The store's clock was just taken from that Date
+ * (remote.c), so the request signed again carries Azure's time. Said once per store. */
+static int s_refused_for_date(struct s_az *az, const struct rr_remote_signed *p,
+			      const struct rr_http_response *resp)
+{
+	const char *date = rr_http_response_header(resp, "Date");
+	int64_t sent, server;
+
+	if (!date || rr_rfc1123_to_unix(p->date, &sent) || rr_rfc1123_to_unix(date, &server) ||
+	    llabs((long long)(server - sent)) <= S_DATE_OFF_S)
+		return 0;
+	if (!atomic_exchange(&az->date_refused, 1))
+		rr_warn("Azure refused a request dated %s: this machine's clock is off by %lld s "
+			"(AuthenticationFailed); requests are dated by Azure's clock from now on; "
+			"fix the clock (NTP)", p->date, (long long)(server - sent));
+	return 1;
+}
+
 static int s_judge(struct rr_remote *r, const struct rr_remote_req *q,
 		   const struct rr_remote_signed *p, const struct rr_http_response *resp,
 		   int *retry, int *refresh, int64_t *retry_after_ms)
@@ -182,6 +209,12 @@ static int s_judge(struct rr_remote *r, const struct rr_remote_req *q,
 	if (rr_azure_creds_kind(az->creds) == RR_AZURE_AUTH_BEARER &&
 	    (st == 401 || strcmp(e.code, "InvalidAuthenticationInfo") == 0 ||
 	     strcmp(e.code, "AuthenticationFailed") == 0)) {
+		*retry = 1;
+		*refresh = 1;
+	}
+	/* Signed anew once, whatever the credentials: the core tries a refresh only once. */
+	if (st == 403 && strcmp(e.code, "AuthenticationFailed") == 0 &&
+	    s_refused_for_date(az, p, resp)) {
 		*retry = 1;
 		*refresh = 1;
 	}
@@ -537,7 +570,7 @@ static int s_del_batch(struct s_az *az, const char *const *keys, size_t n)
 		snprintf(b->boundary, sizeof(b->boundary), "batch_");
 		for (i = 0; i < sizeof(nonce); i++)
 			snprintf(b->boundary + 6 + 2 * i, 3, "%02x", nonce[i]);
-		s_http_date(b->date);
+		s_http_date(az, b->date);
 	}
 	for (i = 0; !rc && i < n; i++)
 		rc = s_batch_sub(az, b, i, keys[i]);

@@ -17,7 +17,7 @@ for w in yaml.safe_load(open(sys.argv[1]))["write_files"]:
     if w["path"].endswith(sys.argv[2]):
         sys.stdout.write(w["content"])' "$1" "$2"
 }
-for cloud in aws gcp azure; do
+for cloud in aws azure; do
 	f="$D/cloud-init/$cloud.yaml"
 	cloud-init schema --config-file "$f" > "ci-$cloud.log" 2>&1 || fail "cloud-init schema $cloud.yaml: $(cat "ci-$cloud.log")"
 	expect_grep '^Valid cloud-config' "ci-$cloud.log" "cloud-init on $cloud.yaml"
@@ -34,25 +34,102 @@ done
 expect_grep 'resume-run-store=az://' "$D/cloud-init/azure.yaml" "azure.yaml's example store is az://"
 expect_grep 'Storage Blob Data Contributor' "$D/cloud-init/azure.yaml" "azure.yaml grants the VM's identity the store"
 expect_no_grep '^ *AZURE_STORAGE_(KEY|CONNECTION_STRING|SAS_TOKEN)=' "$D/cloud-init/azure.yaml" "no storage key in azure.yaml"
-sed -n '/^start_run() {$/,/^}$/p' boot-azure.sh | sed "s#/etc/resume-run#$W/etc#g" > start_run.sh
-mkdir -p etc && echo 'TRAINER_COMMAND=python3 train.py' > etc/trainer.env
-(systemctl() { :; }; . ./start_run.sh; start_run az://ckpt/runs exp1 mystorageacct) || fail "azure start_run"
+
+# --- the bootstrap (GCP's startup-script, the user-data's embedded scripts) ---
+# GCP's Debian images run no cloud-init: its startup-script stands alone, and shares its
+# functions with the user-data's bootstraps, word for word.
+gcp="$D/gcp/startup-script.sh"
+shellcheck -s bash "$gcp" || fail "shellcheck on gcp/startup-script.sh"
+functions() { sed -n '/^\(install_resume_run\|check_trainer\|start_run\)() {$/,/^}$/p' "$1"; }
+functions "$gcp" > fn-gcp.sh
+[ "$(grep -c '() {$' fn-gcp.sh)" = 3 ] || fail "gcp/startup-script.sh lacks the bootstrap's functions"
+for cloud in aws azure; do
+	functions "boot-$cloud.sh" > "fn-$cloud.sh"
+	cmp -s fn-gcp.sh "fn-$cloud.sh" || fail "$cloud.yaml's bootstrap functions differ from gcp/startup-script.sh's: $(diff fn-gcp.sh "fn-$cloud.sh" | head -n 20)"
+done
+expect_no_grep 'github\.com/example|example\.com' "$gcp" "no made-up source URL (gcp)"
+for cloud in aws azure; do
+	expect_no_grep 'github\.com/example|example\.com' "$D/cloud-init/$cloud.yaml" "no made-up source URL ($cloud)"
+	expect_no_grep '^ *TRAINER_COMMAND=' "$D/cloud-init/$cloud.yaml" "no default trainer command nothing installs ($cloud)"
+done
+# The startup-script run for real, as root at boot, with / moved under $W/gcproot, systemctl
+# and the metadata server stood in for, and resume-run "installed": nothing but itself
+# (no write_files) makes the unit, trainer.env and train.env.
+mkdir -p gcproot/etc/systemd/system stub
+printf '#!/bin/sh\necho "$*" >> %s/systemctl.log\n' "$W" > stub/systemctl
+printf '#!/bin/sh\nexit 0\n' > stub/resume-run
+chmod +x stub/systemctl stub/resume-run
+sed "s#/etc/#$W/gcproot/etc/#g" "$gcp" > gcp-boot.sh
+printf 'print("train")\n' > "$W/train.py"
+cat > meta.sh <<META
+tag() { case \$1 in resume-run-store) echo gs://b/runs ;; resume-run-id) echo exp1 ;; resume-run-command) echo "python3 $W/train.py" ;; esac; }
+META
+# shellcheck source=/dev/null # made above
+(export PATH="$W/stub:$PATH" RR_BOOTSTRAP_FUNCTIONS_ONLY=1 && . ./gcp-boot.sh && . ./meta.sh && main) > gcp-boot.log 2>&1 ||
+	fail "gcp startup-script: $(cat gcp-boot.log)"
+sed "s#/etc/#$W/gcproot/etc/#g" "$D/systemd/resume-run@.service" > unit-moved
+cmp -s gcproot/etc/systemd/system/resume-run@.service unit-moved || fail "the startup-script's unit differs from systemd/resume-run@.service"
+expect_eq "$(stat -c %a gcproot/etc/resume-run/trainer.env)" 600 "trainer.env's mode"
+expect_eq "$(stat -c '%a %U' gcproot/etc/resume-run/train.env)" "600 $(id -un)" "train.env's mode and owner (it may hold store keys)"
+expect_grep '^RESUME_RUN_STORE=gs://b/runs$' gcproot/etc/resume-run/train.env "gcp: the store"
+expect_grep '^RESUME_RUN_ID=exp1$' gcproot/etc/resume-run/train.env "gcp: the run id"
+expect_grep "^TRAINER_COMMAND=python3 $W/train.py$" gcproot/etc/resume-run/train.env "gcp: the trainer command"
+expect_grep '^RESUME_RUN_CLOUD=gcp$' gcproot/etc/resume-run/train.env "gcp: the cloud"
+expect_grep '^enable --now resume-run@train.service$' systemctl.log "gcp: the unit started"
+ok "gcp/startup-script.sh stands alone: unit, trainer.env and train.env (0600) from the metadata, unit started"
+
+# Each refusal: one line saying what to set. start_run and install_resume_run of the shared
+# functions, with /etc/resume-run under $W/etc.
+sed "s#/etc/resume-run#$W/etc#g" fn-gcp.sh > fns.sh
+mkdir -p etc
+# shellcheck source=/dev/null disable=SC2317 # fns.sh is made above; systemctl is called there
+boot() { (PATH="$W/stub:/usr/bin:/bin" && systemctl() { :; } && . ./fns.sh && "$@"); }
+printf 'RESUME_RUN_CLOUD=azure\n' > etc/trainer.env
+install -m 0644 /dev/null etc/train.env # left by an earlier bootstrap, readable by all
+boot start_run az://ckpt/runs exp1 "python3 $W/train.py" mystorageacct || fail "azure start_run"
 expect_grep '^RESUME_RUN_STORE=az://ckpt/runs$' etc/train.env "azure: the store"
 expect_grep '^AZURE_STORAGE_ACCOUNT=mystorageacct$' etc/train.env "azure: the storage account"
-(systemctl() { :; }; . ./start_run.sh; start_run az://ckpt/runs exp1 "") > no-account.log 2>&1 &&
-	fail "azure start_run accepted az:// without a storage account"
-expect_grep 'needs the tag resume-run-storage-account' no-account.log "azure: the refusal"
+expect_eq "$(stat -c %a etc/train.env)" 600 "train.env's mode, over one that was 0644"
+refused() { # WHAT EXPECTED-LINE CMD...
+	local what=$1 want=$2
+	shift 2
+	boot "$@" > refused.log 2>&1 && fail "the bootstrap accepted $what"
+	expect_grep "$want" refused.log "the bootstrap's refusal of $what"
+}
+refused "az:// without a storage account" 'needs the tag resume-run-storage-account' \
+	start_run az://ckpt/runs exp1 "python3 $W/train.py" ""
+refused "no trainer command" '^resume-run-bootstrap: no trainer command: give the instance resume-run-command' \
+	start_run gs://b/runs exp1 ""
+refused "a trainer whose code is not there" '^resume-run-bootstrap: the trainer command names /opt/train/train.py, which is not on this machine' \
+	start_run gs://b/runs exp1 "python3 /opt/train/train.py"
+refused "a trainer program not installed" "^resume-run-bootstrap: the trainer command's program 'no-such-trainer' is not installed" \
+	start_run gs://b/runs exp1 "no-such-trainer --x"
+printf 'TRAINER_COMMAND=python3 %s/train.py\n' "$W" >> etc/trainer.env
+boot start_run gs://b/runs exp1 "" || fail "start_run with TRAINER_COMMAND in trainer.env"
+expect_eq "$(grep -c '^TRAINER_COMMAND=' etc/train.env)" 1 "one TRAINER_COMMAND in train.env"
+rm stub/resume-run
+refused "no source for resume-run" '^resume-run-bootstrap: where resume-run comes from is not set: give the instance resume-run-deb .* or resume-run-git' \
+	install_resume_run "" ""
 ok "azure.yaml: az:// with the VM's managed identity by default (the account from a tag, no key)"
 
 # The tool does reject what is wrong (so "valid" above means something).
 sed 's/^runcmd:$/runcmd: 5\nunused:/' "$D/cloud-init/aws.yaml" > bad.yaml
 ! cloud-init schema --config-file bad.yaml > bad-ci.log 2>&1 || fail "cloud-init accepted a broken user-data"
 expect_grep "runcmd: 5 is not of type 'array'" bad-ci.log "cloud-init's complaint"
-ok "cloud-init schema: aws.yaml, gcp.yaml, azure.yaml valid; each embeds the unit and a shellcheck-clean bootstrap"
+ok "cloud-init schema: aws.yaml, azure.yaml valid; each embeds the unit and a shellcheck-clean bootstrap"
 
 # --- systemd unit ---
 unit="$D/systemd/resume-run@.service"
-mkdir unit && sed "s#^ExecStart=/usr/bin/resume-run #ExecStart=$RR_BIN #" "$unit" > unit/resume-run@.service
+# The unit as `cmake --install` makes it for a prefix: ExecStart names the binary it installs
+# there (the checked-in unit, the .deb's, says /usr/bin; a plain install puts it in
+# /usr/local/bin). systemd-analyze checks that the binary is there.
+cmake --install "$BUILD" --prefix "$W/unit-prefix" > unit-install.log 2>&1 || fail "cmake --install: $(cat unit-install.log)"
+installed_unit="$W/unit-prefix/lib/systemd/system/resume-run@.service"
+[ -f "$installed_unit" ] || fail "cmake --install put no unit in lib/systemd/system"
+expect_grep "^ExecStart=$W/unit-prefix/bin/resume-run --grace " "$installed_unit" "the installed unit runs the installed binary"
+[ -x "$W/unit-prefix/bin/resume-run" ] || fail "no $W/unit-prefix/bin/resume-run"
+expect_eq "$(sed '/^ExecStart=/d' "$installed_unit" | md5sum)" "$(sed '/^ExecStart=/d' "$unit" | md5sum)" "the installed unit, but for ExecStart"
+mkdir unit && cp "$installed_unit" unit/
 systemd-analyze verify "$W/unit/resume-run@exp1.service" > verify.log 2>&1 || fail "systemd-analyze verify: $(cat verify.log)"
 [ ! -s verify.log ] || fail "systemd-analyze verify complained: $(cat verify.log)"
 sed 's/^KillMode=mixed/KillMode=bogus/' unit/resume-run@.service > unit/bad@.service
@@ -63,7 +140,7 @@ stop=$(sed -nE 's/^TimeoutStopSec=([0-9]+)$/\1/p' "$unit")
 [ -n "$grace" ] && [ -n "$stop" ] && [ "$stop" -gt "$grace" ] || fail "TimeoutStopSec ($stop) must be above the grace ($grace)"
 expect_grep '^KillMode=mixed$' "$unit" "KillMode=mixed"
 expect_grep '^Restart=on-failure$' "$unit" "Restart=on-failure"
-expect_grep '^ExecStart=/usr/bin/resume-run --grace \$\{RESUME_RUN_GRACE\} -- ' "$unit" "ExecStart passes the grace"
+expect_grep '^ExecStart=/usr/bin/resume-run --grace \$\{RESUME_RUN_GRACE\} -- ' "$unit" "ExecStart passes the grace (the .deb's path)"
 ok "systemd-analyze verify: resume-run@.service clean; KillMode=mixed, TimeoutStopSec $stop > grace $grace, Restart=on-failure"
 
 # --- shellcheck on every shell script of the repository ---
@@ -128,7 +205,20 @@ expect_eq "$(dpkg-deb -f "$deb" Version)" "$version" "package version"
 mkdir root
 dpkg -x "$deb" root
 (cd root && find . -type f | sort) > files.txt
-expect_eq "$(tr '\n' ' ' < files.txt)" "./usr/bin/resume-run $(for f in $pkg_files; do printf './usr/lib/python3/dist-packages/resume_run/%s ' "$f"; done)" "files in the package"
+expect_eq "$(tr '\n' ' ' < files.txt)" "./usr/bin/resume-run $(for f in $pkg_files; do printf './usr/lib/python3/dist-packages/resume_run/%s ' "$f"; done)./usr/lib/systemd/system/resume-run@.service ./usr/share/doc/resume-run/changelog.gz ./usr/share/doc/resume-run/copyright " "files in the package"
+cmp -s root/usr/lib/systemd/system/resume-run@.service "$unit" || fail "the .deb's unit is not systemd/resume-run@.service (ExecStart=/usr/bin/resume-run)"
+expect_eq "$(stat -c %a root/usr/share/doc/resume-run/copyright)" 644 "the copyright file's mode"
+# Stripped: no symbol table, no debug sections.
+if readelf -S root/usr/bin/resume-run | grep -qE '\.(symtab|debug_)'; then
+	fail "the .deb's binary is not stripped: $(readelf -S root/usr/bin/resume-run | grep -E '\.(symtab|debug_)' | head -n 3)"
+fi
+# lintian, Debian's package checker: nothing but tests/deploy/lintian-allowed (the maintainer
+# address is a placeholder until the project has one; no manual page yet; no licence chosen;
+# the changelog is CHANGELOG.md, not in Debian's changelog format).
+lintian --no-tag-display-limit "$deb" > lintian.log 2>&1 || true
+grep -E '^[EW]: ' lintian.log | sed -E 's/^([EW]): [^:]+: ([^ ]+).*/\1 \2/' | sort -u > lintian-tags.txt
+unexpected=$(grep -vxF -f "$RR_SRC/tests/deploy/lintian-allowed" lintian-tags.txt || true)
+[ -z "$unexpected" ] || fail "lintian: $(grep -F -f <(cut -d' ' -f2 <<< "$unexpected") lintian.log | head -n 20)"
 root/usr/bin/resume-run --version > version.txt
 expect_grep "^resume-run $version( \(git [0-9a-f]+\))?$" version.txt "--version from the unpacked package"
 if git -C "$RR_SRC" rev-parse HEAD > /dev/null 2>&1; then
@@ -136,5 +226,5 @@ if git -C "$RR_SRC" rev-parse HEAD > /dev/null 2>&1; then
 fi
 PYTHONPATH="$W/root/usr/lib/python3/dist-packages" /usr/bin/python3 -c 'import resume_run, resume_run.training, sys; sys.exit(0 if resume_run.__file__.startswith(sys.argv[1]) else 1)' "$W/root/" ||
 	fail "import resume_run from the unpacked package"
-ok "$(basename "$deb"): Depends $depends; unpacked into an empty root, $(cat version.txt); import resume_run works"
+ok "$(basename "$deb"): Depends $depends; the unit, the copyright file, a stripped binary, lintian clean of errors; unpacked into an empty root, $(cat version.txt); import resume_run works"
 finish

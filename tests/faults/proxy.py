@@ -27,7 +27,8 @@ A rule is a JSON object:
                                 "code" default ServerBusy for 503, InternalError for 500);
            "stall"              hold the request "seconds" before forwarding it;
            "skewed"             403 RequestTimeTooSkewed naming ServerTime = now +
-                                "skew_seconds";
+                                "skew_seconds" (Azure's form for a request that carries
+                                x-ms-version: 403 AuthenticationFailed, see below);
            "wrong_region"       301 PermanentRedirect (or "status": 400
                                 AuthorizationHeaderMalformed) naming "region".
 Rules are tried in order; the first that fires acts (one action per request).
@@ -36,12 +37,17 @@ Control API (plain HTTP on the control port):
   POST   /rules    body: a rule (or a list of rules), appended; answers {"ids": [...]}
   DELETE /rules    removes every rule
   GET    /rules    the rules with how often each matched and fired
-  GET    /log      one entry per request: n, method, path, query, x-amz-date, action
+  GET    /log      one entry per request: n, method, path, query, x-amz-date, x-ms-date,
+                   action
   DELETE /log      forgets the log
 
 With --max-skew SECONDS the proxy refuses, as S3 does (900 s there), any request whose
 x-amz-date is further than that from its own clock: 403 RequestTimeTooSkewed naming its own
-time as ServerTime (and the Date header every answer has).
+time as ServerTime (and the Date header every answer has). A request to Azure whose x-ms-date
+is that far off gets what Azure answers a request dated more than 15 minutes back ("Authorize
+with Shared Key"): 403 AuthenticationFailed with an AuthenticationErrorDetail "Request date
+header too old: '<x-ms-date>'"; Azure documents only the date too old, the proxy refuses one
+too far ahead as well (saying "...in the future"), the stricter test.
 
 With --s3-preconditions ACCESS_KEY:SECRET:REGION the proxy also enforces the conditional
 writes that S3 honours and some stand-ins ignore (s3rver 5.0.0 does): a PUT or a
@@ -97,6 +103,8 @@ AZURE_MESSAGES = {
     "ServerBusy": "The server is busy.",
     "OperationTimedOut": "The operation could not be completed within the permitted time.",
     "InternalError": "The server encountered an internal error. Please retry the request.",
+    "AuthenticationFailed": "Server failed to authenticate the request. Make sure the value of "
+                            "Authorization header is formed correctly including the signature.",
 }
 REASONS = {200: "OK", 206: "Partial Content", 301: "Moved Permanently", 400: "Bad Request",
            403: "Forbidden", 404: "Not Found", 412: "Precondition Failed",
@@ -332,26 +340,36 @@ def s3_error(status, code, body_len=None, extra="", headers=(), msg=None):
 MAX_SKEW = None  # --max-skew
 
 
+def request_age(headers):
+    """How many seconds before this clock the request is dated (x-amz-date, or Azure's
+    x-ms-date), negative when after; None when it has no readable date."""
+    for name, fmt in (("x-amz-date", "%Y%m%dT%H%M%SZ"), ("x-ms-date", "%a, %d %b %Y %H:%M:%S GMT")):
+        d = header(headers, name)
+        if d is None:
+            continue
+        try:
+            t = datetime.datetime.strptime(d, fmt).replace(tzinfo=datetime.timezone.utc)
+        except ValueError:
+            return None
+        return (datetime.datetime.now(datetime.timezone.utc) - t).total_seconds()
+    return None
+
+
 def too_skewed(headers):
-    """The request's x-amz-date is further than --max-skew from this clock."""
-    if MAX_SKEW is None:
-        return False
-    d = header(headers, "x-amz-date")
-    try:
-        t = datetime.datetime.strptime(d or "", "%Y%m%dT%H%M%SZ").replace(
-            tzinfo=datetime.timezone.utc)
-    except ValueError:
-        return False
-    return abs((datetime.datetime.now(datetime.timezone.utc) - t).total_seconds()) > MAX_SKEW
+    """The request's date is further than --max-skew from this clock."""
+    age = request_age(headers)
+    return MAX_SKEW is not None and age is not None and abs(age) > MAX_SKEW
 
 
-def azure_error(status, code, body_len=None, headers=()):
+def azure_error(status, code, body_len=None, headers=(), detail=None):
     """An Azure Blob service error answer: (status, headers, body, reason)."""
     msg = AZURE_MESSAGES.get(code, code)
     rid = str(uuid.uuid4())
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f0Z")
+    extra = ("<AuthenticationErrorDetail>%s</AuthenticationErrorDetail>" % detail
+             if detail else "")
     doc = ('\ufeff<?xml version="1.0" encoding="utf-8"?><Error><Code>%s</Code><Message>%s\n'
-           'RequestId:%s\nTime:%s</Message></Error>' % (code, msg, rid, when)).encode()
+           'RequestId:%s\nTime:%s</Message>%s</Error>' % (code, msg, rid, when, extra)).encode()
     if body_len is not None:
         doc = doc[:body_len] if body_len < len(doc) else doc + b" " * (body_len - len(doc))
     hs = [("Content-Type", "application/xml"), ("x-ms-request-id", rid),
@@ -376,6 +394,12 @@ def synthetic(rule, req_headers, path):
             return azure_error(status, code, rule.get("body_len"), extra)
         code = rule.get("code", "SlowDown" if status == 503 else "InternalError")
         return s3_error(status, code, rule.get("body_len"), headers=extra) + (None,)
+    if action == "skewed" and header(req_headers, "x-ms-version"):
+        dated = header(req_headers, "x-ms-date") or ""
+        age = request_age(req_headers) or 0
+        detail = ("Request date header too old: '%s'" % dated if age >= 0
+                  else "Request date header is in the future: '%s'" % dated)
+        return azure_error(403, "AuthenticationFailed", rule.get("body_len"), detail=detail)
     if action == "skewed":
         extra = ("<RequestTime>%s</RequestTime><ServerTime>%s</ServerTime>"
                  "<MaxAllowedSkewMilliseconds>900000</MaxAllowedSkewMilliseconds>"
@@ -469,7 +493,8 @@ class Handler(socketserver.BaseRequestHandler):
                     rule = {"action": "skewed", "skew_seconds": 0}
                 action = rule["action"] if rule else "forward"
                 STATE.record({"method": method, "path": path, "query": url.query,
-                              "x-amz-date": header(headers, "x-amz-date"), "action": action})
+                              "x-amz-date": header(headers, "x-amz-date"),
+                              "x-ms-date": header(headers, "x-ms-date"), "action": action})
                 kind, n = body_kind(headers)
                 if action == "reset_mid_body":
                     if kind == "length" and n > 1:

@@ -277,7 +277,8 @@ class ProxyTest(unittest.TestCase):
 
 
 class MaxSkewTest(unittest.TestCase):
-    """--max-skew: requests signed too far from the proxy's clock are refused as S3 does."""
+    """--max-skew: requests signed too far from the proxy's clock are refused as S3 (and
+    Azure) do."""
 
     def test_refuses_a_request_signed_20_minutes_off_and_forwards_one_on_time(self):
         up = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
@@ -305,6 +306,25 @@ class MaxSkewTest(unittest.TestCase):
                 if want == 403:
                     self.assertEqual(ET.fromstring(data).findtext("Code"),
                                      "RequestTimeTooSkewed")
+            # Azure: x-ms-date, refused in Azure's form.
+            for offset, want, detail in ((-1200, 403, "too old"), (1200, 403, "is in the future"),
+                                         (5, 404, None)):
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                date = (now + datetime.timedelta(seconds=offset)).strftime(
+                    "%a, %d %b %Y %H:%M:%S GMT")
+                c.request("GET", "/devstoreaccount1/c/b",
+                          headers={"x-ms-date": date, "x-ms-version": "2021-08-06"})
+                r = c.getresponse()
+                data = r.read()
+                c.close()
+                self.assertEqual(r.status, want, (offset, data))
+                if want == 403:
+                    self.assertEqual(r.getheader("x-ms-error-code"), "AuthenticationFailed")
+                    self.assertTrue(r.getheader("Date"))
+                    root = ET.fromstring(data[3:])
+                    self.assertEqual(root.findtext("Code"), "AuthenticationFailed")
+                    self.assertEqual(root.findtext("AuthenticationErrorDetail"),
+                                     "Request date header %s: '%s'" % (detail, date))
         finally:
             proc.terminate()
             proc.wait(5)

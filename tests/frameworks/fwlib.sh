@@ -39,7 +39,7 @@ drill() {
 	local store="file://$W/$name-store"
 	(wait_for 240 grep -qs ': step 3$\|^step 3$' "$W/$name-a.log" && touch "$W/$name-NOTICE") &
 	local toucher=$!
-	run_rr "$name-a.log" --precision "$precision" --notice-file "$W/$name-NOTICE" \
+	run_rr "$name-a.log" --precision "$precision" --drill-file "$W/$name-NOTICE" \
 		--store "$store" --checkpoint-dir "$W/$name-a" -- "$@" --steps "$steps" --step-time 0.2
 	wait "$toucher" || fail "$name: training never reached step 3"
 	expect_eq "$RC" "$RR_PREEMPTED" "$name: machine A's exit status"

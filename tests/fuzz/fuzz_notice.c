@@ -1,4 +1,4 @@
-/* Fuzz target: the contents of a --notice-file are outside input. */
+/* Fuzz target: the contents of a --drill-file are outside input. */
 #include <stddef.h>
 #include <stdint.h>
 

@@ -38,6 +38,20 @@ start_azurite_oauth() {
 	export REQUESTS_CA_BUNDLE="$TLS_DIR/azure-ca.pem"
 }
 
+# start_azurite_back: start_azurite with Azurite's clock two hours back (libfaketime), as
+# Azure's blobs cannot be aged by hand; azurite_clock_right sets it right while Azurite runs,
+# after which what it stored before is two hours old. The file is read at every clock call
+# (FAKETIME_NO_CACHE); timers (the monotonic clock) are left alone.
+start_azurite_back() {
+	local lib
+	lib=$(find /usr/lib -name libfaketimeMT.so.1 2>/dev/null | head -n 1)
+	[ -n "$lib" ] || fail "libfaketime is missing (scripts/install-deps.sh test)"
+	echo "-2h" > "$W/azurite-clock"
+	LD_PRELOAD=$lib FAKETIME_TIMESTAMP_FILE="$W/azurite-clock" FAKETIME_NO_CACHE=1 \
+		FAKETIME_DONT_FAKE_MONOTONIC=1 start_azurite
+}
+azurite_clock_right() { echo "+0" > "$W/azurite-clock"; }
+
 stop_azurite() {
 	[ -n "$AZ_PID" ] || return 0
 	kill "$AZ_PID" 2>/dev/null || true

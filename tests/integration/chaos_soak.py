@@ -3,7 +3,7 @@
 the fault proxy and the environment). Each cycle is one machine: a fresh checkpoint
 directory, the agent restoring from the store and running the PyTorch trainer
 (trainers/chaos_trainer.py), then one event at a random moment: a notice (preempt,
-rebalance, terminate, through --notice-file), or SIGKILL of the agent (while it restores,
+rebalance, terminate, through --drill-file), or SIGKILL of the agent (while it restores,
 persists, or the trainer saves) or of the trainer; then the machine is lost (everything left
 is SIGKILLed, the directory forgotten). Checked after each cycle: what the next machine
 restores is never older than the newest checkpoint any agent logged durable. At the end one
@@ -48,7 +48,7 @@ class Machine:
         self.dir = os.path.join(a.work, "m%d" % n)
         self.notice = self.dir + ".notice"
         self.logpath = self.dir + ".log"
-        cmd = [a.bin, "--store", a.store, "--checkpoint-dir", self.dir, "--notice-file",
+        cmd = [a.bin, "--store", a.store, "--checkpoint-dir", self.dir, "--drill-file",
                self.notice, "--precision", "exact", "--keep", "3", "--threads", "2",
                "--", PY, a.trainer, "--every", str(a.every)] + extra
         self.log = open(self.logpath, "w")

@@ -9,6 +9,9 @@ FAULT_PID=
 start_proxy() {
 	local port=$1
 	shift
+	# Emptied here, not by the redirection in the child: a proxy started again must not be
+	# found "ready" by the previous one's ports.
+	: > "$W/faults.out"
 	"$PY" "$RR_SRC/tests/faults/proxy.py" --upstream "127.0.0.1:$port" "$@" \
 		> "$W/faults.out" 2> "$W/faults.log" &
 	FAULT_PID=$!

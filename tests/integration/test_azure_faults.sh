@@ -15,7 +15,8 @@
 # shellcheck disable=SC2154 # assigned inside the trap string itself
 trap 'f_rc=$?; set +e; stop_faults; stop_azurite; (exit $f_rc); cleanup' EXIT
 
-start_azurite
+# Two hours back until the gc section (its grace is at least 10 minutes).
+start_azurite_back
 az_env
 azcli storage container create -n "$AZ_CONTAINER" > /dev/null || fail "az storage container create"
 # Azurite honours If-None-Match and If-Match itself: the proxy only breaks things.
@@ -111,10 +112,11 @@ ok "reset mid-answer on chunk reads ($n cut) and 4 s stalls on a manifest, a blo
 # with a 503 ServerBusy on the first batch; then an account that refuses Blob Batch ---
 count_log() { curl -fsS "$FAULT_CTL/log" | "$PY" -c 'import json,sys; m,q=sys.argv[1:]; print(sum(1 for e in json.load(sys.stdin) if e["method"]==m and q in e["query"]))' "$1" "$2"; }
 chunks_left() { azd storage blob list -c "$AZ_CONTAINER" --prefix "$1/default/chunks/" --num-results '*' --query 'length([])' -o tsv; }
+azurite_clock_right # what the persists above stored is two hours old
 before=$(chunks_left busy)
 curl -fsS -X DELETE "$FAULT_CTL/log" > /dev/null
 fault '{"method": "POST", "query": "comp=batch", "nth": 1, "action": "error", "status": 503, "code": "ServerBusy", "retry_after": 1}'
-run_rr gc.log gc -v --keep 1 --grace 0s --store "$FAULT_STORE_ROOT/busy"
+run_rr gc.log gc -v --keep 1 --gc-grace 10m --store "$FAULT_STORE_ROOT/busy"
 expect_eq "$RC" 0 "gc with Blob Batch"
 after=$(chunks_left busy)
 [ "$after" -lt "$before" ] || fail "gc deleted no chunk ($before before, $after after)"
@@ -127,7 +129,7 @@ ok "gc: 2 manifests, then $((before - after)) chunks deleted by one Blob Batch e
 before=$(chunks_left applied)
 curl -fsS -X DELETE "$FAULT_CTL/log" > /dev/null
 fault '{"method": "POST", "query": "comp=batch", "action": "error", "status": 400, "code": "FeatureNotSupported"}'
-run_rr gc2.log gc --keep 1 --grace 0s --store "$FAULT_STORE_ROOT/applied"
+run_rr gc2.log gc --keep 1 --gc-grace 10m --store "$FAULT_STORE_ROOT/applied"
 expect_eq "$RC" 0 "gc when Blob Batch is refused"
 expect_grep 'Azure refused POST a Blob Batch of deletes: 400 FeatureNotSupported.*deleting blobs one by one' gc2.log "gc2: the fallback is said"
 expect_eq "$(count_log POST comp=batch)" 1 "Blob Batch asked once"

@@ -13,15 +13,7 @@
 # shellcheck disable=SC2154 # assigned inside the trap string itself
 trap 'tw_rc=$?; release_agents; stop_azurite; (exit $tw_rc); cleanup' EXIT
 
-faketime_lib=$(find /usr/lib -name libfaketimeMT.so.1 2>/dev/null | head -n 1)
-[ -n "$faketime_lib" ] || fail "libfaketime is missing (scripts/install-deps.sh test)"
-echo "-2h" > azurite-clock
-# Read at every clock call (FAKETIME_NO_CACHE), so it can be set right while Azurite runs;
-# timers (the monotonic clock) are left alone.
-export LD_PRELOAD=$faketime_lib FAKETIME_TIMESTAMP_FILE="$W/azurite-clock" FAKETIME_NO_CACHE=1 \
-	FAKETIME_DONT_FAKE_MONOTONIC=1
-start_azurite
-unset LD_PRELOAD FAKETIME_TIMESTAMP_FILE FAKETIME_NO_CACHE FAKETIME_DONT_FAKE_MONOTONIC
+start_azurite_back
 az_env
 azcli storage container create -n "$AZ_CONTAINER" > /dev/null || fail "az storage container create"
 expiry=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%MZ)
@@ -31,10 +23,10 @@ sas=$(azcli storage container generate-sas -n "$AZ_CONTAINER" --permissions r --
 # LATEST read with curl and a read-only SAS (fast enough to watch every change).
 tw_latest() { curl -fsS "$AZ_ENDPOINT/$AZ_CONTAINER/runs/default/LATEST?$sas"; }
 # Azurite's clock right again: what it stored so far was stored two hours ago.
-tw_mark_old() { echo "+0" > "$W/azurite-clock"; }
+tw_mark_old() { azurite_clock_right; }
 tw_age_old() { :; }
 
-azcli storage blob upload -c "$AZ_CONTAINER" -n clock-check -f azurite-clock > /dev/null
+azcli storage blob upload -c "$AZ_CONTAINER" -n clock-check -f "$W/azurite-clock" > /dev/null
 made=$(azcli storage blob show -c "$AZ_CONTAINER" -n clock-check --query properties.lastModified -o tsv)
 age=$(( $(date +%s) - $(date -d "$made" +%s) ))
 [ "$age" -ge 7000 ] || fail "Azurite's clock is not two hours back (a blob made now is $age s old)"

@@ -4,12 +4,21 @@
 # --max-skew 900): it still persists and restores (RequestTimeTooSkewed: the requests are
 # signed with the server's time and sent again), and gc's grace judges a chunk's age by the
 # store's clock, so a chunk written seconds ago is not deleted by a machine 20 minutes ahead.
+# Then Azure Blob (Azurite behind the proxy, which refuses an x-ms-date more than 15 minutes
+# off as Azure does: 403 AuthenticationFailed; the requests are dated by Azure's clock) and
+# GCS with a service-account key (our GCS front, whose token endpoint refuses a JWT whose
+# iat/exp are off by its clock as Google's does: the JWT is dated by the endpoint's clock):
+# persist 20 minutes ahead, restore 20 minutes behind, byte-identical.
+# The S3 server: s3rver, which our GCS front (tests/gcs/server.py) stores into.
+S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
+. "$RR_SRC/tests/integration/azurelib.sh"
 . "$RR_SRC/tests/integration/faultlib.sh"
 . "$RR_SRC/tests/integration/metalib.sh"
+GCS_PID=
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'k_rc=$?; set +e; stop_meta; stop_faults; stop_s3; (exit $k_rc); cleanup' EXIT
+trap 'k_rc=$?; set +e; [ -z "$GCS_PID" ] || kill $GCS_PID; stop_meta; stop_faults; stop_azurite; stop_s3; (exit $k_rc); cleanup' EXIT
 
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 [ -e "$FAKETIME_LIB" ] || fail "libfaketime is missing (scripts/install-deps.sh test installs faketime)"
@@ -97,4 +106,62 @@ expect_grep 'notice: preempt from aws, deadline in 1[01][0-9] s' aws.log "deadli
 expect_grep "persisted $(sed -nE 's/^exit for the notice after (step-[0-9]+)/\1/p' aws.log):" aws.log "the notice's checkpoint persisted"
 expect_no_grep 'deadline passed' aws.log "no deadline missed"
 ok "AWS interruption 20 minutes ahead: deadline in ~120 s by the store's clock; its checkpoint persisted"
+
+# round NAME STORE: persist 20 minutes ahead, restore 20 minutes behind on a fresh machine,
+# byte-identical.
+round() {
+	local name=$1 store=$2 rc
+	set +e
+	skewed +20m "$RR_BIN" --store "$store" --checkpoint-dir "$W/$name" -- "${TICKER[@]}" --every 0.3 --until 3 > "$name-ahead.log" 2>&1
+	rc=$?
+	set -e
+	expect_eq "$rc" 0 "$name: agent 20 minutes ahead"
+	expect_grep 'persisted step-3:' "$name-ahead.log" "$name: the last commit persisted"
+	set +e
+	skewed -20m "$RR_BIN" restore --store "$store" --to "$W/$name-r" > "$name-behind.log" 2>&1
+	rc=$?
+	set -e
+	expect_eq "$rc" 0 "$name: restore 20 minutes behind"
+	cmp -s "$W/$name-r/step-3/state.bin" "$W/$name/step-3/state.bin" || fail "$name: restored bytes differ"
+}
+
+# --- Azure Blob: Azurite behind the proxy, which refuses as Azure does ---
+stop_faults
+start_azurite
+az_env
+azcli storage container create -n "$AZ_CONTAINER" > /dev/null || fail "az storage container create"
+start_proxy "$AZ_PORT" --max-skew 900
+export AZURE_STORAGE_CONNECTION_STRING="AccountName=$AZ_ACCOUNT;AccountKey=$AZ_KEY;BlobEndpoint=$FAULT_URL/$AZ_ACCOUNT"
+round azure "az://$AZ_CONTAINER/skew"
+expect_grep 'clock is off by -1[12][0-9][0-9] s \(AuthenticationFailed\)' azure-ahead.log "Azure's time was taken"
+expect_grep 'clock is off by 1[12][0-9][0-9] s \(AuthenticationFailed\)' azure-behind.log "Azure's time was taken"
+curl -fsS "$FAULT_CTL/log" | "$PY" -c '
+import json, sys
+log = json.load(sys.stdin)
+refused = [k for k, e in enumerate(log) if e["action"] == "skewed"]
+# One refusal per agent (the first request of each), then every request dated right.
+assert len(refused) == 2 and refused[0] == 0, refused' || fail "Azure: requests after the first refusal were still refused"
+ok "Azure 20 minutes ahead and behind: 403 AuthenticationFailed once each, then dated by Azure's clock; persists and restores byte-identical"
+
+# --- GCS with a service-account key: the token endpoint refuses a JWT off by its clock ---
+GPORT=$(free_port)
+"$PY" - "$GPORT" > sa.json <<'PY'
+import json, sys
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                        serialization.NoEncryption()).decode()
+print(json.dumps({"type": "service_account", "project_id": "rr-test", "private_key_id": "k1",
+                  "private_key": pem, "client_email": "trainer@rr-test.iam.gserviceaccount.com",
+                  "token_uri": f"http://127.0.0.1:{sys.argv[1]}/token"}))
+PY
+"$PY" "$RR_SRC/tests/gcs/server.py" --port "$GPORT" --s3 "http://127.0.0.1:$S3_PORT" \
+	--bucket "$S3_BUCKET" --key-file sa.json > gcs.out 2> gcs.log &
+GCS_PID=$!
+wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
+export STORAGE_EMULATOR_HOST="127.0.0.1:$GPORT" GOOGLE_APPLICATION_CREDENTIALS="$W/sa.json"
+round gcs "gs://$S3_BUCKET/skew-gcs"
+expect_grep 'refused the JWT and says this machine.s clock is off by -1[12][0-9][0-9] s' gcs-ahead.log "the token endpoint's time was taken"
+ok "GCS 20 minutes ahead and behind: the JWT refused once for its iat, then dated by the token endpoint's clock; persists and restores byte-identical"
 finish

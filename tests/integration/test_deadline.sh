@@ -24,7 +24,7 @@ export RESUME_RUN_STORE="s3://$S3_BUCKET/every"
 	printf '{"kind":"preempt","deadline_in":10}\n' > NOTICE
 ) &
 notice_pid=$!
-run_rr ../a.log -v --every 1s --notice-file NOTICE -- "$PY" "$T" $FROZEN $FRESH
+run_rr ../a.log -v --every 1s --drill-file NOTICE -- "$PY" "$T" $FROZEN $FRESH
 wait $notice_pid
 cd ..
 expect_eq "$RC" "${RR_PREEMPTED:-0}" "run 1 exit status"
@@ -94,7 +94,7 @@ export RESUME_RUN_STORE="s3://$S3_BUCKET/slow"
 ) &
 notice_pid=$!
 # Every checkpoint is all new (no frozen part): 1 MiB, about 5 s over this link.
-run_rr ../b.log -v --notice-file NOTICE -- "$PY" "$T" 0 $((1 << 20))
+run_rr ../b.log -v --drill-file NOTICE -- "$PY" "$T" 0 $((1 << 20))
 wait $notice_pid
 cd ..
 expect_grep 'notice: deadline in 3 s; at the recent [0-9.]+ kB/s the expected checkpoint \(1.0 MB, like step-1\) needs ~[0-9]+ s: it will likely miss the deadline by [0-9]+ s; step-1 \(durable [0-9]+ s ago\) is what a new machine would restore' \

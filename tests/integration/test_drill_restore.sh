@@ -10,7 +10,7 @@ reference_run $STEPS ref.json
 
 # Machine 1: the notice arrives once training is under way.
 ( wait_for 30 test -d .resume-run/checkpoints/step-50 && touch NOTICE ) &
-run_rr m1.log --precision exact --notice-file NOTICE --keep 5 -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out m1.json
+run_rr m1.log --precision exact --drill-file NOTICE --keep 5 -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out m1.json
 wait
 expect_eq "$RC" "$RR_PREEMPTED" "machine 1 exit status"
 [ ! -f m1.json ] || fail "machine 1 should have stopped for the preemption, not finished"

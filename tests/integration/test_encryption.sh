@@ -54,7 +54,7 @@ TENSOR_NEEDLES=(model.safetensors layer0.weight layer3.weight layer7.weight hand
 reference_run $STEPS ref.json
 export RESUME_RUN_ENCRYPTION_KEY_FILE=$KEY
 ( wait_for 30 test -d .resume-run/checkpoints/step-50 && touch NOTICE ) &
-run_rr m1.log --precision exact --notice-file NOTICE -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out m1.json
+run_rr m1.log --precision exact --drill-file NOTICE -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out m1.json
 wait
 expect_eq "$RC" "${RR_PREEMPTED:-0}" "machine 1 exit status"
 expect_grep 'checkpoint step-[0-9]+ is durable in the store' m1.log "durable before exit"
@@ -181,7 +181,7 @@ export RESUME_RUN_STORE=$STORE RESUME_RUN_ENCRYPTION_KEY_FILE=$KEY
 rm -rf .resume-run NOTICE
 ( wait_for 30 test -d .resume-run/checkpoints/step-50 && touch NOTICE ) &
 notice_pid=$!
-run_rr s3m1.log --precision exact --notice-file NOTICE -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out s3m1.json
+run_rr s3m1.log --precision exact --drill-file NOTICE -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out s3m1.json
 wait $notice_pid
 expect_eq "$RC" "${RR_PREEMPTED:-0}" "S3 machine 1 exit status"
 saved=$(sed -nE 's/.*checkpointed at step ([0-9]+), exiting for preemption.*/\1/p' s3m1.log)

@@ -41,19 +41,19 @@ while [ -z "${got:-}" ]; do sleep 0.05; done
 echo "carried on past the notice"
 exit 0
 SH
-check 75 "notice, trainer exits 0" --notice-file PREEMPT -- sh exits_on_notice.sh 0
+check 75 "notice, trainer exits 0" --drill-file PREEMPT -- sh exits_on_notice.sh 0
 expect_grep 'notice seen' exit-75.log "the trainer got the checkpoint request"
 expect_grep 'leaving with status 75: stopped by a notice \(trainer.s own status 0\)' exit-75.log "said why"
-check 75 "notice, trainer exits 3" --notice-file PREEMPT -- sh exits_on_notice.sh 3
-check 0 "notice, --preempted-exit-code 0, trainer exits 0" --preempted-exit-code 0 --notice-file PREEMPT -- sh exits_on_notice.sh 0
-check 3 "notice, --preempted-exit-code 0, trainer exits 3" --preempted-exit-code 0 --notice-file PREEMPT -- sh exits_on_notice.sh 3
+check 75 "notice, trainer exits 3" --drill-file PREEMPT -- sh exits_on_notice.sh 3
+check 0 "notice, --preempted-exit-code 0, trainer exits 0" --preempted-exit-code 0 --drill-file PREEMPT -- sh exits_on_notice.sh 0
+check 3 "notice, --preempted-exit-code 0, trainer exits 3" --preempted-exit-code 0 --drill-file PREEMPT -- sh exits_on_notice.sh 3
 expect_no_grep 'leaving with status' exit-3.log "no preempted status with 0"
-RESUME_RUN_PREEMPTED_EXIT_CODE=99 check 99 "notice, RESUME_RUN_PREEMPTED_EXIT_CODE=99" --notice-file PREEMPT -- sh exits_on_notice.sh 0
-RESUME_RUN_PREEMPTED_EXIT_CODE=99 check 42 "the flag beats the environment" --preempted-exit-code 42 --notice-file PREEMPT -- sh exits_on_notice.sh 0
-check 0 "rebalance notice, training goes on and finishes" --notice-file REBALANCE -- sh goes_on.sh
+RESUME_RUN_PREEMPTED_EXIT_CODE=99 check 99 "notice, RESUME_RUN_PREEMPTED_EXIT_CODE=99" --drill-file PREEMPT -- sh exits_on_notice.sh 0
+RESUME_RUN_PREEMPTED_EXIT_CODE=99 check 42 "the flag beats the environment" --preempted-exit-code 42 --drill-file PREEMPT -- sh exits_on_notice.sh 0
+check 0 "rebalance notice, training goes on and finishes" --drill-file REBALANCE -- sh goes_on.sh
 expect_grep 'carried on past the notice' exit-0.log "the trainer went on"
 expect_grep 'notice: rebalance from file' exit-0.log "the rebalance notice was seen"
-check 0 "no notice, trainer exits 0 on its own" --notice-file NO-SUCH-NOTICE -- sh -c 'exit 0'
+check 0 "no notice, trainer exits 0 on its own" --drill-file NO-SUCH-NOTICE -- sh -c 'exit 0'
 check 125 "agent error: --preempted-exit-code 256" --preempted-exit-code 256 -- true
 RESUME_RUN_PREEMPTED_EXIT_CODE=x check 125 "agent error: RESUME_RUN_PREEMPTED_EXIT_CODE=x" -- true
 expect_grep 'RESUME_RUN_PREEMPTED_EXIT_CODE must be 0-255' exit-125.log "one clear line"

@@ -42,10 +42,10 @@ ok "gc ignores RESUME_RUN_GRACE, refuses --grace and graces below 10m, and takes
 # --- 2. A drill file left from an earlier start is not a notice ---
 mkdir d1 && cd d1
 touch NOTICE
-run_rr ../d1.log --store "$STORE" --run-id drill --notice-file NOTICE -- "$PY" "$T" --every 0.2 --until 3
+run_rr ../d1.log --store "$STORE" --run-id drill --drill-file NOTICE -- "$PY" "$T" --every 0.2 --until 3
 cd ..
 expect_eq "$RC" 0 "a leftover drill file: exit status (it used to preempt at once: 75)"
-expect_grep "notice file NOTICE already exists at start: not a notice" d1.log "the leftover is logged"
+expect_grep "drill file NOTICE already exists at start: not a notice" d1.log "the leftover is logged"
 expect_no_grep "notice .*preempt" d1.log "no preemption from the leftover"
 ok "a notice file present at start is logged and not taken as a notice"
 
@@ -56,12 +56,28 @@ touch NOTICE
 	rm NOTICE && sleep 0.5 && touch NOTICE
 ) &
 helper=$!
-run_rr ../d2.log --store "$STORE" --run-id drill2 --notice-file NOTICE -- "$PY" "$T" --every 0.3 --until 200 --obey
+run_rr ../d2.log --store "$STORE" --run-id drill2 --drill-file NOTICE -- "$PY" "$T" --every 0.3 --until 200 --obey
 wait $helper
 cd ..
 expect_eq "$RC" "$RR_PREEMPTED" "the drill file removed and created again: exit status"
 expect_grep 'exit for the notice after step-' d2.log "the trainer obeyed the new notice"
 ok "the drill file removed and created again is a notice: exit $RR_PREEMPTED"
+
+# The drill file's name before 0.2.0, RESUME_RUN_NOTICE_FILE, is also the notice JSON the
+# trainer reads (another file): the agent still takes it, for a release, and says so.
+mkdir d3 && cd d3
+( wait_for 60 grep -q 'persisted step-2:' ../d3.log && touch DRILL ) &
+helper=$!
+RESUME_RUN_NOTICE_FILE=DRILL run_rr ../d3.log --store "file://$W/store-old-names" --run-id drill3 -- "$PY" "$T" --every 0.3 --until 200 --obey
+wait $helper
+cd ..
+expect_eq "$RC" "$RR_PREEMPTED" "a drill through RESUME_RUN_NOTICE_FILE: exit status"
+expect_grep 'warning: RESUME_RUN_NOTICE_FILE is deprecated and goes in the next release: use --drill-file \(RESUME_RUN_DRILL_FILE\)' \
+	d3.log "the old name is deprecated, with the new one"
+run_rr d4.log --store "file://$W/store-old-names" --run-id drill4 --drill-file "$W/none" --notice-file "$W/none" -- true
+expect_grep 'warning: --notice-file is deprecated' d4.log "the old flag is deprecated"
+expect_eq "$(grep -c 'is deprecated' d3.log)" 1 "one warning"
+ok "the drill file is --drill-file (RESUME_RUN_DRILL_FILE); RESUME_RUN_NOTICE_FILE and --notice-file still work, with a deprecation warning"
 
 # --- 3. The default store on a cloud: said loudly at start ---
 start_meta aws

@@ -40,7 +40,7 @@ reference_run $STEPS ref.json
 # --- the drill on gs:// ---
 ( wait_for 30 test -d .resume-run/checkpoints/step-50 && touch NOTICE ) &
 notice_pid=$!
-run_rr m1.log --precision exact --notice-file NOTICE -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out m1.json
+run_rr m1.log --precision exact --drill-file NOTICE -- "$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out m1.json
 wait $notice_pid
 expect_eq "$RC" "$RR_PREEMPTED" "machine 1 exit status"
 expect_grep 'checkpoint step-[0-9]+ is durable in the store' m1.log "durable before exit"

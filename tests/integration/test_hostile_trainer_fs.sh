@@ -201,18 +201,18 @@ expect_eq "$RC" 0 "gc"
 expect_no_grep 'could not be read' gc.log "gc reads every manifest"
 ok "names restore would refuse are refused at commit; gc unaffected; no forged log line"
 
-# 5. A FIFO as --notice-file (the README's example path is in /tmp, where anyone can make
+# 5. A FIFO as --drill-file (the README's example path is in /tmp, where anyone can make
 #    one) is refused with one warning; the event loop goes on: commits persist, exit 0.
 mkfifo "$W/notice.fifo"
 chmod 0666 "$W/notice.fifo"
 STORE=$W/store5
 new_ckpt "$W/c5"
-agent notice.log "$W/c5" --notice-file "$W/notice.fifo" -- plain
+agent notice.log "$W/c5" --drill-file "$W/notice.fifo" -- plain
 [ "$RC" != 124 ] && [ "$RC" != 137 ] || fail "the agent blocked on a FIFO notice file"
 expect_eq "$RC" 0 "notice fifo: agent status"
 expect_eq "$(grep -c 'is not a regular file' notice.log)" 1 "one warning"
 [ -f "$(manifest step-1)" ] || fail "step-1 was not persisted"
-ok "a FIFO as --notice-file is refused once and blocks nothing"
+ok "a FIFO as --drill-file is refused once and blocks nothing"
 
 # 6. A checkpoint restored from lossy (FP16) chunks, started again on the same directory:
 #    nothing is copied and no ".step-1.local-<ms>" copy is left behind.

@@ -55,7 +55,7 @@ ok "reference: an uninterrupted 2-node DDP run"
 export RESUME_RUN_ID=mn
 port=$(free_port)
 agent 0 "$port" a0.log -- --steps $STEPS --step-time 0.1 --checkpoint-every 20 --out "$W/a0.json"
-agent 1 "$port" a1.log --notice-file "$W/NOTICE" -- --steps $STEPS --step-time 0.1 --checkpoint-every 20 --out "$W/a1.json"
+agent 1 "$port" a1.log --drill-file "$W/NOTICE" -- --steps $STEPS --step-time 0.1 --checkpoint-every 20 --out "$W/a1.json"
 wait_for 120 test -d "$W/node1/ckpt/step-20" || fail "node 1 never checkpointed step-20"
 wait_for 30 grep -q "committed: all 2 parts" "$W/a0.log" "$W/a1.log" || fail "step-20 was never committed"
 t_notice=$(date +%s.%N)

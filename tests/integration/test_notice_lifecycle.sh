@@ -28,7 +28,7 @@ latest() { s3d s3 cp --quiet "s3://$S3_BUCKET/$1/default/LATEST" - | "$PY" -c 'i
 mkdir p1 && cd p1
 export RESUME_RUN_STORE="s3://$S3_BUCKET/p1"
 notice_at ../p1.log 'persisted step-2:' '{"kind":"maintenance","deadline_in":2}'
-run_rr ../p1.log --notice-file NOTICE -- "$PY" "$T" --every 0.4 --until 12
+run_rr ../p1.log --drill-file NOTICE -- "$PY" "$T" --every 0.4 --until 12
 wait $NOTICE_PID
 cd ..
 expect_eq "$RC" 0 "precaution in time: exit status"
@@ -51,7 +51,7 @@ export RESUME_RUN_STORE="s3://$S3_BUCKET/p2"
 	no_faults
 ) &
 helper=$!
-run_rr ../p2.log --notice-file NOTICE -- "$PY" "$T" --every 0.5 --until 12
+run_rr ../p2.log --drill-file NOTICE -- "$PY" "$T" --every 0.5 --until 12
 wait $helper || fail "precaution past its deadline: the deadline was never reported passed"
 cd ..
 expect_eq "$RC" 0 "precaution past its deadline: exit status"
@@ -66,7 +66,7 @@ ok "a precaution past its deadline: training and persists go on, LATEST is step-
 mkdir p3 && cd p3
 export RESUME_RUN_STORE="s3://$S3_BUCKET/p3"
 notice_at ../p3.log 'persisted step-2:' '{"kind":"preempt","deadline_in":2}'
-run_rr ../p3.log --notice-file NOTICE -- "$PY" "$T" --every 0.4 --until 12
+run_rr ../p3.log --drill-file NOTICE -- "$PY" "$T" --every 0.4 --until 12
 wait $NOTICE_PID
 cd ..
 expect_eq "$RC" 0 "preemption outlived: exit status (the trainer finished its work)"
@@ -80,7 +80,7 @@ ok "a preemption the trainer outlived: persists go on, LATEST is step-12, exit 0
 mkdir p4 && cd p4
 export RESUME_RUN_STORE="s3://$S3_BUCKET/p4"
 notice_at ../p4.log 'persisted step-2:' '{"kind":"preempt","deadline_in":20}'
-run_rr ../p4.log --notice-file NOTICE -- "$PY" "$T" --every 0.4 --until 50 --obey
+run_rr ../p4.log --drill-file NOTICE -- "$PY" "$T" --every 0.4 --until 50 --obey
 wait $NOTICE_PID
 cd ..
 expect_eq "$RC" "$RR_PREEMPTED" "preemption obeyed: exit status"
@@ -100,7 +100,7 @@ export RESUME_RUN_STORE="s3://$S3_BUCKET/p5"
 	printf '%s\n' '{"kind":"preempt","deadline_in":20}' > NOTICE
 ) &
 helper=$!
-run_rr ../p5.log --notice-file NOTICE -- "$PY" "$T" --every 0.3 --until 60 --bytes 65536
+run_rr ../p5.log --drill-file NOTICE -- "$PY" "$T" --every 0.3 --until 60 --bytes 65536
 wait $helper
 no_faults
 cd ..

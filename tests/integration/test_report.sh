@@ -232,7 +232,7 @@ S3STORE="s3://$S3_BUCKET/reports"
 rm -rf ck
 ( wait_for 60 has_checkpoint && echo '{"kind":"preempt","deadline_in":90}' > NOTICE ) &
 announcer=$!
-run_rr s3.log --cloud none --notice-file NOTICE --checkpoint-dir ck --store "$S3STORE" \
+run_rr s3.log --cloud none --drill-file NOTICE --checkpoint-dir ck --store "$S3STORE" \
 	-- "$PY" "$TRAINER" --steps 100000 --step-time 0.01 --checkpoint-every 20 --out out.json
 wait $announcer
 expect_eq "$RC" "${RR_PREEMPTED:-0}" "S3 drill exit status"

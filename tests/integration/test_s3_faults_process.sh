@@ -70,7 +70,7 @@ fault '{"method": "PUT", "path": "/chunks/", "action": "stall", "seconds": 2}'
 	wait_for 60 grep -q 'persisting step-20' notice.log && touch NOTICE
 ) &
 watcher=$!
-run_rr notice.log -v --precision exact --notice-file NOTICE --keep 5 --checkpoint-dir ckpt-notice \
+run_rr notice.log -v --precision exact --drill-file NOTICE --keep 5 --checkpoint-dir ckpt-notice \
 	--store "s3://$S3_BUCKET/notice" -- "$PY" "$TRAINER" --steps 100000 --step-time 0.01 \
 	--checkpoint-every 20 --keep-local 0
 wait $watcher || fail "notice: the routine persist of step-20 was never seen"
@@ -107,7 +107,7 @@ chmod +x train-race.sh
 fault '{"method": "PUT", "path": "/chunks/", "action": "stall", "seconds": 3}'
 ( wait_for 60 grep -q 'persisting step-1' race.log && touch NOTICE-race ) &
 watcher=$!
-run_rr race.log -v --notice-file NOTICE-race --checkpoint-dir ckpt-race --store "s3://$S3_BUCKET/race" -- ./train-race.sh
+run_rr race.log -v --drill-file NOTICE-race --checkpoint-dir ckpt-race --store "s3://$S3_BUCKET/race" -- ./train-race.sh
 wait $watcher || fail "race: the persist of step-1 was never seen"
 no_faults
 expect_eq "$RC" "${RR_PREEMPTED:-0}" "race: agent status after the notice"
@@ -121,7 +121,7 @@ ok "a commit just as the trainer is asked, then its answer: the notice waits for
 # persisted: the persist is not abandoned, the checkpoint becomes durable and restores ---
 fault '{"method": "PUT", "path": "/chunks/", "action": "stall", "seconds": 2}'
 ( wait_for 60 grep -q 'training from step' second.log && sleep 0.5 && touch NOTICE-second ) &
-"$RR_BIN" -v --precision exact --notice-file NOTICE-second --checkpoint-dir ckpt-second \
+"$RR_BIN" -v --precision exact --drill-file NOTICE-second --checkpoint-dir ckpt-second \
 	--store "s3://$S3_BUCKET/second" -- "$PY" "$TRAINER" --steps 100000 --step-time 0.01 \
 	--checkpoint-every 0 --keep-local 0 > second.log 2>&1 &
 agent=$!

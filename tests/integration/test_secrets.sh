@@ -154,7 +154,7 @@ drill() {
 	rm -rf .resume-run NOTICE
 	( wait_for 30 test -d .resume-run/checkpoints/step-50 && ${BEFORE_NOTICE:-true} && notice_seen "$tag-m1.log" ) &
 	local notice_pid=$!
-	run_watched "$tag-m1.log" -v --precision exact --notice-file NOTICE -- \
+	run_watched "$tag-m1.log" -v --precision exact --drill-file NOTICE -- \
 		"$PY" "$TRAINER" --steps 200 --step-time 0.01 --out "$tag-m1.json"
 	wait $notice_pid
 	expect_eq "$RC" "${RR_PREEMPTED:-0}" "$tag machine 1 exit status"

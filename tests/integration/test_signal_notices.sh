@@ -45,7 +45,7 @@ ok "second SIGTERM forwarded at once"
 
 # 4. Only processes with a handler get the checkpoint signal: the sh wrapper survives.
 ( wait_for 30 test -d c4/step-50 && touch NOTICE4 ) &
-run_rr wrapper.log --notice-file NOTICE4 --signal USR2 --store "file://$W/s4" --checkpoint-dir "$W/c4" -- \
+run_rr wrapper.log --drill-file NOTICE4 --signal USR2 --store "file://$W/s4" --checkpoint-dir "$W/c4" -- \
 	sh -c "'$PY' '$TRAINER' --steps 100000 --step-time 0.01; echo wrapper survived with \$?"
 wait
 expect_eq "$RC" "$RR_PREEMPTED" "exit status"
@@ -57,7 +57,7 @@ ok "checkpoint signal (USR2) reached the handler, not the sh wrapper"
 # 5. A notice before the trainer has a handler waits for one instead of killing it. (The
 # file is created once the agent runs: one there before its start is a leftover, no notice.)
 ( wait_for 30 grep -q '^resume-run: started ' late.log && touch NOTICE5 ) &
-run_rr late.log --notice-file NOTICE5 --store "file://$W/s5" --checkpoint-dir "$W/c5" -- "$PY" "$T/late_handler.py" 3.0
+run_rr late.log --drill-file NOTICE5 --store "file://$W/s5" --checkpoint-dir "$W/c5" -- "$PY" "$T/late_handler.py" 3.0
 wait
 expect_eq "$RC" "$RR_PREEMPTED" "exit status"
 expect_grep 'no trainer process handles SIGUSR1 yet; the checkpoint request waits' late.log "waiting logged"

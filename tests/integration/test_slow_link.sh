@@ -42,7 +42,7 @@ ok "the link moves about $RATE B/s (200 kB in $secs s)"
 ) &
 notice_pid=$!
 start=$SECONDS
-run_rr m1.log -v --notice-file NOTICE -- "$PY" "$RR_SRC/tests/integration/trainers/big_then_small.py"
+run_rr m1.log -v --drill-file NOTICE -- "$PY" "$RR_SRC/tests/integration/trainers/big_then_small.py"
 wait $notice_pid
 took=$((SECONDS - start))
 expect_eq "$RC" "${RR_PREEMPTED:-0}" "machine 1 exit status"

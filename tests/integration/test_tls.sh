@@ -66,7 +66,7 @@ drill() {
 	rm -rf .resume-run NOTICE
 	( wait_for 30 test -d .resume-run/checkpoints/step-50 && touch NOTICE ) &
 	local notice_pid=$!
-	run_rr "$tag-m1.log" --store "$store" --precision exact --notice-file NOTICE -- \
+	run_rr "$tag-m1.log" --store "$store" --precision exact --drill-file NOTICE -- \
 		"$PY" "$TRAINER" --steps $STEPS --step-time 0.01 --out "$tag-m1.json"
 	wait $notice_pid
 	expect_eq "$RC" "${RR_PREEMPTED:-0}" "$tag machine 1 exit status"

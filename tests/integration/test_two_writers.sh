@@ -42,7 +42,7 @@ expect_grep "persisted step-9999999999" "$d/m1.log" "stray: the far-future name 
 	wait_for 60 grep -qs "persisted step-11" "$d/m2.log" && touch "$d/NOTICE" ) &
 notice_pid=$!
 touch "$d/gate2/commit-step-10" "$d/gate2/commit-step-11"
-run_rr "$d/m2.log" --checkpoint-dir "$d/ckpt2" --notice-file "$d/NOTICE" -- \
+run_rr "$d/m2.log" --checkpoint-dir "$d/ckpt2" --drill-file "$d/NOTICE" -- \
 	"$PY" "$GATED" --gate "$d/gate2" --on-signal step-12 step-10 step-11
 wait $notice_pid || fail "stray: step-11 was not persisted ($(grep -c . "$d/m2.log") log lines)"
 expect_eq "$RC" "${RR_PREEMPTED:-0}" "stray: exit status after the notice"

@@ -1,4 +1,4 @@
-/* CUnit suite "config": durations, bounded integers, and the command line (README, "Command
+/* CUnit suite "config": durations, bounded integers, and the command line (docs/command-line.md, "Command
  * line"):
  * flags > environment > defaults, per-subcommand options, the trainer's argv.
  *
@@ -719,12 +719,58 @@ static void test_parse_every_below_one_second_is_refused(void)
 	CU_ASSERT_EQUAL(p.cfg.every_ms, 30LL * 60 * 1000);
 }
 
+/* The drill file is --drill-file (RESUME_RUN_DRILL_FILE): RESUME_RUN_NOTICE_FILE is the
+ * notice JSON the trainer reads (DESIGN.md §2), another file. The old names still work for
+ * a release, and say so (notice_file_old_name: main.c warns); the new ones win. */
+static void test_drill_file_and_its_old_names(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--drill-file", "/tmp/d", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/tmp/d");
+	CU_ASSERT_PTR_NULL(p.cfg.notice_file_old_name);
+
+	setenv("RESUME_RUN_DRILL_FILE", "/env/d", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/env/d");
+	CU_ASSERT_PTR_NULL(p.cfg.notice_file_old_name);
+
+	/* both variables: the new one, and no warning */
+	setenv("RESUME_RUN_NOTICE_FILE", "/env/old", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/env/d");
+	CU_ASSERT_PTR_NULL(p.cfg.notice_file_old_name);
+
+	/* the old variable alone: used, with its name for the warning */
+	unsetenv("RESUME_RUN_DRILL_FILE");
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/env/old");
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file_old_name, "RESUME_RUN_NOTICE_FILE");
+
+	/* a flag of either name wins over both variables */
+	setenv("RESUME_RUN_DRILL_FILE", "/env/d", 1);
+	p = s_parse(ARGV("resume-run", "--drill-file", "/tmp/d", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/tmp/d");
+	CU_ASSERT_PTR_NULL(p.cfg.notice_file_old_name);
+	p = s_parse(ARGV("resume-run", "--notice-file", "/tmp/old", "--", "train"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file, "/tmp/old");
+	CU_ASSERT_STRING_EQUAL(p.cfg.notice_file_old_name, "--notice-file");
+	s_clear_env();
+}
+
 static void test_parse_run_options_set_their_fields(void)
 {
 	struct s_parsed p;
 
 	s_clear_env();
-	p = s_parse(ARGV("resume-run", "--notice-file", "/tmp/notice", "--threads", "8",
+	p = s_parse(ARGV("resume-run", "--drill-file", "/tmp/notice", "--threads", "8",
 			 "--zstd-level", "19", "--log-format=json", "--keep", "7", "--verbose",
 			 "--", "train"));
 	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
@@ -891,7 +937,7 @@ static void test_parse_takes_every_run_option_from_the_environment(void)
 	setenv("RESUME_RUN_AZURE_ACK", "1", 1);
 	setenv("RESUME_RUN_VERBOSE", "yes", 1);
 	setenv("RESUME_RUN_LOG_FORMAT", "json", 1);
-	setenv("RESUME_RUN_NOTICE_FILE", "/run/notice", 1);
+	setenv("RESUME_RUN_DRILL_FILE", "/run/notice", 1);
 	p = s_parse(ARGV("resume-run", "--", "train"));
 	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
 	CU_ASSERT_EQUAL(p.cfg.grace_ms, 40000);
@@ -992,26 +1038,23 @@ static char *s_slurp(FILE *f)
 	return b;
 }
 
-/* README's option table ("## Command line") names every option of the table with its
+/* The option table of docs/command-line.md names every option of the table with its
  * variable, on one row, and nothing the table does not have. */
 static void test_readme_option_table_matches_the_option_table(void)
 {
 	const char *src = getenv("RR_SRC");
-	char path[4096], *readme, *sec, *end;
+	char path[4096], *readme, *sec;
 	FILE *f;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(src);
-	snprintf(path, sizeof(path), "%s/README.md", src);
+	snprintf(path, sizeof(path), "%s/docs/command-line.md", src);
 	f = fopen(path, "r");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 	readme = s_slurp(f);
 	fclose(f);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(readme);
-	sec = strstr(readme, "\n## Command line\n");
+	sec = strstr(readme, "\n| option (env) |");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(sec);
-	end = strstr(sec + 1, "\n## ");
-	if (end)
-		*end = '\0';
 
 	/* every table option with a variable: a row whose first cell has both */
 	for (size_t i = 0; i < rr_config_option_count(); i++) {
@@ -1043,11 +1086,11 @@ static void test_readme_option_table_matches_the_option_table(void)
 				found = 1;
 		}
 		if (!found)
-			fprintf(stderr, "README's option table has no row for --%s (%s)\n", name, env);
+			fprintf(stderr, "docs/command-line.md's option table has no row for --%s (%s)\n", name, env);
 		CU_ASSERT(found);
 	}
 
-	/* every option README's table names: one the parser knows */
+	/* every option the table names: one the parser knows */
 	for (char *row = strstr(sec, "\n| `"); row; row = strstr(row + 1, "\n| `")) {
 		char *bar = strstr(row + 3, " | ");
 		for (char *d = strstr(row, "--"); d && bar && d < bar; d = strstr(d + 2, "--")) {
@@ -1067,7 +1110,7 @@ static void test_readme_option_table_matches_the_option_table(void)
 				known = strcmp(n, name) == 0;
 			}
 			if (!known)
-				fprintf(stderr, "README's option table names --%s, which is no option\n",
+				fprintf(stderr, "docs/command-line.md's option table names --%s, which is no option\n",
 					name);
 			CU_ASSERT(known);
 		}
@@ -1258,7 +1301,7 @@ static void test_parse_node_rank_must_be_below_nnodes(void)
 	CU_ASSERT_EQUAL(p.cfg.node_rank, 1);
 }
 
-/* --every auto, --mtbf, --max-overhead (README, "How often to checkpoint"). */
+/* --every auto, --mtbf, --max-overhead (docs/performance.md, "How often to checkpoint"). */
 static void test_parse_every_auto_mtbf_and_max_overhead(void)
 {
 	struct s_parsed p;
@@ -1416,6 +1459,7 @@ static CU_TestInfo s_tests[] = {
 	{ "test_parse_every_below_one_second_is_refused",
 	  test_parse_every_below_one_second_is_refused },
 	{ "test_parse_run_options_set_their_fields", test_parse_run_options_set_their_fields },
+	{ "test_drill_file_and_its_old_names", test_drill_file_and_its_old_names },
 	{ "test_parse_help_sets_the_help_command_and_which_help",
 	  test_parse_help_sets_the_help_command_and_which_help },
 	{ "test_parse_version_sets_the_version_command",

@@ -340,7 +340,7 @@ static void test_read_file_unsized_input_is_bounded(void)
 	rr_buf_free(&b);
 }
 
-/* A path someone else may have put there (a --notice-file in /tmp): a FIFO is refused at
+/* A path someone else may have put there (a --drill-file in /tmp): a FIFO is refused at
  * once, without waiting for a writer (if the open blocked, CTest's timeout would fail this
  * test); a directory and a device are refused; a regular file reads as rr_read_file. */
 static void test_read_regular_file_refuses_fifo_dir_and_device_without_blocking(void)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -46,6 +47,10 @@ struct s_fake {
 	int no_flavor;       /* metadata answers lack Metadata-Flavor: Google */
 	long delay_ms;
 	unsigned issued;     /* tokens handed out */
+	long clock_s;        /* nonzero: the token endpoint's clock is this far ahead of ours,
+			      * it says so in a Date header and refuses a JWT whose iat/exp
+			      * are off by its clock (s_refused_for_time) */
+	int time_refusals;
 };
 
 struct s_env {
@@ -139,12 +144,17 @@ static void s_token_answer(struct s_fake *f, struct fx_response *resp)
 	fx_resp_text(resp, 200, body);
 }
 
+static int s_refused_for_time(struct s_fake *f, const struct fx_request *req,
+			      struct fx_response *resp);
+
 static void s_handler(const struct fx_request *req, struct fx_response *resp, void *ud)
 {
 	struct s_fake *f = ud;
 
 	resp->delay_ms = f->delay_ms;
 	if (strcmp(req->method, "POST") == 0 && strcmp(req->target, S_TOKEN_PATH) == 0) {
+		if (f->clock_s && s_refused_for_time(f, req, resp))
+			return;
 		if (f->status)
 			fx_resp_text(resp, f->status, f->body ? f->body : "");
 		else
@@ -393,6 +403,42 @@ static int s_form_value(const char *body, const char *name, char *out, size_t ca
 		return 1;
 	}
 	return 0;
+}
+
+/* The token endpoint's clock (now + clock_s), told in a Date header: a JWT whose exp has
+ * passed by it, or whose iat is more than 5 minutes ahead of it, is refused as Google
+ * refuses it (400 invalid_grant). 1: refused. */
+static int s_refused_for_time(struct s_fake *f, const struct fx_request *req,
+			      struct fx_response *resp)
+{
+	time_t server = time(NULL) + f->clock_s;
+	char assertion[4096], when[64];
+	double iat = 0, exp = 0;
+	struct s_jwt j;
+	struct tm tm;
+	cJSON *c;
+
+	gmtime_r(&server, &tm);
+	strftime(when, sizeof(when), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	fx_resp_header(resp, "Date", "%s", when);
+	if (s_form_value((const char *)req->body, "assertion", assertion, sizeof(assertion)) &&
+	    s_jwt_split(assertion, &j) == 0) {
+		c = cJSON_Parse(j.claims);
+		if (c && cJSON_IsNumber(cJSON_GetObjectItem(c, "iat")) &&
+		    cJSON_IsNumber(cJSON_GetObjectItem(c, "exp"))) {
+			iat = cJSON_GetObjectItem(c, "iat")->valuedouble;
+			exp = cJSON_GetObjectItem(c, "exp")->valuedouble;
+		}
+		cJSON_Delete(c);
+		s_jwt_free(&j);
+	}
+	if (exp > (double)server && iat <= (double)server + 300)
+		return 0;
+	f->time_refusals++;
+	fx_resp_text(resp, 400, "{\"error\":\"invalid_grant\",\"error_description\":\"Invalid "
+		     "JWT: Token must be a short-lived token (60 minutes) and in a reasonable "
+		     "timeframe. Check your iat and exp values in the JWT claim.\"}");
+	return 1;
 }
 
 /* ---- the JWT ---- */
@@ -743,6 +789,53 @@ static void test_oauth_error_is_eacces_quoting_error_and_description(void)
 	s_teardown(&e);
 }
 
+/* A machine whose clock is off: the token endpoint refuses the JWT for its iat/exp once,
+ * its answer's Date tells its clock, and the JWT dated by that clock passes, as does the
+ * next one (a refresh) at once. */
+static void s_clock_case(long clock_s)
+{
+	struct s_env e;
+	char assertion[4096], aud[128];
+	int64_t now;
+
+	s_setup(&e);
+	s_setup_key(&e);
+	e.fake.clock_s = clock_s;
+	CU_ASSERT_EQUAL(s_token(&e, 0), 0);
+	CU_ASSERT_EQUAL(e.fake.time_refusals, 1);
+	CU_ASSERT_EQUAL(e.fake.issued, 1);
+	CU_ASSERT_EQUAL(s_token(&e, 1), 0);
+	CU_ASSERT_EQUAL(e.fake.time_refusals, 1);
+	CU_ASSERT_EQUAL(e.fake.issued, 2);
+	CU_ASSERT_FATAL(s_form_value((const char *)fx_server_last(&e.srv, NULL)->body,
+				     "assertion", assertion, sizeof(assertion)));
+	snprintf(aud, sizeof(aud), "%s" S_TOKEN_PATH, e.srv.url);
+	now = rr_wall_ms() / 1000 + clock_s;
+	s_check_jwt(assertion, aud, now - 5, now + 5);
+	s_teardown(&e);
+}
+
+static void test_jwt_refused_for_a_clock_off_is_dated_by_the_endpoint(void)
+{
+	s_clock_case(-1200);     /* this machine 20 minutes ahead: iat in the future */
+	s_clock_case(2 * 3600);  /* two hours behind: exp already past */
+}
+
+/* Refused whatever the time: one JWT, not a loop. */
+static void test_jwt_refused_with_the_clocks_agreeing_is_not_sent_again(void)
+{
+	struct s_env e;
+
+	s_setup(&e);
+	s_setup_key(&e);
+	e.fake.status = 400;
+	e.fake.body = "{\"error\":\"invalid_grant\",\"error_description\":\"Invalid JWT: Token "
+		      "must be a short-lived token (60 minutes) and in a reasonable timeframe.\"}";
+	CU_ASSERT_EQUAL(s_token(&e, 0), RR_EACCES);
+	CU_ASSERT_EQUAL(fx_server_nrequests(&e.srv), 1);
+	s_teardown(&e);
+}
+
 static void test_server_error_or_no_server_is_eio(void)
 {
 	struct s_env e;
@@ -886,6 +979,10 @@ static CU_TestInfo s_tests[] = {
 	  test_failed_refresh_keeps_a_still_valid_token_unless_forced },
 	{ "oauth_error_is_eacces_quoting_error_and_description",
 	  test_oauth_error_is_eacces_quoting_error_and_description },
+	{ "jwt_refused_for_a_clock_off_is_dated_by_the_endpoint",
+	  test_jwt_refused_for_a_clock_off_is_dated_by_the_endpoint },
+	{ "jwt_refused_with_the_clocks_agreeing_is_not_sent_again",
+	  test_jwt_refused_with_the_clocks_agreeing_is_not_sent_again },
 	{ "server_error_or_no_server_is_eio", test_server_error_or_no_server_is_eio },
 	{ "bad_token_answer_is_eio_without_the_token",
 	  test_bad_token_answer_is_eio_without_the_token },

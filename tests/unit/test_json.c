@@ -1,7 +1,9 @@
 /* CUnit suite "json": strict parsing of outside JSON, and parsing from several threads at
  * once (the cloud watcher, the persister and the event loop all parse). The threaded test
  * is in the TSan step of scripts/test.sh. */
+#include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -96,7 +98,46 @@ static void test_json_parse_from_several_threads_keeps_each_answer_its_own(void)
 	}
 }
 
+/* rr_json_print prints what cJSON prints, for every kind of number around the cases it
+ * prints itself (integers below 10^15), nested, and leaves the tree as it found it. */
+static void test_json_print_is_cjson_print_byte_for_byte(void)
+{
+	static const double nums[] = { 0, -0.0, 1, -1, 7, 42, 2147483647.0, 2147483648.0,
+				       -2147483648.0, -2147483649.0, 1e15 - 1, -(1e15 - 1), 1e15,
+				       -1e15, 9007199254740991.0, 9007199254740993.0, 1e300, 0.5,
+				       -2.25, 1e-7, 3.14159, 123456789012.5, 1795683337997.0 };
+	cJSON *root = cJSON_CreateObject(), *arr, *inner;
+	char *want, *got, *again;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+	cJSON_AddStringToObject(root, "s", "a \"quoted\" \\ string\n");
+	arr = cJSON_AddArrayToObject(root, "n");
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		cJSON_AddItemToArray(arr, cJSON_CreateNumber(nums[i]));
+		inner = cJSON_CreateObject();
+		cJSON_AddNumberToObject(inner, "v", nums[i]);
+		cJSON_AddItemToArray(arr, inner);
+	}
+	cJSON_AddItemToObject(root, "empty", cJSON_CreateArray());
+	cJSON_AddNullToObject(root, "null");
+	cJSON_AddTrueToObject(root, "t");
+	want = cJSON_PrintUnformatted(root);
+	got = rr_json_print(root);
+	again = cJSON_PrintUnformatted(root); /* the tree is back as it was */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+	CU_ASSERT_STRING_EQUAL(got, want);
+	CU_ASSERT_STRING_EQUAL(again, want);
+	CU_ASSERT_TRUE(cJSON_IsNumber(cJSON_GetArrayItem(arr, 2)));
+	CU_ASSERT_PTR_NULL(cJSON_GetArrayItem(arr, 2)->valuestring);
+	free(want);
+	free(got);
+	free(again);
+	cJSON_Delete(root);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "json_print_is_cjson_print_byte_for_byte", test_json_print_is_cjson_print_byte_for_byte },
 	{ "json_parse_reports_where_it_stopped", test_json_parse_reports_where_it_stopped },
 	{ "json_parse_object_rejects_what_is_not_one_object",
 	  test_json_parse_object_rejects_what_is_not_one_object },

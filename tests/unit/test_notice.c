@@ -1,6 +1,6 @@
 /* CUnit suite "notice": the trainer's notice file (README, "The trainer contract",
  * RESUME_RUN_NOTICE_FILE) and
- * the contents of a --notice-file, which is outside input: anything that is not a JSON
+ * the contents of a --drill-file, which is outside input: anything that is not a JSON
  * object is a plain preemption notice, a JSON object may refine it, and a known field
  * with a bad value is refused with a reason. */
 #include <stdint.h>

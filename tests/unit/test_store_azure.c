@@ -4,10 +4,13 @@
  * settle deleted alone; a batch refused as a whole switching the store to one by one; a
  * bearer token refused with 403 AuthenticationFailed (expired) fetched anew; a Put Block
  * List retried through transient errors after an attempt of unknown outcome, and settled
- * by reading the blob back when the retry finds its blocks gone. */
+ * by reading the blob back when the retry finds its blocks gone; a machine whose clock is
+ * off refused once (403 AuthenticationFailed for its x-ms-date), then dating its requests by
+ * Azure's clock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cunit_main.h"
 #include "http_fixture.h"
@@ -32,7 +35,45 @@ struct s_blob {
 	int lists;               /* Put Block Lists seen */
 	size_t blob_len;         /* the committed blob: that many 'x' */
 	size_t pending_len;      /* blocks put since */
+	long clock_s;            /* nonzero: the service's clock is this far ahead of ours,
+				  * it says so in a Date header and refuses what is dated
+				  * more than 15 minutes off */
+	int date_refusals;
 };
+
+static long long s_http_date_unix(const char *d)
+{
+	struct tm tm;
+	char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = d ? strptime(d, "%a, %d %b %Y %H:%M:%S GMT", &tm) : NULL;
+	return end && !*end ? (long long)timegm(&tm) : -1;
+}
+
+/* Azure's clock: every answer tells it; a request dated more than 15 minutes from it is
+ * refused as Azure does ("Authorize with Shared Key"). 1: refused. */
+static int s_clock(struct s_blob *g, const struct fx_request *req, struct fx_response *resp)
+{
+	time_t server = time(NULL) + g->clock_s;
+	long long sent = s_http_date_unix(fx_header(req, "x-ms-date"));
+	char when[64], body[512];
+	struct tm tm;
+
+	gmtime_r(&server, &tm);
+	strftime(when, sizeof(when), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	fx_resp_header(resp, "Date", "%s", when);
+	if (sent >= 0 && llabs((long long)server - sent) <= 900)
+		return 0;
+	g->date_refusals++;
+	snprintf(body, sizeof(body), "<?xml version=\"1.0\"?><Error><Code>AuthenticationFailed"
+		 "</Code><Message>Server failed to authenticate the request.</Message>"
+		 "<AuthenticationErrorDetail>Request date header too old: '%s'"
+		 "</AuthenticationErrorDetail></Error>", fx_header(req, "x-ms-date"));
+	fx_resp_header(resp, "x-ms-error-code", "AuthenticationFailed");
+	fx_resp_text(resp, 403, body);
+	return 1;
+}
 
 /* GET of the committed blob, whole or a range "bytes=A-B". */
 static void s_get_blob(struct s_blob *g, const struct fx_request *req, struct fx_response *resp)
@@ -133,6 +174,9 @@ static void s_handler(const struct fx_request *req, struct fx_response *resp, vo
 {
 	struct s_blob *g = ud;
 
+	if (g->clock_s && strncmp(req->target, S_ROOT, strlen(S_ROOT)) == 0 &&
+	    s_clock(g, req, resp))
+		return;
 	if (strncmp(req->target, "/metadata/identity/oauth2/token?", 32) == 0) {
 		char body[128];
 		g->tokens++;
@@ -193,14 +237,17 @@ static void s_clear_env(void)
 		unsetenv(v[i]);
 }
 
-/* Opens az://ckpt/p on the fixture with Shared Key (key != NULL) or IMDS's tokens. */
-static struct rr_store *s_open(struct fx_server *srv, struct s_blob *g, const char *key)
+/* Opens az://ckpt/p on the fixture with Shared Key (key != NULL) or IMDS's tokens, the
+ * service's clock clock_s ahead of this machine's (0: the same, and no Date sent). */
+static struct rr_store *s_open_clock(struct fx_server *srv, struct s_blob *g, const char *key,
+				     long clock_s)
 {
 	struct rr_store_opts opts = { 0 };
 	struct rr_store *s = NULL;
 	char cs[512];
 
 	memset(g, 0, sizeof(*g));
+	g->clock_s = clock_s;
 	s_clear_env();
 	CU_ASSERT_EQUAL_FATAL(fx_server_start(srv, s_handler, g), 0);
 	snprintf(cs, sizeof(cs), "AccountName=devstoreaccount1;%s%s;BlobEndpoint=%s/devstoreaccount1",
@@ -209,6 +256,11 @@ static struct rr_store *s_open(struct fx_server *srv, struct s_blob *g, const ch
 	opts.metadata_endpoint = srv->url;
 	CU_ASSERT_EQUAL(rr_store_open("az://ckpt/p", &opts, &s), 0);
 	return s;
+}
+
+static struct rr_store *s_open(struct fx_server *srv, struct s_blob *g, const char *key)
+{
+	return s_open_clock(srv, g, key, 0);
 }
 
 static void s_close(struct fx_server *srv, struct rr_store *s)
@@ -352,6 +404,49 @@ static void test_block_list_after_an_unknown_outcome(void)
 	s_close(&srv, s);
 }
 
+/* A machine whose clock is off by more than Azure's 15 minutes: the store's first request
+ * (the probe) is refused for its x-ms-date, signed again with the time of the answer's
+ * Date, and every later request is dated by Azure's clock: one refusal in all. */
+static void s_clock_case(long clock_s, const char *key)
+{
+	struct fx_server srv;
+	struct s_blob g;
+	struct rr_store *s = s_open_clock(&srv, &g, key, clock_s);
+	long long dated;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	CU_ASSERT_EQUAL(g.date_refusals, 1);
+	CU_ASSERT_EQUAL(rr_store_put(s, "k", "hello", 5, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(rr_store_del_many(s, s_keys(3), 3), 0);
+	CU_ASSERT_EQUAL(g.batches, 1);
+	CU_ASSERT_EQUAL(g.date_refusals, 1);
+	dated = s_http_date_unix(fx_header(fx_server_last(&srv, S_ROOT "/p/k"), "x-ms-date"));
+	CU_ASSERT(llabs(dated - ((long long)time(NULL) + clock_s)) <= 5);
+	s_close(&srv, s);
+}
+
+static void test_a_clock_off_is_refused_once_then_dated_by_azure(void)
+{
+	s_clock_case(1200, S_KEY);  /* this machine 20 minutes behind */
+	s_clock_case(-3600, S_KEY); /* an hour ahead */
+	s_clock_case(-1200, NULL);  /* bearer tokens carry an x-ms-date too */
+}
+
+/* A refusal whatever the date: signed again once, not in a loop. */
+static void test_a_refusal_not_about_the_date_is_not_retried_in_a_loop(void)
+{
+	struct fx_server srv;
+	struct s_blob g;
+	struct rr_store *s = s_open(&srv, &g, S_KEY);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	fx_server_reset(&srv);
+	g.expire_next = 1; /* 403 AuthenticationFailed with no Date at all */
+	CU_ASSERT_EQUAL(rr_store_put(s, "k", "hello", 5, NULL, NULL), RR_EACCES);
+	CU_ASSERT_EQUAL(fx_server_count(&srv, "PUT", NULL), 1);
+	s_close(&srv, s);
+}
+
 static CU_TestInfo s_tests[] = {
 	{ "test_del_many_sends_one_blob_batch_per_256_keys",
 	  test_del_many_sends_one_blob_batch_per_256_keys },
@@ -362,6 +457,10 @@ static CU_TestInfo s_tests[] = {
 	{ "test_a_bearer_token_refused_as_expired_is_fetched_anew",
 	  test_a_bearer_token_refused_as_expired_is_fetched_anew },
 	{ "test_block_list_after_an_unknown_outcome", test_block_list_after_an_unknown_outcome },
+	{ "test_a_clock_off_is_refused_once_then_dated_by_azure",
+	  test_a_clock_off_is_refused_once_then_dated_by_azure },
+	{ "test_a_refusal_not_about_the_date_is_not_retried_in_a_loop",
+	  test_a_refusal_not_about_the_date_is_not_retried_in_a_loop },
 	CU_TEST_INFO_NULL,
 };
 

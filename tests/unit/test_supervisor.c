@@ -1130,7 +1130,10 @@ static void test_signal_descendants_reaches_those_that_left_the_group(void)
 	in_group = s_read_pid(f1);
 	in_session = s_read_pid(f2);
 	CU_ASSERT(in_group > 0 && in_session > 0);
-	/* The session leader is in another group: only the walk of the tree finds it. */
+	/* The session leader is in another group: only the walk of the tree finds it. Its pid
+	 * is written when it is forked, maybe before setsid() has run in it: wait for that. */
+	for (int i = 0; i < S_POLL_TRIES && getpgid(in_session) == sh; i++)
+		s_nap();
 	CU_ASSERT_NOT_EQUAL(getpgid(in_session), sh);
 	CU_ASSERT_EQUAL(rr_supervisor_signal_descendants(sh, 0), 3);
 	CU_ASSERT_EQUAL(rr_supervisor_signal_descendants(sh, SIGKILL), 3);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rr/commit_rule.h"
@@ -233,6 +234,32 @@ static void test_new_rejects_a_path_that_is_a_file(void)
 static void test_destroy_accepts_null(void)
 {
 	RR_ASSERT_RETURNS(rr_watcher_destroy(NULL));
+}
+
+/* The child that closes the inotify descriptor keeps nothing else: a pipe whose write end
+ * only the test held sees its end once the test closes it (the agent's output pipe must
+ * end when the agent exits), and the child goes away by itself. */
+static void test_destroy_detached_keeps_no_other_descriptor(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	int p[2], status = 0;
+	char c;
+
+	s_env_init(&e);
+	CU_ASSERT_FATAL(pipe(p) == 0);
+	CU_ASSERT_FATAL(rr_watcher_new(e.dir, &w) == 0);
+	rr_watcher_destroy_detached(w);
+	close(p[1]);
+	struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+	CU_ASSERT(poll(&pfd, 1, S_WAIT_MS) == 1);
+	CU_ASSERT(read(p[0], &c, 1) == 0);
+	close(p[0]);
+	/* The child exits on its own once it has closed the descriptor. */
+	pid_t pid = waitpid(-1, &status, 0);
+	CU_ASSERT(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	RR_ASSERT_RETURNS(rr_watcher_destroy_detached(NULL));
+	s_rm_rf(e.root);
 }
 
 static void test_process_with_nothing_pending_returns_at_once(void)
@@ -979,6 +1006,8 @@ static CU_TestInfo s_tests[] = {
 	  test_new_creates_missing_directory_with_parents },
 	{ "test_new_rejects_a_path_that_is_a_file", test_new_rejects_a_path_that_is_a_file },
 	{ "test_destroy_accepts_null", test_destroy_accepts_null },
+	{ "test_destroy_detached_keeps_no_other_descriptor",
+	  test_destroy_detached_keeps_no_other_descriptor },
 	{ "test_process_with_nothing_pending_returns_at_once",
 	  test_process_with_nothing_pending_returns_at_once },
 	{ "test_rename_from_dot_dir_is_a_commit", test_rename_from_dot_dir_is_a_commit },
