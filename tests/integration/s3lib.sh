@@ -47,8 +47,12 @@ stop_s3() {
 	[ -n "$S3_PID" ] || return 0
 	kill "-${1:-TERM}" "$S3_PID" 2>/dev/null || true
 	wait "$S3_PID" 2>/dev/null || true
+	# A server restarted in a subshell is no child of this shell, and wait returns at once:
+	# until it is gone it may still write under $S3_DIR (SeaweedFS flushes for about 1 s).
+	wait_for 30 s3_gone "$S3_PID" || true
 	S3_PID=
 }
+s3_gone() { ! kill -0 "$1" 2>/dev/null; }
 
 s3_env() {
 	# Only what the test sets: nothing from the machine's ~/.aws or environment.

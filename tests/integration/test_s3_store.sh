@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The S3 store against SeaweedFS (a real S3 server that verifies SigV4 and session tokens):
-# the drill of the core issue, a multipart object, a wrong secret, the server going away in
+# the drill of the core issue, the server's own conditional writes, gc's batch delete, a
+# multipart object, list pagination, encryption, a wrong secret, the server going away in
 # the middle of a persist, credentials from a profile and from a container endpoint
 # (temporary credentials from SeaweedFS's own STS, so the session token is checked), and what
 # the agent wrote read back by the AWS CLI and boto3.
