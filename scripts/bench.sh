@@ -21,8 +21,8 @@ scripts/install-deps.sh test
 if [ "${BENCH_ONLY:-}" = torch ]; then exec scripts/bench_torch.sh; fi
 # BENCH_SECTIONS=packs: packs vs aws/rclone on two checkpoints, tmpfs throughput, scale.
 if [ "${BENCH_SECTIONS:-all}" = packs ]; then exec scripts/bench_packs.sh; fi
-# BENCH_SECTIONS=s3-minio: resume-run vs aws s3 cp vs rclone on MinIO.
-if [ "${BENCH_SECTIONS:-all}" = s3-minio ]; then exec scripts/bench_s3_minio.sh; fi
+# BENCH_SECTIONS=s3-seaweedfs: resume-run vs aws s3 cp vs rclone on SeaweedFS.
+if [ "${BENCH_SECTIONS:-all}" = s3-seaweedfs ]; then exec scripts/bench_s3_seaweedfs.sh; fi
 # BENCH_SECTIONS=azure: az:// vs the Azure CLI's upload-batch/download-batch on Azurite.
 if [ "${BENCH_SECTIONS:-all}" = azure ]; then exec scripts/bench_azure.sh; fi
 # BENCH_SECTIONS=speed: real-shaped sets through whole runs and restores on tmpfs and disk,
@@ -314,7 +314,7 @@ MD
 scripts/bench_torch.sh > /dev/null  # adds its section to $OUT
 bench_encryption > /dev/null
 scripts/bench_packs.sh > /dev/null  # replaces its section of $OUT
-scripts/bench_s3_minio.sh > /dev/null  # replaces its section of $OUT
+scripts/bench_s3_seaweedfs.sh > /dev/null  # replaces its section of $OUT
 scripts/bench_azure.sh > /dev/null  # the same for Azure Blob Storage (needs the checkpoint above)
 scripts/bench_speed.sh > /dev/null  # real-shaped sets, whole runs and restores (issue 32)
 echo "== wrote $OUT"

@@ -64,7 +64,7 @@ if [ "$what" = test ]; then
 		# The ML frameworks of tests/frameworks, from PyPI, into a venv cached outside the checkout.
 		"frameworks:$here/install-frameworks.sh"
 		# Servers and SDKs that others maintain, pinned, built once into a cache outside the
-		# checkout: AWS's EC2 metadata mock, MinIO and fake-gcs-server from the Go module
+		# checkout: AWS's EC2 metadata mock, SeaweedFS and fake-gcs-server from the Go module
 		# proxy (Go >= 1.26, which this machine kind ships), boto3 and google-cloud-storage
 		# from PyPI.
 		"thirdparty:$here/../tests/thirdparty/install.sh"

@@ -1,25 +1,26 @@
 # S3 test server helpers, sourced after lib.sh: a real S3 server on 127.0.0.1 and the AWS
 # variables that point the agent and the AWS CLI at it. S3_SERVER (set before sourcing)
 # picks the server:
-#   minio   (default) MinIO, a server others maintain (tests/integration/miniolib.sh);
-#   s3rver  @20minutes/s3rver 5.0.0 with our conditional-write plug-in (tests/s3/): its
-#           objects are plain files under $S3_DIR, which the tests that look into or age
-#           objects on disk, restart it as a crash, or put our GCS front and fault proxy in
-#           front of it rely on. Both verify SigV4 signatures.
-S3_SERVER=${S3_SERVER:-minio}
+#   seaweedfs  (default) SeaweedFS, a server others maintain
+#              (tests/integration/seaweedfslib.sh);
+#   s3rver     @20minutes/s3rver 5.0.0 with our conditional-write plug-in (tests/s3/): its
+#              objects are plain files under $S3_DIR, which the tests that look into or age
+#              objects on disk, or put our GCS front and fault proxy in front of it, rely
+#              on. Both verify SigV4 signatures.
+S3_SERVER=${S3_SERVER:-seaweedfs}
 S3_BUCKET=ckpt
 S3_DIR="$W/s3data"
 S3_PID=
 case $S3_SERVER in
-minio) . "$RR_SRC/tests/integration/miniolib.sh"; S3_LOG="$W/minio.log" ;;
+seaweedfs) . "$RR_SRC/tests/integration/seaweedfslib.sh"; S3_LOG="$W/seaweedfs.log" ;;
 s3rver) S3_AKID=S3RVER S3_SECRET=S3RVER S3_LOG="$W/s3rver.log" ;; # its built-in account
-*) echo "S3_SERVER=$S3_SERVER: minio or s3rver" >&2; exit 2 ;;
+*) echo "S3_SERVER=$S3_SERVER: seaweedfs or s3rver" >&2; exit 2 ;;
 esac
 
 # s3_serve: starts the server on $S3_PORT over $S3_DIR (again, after a stop: same data).
 s3_serve() {
-	if [ "$S3_SERVER" = minio ]; then
-		start_minio "$S3_PORT" "$S3_DIR" "$S3_LOG"
+	if [ "$S3_SERVER" = seaweedfs ]; then
+		start_seaweedfs "$S3_PORT" "$S3_DIR" "$S3_LOG"
 		return
 	fi
 	local started
@@ -38,7 +39,7 @@ start_s3() {
 	S3_PORT=${1:-${S3_PORT:-$(free_port)}}
 	: > "$S3_LOG"
 	s3_serve
-	[ "$S3_SERVER" != minio ] || minio_mb "$S3_BUCKET"
+	[ "$S3_SERVER" != seaweedfs ] || seaweedfs_mb "$S3_BUCKET"
 }
 
 # stop_s3 [SIGNAL]: stops the server (SIGKILL: at once, as in a crash).
@@ -46,8 +47,12 @@ stop_s3() {
 	[ -n "$S3_PID" ] || return 0
 	kill "-${1:-TERM}" "$S3_PID" 2>/dev/null || true
 	wait "$S3_PID" 2>/dev/null || true
+	# A server restarted in a subshell is no child of this shell, and wait returns at once:
+	# until it is gone it may still write under $S3_DIR (SeaweedFS flushes for about 1 s).
+	wait_for 30 s3_gone "$S3_PID" || true
 	S3_PID=
 }
+s3_gone() { ! kill -0 "$1" 2>/dev/null; }
 
 s3_env() {
 	# Only what the test sets: nothing from the machine's ~/.aws or environment.

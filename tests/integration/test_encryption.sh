@@ -4,7 +4,7 @@
 # bit-identical; no file name, tensor name or plaintext marker can be found in any stored
 # object; a wrong key, no key, or a key on a clear store is one clear error (125) and nothing is
 # restored; a tampered object is damage and restore falls back; incremental checkpoints stay
-# incremental (keyed chunk addresses are deterministic). The S3 server: s3rver, not MinIO
+# incremental (keyed chunk addresses are deterministic). The S3 server: s3rver, not SeaweedFS
 # (tests/integration/s3lib.sh): our GCS front (the gs:// half) stores into s3rver.
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"

@@ -4,7 +4,7 @@
 # of the S3 test server): a service-account key turned into a signed JWT and exchanged for a
 # token at the key's token_uri; the full drill of the core issue on gs://; the metadata
 # server's token as the other credential source; a key the token endpoint refuses.
-# The S3 server: s3rver, not MinIO (tests/integration/s3lib.sh): our GCS front (tests/gcs/server.py) stores into s3rver.
+# The S3 server: s3rver, not SeaweedFS (tests/integration/s3lib.sh): our GCS front (tests/gcs/server.py) stores into s3rver.
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Multi-node (docs/how-it-works.md, "Multi-node"): two agents on loopback, each wrapping
-# torchrun (one process per node) training a small DDP model (gloo, CPU) on S3 (s3rver). A
+# torchrun (one process per node) training a small DDP model (gloo, CPU) on S3 (SeaweedFS). A
 # notice on node 1 only reaches node 0 through the store; both ranks checkpoint the same step;
 # both machines are lost; two fresh nodes restore and finish bit-identical to an uninterrupted
 # 2-node run. Then: node 1's agent SIGKILLed mid-persist leaves the previous committed

@@ -27,7 +27,7 @@
 #     unit_store_s3             the same faults at the request level (error bodies of every
 #                               length, 412 after a lost answer with our bytes or others',
 #                               clock skew from ServerTime or Date)
-# The S3 server: s3rver, not MinIO (tests/integration/s3lib.sh): fault injection through tests/faults/proxy.py, built around s3rver (it enforces the conditional writes s3rver lacks).
+# The S3 server: s3rver, not SeaweedFS (tests/integration/s3lib.sh): fault injection through tests/faults/proxy.py, built around s3rver (it enforces the conditional writes s3rver lacks).
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"

@@ -4,7 +4,7 @@
 # ExpiredToken mid-run, the store's objects damaged or deleted behind the agent's back, disk
 # full on restore. Every case ends with what the store holds checked: the newest checkpoint that
 # should be there restores byte-identical, and nothing is called damaged that is not.
-# The S3 server: s3rver, not MinIO (tests/integration/s3lib.sh): fault injection through tests/faults/proxy.py, which is built around s3rver.
+# The S3 server: s3rver, not SeaweedFS (tests/integration/s3lib.sh): fault injection through tests/faults/proxy.py, which is built around s3rver.
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"

@@ -6,7 +6,7 @@
 # checkpoint, a second notice during the notice persist. Every case ends with the store
 # checked: the newest checkpoint that should be there is LATEST, nothing is called damaged,
 # and it restores byte-identical.
-# The S3 server: s3rver, not MinIO (tests/integration/s3lib.sh): fault injection through tests/faults/proxy.py, which is built around s3rver.
+# The S3 server: s3rver, not SeaweedFS (tests/integration/s3lib.sh): fault injection through tests/faults/proxy.py, which is built around s3rver.
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"

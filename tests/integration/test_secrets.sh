@@ -7,7 +7,7 @@
 # store, the notice file, the checkpoint and staging directories, and the command lines of
 # the agent and its trainer read while they ran. The search itself is checked first: it
 # must find each secret in a file that holds it on purpose.
-# The S3 server: s3rver, not MinIO (tests/integration/s3lib.sh): s3rver takes the test's own distinctive key pairs (RR_S3RVER_KEYS), and our GCS front stores into it.
+# The S3 server: s3rver, not SeaweedFS (tests/integration/s3lib.sh): s3rver takes the test's own distinctive key pairs (RR_S3RVER_KEYS), and our GCS front stores into it.
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"

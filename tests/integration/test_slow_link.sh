@@ -25,7 +25,7 @@ up() { awk '{print $2}' "$W/link.stats"; }
 # The link really is that slow: 200 kB through it take about 4 s.
 head -c 200000 /dev/urandom > probe.bin
 t0=$(date +%s.%N)
-# (signed: MinIO refuses an anonymous PUT before reading its body)
+# (signed: a server may refuse an anonymous PUT before reading its body)
 curl -sS -o /dev/null -T probe.bin --aws-sigv4 "aws:amz:us-east-1:s3" --user "$S3_AKID:$S3_SECRET" \
 	"http://127.0.0.1:$PPORT/$S3_BUCKET/probe" || true
 secs=$("$PY" -c "import sys,time; print('%.1f' % (time.time() - float(sys.argv[1])))" "$t0")

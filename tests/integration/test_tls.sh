@@ -4,7 +4,7 @@
 # AWS_CA_BUNDLE (S3) and SSL_CERT_FILE (GCS, and S3 without AWS_CA_BUNDLE). A certificate the
 # agent cannot trust (an unknown CA, expired, another host's) is refused at start: exit 125,
 # one line naming the certificate problem. There is no switch that turns verification off.
-# The S3 server: s3rver, not MinIO (tests/integration/s3lib.sh): s3rver's log shows the objects that came through the TLS terminator, and our GCS front stores into it.
+# The S3 server: s3rver, not SeaweedFS (tests/integration/s3lib.sh): s3rver's log shows the objects that came through the TLS terminator, and our GCS front stores into it.
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"

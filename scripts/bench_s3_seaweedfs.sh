@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The S3 comparison on MinIO: the same checkpoints to and from MinIO on 127.0.0.1 (built from
-# the Go module proxy by tests/thirdparty/install.sh, data on tmpfs) with resume-run, `aws s3
-# cp --recursive` and `rclone copy`, runs interleaved, medians of $RUNS. Run alone with
-# BENCH_SECTIONS=s3-minio scripts/bench.sh (or this script directly); writes (or replaces) the
-# "## S3 on MinIO" section of $BENCH_OUT (default BENCHMARKS.md). Checkpoints: "mixed" from
-# scripts/bench_make_ckpt.py, and the full bench's transformer when it is cached.
+# The S3 comparison on SeaweedFS (issue 29): the same checkpoints to and from SeaweedFS on
+# 127.0.0.1 (built from the Go module proxy by tests/thirdparty/install.sh, started as the
+# tests start it, data on tmpfs) with resume-run, `aws s3 cp --recursive` and `rclone copy`,
+# runs interleaved, medians of $RUNS. Run alone with BENCH_SECTIONS=s3-seaweedfs
+# scripts/bench.sh (or this script directly); writes (or replaces) the "## S3 on SeaweedFS"
+# section of $BENCH_OUT (default BENCHMARKS.md).
+# Checkpoints: "mixed" from scripts/bench_make_ckpt.py, and the full bench's transformer
+# when it is cached.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -14,11 +16,9 @@ RR=$root/build/resume-run
 PY=/usr/bin/python3
 export PYTHONPATH=$root/scripts RESUME_RUN_CLOUD=none
 [ -x "$RR" ] || { cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null; cmake --build build -j2 >/dev/null; }
-tests/thirdparty/install.sh minio
-minio=$(RR_TOOLS_PRINT=1 tests/thirdparty/install.sh minio)
-work=$(mktemp -d /dev/shm/rr-bench-minio.XXXXXX)
-s3pid=
-trap 'kill $s3pid 2>/dev/null || true; rm -rf "$work"' EXIT
+work=$(mktemp -d /dev/shm/rr-bench-seaweedfs.XXXXXX)
+S3_PID=
+trap 'kill $S3_PID 2>/dev/null || true; rm -rf "$work"' EXIT
 stats() { sort -n | awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; print m, a[1], a[NR]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
@@ -32,26 +32,27 @@ if [ -f "$tf/optimizer.safetensors" ]; then
 	cases="transformer $cases"
 fi
 
-port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-export AWS_ACCESS_KEY_ID=rr-bench-root AWS_SECRET_ACCESS_KEY=rr-bench-root-secret AWS_REGION=us-east-1 \
-	AWS_ENDPOINT_URL=http://127.0.0.1:$port AWS_EC2_METADATA_DISABLED=true AWS_PAGER=
-MINIO_ROOT_USER=$AWS_ACCESS_KEY_ID MINIO_ROOT_PASSWORD=$AWS_SECRET_ACCESS_KEY MINIO_BROWSER=off \
-	MINIO_UPDATE=off MINIO_REGION=us-east-1 \
-	"$minio" server --quiet --address "127.0.0.1:$port" "$work/s3data" > "$work/minio.log" 2>&1 &
-s3pid=$!
-for _ in $(seq 300); do curl -fsS -o /dev/null "$AWS_ENDPOINT_URL/minio/health/live" 2>/dev/null && break; sleep 0.1; done
-curl -fsS -X PUT --aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
-	"$AWS_ENDPOINT_URL/bench"
+# SeaweedFS as the tests run it (tests/integration/seaweedfslib.sh, with the few helpers of
+# tests/integration/lib.sh it uses).
+RR_SRC=$root W=$work
+fail() { echo "bench_s3_seaweedfs.sh: $*" >&2; exit 1; }
+wait_for() { local end=$((SECONDS + $1)); shift; until "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 0.05; done; }
+. tests/integration/seaweedfslib.sh
+S3_PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+start_seaweedfs "$S3_PORT" "$work/s3data" "$work/seaweedfs.log"
+seaweedfs_mb bench
+export AWS_ACCESS_KEY_ID=$S3_AKID AWS_SECRET_ACCESS_KEY=$S3_SECRET AWS_REGION=us-east-1 \
+	AWS_ENDPOINT_URL=http://127.0.0.1:$S3_PORT AWS_EC2_METADATA_DISABLED=true AWS_PAGER=
 AWS="/usr/bin/aws --endpoint-url $AWS_ENDPOINT_URL"
 unset AWS_CA_BUNDLE
-export RCLONE_CONFIG_S3_TYPE=s3 RCLONE_CONFIG_S3_PROVIDER=Minio RCLONE_CONFIG_S3_REGION=us-east-1 \
+export RCLONE_CONFIG_S3_TYPE=s3 RCLONE_CONFIG_S3_PROVIDER=SeaweedFS RCLONE_CONFIG_S3_REGION=us-east-1 \
 	RCLONE_CONFIG_S3_ENDPOINT=$AWS_ENDPOINT_URL RCLONE_CONFIG_S3_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID \
 	RCLONE_CONFIG_S3_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY RCLONE_CONFIG_S3_FORCE_PATH_STYLE=true
 RCLONE="rclone --config /dev/null -q"
 
 rows=""
 for c in $cases; do
-	echo "== $c on MinIO: resume-run vs aws s3 cp vs rclone ($RUNS runs, interleaved)"
+	echo "== $c on SeaweedFS: resume-run vs aws s3 cp vs rclone ($RUNS runs, interleaved)"
 	src=$work/$c; bytes=$(cat "$src"/* | wc -c)
 	for t in rr-put aws-put rc-put rr-get aws-get rc-get; do : > "$work/$c-$t.txt"; done
 	for i in $(seq "$RUNS"); do
@@ -88,18 +89,19 @@ for c in $cases; do
 | | restore | $m_rr_get ms ($r_rr_get) | $m_aws_get ms ($r_aws_get) | **$(ratio "$m_aws_get" "$m_rr_get")x** | $m_rc_get ms ($r_rc_get) | **$(ratio "$m_rc_get" "$m_rr_get")x** |
 "
 done
-kill $s3pid; wait $s3pid 2>/dev/null || true; s3pid=
+kill "$S3_PID"; wait "$S3_PID" 2>/dev/null || true; S3_PID=
 
 section=$(cat <<MD
-## S3 on MinIO
+## S3 on SeaweedFS
 
-Produced by \`BENCH_SECTIONS=s3-minio scripts/bench.sh\` (\`scripts/bench_s3_minio.sh\`,
-RUNS=$RUNS) on $(date -u +%Y-%m-%d), $(nproc) cores shared with other work (load average
-$(cut -d' ' -f1-3 /proc/loadavg) when it ended). The same files to and from MinIO
-(\`github.com/minio/minio\` at its last commit, built from the Go module proxy by
-\`tests/thirdparty/install.sh\`; one drive on tmpfs; it verifies SigV4) on 127.0.0.1, each
-tool started from scratch per run, runs interleaved, medians (min–max). MinIO runs on the
-same 2 cores as the clients, so these are figures for this setup, not for AWS.
+Produced by \`BENCH_SECTIONS=s3-seaweedfs scripts/bench.sh\`
+(\`scripts/bench_s3_seaweedfs.sh\`, RUNS=$RUNS) on $(date -u +%Y-%m-%d), $(nproc) cores shared
+with other work (load average $(cut -d' ' -f1-3 /proc/loadavg) when it ended). The same files
+to and from SeaweedFS (\`github.com/seaweedfs/seaweedfs\`, the commit of 2026-11-09, built
+from the Go module proxy by \`tests/thirdparty/install.sh\`; \`weed mini\` with its S3
+gateway, data on tmpfs; it verifies SigV4) on 127.0.0.1, each tool started from scratch per
+run, runs interleaved, medians (min–max). SeaweedFS runs on the same 2 cores as the clients,
+so these are figures for this setup, not for AWS.
 
 | checkpoint | | resume-run | \`aws s3 cp --recursive\` (awscli $(/usr/bin/aws --version 2>&1 | cut -d' ' -f1 | cut -d/ -f2)) | ratio | \`rclone copy\` ($(rclone --version 2>/dev/null | head -1 | cut -d' ' -f2)) | ratio |
 |---|---|---|---|---|---|---|
@@ -113,7 +115,7 @@ SECTION=$section $PY - "$OUT" <<'PY'
 import os, re, sys
 path, section = sys.argv[1], os.environ["SECTION"].rstrip("\n") + "\n"
 text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-m = re.search(r"^## S3 on MinIO\n.*?(?=^## |\Z)", text, re.S | re.M)
+m = re.search(r"^## S3 on SeaweedFS\n.*?(?=^## |\Z)", text, re.S | re.M)
 if m:
     text = text[:m.start()] + section + ("\n" if m.end() < len(text) else "") + text[m.end():]
 else:
