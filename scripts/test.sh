@@ -129,7 +129,7 @@ asan_integration=(drill_restore restart exit_status pid1_reaping signal_notices 
 #  (e2e_training, multinode, frameworks_torchrun, torch_save, torch_adam_step,
 #  tensor_checkpoints: the tensor parsers run under ASan in their unit suites and fuzz
 #  corpora); the third-party servers check our clients against another implementation
-#  (s3_store on MinIO, gcs_fake_server, aws_notices_aemm) and TLS (tls) is curl's; timing is
+#  (s3_store on SeaweedFS, gcs_fake_server, aws_notices_aemm) and TLS (tls) is curl's; timing is
 #  what deadline, slow_link (under TSan), every_auto, s3_faults_more (stalls past timeouts)
 #  and clock_skew (libfaketime) check, and the sanitizers' slowdown is what would change it;
 #  azure_entra and azure_two_writers run azure_store's and two_writers' code with another
