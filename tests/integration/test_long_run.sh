@@ -47,7 +47,10 @@ set +e; wait $agent; set -e
 persists=$(grep -c '^resume-run: persisted step-' long.log)
 echo "persists: $persists in $((SECONDS - start)) s; peaks over persists 100-150: $fd100 descriptors, RSS $rss100 kB; over 1000-1050: $fd1000 descriptors, RSS $rss1000 kB"
 [ "$persists" -ge 1000 ] || fail "only $persists persists"
-[ "$fd1000" -le "$fd100" ] || fail "descriptors grew from $fd100 to $fd1000"
+# A peak depends on where the samples fall in a persist (its files, the pool's connections
+# open and closing): one or two more at the second window is sampling, not a leak. 900
+# persists leaking one descriptor each would be 900 more.
+[ "$fd1000" -le $((fd100 + 2)) ] || fail "descriptors grew from $fd100 to $fd1000"
 # 900 persists leaking 1 kB each would be 900 kB more at the peak. An ASan build's allocator
 # keeps freed memory in quarantine and records every allocation's stack: its resident memory
 # grows by design, and LeakSanitizer checks leaks at its exit instead.
