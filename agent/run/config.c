@@ -1008,8 +1008,8 @@ int rr_config_parse(int argc, char **argv, struct rr_config *cfg, enum rr_comman
 	cfg->suspect_after = 2;
 	cfg->max_restarts = 3;
 	cfg->nnodes = 1;
-	/* EX_TEMPFAIL: "try again later" to whatever relaunches the job (README, "How it
-	 * works"). */
+	/* EX_TEMPFAIL: "try again later" to whatever relaunches the job (docs/how-it-works.md,
+	 * "How it works"). */
 	cfg->preempted_exit_code = 75;
 	(void)rr_commit_rule_parse("auto", &cfg->commit);
 	cfg->zstd_level = RR_ZSTD_LEVEL_DEFAULT;

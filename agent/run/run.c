@@ -225,9 +225,9 @@ static const char *const s_credential_vars[] = {
 	"GOOGLE_APPLICATION_CREDENTIALS=", "RESUME_RUN_ENCRYPTION_KEY_FILE=",
 };
 
-/* The agent's environment minus RESUME_RUN_* trainer variables, plus ours (README, "The
- * trainer contract").
- * Built before fork: the child only calls execve. */
+/* The agent's environment minus RESUME_RUN_* trainer variables, plus ours
+ * (docs/trainer-contract.md, "The trainer contract"). Built before fork: the child only calls
+ * execve. */
 static char **s_build_env(const struct s_run *r)
 {
 	static const char *const ours[] = { "RESUME_RUN_CHECKPOINT_DIR=", "RESUME_RUN_RESTORE_DIR=",
@@ -758,10 +758,10 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	struct s_run *r = ud;
 	int urgent = 0;
 
-	/* At start-up the newest by name is what the trainer resumes from (README, "The
-	 * trainer contract"); once it
-	 * runs, what it commits last is newest, whatever its name, so a stray far-future name
-	 * cannot hide every later commit, the notice's included (the persister warns). */
+	/* At start-up the newest by name is what the trainer resumes from
+	 * (docs/trainer-contract.md, "The trainer contract"); once it runs, what it commits
+	 * last is newest, whatever its name, so a stray far-future name cannot hide every later
+	 * commit, the notice's included (the persister warns). */
 	if (r->newest[0] &&
 	    (r->scanned ? !rr_checkpoint_later(name, ms, r->newest, r->newest_ms)
 			: rr_checkpoint_compare(name, ms, r->newest, r->newest_ms) <= 0)) {
@@ -1268,8 +1268,8 @@ static int s_loop(struct s_run *r)
 			}
 		}
 	}
-	/* So that Kubernetes, systemd, docker and Slurm relaunch the job (README, "How it
-	 * works" step 6). */
+	/* So that Kubernetes, systemd, docker and Slurm relaunch the job (docs/how-it-works.md,
+	 * "How it works" step 6). */
 	if (r->preempted && r->cfg->preempted_exit_code) {
 		rr_info("leaving with status %d: stopped by a notice (trainer's own status %d)",
 			r->cfg->preempted_exit_code, r->exit_code);

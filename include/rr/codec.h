@@ -58,11 +58,11 @@ int rr_codec_encode_framed(struct rr_codec *c, const struct rr_chunk_form *f, co
 int rr_codec_decode(struct rr_codec *c, const struct rr_chunk_form *f, const void *stored,
 		    size_t stored_len, void *raw, size_t raw_len);
 
-/* How an F32 tensor of n elements whose values s describes is stored under p (README, "How
- * checkpoints are made small"): RR_ENC_SHUFFLE_ZSTD, bit-exact, under `exact`, for a tensor
- * of at most RR_EXACT_MAX_ELEMS elements, one whose finite values are all integers and one
- * holding NaNs with payloads, whatever p asks; else RR_ENC_FP16 with its scale exponent in
- * *scale_exp (`fp16`, or `auto` where rr_fp16_is_safe), or RR_ENC_BF16. */
+/* How an F32 tensor of n elements whose values s describes is stored under p
+ * (docs/how-it-works.md, "How checkpoints are made small"): RR_ENC_SHUFFLE_ZSTD, bit-exact,
+ * under `exact`, for a tensor of at most RR_EXACT_MAX_ELEMS elements, one whose finite values
+ * are all integers and one holding NaNs with payloads, whatever p asks; else RR_ENC_FP16 with
+ * its scale exponent in *scale_exp (`fp16`, or `auto` where rr_fp16_is_safe), or RR_ENC_BF16. */
 enum rr_encoding rr_codec_f32_encoding(enum rr_precision p, const struct rr_f32_stats *s,
 				       uint64_t n, int *scale_exp);
 

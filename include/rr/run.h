@@ -1,5 +1,5 @@
-/* `resume-run [OPTIONS] -- COMMAND`: restore, launch, watch, persist, exit (README, "How it
- * works"). */
+/* `resume-run [OPTIONS] -- COMMAND`: restore, launch, watch, persist, exit
+ * (docs/how-it-works.md, "How it works"). */
 #ifndef RR_RUN_H
 #define RR_RUN_H
 

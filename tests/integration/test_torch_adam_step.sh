@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Integer-valued and small F32 tensors are never rounded (README, "How checkpoints are made
-# small"): Adam's F32 `step` at 4097, saved by real torch.save and as safetensors, comes
-# back 4097 under auto, fp16 and bf16 (FP16 would make it 4096, BF16 4096 too), so a resumed
-# run's bias correction is unchanged; F32 position ids 2000..4099 come back exact; the
+# Integer-valued and small F32 tensors are never rounded (docs/how-it-works.md, "How checkpoints
+# are made small"): Adam's F32 `step` at 4097, saved by real torch.save and as safetensors,
+# comes back 4097 under auto, fp16 and bf16 (FP16 would make it 4096, BF16 4096 too), so a
+# resumed run's bias correction is unchanged; F32 position ids 2000..4099 come back exact; the
 # weight moments beside them are still rounded, within the bound.
 . "$(dirname "$0")/lib.sh"
 CHECK="$PY $RR_SRC/tests/integration/check_tensors.py"

@@ -1027,8 +1027,8 @@ static void test_is_safe_refuses_a_scale_that_would_overflow_fp16(void)
 }
 
 /* A tensor the auto rule sends to FP16 keeps every normal value within 2^-8, even the small
- * ones that land in FP16's subnormals (the guarantee in README, "How checkpoints are made
- * small"). */
+ * ones that land in FP16's subnormals (the guarantee in docs/how-it-works.md, "How checkpoints
+ * are made small"). */
 static void test_fp16_chosen_by_auto_rule_keeps_every_value_within_2_pow_minus_8(void)
 {
 	const size_t n = 4096;
