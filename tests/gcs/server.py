@@ -801,8 +801,10 @@ class App:
 
     def bucket_request(self, req, auth):
         if req.method == "POST" and "delete" in req.query:
-            # (GCS, not in §6) Multi-object delete is an S3 call that GCS's XML API does not
-            # have: clients must delete objects one by one.
+            # Multi-object delete: Google's XML API reference now documents it (post-bucket,
+            # up to 1000 keys), but this front answers as GCS did when the agent's GCS store
+            # was written, and the agent deletes one by one on GCS (docs/failure-modes.md,
+            # the differences table). Serving it is left for when the store uses it.
             return gcs_error(501, "NotImplemented",
                              "A header or query you provided requested a function that is "
                              "not implemented.", "POST ?delete (multi-object delete) is not "
