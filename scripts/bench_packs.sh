@@ -23,11 +23,8 @@ work=$(mktemp -d /dev/shm/rr-bench-packs.XXXXXX)
 big=$(mktemp -d /var/tmp/rr-bench-scale.XXXXXX) # the scale case on disk: tmpfs is RAM
 s3pid=
 trap 'kill $s3pid 2>/dev/null || true; rm -rf "$work" "$big"' EXIT
-stats() { sort -n | awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; print m, a[1], a[NR]}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
+. "$(dirname "$0")/benchlib.sh" # stats, ratio, mb, mbps, ms_since
 gbps() { awk -v b="$1" -v ms="$2" 'BEGIN { printf "%.2f", b / ms / 1e6 }'; }
-ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 objects() { find "$1" -type f -name '*object' | wc -l; } # s3rver: one "*object" file per key
 
 for c in mixed smalls; do $PY scripts/bench_make_ckpt.py "$c" "$work/$c"; done

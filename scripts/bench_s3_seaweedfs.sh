@@ -19,10 +19,7 @@ export PYTHONPATH=$root/scripts RESUME_RUN_CLOUD=none
 work=$(mktemp -d /dev/shm/rr-bench-seaweedfs.XXXXXX)
 S3_PID=
 trap 'kill $S3_PID 2>/dev/null || true; rm -rf "$work"' EXIT
-stats() { sort -n | awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; print m, a[1], a[NR]}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
-ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+. "$(dirname "$0")/benchlib.sh" # stats, ratio, mb, mbps, ms_since
 
 $PY scripts/bench_make_ckpt.py mixed "$work/mixed"
 cases=mixed
