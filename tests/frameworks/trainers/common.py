@@ -45,7 +45,11 @@ if DEVICE == "cuda":
 def log(msg):
     rank = os.environ.get("RANK")
     prefix = "rank %s: " % rank if rank is not None and os.environ.get("WORLD_SIZE", "1") != "1" else ""
-    print(prefix + msg, flush=True)
+    # One write(2) per line: the ranks share torchrun's stdout, and print() under
+    # PYTHONUNBUFFERED writes the text and its newline apart, so two ranks' lines could
+    # interleave ("rank 0: step 13rank 1: step 13") and a test's line match would miss.
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), (prefix + msg + "\n").encode())
 
 
 def pace(a, step):
