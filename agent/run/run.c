@@ -42,6 +42,7 @@
 #define NOTICE_FILE_NAME ".resume-run-notice.json"
 #define HANDLER_RETRY_MS 100
 #define NOTICE_FILE_POLL_MS 200
+#define NOTICE_FILE_SETTLE_MS 500 /* an empty or unparsable drill file, before it counts */
 #define RESTART_BACKOFF_MAX_MS 30000
 #define LEFTOVER_GRACE_MS 2000 /* SIGTERM to SIGKILL for the trainer's leftovers at exit */
 #define LEFTOVER_POLL_MS 20
@@ -120,6 +121,7 @@ struct s_run {
 	int terminate_after;        /* SIGTERM/SIGINT notice: SIGTERM the trainer when durable */
 	int term_forwarded;
 	int notice_file_seen;
+	int64_t notice_file_unsettled; /* when the drill file was first seen empty or unparsable */
 	int outlived;               /* a going notice's deadline passed with the trainer running */
 	int store_checked;          /* s_warn_local_store has looked at the cloud */
 	int watch_stopped;          /* s_stop_watching ran */
@@ -632,6 +634,17 @@ static void s_check_deadline(struct s_run *r, int64_t now)
 	s_notice_over(r);
 }
 
+/* 1 while the drill file has been empty or unparsable for less than NOTICE_FILE_SETTLE_MS
+ * (its writer may be between creating and writing it). */
+static int s_notice_file_unsettled(struct s_run *r)
+{
+	int64_t now = rr_mono_ms();
+
+	if (!r->notice_file_unsettled)
+		r->notice_file_unsettled = now;
+	return now - r->notice_file_unsettled < NOTICE_FILE_SETTLE_MS;
+}
+
 static void s_check_notice_file(struct s_run *r)
 {
 	struct stat st;
@@ -657,7 +670,15 @@ static void s_check_notice_file(struct s_run *r)
 		if (rc == 0)
 			rc = rr_notice_parse_file((const char *)(b.data ? b.data : (unsigned char *)""),
 						  b.len, n.received_unix, &n, why, sizeof(why));
+		/* A writer's `>` creates the file before it writes it: an empty or unreadable
+		 * file is taken (as a `touch` drill, or a preemption) only once it has stayed so
+		 * for NOTICE_FILE_SETTLE_MS, or a rebalance written in two steps would preempt. */
+		if ((rc || b.len == 0) && s_notice_file_unsettled(r)) {
+			rr_buf_free(&b);
+			return;
+		}
 		rr_buf_free(&b);
+		r->notice_file_unsettled = 0;
 		r->notice_file_seen = 1;
 		if (rc) {
 			rr_warn("drill file %s: %s; treating it as a preemption notice",
@@ -666,6 +687,8 @@ static void s_check_notice_file(struct s_run *r)
 			n.deadline_unix = 0;
 		}
 		s_start_notice(r, &n);
+	} else if (!present && r->notice_file_unsettled) {
+		r->notice_file_unsettled = 0; /* created and removed again before it settled */
 	} else if (!present && r->notice_file_seen) {
 		r->notice_file_seen = 0;
 		if (s_notice_active(r) && r->notice.source == RR_SOURCE_FILE)

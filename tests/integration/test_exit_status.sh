@@ -53,6 +53,18 @@ RESUME_RUN_PREEMPTED_EXIT_CODE=99 check 42 "the flag beats the environment" --pr
 check 0 "rebalance notice, training goes on and finishes" --drill-file REBALANCE -- sh goes_on.sh
 expect_grep 'carried on past the notice' exit-0.log "the trainer went on"
 expect_grep 'notice: rebalance from file' exit-0.log "the rebalance notice was seen"
+# The drill file written in two steps, as a shell's `>` does (created empty, then written):
+# the empty file is not yet a `touch` drill (a preemption); the rebalance in it is what counts.
+cat > writes_slowly.sh <<'SH'
+trap 'got=1' USR1
+: > REBALANCE
+sleep 0.25
+cat REBALANCE.json > REBALANCE
+while [ -z "${got:-}" ]; do sleep 0.05; done
+exit 0
+SH
+check 0 "a drill file created empty, then written: its rebalance" --drill-file REBALANCE -- sh writes_slowly.sh
+expect_grep 'notice: rebalance from file' exit-0.log "the rebalance notice, not the empty file's preemption"
 check 0 "no notice, trainer exits 0 on its own" --drill-file NO-SUCH-NOTICE -- sh -c 'exit 0'
 check 125 "agent error: --preempted-exit-code 256" --preempted-exit-code 256 -- true
 RESUME_RUN_PREEMPTED_EXIT_CODE=x check 125 "agent error: RESUME_RUN_PREEMPTED_EXIT_CODE=x" -- true
