@@ -69,8 +69,44 @@ az_env() {
 	export AZURE_STORAGE_CONNECTION_STRING="DefaultEndpointsProtocol=http;AccountName=$AZ_ACCOUNT;AccountKey=$AZ_KEY;BlobEndpoint=$AZ_ENDPOINT;"
 }
 
-# Debian's Azure CLI against Azurite (the connection string above names it).
-azcli() { /usr/bin/az "$@" --only-show-errors; }
+# Debian's Azure CLI against Azurite (the connection string above names it), kept loaded
+# between calls by tests/azure/az_server.py (a fresh `az` spends seconds loading its command
+# table for each call): each call sends the working directory, where its stdout and stderr
+# go, the AZURE_* environment and the arguments, and gets back az's exit status.
+AZ_SERVER_PID=
+start_az_server() {
+	AZ_REQ="$W/az-server.req" AZ_REP="$W/az-server.rep"
+	mkfifo "$AZ_REQ" "$AZ_REP"
+	mkdir -p "$W/home"
+	env -u LD_PRELOAD HOME="$W/home" AZURE_CONFIG_DIR="$W/home/.azure" AZURE_CORE_COLLECT_TELEMETRY=no \
+		/usr/bin/python3 "$RR_SRC/tests/azure/az_server.py" "$AZ_REQ" "$AZ_REP" \
+		> "$W/az-server.log" 2>&1 &
+	AZ_SERVER_PID=$!
+}
+stop_az_server() {
+	[ -n "$AZ_SERVER_PID" ] || return 0
+	kill "$AZ_SERVER_PID" 2>/dev/null || true
+	wait "$AZ_SERVER_PID" 2>/dev/null || true
+	AZ_SERVER_PID=
+}
+azcli() {
+	local out err rc
+	out=$(mktemp "$W/az.out.XXXXXX") err=$(mktemp "$W/az.err.XXXXXX")
+	kill -0 "$AZ_SERVER_PID" 2>/dev/null || fail "the Azure CLI server died: $(tail -n 5 "$W/az-server.log")"
+	local vars=() v
+	mapfile -t vars < <(compgen -e | grep -E '^(AZURE_|REQUESTS_CA_BUNDLE$)' || true)
+	{
+		printf '%s\0' "$PWD" "$out" "$err" "${#vars[@]}"
+		for v in "${vars[@]}"; do printf '%s=%s\0' "$v" "${!v}"; done
+		printf '%s\0' "$@" --only-show-errors
+	} > "$AZ_REQ"
+	read -r rc < "$AZ_REP"
+	cat "$out"
+	cat "$err" >&2
+	rm -f "$out" "$err"
+	return "$rc"
+}
+start_az_server
 
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'az_rc=$?; stop_azurite; (exit $az_rc); cleanup' EXIT
+trap 'az_rc=$?; stop_azurite; stop_az_server; (exit $az_rc); cleanup' EXIT

@@ -18,7 +18,7 @@
 . "$RR_SRC/tests/integration/tlslib.sh"
 . "$RR_SRC/tests/integration/metalib.sh"
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'e_rc=$?; stop_meta; stop_azurite; (exit $e_rc); cleanup' EXIT
+trap 'e_rc=$?; stop_meta; stop_azurite; stop_az_server; (exit $e_rc); cleanup' EXIT
 
 start_azurite_oauth
 start_meta azure

@@ -13,7 +13,7 @@
 . "$RR_SRC/tests/integration/azurelib.sh"
 . "$RR_SRC/tests/integration/faultlib.sh"
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'f_rc=$?; set +e; stop_faults; stop_azurite; (exit $f_rc); cleanup' EXIT
+trap 'f_rc=$?; set +e; stop_faults; stop_azurite; stop_az_server; (exit $f_rc); cleanup' EXIT
 
 # Two hours back until the gc section (its grace is at least 10 minutes).
 start_azurite_back

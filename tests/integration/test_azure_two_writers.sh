@@ -11,7 +11,7 @@
 . "$RR_SRC/tests/integration/azurelib.sh"
 . "$RR_SRC/tests/integration/twowriterslib.sh"
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'tw_rc=$?; release_agents; stop_azurite; (exit $tw_rc); cleanup' EXIT
+trap 'tw_rc=$?; release_agents; stop_azurite; stop_az_server; (exit $tw_rc); cleanup' EXIT
 
 start_azurite_back
 az_env
