@@ -18,7 +18,7 @@ S3_SERVER=s3rver
 . "$RR_SRC/tests/integration/metalib.sh"
 GCS_PID=
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'k_rc=$?; set +e; [ -z "$GCS_PID" ] || kill $GCS_PID; stop_meta; stop_faults; stop_azurite; stop_s3; (exit $k_rc); cleanup' EXIT
+trap 'k_rc=$?; set +e; [ -z "$GCS_PID" ] || kill $GCS_PID; stop_meta; stop_faults; stop_azurite; stop_az_server; stop_s3; (exit $k_rc); cleanup' EXIT
 
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 [ -e "$FAKETIME_LIB" ] || fail "libfaketime is missing (scripts/install-deps.sh test installs faketime)"
