@@ -53,6 +53,14 @@ expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"; }
 expect_grep() { grep -qE -- "$1" "$2" || fail "$3: no line matching '$1' in $2"; }
 expect_no_grep() { ! grep -qE -- "$1" "$2" || fail "$3: unexpected line matching '$1' in $2"; }
 
+# persisted_since N LOG: LOG says a checkpoint step-M with M >= N was persisted. Not step-N
+# itself: a trainer committing faster than persists take has step-N replaced in the persist
+# queue by a newer commit (the newest wins), and step-N is never persisted.
+persisted_since() {
+	sed -nE 's/.*: persisted step-([0-9]+):.*/\1/p' "$2" 2>/dev/null |
+		awk -v n="$1" '$1 >= n { found = 1 } END { exit !found }'
+}
+
 # wait_for SECONDS COMMAND...: polls until COMMAND succeeds (bounded).
 wait_for() {
 	local limit=$1; shift

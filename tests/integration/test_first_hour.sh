@@ -52,7 +52,7 @@ ok "a notice file present at start is logged and not taken as a notice"
 mkdir d2 && cd d2
 touch NOTICE
 (
-	wait_for 60 grep -q 'persisted step-2:' ../d2.log
+	wait_for 60 persisted_since 2 ../d2.log
 	rm NOTICE && sleep 0.5 && touch NOTICE
 ) &
 helper=$!
@@ -66,7 +66,7 @@ ok "the drill file removed and created again is a notice: exit $RR_PREEMPTED"
 # The drill file's name before 0.2.0, RESUME_RUN_NOTICE_FILE, is also the notice JSON the
 # trainer reads (another file): the agent still takes it, for a release, and says so.
 mkdir d3 && cd d3
-( wait_for 60 grep -q 'persisted step-2:' ../d3.log && touch DRILL ) &
+( wait_for 60 persisted_since 2 ../d3.log && touch DRILL ) &
 helper=$!
 RESUME_RUN_NOTICE_FILE=DRILL run_rr ../d3.log --store "file://$W/store-old-names" --run-id drill3 -- "$PY" "$T" --every 0.3 --until 200 --obey
 wait $helper
@@ -82,7 +82,7 @@ ok "the drill file is --drill-file (RESUME_RUN_DRILL_FILE); RESUME_RUN_NOTICE_FI
 # --- 3. The default store on a cloud: said loudly at start ---
 start_meta aws
 mkdir c1 && cd c1
-( wait_for 60 grep -q 'persisted step-2:' ../c1.log && ctl "announce?in=0" ) &
+( wait_for 60 persisted_since 2 ../c1.log && ctl "announce?in=0" ) &
 helper=$!
 run_rr ../c1.log --cloud aws --metadata-endpoint "$META_URL" --poll-interval 200ms \
 	-- "$PY" "$T" --every 0.3 --until 200 --obey

@@ -14,17 +14,14 @@ s3_env
 start_faults
 T="$RR_SRC/tests/integration/trainers/ticker.py"
 
-# A persist of step 2 or later. Not "step-2" itself: under load the persist queue can put
-# step-3 in place of a step-2 not yet persisted (the newest wins), and no step-2 is persisted.
-AFTER_STEP_2='persisted step-([2-9]|[1-9][0-9]+):'
-# notice_at LOG PATTERN JSON: writes the notice file NOTICE once LOG has a line matching
-# PATTERN (in the background; its pid in NOTICE_PID, which fails if it never came).
+# notice_at LOG JSON: writes the notice file NOTICE once LOG says step-2 or a later one was
+# persisted (in the background; its pid in NOTICE_PID, which fails if it never came).
 notice_at() {
-	(wait_for 60 grep -qsE "$2" "$1" && printf '%s\n' "$3" > NOTICE) &
+	(wait_for 60 persisted_since 2 "$1" && printf '%s\n' "$2" > NOTICE) &
 	NOTICE_PID=$!
 }
-# notice_sent: waits for notice_at's writer; a notice never written fails, saying so.
-notice_sent() { wait "$NOTICE_PID" || fail "$1: the notice was never written (no line matching its trigger)"; }
+# notice_sent WHAT: waits for notice_at's writer; a notice never written fails, saying so.
+notice_sent() { wait "$NOTICE_PID" || fail "$1: the notice was never written (nothing persisted)"; }
 # latest RUN: the checkpoint LATEST names in run RUN's store.
 latest() { s3d s3 cp --quiet "s3://$S3_BUCKET/$1/default/LATEST" - | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["checkpoint"])'; }
 
@@ -32,7 +29,7 @@ latest() { s3d s3 cp --quiet "s3://$S3_BUCKET/$1/default/LATEST" - | "$PY" -c 'i
 # for the notice used to outlive it and fail every later persist at once).
 mkdir p1 && cd p1
 export RESUME_RUN_STORE="s3://$S3_BUCKET/p1"
-notice_at ../p1.log "$AFTER_STEP_2" '{"kind":"maintenance","deadline_in":2}'
+notice_at ../p1.log '{"kind":"maintenance","deadline_in":2}'
 run_rr ../p1.log --drill-file NOTICE -- "$PY" "$T" --every 0.4 --until 12
 notice_sent "precaution in time"
 cd ..
@@ -49,7 +46,7 @@ ok "a precaution made durable in time: every later persist succeeds, LATEST is s
 mkdir p2 && cd p2
 export RESUME_RUN_STORE="s3://$S3_BUCKET/p2"
 (
-	wait_for 60 grep -qsE "$AFTER_STEP_2" ../p2.log
+	wait_for 60 persisted_since 2 ../p2.log
 	fault '{"method":"PUT","action":"stall","seconds":0.8}'
 	printf '%s\n' '{"kind":"maintenance","deadline_in":1}' > NOTICE
 	wait_for 60 grep -qsE "deadline passed before its checkpoint was durable" ../p2.log
@@ -70,7 +67,7 @@ ok "a precaution past its deadline: training and persists go on, LATEST is step-
 # persists after the deadline succeed and the finished run exits 0, not 75.
 mkdir p3 && cd p3
 export RESUME_RUN_STORE="s3://$S3_BUCKET/p3"
-notice_at ../p3.log "$AFTER_STEP_2" '{"kind":"preempt","deadline_in":2}'
+notice_at ../p3.log '{"kind":"preempt","deadline_in":2}'
 run_rr ../p3.log --drill-file NOTICE -- "$PY" "$T" --every 0.4 --until 12
 notice_sent "preemption outlived"
 cd ..
@@ -84,7 +81,7 @@ ok "a preemption the trainer outlived: persists go on, LATEST is step-12, exit 0
 # --- 4. A preemption the trainer obeys: 75, with the notice's checkpoint LATEST.
 mkdir p4 && cd p4
 export RESUME_RUN_STORE="s3://$S3_BUCKET/p4"
-notice_at ../p4.log "$AFTER_STEP_2" '{"kind":"preempt","deadline_in":20}'
+notice_at ../p4.log '{"kind":"preempt","deadline_in":20}'
 run_rr ../p4.log --drill-file NOTICE -- "$PY" "$T" --every 0.4 --until 50 --obey
 notice_sent "preemption obeyed"
 cd ..
@@ -100,7 +97,7 @@ ok "a preemption the trainer obeyed: $stopped durable, exit $RR_PREEMPTED"
 mkdir p5 && cd p5
 export RESUME_RUN_STORE="s3://$S3_BUCKET/p5"
 (
-	wait_for 60 grep -qsE 'persisted step-[0-9]+:' ../p5.log
+	wait_for 60 persisted_since 1 ../p5.log
 	fault '{"method":"PUT","action":"stall","seconds":0.8}'
 	printf '%s\n' '{"kind":"preempt","deadline_in":20}' > NOTICE
 ) &
