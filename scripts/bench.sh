@@ -69,11 +69,9 @@ zstd_run() { # prints "<ms> <bytes>"
 	t1=$(date +%s%N)
 	echo "$(( (t1 - t0) / 1000000 )) $(cat "$d"/* | wc -c)"
 }
-stats() { # reads numbers, prints "median min max"
-	sort -n | awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; print m, a[1], a[NR]}'
-}
 
 # BENCH_SECTIONS=encryption runs only the encryption case and updates only its section.
+. scripts/benchlib.sh # stats, ratio, mb, gbps, mbps, ms_since
 . scripts/bench_encryption.sh
 if [ "${BENCH_SECTIONS:-all}" = encryption ]; then
 	bench_encryption
@@ -177,7 +175,6 @@ RCLONE="rclone --config /dev/null -q"
 : > "$work/s3-rclone-put.txt"; : > "$work/s3-rclone-get.txt"
 s3dir=$work/s3files; mkdir -p "$s3dir"; cp -al "$ckpt"/* "$s3dir/"
 s3_bytes=$(cat "$s3dir"/* | wc -c)
-ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 for i in $(seq "$RUNS"); do
 	# resume-run: the whole command (start, probe, persist, LATEST, ledger), wall clock and
 	# peak RSS; the ledger's elapsed_ms is the persist alone.
@@ -220,9 +217,6 @@ notices=$($PY scripts/bench_notices.py "$RR" "$RUNS")
 
 kern=$(build/kernels_bench 2>/dev/null || echo "(build/kernels_bench not built)")
 
-gbps() { awk -v b="$1" -v ms="$2" 'BEGIN { printf "%.2f", b / ms / 1e6 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 cat > "$OUT" <<MD
 # Benchmarks

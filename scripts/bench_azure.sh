@@ -22,7 +22,7 @@ export PYTHONPATH=$root/scripts RESUME_RUN_CLOUD=none
 work=$(mktemp -d /dev/shm/rr-bench-azure.XXXXXX)
 azpid=
 trap 'kill $azpid 2>/dev/null || true; rm -rf "$work"' EXIT
-. "$(dirname "$0")/benchlib.sh" # stats, ratio, mb, mbps, ms_since
+. "$(dirname "$0")/benchlib.sh" # stats, ratio, mb, gbps, mbps, ms_since
 
 STEPS=${STEPS:-30}
 tf=${BENCH_CACHE:-/var/tmp/resume-run-bench}/transformer-27m/step-$STEPS

@@ -23,7 +23,7 @@ work=$(mktemp -d /dev/shm/rr-bench-packs.XXXXXX)
 big=$(mktemp -d /var/tmp/rr-bench-scale.XXXXXX) # the scale case on disk: tmpfs is RAM
 s3pid=
 trap 'kill $s3pid 2>/dev/null || true; rm -rf "$work" "$big"' EXIT
-. "$(dirname "$0")/benchlib.sh" # stats, ratio, mb, mbps, ms_since
+. "$(dirname "$0")/benchlib.sh" # stats, ratio, mb, gbps, mbps, ms_since
 gbps() { awk -v b="$1" -v ms="$2" 'BEGIN { printf "%.2f", b / ms / 1e6 }'; }
 objects() { find "$1" -type f -name '*object' | wc -l; } # s3rver: one "*object" file per key
 

@@ -19,7 +19,7 @@ export PYTHONPATH=$root/scripts RESUME_RUN_CLOUD=none
 work=$(mktemp -d /dev/shm/rr-bench-seaweedfs.XXXXXX)
 S3_PID=
 trap 'kill $S3_PID 2>/dev/null || true; rm -rf "$work"' EXIT
-. "$(dirname "$0")/benchlib.sh" # stats, ratio, mb, mbps, ms_since
+. "$(dirname "$0")/benchlib.sh" # stats, ratio, mb, gbps, mbps, ms_since
 
 $PY scripts/bench_make_ckpt.py mixed "$work/mixed"
 cases=mixed

@@ -43,10 +43,7 @@ if [ -n "${BENCH_BASE:-}" ] && [ -z "${RR_OLD:-}" ]; then
 	RR_OLD=$disk/base/build/resume-run
 fi
 RR_OLD=${RR_OLD:-}
-stats() { sort -n | awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; print m, a[1], a[NR]}'; }
-gbps() { awk -v b="$1" -v ms="$2" 'BEGIN { printf "%.2f", b / ms / 1e6 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
+. "$(dirname "$0")/benchlib.sh" # stats, ratio, mb, gbps, mbps, ms_since
 # timed FILE CMD...: runs CMD, appends "<wall ms> <cpu ms>" (its own and its children's
 # user+sys from wait4, to the microsecond) to FILE.
 timed() {

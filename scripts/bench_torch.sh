@@ -50,9 +50,7 @@ m = json.load(open(glob.glob(sys.argv[1] + "/checkpoints/*/manifest.json")[0]))
 print(ev["elapsed_ms"], ev["stored_bytes"], sum(f["size"] for f in m["files"]))
 PY
 }
-stats() { # reads numbers, prints "median min max"
-	sort -n | awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; print m, a[1], a[NR]}'
-}
+. "$(dirname "$0")/benchlib.sh" # stats, ratio, gbps
 
 echo "== torch.save vs safetensors, --precision auto ($RUNS runs each, interleaved)"
 : > "$work/torch.txt"; : > "$work/st.txt"
@@ -95,8 +93,6 @@ echo "== restore (auto) checked value by value, torch.load, testzip"
 check=$($PY tests/integration/check_tensors.py "$work/src/torch" "$work/r/step-$TORCH_STEPS" \
 	"$(ls "$work"/store-torch-1/default/checkpoints/*/manifest.json)")
 
-gbps() { awk -v b="$1" -v ms="$2" 'BEGIN { printf "%.2f", b / ms / 1e6 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 check_md="- After a restore, ${check//$'\n'/$'\n'- After a restore, }"
 section=$(cat <<MD
 ## torch.save checkpoints
