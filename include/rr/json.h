@@ -15,6 +15,10 @@
 int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON **out,
 			 char *why, size_t why_len);
 
+/* rr_json_parse_object for a document that is one array ("<what> is not a JSON array"). */
+int rr_json_parse_array(const char *what, const char *text, size_t len, cJSON **out,
+			char *why, size_t why_len);
+
 /* Every cJSON parse call writes cJSON's process-wide error position (the static
  * global_error behind cJSON_GetErrorPtr), on success too, so two threads parsing at once
  * (the cloud watcher, the persister, the persist pool, the event loop) race on it. All

@@ -45,8 +45,11 @@ cJSON *rr_json_parse(const char *text, size_t len, const char **end)
 	return j;
 }
 
-int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON **out,
-			 char *why, size_t why_len)
+/* rr_json_parse_object and rr_json_parse_array: one value of type is_type (named type in
+ * the reason). */
+static int s_parse_strict(const char *what, const char *text, size_t len,
+			  cJSON_bool (*is_type)(const cJSON *), const char *type, cJSON **out,
+			  char *why, size_t why_len)
 {
 	const char *end = NULL;
 	char *copy;
@@ -87,12 +90,24 @@ int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON *
 			       "%s has data after its JSON value (at byte "
 			      "%zu)", what, pos);
 	}
-	if (!cJSON_IsObject(*out)) {
+	if (!is_type(*out)) {
 		cJSON_Delete(*out);
 		*out = NULL;
-		return rr_fail(why, why_len, RR_ECORRUPT, "%s is not a JSON object", what);
+		return rr_fail(why, why_len, RR_ECORRUPT, "%s is not a JSON %s", what, type);
 	}
 	return 0;
+}
+
+int rr_json_parse_object(const char *what, const char *text, size_t len, cJSON **out,
+			 char *why, size_t why_len)
+{
+	return s_parse_strict(what, text, len, cJSON_IsObject, "object", out, why, why_len);
+}
+
+int rr_json_parse_array(const char *what, const char *text, size_t len, cJSON **out,
+			char *why, size_t why_len)
+{
+	return s_parse_strict(what, text, len, cJSON_IsArray, "array", out, why, why_len);
 }
 
 static void s_wipe(cJSON *j)
