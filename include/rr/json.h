@@ -1,6 +1,7 @@
 /* Strict reading of JSON that comes from outside (the store, metadata services): one
- * object, nothing but whitespace after it, and no NUL character (raw, or escaped as
- * \u0000), which would silently cut a cJSON string short. */
+ * object (or array), nothing but whitespace after it, and no NUL character (raw, or escaped
+ * as \u0000), which would silently cut a cJSON string short; then its members, each checked
+ * for its type and bounds, by the getters below. */
 #ifndef RR_JSON_H
 #define RR_JSON_H
 
