@@ -146,31 +146,43 @@ static int s_parse_event_date(const char *s, int64_t *out)
 
 /* ---- the answers ---- */
 
+#define S_SPOT_SHAPE "IMDS spot/instance-action is not {\"action\", \"time\"} JSON"
+
+/* An answer that is one object with the string members names[0..n), read into values
+ * (they point into *j, which the caller deletes). A refusal's why is "<shape> (<reason>)". */
+static int s_read_strings(const char *text, size_t len, const char *shape,
+			  const char *const *names, size_t n, const char **values, cJSON **j,
+			  char *why, size_t why_len)
+{
+	struct rr_json_obj o;
+	char w[256];
+	int rc = rr_json_parse_object("it", text, len, j, w, sizeof(w));
+
+	if (!rc)
+		rc = rr_json_open(&o, *j, "", names, n, 0, w, sizeof(w));
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = rr_json_get_string(&o, names[i], 0, &values[i]);
+	if (rc && rc != RR_ENOMEM)
+		rr_why(why, why_len, "%s (%s)", shape, w);
+	return rc;
+}
+
 int rr_aws_parse_spot(const char *text, size_t len, int64_t *deadline_ms,
 		      char key[RR_AWS_SPOT_KEY_MAX], char *why, size_t why_len)
 {
 	static const char *const names[] = { "action", "time" };
-	const char *action = "", *when = "";
-	char w[256], q[RR_QUOTE_CAP];
-	struct rr_json_obj o;
+	const char *v[2] = { "", "" };
+	char q[RR_QUOTE_CAP];
 	cJSON *j = NULL;
-	int rc;
+	int rc = s_read_strings(text, len, S_SPOT_SHAPE, RR_JSON_NAMES(names), v, &j, why,
+				why_len);
 
-	rc = rr_json_parse_object("it", text, len, &j, w, sizeof(w));
+	if (!rc && rr_iso8601_to_unix_ms(v[1], deadline_ms) != 0)
+		rc = rr_fail(why, why_len, RR_ECORRUPT,
+			     S_SPOT_SHAPE " (\"time\" %s is not an RFC 3339 time)",
+			     rr_quote_str(q, v[1]));
 	if (!rc)
-		rc = rr_json_open(&o, j, "", RR_JSON_NAMES(names), 0, w, sizeof(w));
-	if (!rc)
-		rc = rr_json_get_string(&o, "action", 0, &action);
-	if (!rc)
-		rc = rr_json_get_string(&o, "time", 0, &when);
-	if (!rc && rr_iso8601_to_unix_ms(when, deadline_ms) != 0)
-		rc = rr_fail(w, sizeof(w), RR_ECORRUPT, "\"time\" %s is not an RFC 3339 time",
-			     rr_quote_str(q, when));
-	if (!rc)
-		snprintf(key, RR_AWS_SPOT_KEY_MAX, "%.40s@%.100s", action, when);
-	else if (rc != RR_ENOMEM)
-		rr_why(why, why_len,
-		       "IMDS spot/instance-action is not {\"action\", \"time\"} JSON (%s)", w);
+		snprintf(key, RR_AWS_SPOT_KEY_MAX, "%.40s@%.100s", v[0], v[1]);
 	cJSON_Delete(j);
 	return rc;
 }
@@ -178,20 +190,12 @@ int rr_aws_parse_spot(const char *text, size_t len, int64_t *deadline_ms,
 int rr_aws_parse_rebalance(const char *text, size_t len, char *why, size_t why_len)
 {
 	static const char *const names[] = { "noticeTime" };
-	const char *when = "";
-	struct rr_json_obj o;
+	const char *v[1];
 	cJSON *j = NULL;
-	char w[256];
-	int rc;
+	int rc = s_read_strings(text, len,
+				"IMDS rebalance recommendation is not {\"noticeTime\"} JSON",
+				RR_JSON_NAMES(names), v, &j, why, why_len);
 
-	rc = rr_json_parse_object("it", text, len, &j, w, sizeof(w));
-	if (!rc)
-		rc = rr_json_open(&o, j, "", RR_JSON_NAMES(names), 0, w, sizeof(w));
-	if (!rc)
-		rc = rr_json_get_string(&o, "noticeTime", 0, &when);
-	if (rc && rc != RR_ENOMEM)
-		rr_why(why, why_len, "IMDS rebalance recommendation is not {\"noticeTime\"} JSON (%s)",
-		       w);
 	cJSON_Delete(j);
 	return rc;
 }
