@@ -95,14 +95,14 @@ int rr_json_get_string(const struct rr_json_obj *o, const char *key, unsigned fl
 int rr_json_get_label(const struct rr_json_obj *o, const char *key, unsigned flags,
 		      size_t max, const char **out);
 
-/* An integer in [min, max], both within +-2^53 (the integers a double holds exactly),
- * checked before it leaves the double: "is not a number", "is not a finite number", "is
- * negative (-1)" or "is 5000, above the limit 4095" when min is 0, "is 113, outside [-112,
- * 112]" otherwise, "is not an integer (7.5)". -0 reads as 0. */
+/* An integer in [min, max], checked before it leaves the double: "is not a number", "is
+ * not a finite number", "is negative (-1)" or "is 5000, above the limit 4095" when min is
+ * 0, "is 113, outside [-112, 112]" otherwise, "is not an integer (7.5)". -0 reads as 0.
+ * min and max lie within +-2^53, the integers a double holds exactly (RR_EINVAL if not). */
 int rr_json_get_int(const struct rr_json_obj *o, const char *key, unsigned flags,
 		    int64_t min, int64_t max, int64_t *out);
 
-/* rr_json_get_int in [0, max]. */
+/* rr_json_get_int in [0, max], max at most 2^53. */
 int rr_json_get_uint(const struct rr_json_obj *o, const char *key, unsigned flags,
 		     uint64_t max, uint64_t *out);
 

@@ -319,6 +319,8 @@ int rr_json_read_int(const struct rr_json_obj *o, const cJSON *it, const char *l
 {
 	double d;
 
+	if (min < -S_EXACT_MAX || max > S_EXACT_MAX || min > max)
+		return RR_EINVAL;
 	if (!cJSON_IsNumber(it))
 		return rr_fail(o->why, o->why_len, RR_ECORRUPT, "%s%s is not a number", o->where,
 			       label);
@@ -344,14 +346,12 @@ int rr_json_read_int(const struct rr_json_obj *o, const cJSON *it, const char *l
 	return 0;
 }
 
-/* rr_json_read_int on member key, after its range is checked against the API's promise. */
+/* rr_json_read_int on member key. */
 static int s_member_int(const struct rr_json_obj *o, const char *key, const cJSON *it,
 			int64_t min, int64_t max, int64_t *out)
 {
 	char label[S_LABEL_CAP];
 
-	if (min < -S_EXACT_MAX || max > S_EXACT_MAX || min > max)
-		return RR_EINVAL;
 	snprintf(label, sizeof(label), "\"%s\"", key);
 	return rr_json_read_int(o, it, label, min, max, out);
 }

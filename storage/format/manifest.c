@@ -682,6 +682,9 @@ static int s_parse_kind(struct s_ctx *c, const struct rr_json_obj *o, struct rr_
 	return 0;
 }
 
+/* Members not named in the manifest's objects are ignored, not refused: a change that an
+ * older agent must not read past comes with a new "format", and the checksum covers every
+ * member, read or not. */
 int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, char *why,
 		      size_t why_len)
 {
@@ -1092,6 +1095,8 @@ out:
 	return rc;
 }
 
+/* Only "checkpoint" is read; the other members written ("updated_unix_ms", "host") are for
+ * people and are ignored, as any a newer agent adds. */
 int rr_latest_parse(const char *text, size_t len, char *name_out, size_t name_cap)
 {
 	static const char *const keys[] = { "checkpoint" };
