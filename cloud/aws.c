@@ -9,23 +9,24 @@
 
 #include <cjson/cJSON.h>
 
+#include "aws_notices.h"
 #include "rr/clock.h"
 #include "rr/cloud.h"
 #include "rr/error.h"
 #include "rr/imds.h"
 #include "rr/json.h"
+#include "rr/quote.h"
 #include "rr/timefmt.h"
 
 #define S_DEFAULT_POLL_MS 2000
 #define S_REQUEST_TIMEOUT_MS 2000
-#define S_BODY_MAX (64u << 10)
 #define S_SEEN_MAX 32
 
 struct s_aws {
 	struct rr_cloud_opts o;
 	struct rr_imds *imds;
 	int64_t next_poll_mono;
-	char action_seen[160];    /* "action@time" of the spot notice reported */
+	char action_seen[RR_AWS_SPOT_KEY_MAX]; /* "action@time" of the spot notice reported */
 	int rebalance_standing;   /* the recommendation reported is still there */
 	char maint_seen[S_SEEN_MAX][96];
 	unsigned nmaint;
@@ -143,36 +144,130 @@ static int s_parse_event_date(const char *s, int64_t *out)
 	return RR_EINVAL;
 }
 
-static const char *s_string(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+/* ---- the answers ---- */
 
-	return cJSON_IsString(v) ? v->valuestring : NULL;
+#define S_SPOT_SHAPE "IMDS spot/instance-action is not {\"action\", \"time\"} JSON"
+
+/* An answer that is one object with the string members names[0..n), read into values
+ * (they point into *j, which the caller deletes). A refusal's why is "<shape> (<reason>)". */
+static int s_read_strings(const char *text, size_t len, const char *shape,
+			  const char *const *names, size_t n, const char **values, cJSON **j,
+			  char *why, size_t why_len)
+{
+	struct rr_json_obj o;
+	char w[256];
+	int rc = rr_json_parse_object("it", text, len, j, w, sizeof(w));
+
+	if (!rc)
+		rc = rr_json_open(&o, *j, "", names, n, 0, w, sizeof(w));
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = rr_json_get_string(&o, names[i], 0, &values[i]);
+	if (rc && rc != RR_ENOMEM)
+		rr_why(why, why_len, "%s (%s)", shape, w);
+	return rc;
 }
 
-/* spot/instance-action: {"action": "terminate|stop|hibernate", "time": RFC 3339}. */
+int rr_aws_parse_spot(const char *text, size_t len, int64_t *deadline_ms,
+		      char key[RR_AWS_SPOT_KEY_MAX], char *why, size_t why_len)
+{
+	static const char *const names[] = { "action", "time" };
+	const char *v[2] = { "", "" };
+	char q[RR_QUOTE_CAP];
+	cJSON *j = NULL;
+	int rc = s_read_strings(text, len, S_SPOT_SHAPE, RR_JSON_NAMES(names), v, &j, why,
+				why_len);
+
+	if (!rc && rr_iso8601_to_unix_ms(v[1], deadline_ms) != 0)
+		rc = rr_fail(why, why_len, RR_ECORRUPT,
+			     S_SPOT_SHAPE " (\"time\" %s is not an RFC 3339 time)",
+			     rr_quote_str(q, v[1]));
+	if (!rc)
+		snprintf(key, RR_AWS_SPOT_KEY_MAX, "%.40s@%.100s", v[0], v[1]);
+	cJSON_Delete(j);
+	return rc;
+}
+
+int rr_aws_parse_rebalance(const char *text, size_t len, char *why, size_t why_len)
+{
+	static const char *const names[] = { "noticeTime" };
+	const char *v[1];
+	cJSON *j = NULL;
+	int rc = s_read_strings(text, len,
+				"IMDS rebalance recommendation is not {\"noticeTime\"} JSON",
+				RR_JSON_NAMES(names), v, &j, why, why_len);
+
+	cJSON_Delete(j);
+	return rc;
+}
+
+/* One element of the maintenance array: its members read, *event_id NULL when it has none
+ * or when it is canceled or completed (nothing to checkpoint for). */
+static int s_read_event(const cJSON *e, size_t i, const char **event_id, int64_t *not_before,
+			char *why, size_t why_len)
+{
+	static const char *const names[] = { "EventId", "State", "NotBefore" };
+	const char *state = "", *nb = NULL;
+	struct rr_json_obj o;
+	char where[64];
+	int rc;
+
+	snprintf(where, sizeof(where), "IMDS scheduled maintenance [%zu]: ", i);
+	*event_id = NULL;
+	*not_before = 0;
+	rc = rr_json_open(&o, e, where, RR_JSON_NAMES(names), 0, why, why_len);
+	if (!rc)
+		rc = rr_json_get_string(&o, "EventId", RR_JSON_OPTIONAL, event_id);
+	if (!rc)
+		rc = rr_json_get_string(&o, "State", RR_JSON_OPTIONAL, &state);
+	if (!rc)
+		rc = rr_json_get_string(&o, "NotBefore", RR_JSON_OPTIONAL, &nb);
+	if (rc)
+		return rc;
+	if (strcmp(state, "canceled") == 0 || strcmp(state, "completed") == 0)
+		*event_id = NULL;
+	if (nb)
+		s_parse_event_date(nb, not_before);
+	return 0;
+}
+
+int rr_aws_parse_maintenance(const char *text, size_t len, rr_aws_event_cb cb, void *ud,
+			     char *why, size_t why_len)
+{
+	const cJSON *e;
+	const char *id;
+	int64_t not_before;
+	cJSON *j = NULL;
+	size_t i = 0;
+	int rc;
+
+	rc = rr_json_parse_array("IMDS scheduled maintenance", text, len, &j, why, why_len);
+	/* Everything is checked before anything is reported. */
+	for (e = j ? j->child : NULL; !rc && e; e = e->next)
+		rc = s_read_event(e, i++, &id, &not_before, why, why_len);
+	for (e = j ? j->child : NULL, i = 0; !rc && e; e = e->next) {
+		s_read_event(e, i++, &id, &not_before, why, why_len);
+		if (id && cb)
+			rc = cb(ud, id, not_before);
+	}
+	cJSON_Delete(j);
+	return rc;
+}
+
+/* ---- the provider ---- */
+
+/* spot/instance-action: a preemption notice, once per action and time. */
 static int s_check_spot(struct s_aws *a, struct rr_buf *b, struct rr_notice *n, char *why,
 			size_t why_len)
 {
-	const char *action, *when;
-	char key[sizeof(a->action_seen)];
+	char key[RR_AWS_SPOT_KEY_MAX];
 	int64_t ms;
-	cJSON *j;
 	int rc = s_get(a, "spot/instance-action", b, why, why_len);
 
 	if (rc)
 		return rc == RR_ENOENT ? 0 : rc;
-	j = rr_json_parse((const char *)b->data, b->len, NULL);
-	action = j ? s_string(j, "action") : NULL;
-	when = j ? s_string(j, "time") : NULL;
-	if (!action || !when || rr_iso8601_to_unix_ms(when, &ms) != 0) {
-		cJSON_Delete(j);
-		snprintf(why, why_len,
-			 "IMDS spot/instance-action is not {\"action\", \"time\"} JSON");
-		return RR_ECORRUPT;
-	}
-	snprintf(key, sizeof(key), "%.40s@%.100s", action, when);
-	cJSON_Delete(j);
+	rc = rr_aws_parse_spot((const char *)b->data, b->len, &ms, key, why, why_len);
+	if (rc)
+		return rc;
 	if (strcmp(key, a->action_seen) == 0)
 		return 0;
 	snprintf(a->action_seen, sizeof(a->action_seen), "%s", key);
@@ -189,21 +284,15 @@ static int s_check_spot(struct s_aws *a, struct rr_buf *b, struct rr_notice *n, 
 static int s_check_rebalance(struct s_aws *a, struct rr_buf *b, struct rr_notice *n, char *why,
 			     size_t why_len)
 {
-	cJSON *j;
 	int rc = s_get(a, "events/recommendations/rebalance", b, why, why_len);
 
 	if (rc == RR_ENOENT)
 		a->rebalance_standing = 0;
 	if (rc)
 		return rc == RR_ENOENT ? 0 : rc;
-	j = rr_json_parse((const char *)b->data, b->len, NULL);
-	rc = j && s_string(j, "noticeTime") ? 0 : RR_ECORRUPT;
-	cJSON_Delete(j);
-	if (rc) {
-		snprintf(why, why_len,
-			 "IMDS rebalance recommendation is not {\"noticeTime\"} JSON");
+	rc = rr_aws_parse_rebalance((const char *)b->data, b->len, why, why_len);
+	if (rc)
 		return rc;
-	}
 	if (a->rebalance_standing)
 		return 0;
 	a->rebalance_standing = 1;
@@ -220,40 +309,37 @@ static int s_maint_seen(struct s_aws *a, const char *id)
 	return 0;
 }
 
-/* events/maintenance/scheduled: a JSON array of {NotBefore, Code, EventId, State, ...}. */
+struct s_maint {
+	struct s_aws *a;
+	struct rr_notice *n;
+};
+
+/* The first event not seen before is the notice; 1 stops the parse there. */
+static int s_on_maint(void *ud, const char *id, int64_t not_before_unix)
+{
+	struct s_maint *m = ud;
+	struct s_aws *a = m->a;
+
+	if (s_maint_seen(a, id))
+		return 0;
+	if (a->nmaint < S_SEEN_MAX)
+		snprintf(a->maint_seen[a->nmaint++], sizeof(a->maint_seen[0]), "%s", id);
+	m->n->kind = RR_NOTICE_MAINTENANCE;
+	m->n->deadline_unix = not_before_unix;
+	return 1;
+}
+
+/* events/maintenance/scheduled: the first new event that still stands. */
 static int s_check_maintenance(struct s_aws *a, struct rr_buf *b, struct rr_notice *n,
 			       char *why, size_t why_len)
 {
-	const cJSON *e;
-	cJSON *j;
-	int rc = s_get(a, "events/maintenance/scheduled", b, why, why_len), found = 0;
+	struct s_maint m = { a, n };
+	int rc = s_get(a, "events/maintenance/scheduled", b, why, why_len);
 
 	if (rc)
 		return rc == RR_ENOENT ? 0 : rc;
-	j = rr_json_parse((const char *)b->data, b->len, NULL);
-	if (!cJSON_IsArray(j)) {
-		cJSON_Delete(j);
-		snprintf(why, why_len, "IMDS scheduled maintenance is not a JSON array");
-		return RR_ECORRUPT;
-	}
-	cJSON_ArrayForEach(e, j) {
-		const char *id = s_string(e, "EventId"), *state = s_string(e, "State");
-		const char *not_before = s_string(e, "NotBefore");
-		int64_t deadline = 0;
-		if (!id || s_maint_seen(a, id) || (state && (strcmp(state, "canceled") == 0 ||
-							   strcmp(state, "completed") == 0)))
-			continue;
-		if (a->nmaint < S_SEEN_MAX)
-			snprintf(a->maint_seen[a->nmaint++], sizeof(a->maint_seen[0]), "%s", id);
-		if (not_before)
-			s_parse_event_date(not_before, &deadline);
-		n->kind = RR_NOTICE_MAINTENANCE;
-		n->deadline_unix = deadline;
-		found = 1;
-		break;
-	}
-	cJSON_Delete(j);
-	return found;
+	return rr_aws_parse_maintenance((const char *)b->data, b->len, s_on_maint, &m, why,
+					why_len);
 }
 
 static int s_wait(void *state, struct rr_notice *n, char *why, size_t why_len)
@@ -279,7 +365,7 @@ static int s_wait(void *state, struct rr_notice *n, char *why, size_t why_len)
 	memset(n, 0, sizeof(*n));
 	n->source = RR_SOURCE_AWS;
 	n->received_unix = rr_wall_ms() / 1000;
-	rr_buf_init(&b, S_BODY_MAX);
+	rr_buf_init(&b, RR_AWS_ANSWER_MAX);
 	rc = s_check_spot(a, &b, n, why, why_len);
 	if (rc == 0)
 		rc = s_check_rebalance(a, &b, n, why, why_len);

@@ -4,7 +4,6 @@
  * once. With --azure-ack the Preempt or Terminate event is approved once the checkpoint it
  * asked for is durable, so the eviction goes ahead without waiting out the rest of its
  * notice. */
-#include <math.h> /* isfinite, a macro: no libm */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,150 +36,54 @@
 #define S_TYPE_MAX 64           /* EventType */
 #define S_SEEN_MAX 64           /* EventIds remembered (events vanish once finished) */
 #define S_QUEUE_MAX 32          /* notices found and not yet returned */
-#define S_INT_MAX ((double)((uint64_t)1 << 53)) /* largest integer a double holds exactly */
+#define S_INT_MAX ((int64_t)1 << 53) /* largest integer a double holds exactly */
 
 static const struct rr_http_header s_metadata = { "Metadata", "true" };
 
 /* ---- the Scheduled Events document ---- */
 
-struct s_ctx {
-	char *why;
-	size_t cap;
-};
-
-static int s_has_control(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return 1;
-	return 0;
-}
-
-/* Parses len bytes (no NUL needed) into a JSON object; nothing but whitespace may follow
- * (rr_json_parse_object). No NUL either: cJSON would cut a resource name there
- * ("myvm\u0000x" reads as "myvm"), and a name cut short could match this VM. */
-static int s_parse_object(struct s_ctx *c, const char *what, const char *text, size_t len,
-			  cJSON **out)
-{
-	return rr_json_parse_object(what, text, len, out, c->why, c->cap);
-}
-
-/* Refuses a second member of one of our names: cJSON would read the first, other readers
- * the last. */
-static int s_check_members(struct s_ctx *c, const cJSON *obj, const char *const *keys,
-			   size_t nkeys, const char *where)
-{
-	unsigned seen[16] = { 0 };
-	const cJSON *it;
-
-	cJSON_ArrayForEach(it, obj)
-	{
-		if (!it->string)
-			continue;
-		for (size_t k = 0; k < nkeys && k < 16; k++)
-			if (strcmp(it->string, keys[k]) == 0 && ++seen[k] > 1)
-				return rr_fail(c->why, c->cap, RR_ECORRUPT,
-					       "%s\"%s\" appears twice", where, keys[k]);
-	}
-	return 0;
-}
-
-/* A string member: required (missing is an error) or optional (*out = "" when missing).
- * A present member of another type is an error either way. */
-static int s_string(struct s_ctx *c, const cJSON *obj, const char *key, int required,
-		    const char *where, const char **out)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	*out = "";
-	if (!it)
-		return required ? rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"%s\" is missing", where,
-					  key)
-				: 0;
-	if (!cJSON_IsString(it) || !it->valuestring)
-		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"%s\" is not a string", where, key);
-	*out = it->valuestring;
-	return 0;
-}
-
-/* An integer member in [min, 2^53], checked before it leaves the double. */
-static int s_integer(struct s_ctx *c, const cJSON *it, const char *key, const char *where,
-		     double min, int64_t *out)
-{
-	double d;
-
-	if (!cJSON_IsNumber(it))
-		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"%s\" is not a number", where, key);
-	d = it->valuedouble;
-	if (!isfinite(d) || d < min || d > S_INT_MAX)
-		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"%s\" is out of range", where, key);
-	/* min <= d <= 2^53 here, so the conversion is defined */
-	if ((double)(int64_t)d != d)
-		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"%s\" is not an integer", where,
-			       key);
-	*out = (int64_t)d;
-	return 0;
-}
+/* Members not named below are ignored, in the events and in the instance document: Microsoft
+ * adds members to both with new api-versions, and what we do not read cannot mislead us. */
 
 /* Reads (and checks) one element of "Events". */
-static int s_read_event(struct s_ctx *c, const cJSON *e, size_t i, struct rr_azure_event *ev,
-			const cJSON **resources)
+static int s_read_event(const cJSON *e, size_t i, struct rr_azure_event *ev,
+			const cJSON **resources, char *why, size_t why_len)
 {
 	static const char *const keys[] = { "EventId",	   "EventType",	  "Resources",
 					    "EventStatus", "NotBefore",	  "ResourceType",
 					    "Description", "EventSource", "DurationInSeconds" };
 	static const char *const optional[] = { "ResourceType", "Description", "EventSource" };
-	char where[48], q[RR_QUOTE_CAP];
+	char where[48];
+	struct rr_json_obj o;
 	const cJSON *it;
 	const char *s, *nb;
+	size_t n;
 	int rc;
 
 	snprintf(where, sizeof(where), "Scheduled Events: \"Events\"[%zu]: ", i);
-	memset(ev, 0, sizeof(*ev));
-	if (!cJSON_IsObject(e))
-		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%sis not an object", where);
-	rc = s_check_members(c, e, keys, sizeof(keys) / sizeof(keys[0]), where);
+	*ev = (struct rr_azure_event){ .event_status = "", .not_before = "", .duration_s = -1 };
+	rc = rr_json_open(&o, e, where, RR_JSON_NAMES(keys), 0, why, why_len);
 	if (!rc)
-		rc = s_string(c, e, "EventId", 1, where, &ev->event_id);
-	if (!rc && (!ev->event_id[0] || strlen(ev->event_id) >= RR_AZURE_EVENT_ID_MAX ||
-		    s_has_control(ev->event_id)))
-		rc = rr_fail(c->why, c->cap, RR_ECORRUPT,
-			     "%s\"EventId\" %s must be 1..%d bytes without "
-			     "control characters",
-			     where, rr_quote_str(q, ev->event_id), RR_AZURE_EVENT_ID_MAX - 1);
+		rc = rr_json_get_label(&o, "EventId", 0, RR_AZURE_EVENT_ID_MAX - 1, &ev->event_id);
 	if (!rc)
-		rc = s_string(c, e, "EventType", 1, where, &ev->event_type);
-	if (!rc && (!ev->event_type[0] || strlen(ev->event_type) >= S_TYPE_MAX ||
-		    s_has_control(ev->event_type)))
-		rc = rr_fail(c->why, c->cap, RR_ECORRUPT,
-			     "%s\"EventType\" %s must be 1..%d bytes without "
-			     "control characters",
-			     where, rr_quote_str(q, ev->event_type), S_TYPE_MAX - 1);
+		rc = rr_json_get_label(&o, "EventType", 0, S_TYPE_MAX - 1, &ev->event_type);
 	if (!rc)
-		rc = s_string(c, e, "EventStatus", 0, where, &ev->event_status);
+		rc = rr_json_get_string(&o, "EventStatus", RR_JSON_OPTIONAL, &ev->event_status);
 	if (!rc)
-		rc = s_string(c, e, "NotBefore", 0, where, &ev->not_before);
+		rc = rr_json_get_string(&o, "NotBefore", RR_JSON_OPTIONAL, &ev->not_before);
 	for (size_t k = 0; !rc && k < sizeof(optional) / sizeof(optional[0]); k++)
-		rc = s_string(c, e, optional[k], 0, where, &s);
+		rc = rr_json_get_string(&o, optional[k], RR_JSON_OPTIONAL, &s);
+	if (!rc)
+		rc = rr_json_get_int(&o, "DurationInSeconds", RR_JSON_OPTIONAL, -1, S_INT_MAX,
+				     &ev->duration_s);
+	if (!rc)
+		rc = rr_json_get_array(&o, "Resources", 0, resources, &n);
 	if (rc)
 		return rc;
-	ev->duration_s = -1;
-	it = cJSON_GetObjectItemCaseSensitive(e, "DurationInSeconds");
-	if (it) {
-		rc = s_integer(c, it, "DurationInSeconds", where, -1, &ev->duration_s);
-		if (rc)
-			return rc;
-	}
-	*resources = cJSON_GetObjectItemCaseSensitive(e, "Resources");
-	if (!*resources)
-		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"Resources\" is missing", where);
-	if (!cJSON_IsArray(*resources))
-		return rr_fail(c->why, c->cap, RR_ECORRUPT, "%s\"Resources\" is not an array",
-			       where);
 	cJSON_ArrayForEach(it, *resources)
 	{
 		if (!cJSON_IsString(it) || !it->valuestring)
-			return rr_fail(c->why, c->cap, RR_ECORRUPT,
+			return rr_fail(why, why_len, RR_ECORRUPT,
 				       "%s\"Resources\" holds a non-string", where);
 	}
 	/* Blank once the event has started: it is happening now. */
@@ -215,13 +118,12 @@ int rr_azure_parse_events(const char *json, size_t len, const char *vm_name,
 			  size_t why_len)
 {
 	static const char *const keys[] = { "DocumentIncarnation", "Events" };
-	static const char where[] = "Scheduled Events: ";
-	struct s_ctx c = { why, why_len };
 	struct rr_azure_event ev;
-	const cJSON *it, *events, *e, *resources;
+	const cJSON *events, *e, *resources;
+	struct rr_json_obj o;
 	cJSON *root = NULL;
-	int64_t inc;
-	size_t i;
+	int64_t inc = 0;
+	size_t i, n;
 	int rc;
 
 	if (why && why_len)
@@ -229,36 +131,28 @@ int rr_azure_parse_events(const char *json, size_t len, const char *vm_name,
 	if (!json && len)
 		return RR_EINVAL;
 	if (len > RR_AZURE_EVENTS_MAX)
-		return rr_fail(c.why, c.cap, RR_ETOOBIG,
+		return rr_fail(why, why_len, RR_ETOOBIG,
 			       "Scheduled Events: the document is %zu bytes, over "
 			       "the %u limit",
 			       len, RR_AZURE_EVENTS_MAX);
-	rc = s_parse_object(&c, "the Scheduled Events document", json ? json : "", len, &root);
+	/* No NUL either (rr_json_parse_object): cJSON would cut a resource name there
+	 * ("myvm\u0000x" reads as "myvm"), and a name cut short could match this VM. */
+	rc = rr_json_parse_object("the Scheduled Events document", json ? json : "", len, &root,
+				  why, why_len);
 	if (rc)
 		return rc;
-	rc = s_check_members(&c, root, keys, 2, where);
+	rc = rr_json_open(&o, root, "Scheduled Events: ", RR_JSON_NAMES(keys), 0, why, why_len);
+	if (!rc)
+		rc = rr_json_get_int(&o, "DocumentIncarnation", 0, 0, S_INT_MAX, &inc);
+	if (!rc)
+		rc = rr_json_get_array(&o, "Events", 0, &events, &n);
 	if (rc)
 		goto out;
-	it = cJSON_GetObjectItemCaseSensitive(root, "DocumentIncarnation");
-	if (!it) {
-		rc = rr_fail(c.why, c.cap, RR_ECORRUPT, "%s\"DocumentIncarnation\" is missing",
-			     where);
-		goto out;
-	}
-	rc = s_integer(&c, it, "DocumentIncarnation", where, 0, &inc);
-	if (rc)
-		goto out;
-	events = cJSON_GetObjectItemCaseSensitive(root, "Events");
-	if (!events || !cJSON_IsArray(events)) {
-		rc = rr_fail(c.why, c.cap, RR_ECORRUPT, "%s\"Events\" is %s", where,
-			     events ? "not an array" : "missing");
-		goto out;
-	}
 	/* Everything is checked before anything is reported. */
 	i = 0;
 	cJSON_ArrayForEach(e, events)
 	{
-		rc = s_read_event(&c, e, i++, &ev, &resources);
+		rc = s_read_event(e, i++, &ev, &resources, why, why_len);
 		if (rc)
 			goto out;
 	}
@@ -267,7 +161,7 @@ int rr_azure_parse_events(const char *json, size_t len, const char *vm_name,
 	i = 0;
 	cJSON_ArrayForEach(e, events)
 	{
-		s_read_event(&c, e, i++, &ev, &resources);
+		s_read_event(e, i++, &ev, &resources, why, why_len);
 		if (!cb || !s_names_vm(resources, vm_name))
 			continue;
 		rc = cb(ud, &ev);
@@ -381,40 +275,38 @@ static int s_request(struct s_azure *a, const char *method, const char *url, con
 static int s_parse_instance(struct s_azure *a, const char *json, size_t len,
 			    struct rr_cloud_identity *id, char *why, size_t why_len)
 {
-	static const char where[] = "Azure instance metadata: \"compute\": ";
-	struct s_ctx c = { why, why_len };
-	const char *name, *vm_id, *size, *location, *zone, *priority;
-	char q[RR_QUOTE_CAP];
+	static const char *const keys[] = { "compute" };
+	static const char *const compute_keys[] = { "name",	"vmId", "vmSize",
+						    "location", "zone", "priority" };
+	const char *name = "", *vm_id = "", *size = "", *location = "", *zone = "",
+		   *priority = "";
+	struct rr_json_obj o, co;
 	const cJSON *compute;
 	cJSON *root;
 	int rc;
 
-	rc = s_parse_object(&c, "the Azure instance metadata", json, len, &root);
+	rc = rr_json_parse_object("the Azure instance metadata", json, len, &root, why, why_len);
 	if (rc)
 		return rc;
-	compute = cJSON_GetObjectItemCaseSensitive(root, "compute");
-	if (!cJSON_IsObject(compute)) {
-		rc = rr_fail(c.why, c.cap, RR_ECORRUPT,
-			     "Azure instance metadata: \"compute\" is %s",
-			     compute ? "not an object" : "missing");
-		goto out;
-	}
-	rc = s_string(&c, compute, "name", 1, where, &name);
-	if (!rc && (!name[0] || strlen(name) >= S_NAME_MAX || s_has_control(name)))
-		rc = rr_fail(c.why, c.cap, RR_ECORRUPT,
-			     "%s\"name\" %s must be 1..%d bytes without control "
-			     "characters",
-			     where, rr_quote_str(q, name), S_NAME_MAX - 1);
+	rc = rr_json_open(&o, root, "Azure instance metadata: ", RR_JSON_NAMES(keys), 0, why,
+			  why_len);
 	if (!rc)
-		rc = s_string(&c, compute, "vmId", 0, where, &vm_id);
+		rc = rr_json_get_object(&o, "compute", 0, &compute);
 	if (!rc)
-		rc = s_string(&c, compute, "vmSize", 0, where, &size);
+		rc = rr_json_open(&co, compute, "Azure instance metadata: \"compute\": ",
+				  RR_JSON_NAMES(compute_keys), 0, why, why_len);
 	if (!rc)
-		rc = s_string(&c, compute, "location", 0, where, &location);
+		rc = rr_json_get_label(&co, "name", 0, S_NAME_MAX - 1, &name);
 	if (!rc)
-		rc = s_string(&c, compute, "zone", 0, where, &zone);
+		rc = rr_json_get_string(&co, "vmId", RR_JSON_OPTIONAL, &vm_id);
 	if (!rc)
-		rc = s_string(&c, compute, "priority", 0, where, &priority);
+		rc = rr_json_get_string(&co, "vmSize", RR_JSON_OPTIONAL, &size);
+	if (!rc)
+		rc = rr_json_get_string(&co, "location", RR_JSON_OPTIONAL, &location);
+	if (!rc)
+		rc = rr_json_get_string(&co, "zone", RR_JSON_OPTIONAL, &zone);
+	if (!rc)
+		rc = rr_json_get_string(&co, "priority", RR_JSON_OPTIONAL, &priority);
 	if (rc)
 		goto out;
 	snprintf(a->vm_name, sizeof(a->vm_name), "%s", name);

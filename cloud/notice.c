@@ -1,4 +1,3 @@
-#include <math.h> /* isfinite, a macro: no libm */
 #include <stdio.h>
 #include <string.h>
 
@@ -35,23 +34,18 @@ int rr_notice_to_json(const struct rr_notice *n, struct rr_buf *out)
 			     deadline, (long long)n->received_unix);
 }
 
-/* An integral JSON number within [lo, hi]. The range is checked before the cast, so the
- * cast is defined; no floor(): the library does not link libm. */
-static int s_int(const cJSON *v, double lo, double hi, int64_t *out)
-{
-	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
-	    v->valuedouble > hi || (double)(int64_t)v->valuedouble != v->valuedouble)
-		return RR_EINVAL;
-	*out = (int64_t)v->valuedouble;
-	return 0;
-}
+/* Members not named here are ignored: people and tools write this file, and may note in it
+ * what they like ("note": "drill #4"). */
+static const char *const s_names[] = { "kind", "deadline_unix", "deadline_in" };
 
 int rr_notice_parse_file(const char *text, size_t len, int64_t now_unix, struct rr_notice *n,
 			 char *why, size_t why_len)
 {
-	const cJSON *kind, *deadline, *deadline_in;
+	const char *kind = s_kinds[RR_NOTICE_PREEMPT];
+	int64_t at = 0, in = -1;
+	struct rr_json_obj o;
 	cJSON *root;
-	int64_t v;
+	size_t i = 0;
 	int rc = RR_EINVAL;
 
 	n->kind = RR_NOTICE_PREEMPT;
@@ -65,34 +59,28 @@ int rr_notice_parse_file(const char *text, size_t len, int64_t now_unix, struct 
 		cJSON_Delete(root);
 		return 0; /* not JSON: its appearance alone is the notice */
 	}
-	kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
-	deadline = cJSON_GetObjectItemCaseSensitive(root, "deadline_unix");
-	deadline_in = cJSON_GetObjectItemCaseSensitive(root, "deadline_in");
-	if (kind) {
-		size_t i;
-		for (i = 0; i < 4; i++)
-			if (cJSON_IsString(kind) && strcmp(kind->valuestring, s_kinds[i]) == 0)
-				break;
-		if (i == 4) {
-			snprintf(why, why_len, "\"kind\" must be one of preempt, rebalance, "
-				 "maintenance, terminate");
-			goto out;
-		}
-		n->kind = (enum rr_notice_kind)i;
+	if (rr_json_open(&o, root, "", RR_JSON_NAMES(s_names), 0, why, why_len))
+		goto out;
+	if (rr_json_get_string(&o, "kind", RR_JSON_OPTIONAL, &kind))
+		kind = ""; /* not a string: refused below */
+	while (i < 4 && strcmp(kind, s_kinds[i]) != 0)
+		i++;
+	if (i == 4) {
+		snprintf(why, why_len, "\"kind\" must be one of preempt, rebalance, "
+			 "maintenance, terminate");
+		goto out;
 	}
-	if (deadline && !cJSON_IsNull(deadline)) {
-		if (s_int(deadline, 1, 1e12, &v)) {
-			snprintf(why, why_len, "\"deadline_unix\" must be a positive integer");
-			goto out;
-		}
-		n->deadline_unix = v;
-	} else if (deadline_in) {
-		if (s_int(deadline_in, 0, 30 * 86400, &v)) {
-			snprintf(why, why_len, "\"deadline_in\" must be seconds (0 to 30 days)");
-			goto out;
-		}
-		n->deadline_unix = now_unix + v;
+	n->kind = (enum rr_notice_kind)i;
+	if (rr_json_get_int(&o, "deadline_unix", RR_JSON_OPTIONAL | RR_JSON_NULLABLE, 1,
+			    (int64_t)1e12, &at)) {
+		snprintf(why, why_len, "\"deadline_unix\" must be a positive integer");
+		goto out;
 	}
+	if (!at && rr_json_get_int(&o, "deadline_in", RR_JSON_OPTIONAL, 0, 30 * 86400, &in)) {
+		snprintf(why, why_len, "\"deadline_in\" must be seconds (0 to 30 days)");
+		goto out;
+	}
+	n->deadline_unix = at ? at : in >= 0 ? now_unix + in : 0;
 	rc = 0;
 out:
 	cJSON_Delete(root);

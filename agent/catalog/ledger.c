@@ -1,4 +1,3 @@
-#include <math.h> /* isfinite, a macro: no libm */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,71 +11,72 @@
 #include "rr/log.h"
 
 /* 2^53: beyond it a JSON number no longer holds every integer. */
-#define S_INT_MAX 9007199254740992.0
+#define S_INT_MAX ((int64_t)1 << 53)
 /* Times and durations (ms): up to the year 3000, so that sums over a whole ledger
  * (RR_LEDGER_EVENTS_MAX of them) stay far inside int64. */
-#define S_MS_MAX 32503680000000.0
+#define S_MS_MAX 32503680000000LL
+/* Every member is optional, and null reads as absent. */
+#define S_OPT (RR_JSON_OPTIONAL | RR_JSON_NULLABLE)
 
-static int s_bad(char *why, size_t why_len, const char *field, const char *what)
+/* The members read. Others are ignored: a newer agent writes members (and kinds) this one
+ * does not know, and the report shows what it can of them. */
+static const char *const s_names[] = {
+	"kind",		  "unix_ms",	       "host",		  "pid",
+	"started_unix_ms", "instance",	       "notice",	  "source",
+	"received_unix",   "received_unix_ms", "deadline_unix",	  "checkpoint",
+	"bytes",	  "stored_bytes",      "new_bytes",	  "downloaded_bytes",
+	"unused_bytes",	  "elapsed_ms",	       "committed_unix_ms", "durable_unix_ms",
+	"urgent",	  "already_present",   "fallbacks",	  "exit_status",
+	"attempt",	  "mode",	       "interval_ms",	  "cost_ms",
+	"mtbf_ms",	  "stall_ms",	       "how",		  "signal",
+	"failures",	  "restored_instead",  "passed_over_suspect",
+};
+static const char *const s_instance_names[] = { "cloud", "instance_id", "instance_type", "zone",
+						"lifecycle" };
+
+/* The ledger's reasons name the member and what it must be, whatever was wrong with it. */
+static int s_bad(const struct rr_json_obj *o, const char *field, const char *what)
 {
-	snprintf(why, why_len, "\"%s\" %s", field, what);
+	snprintf(o->why, o->why_len, "\"%s\" %s", field, what);
 	return RR_EINVAL;
 }
 
-/* An optional string member: absent or null leaves dst empty; anything else must be a
- * string that fits. */
-static int s_str(const cJSON *o, const char *name, char *dst, size_t cap, char *why,
-		 size_t why_len)
+/* A string member that fits dst; absent leaves dst empty. */
+static int s_str(const struct rr_json_obj *o, const char *name, char *dst, size_t cap)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+	const char *v = "";
 	size_t len;
 
 	dst[0] = '\0';
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsString(v) || !v->valuestring)
-		return s_bad(why, why_len, name, "must be a string");
-	len = strlen(v->valuestring);
+	if (rr_json_get_string(o, name, S_OPT, &v))
+		return s_bad(o, name, "must be a string");
+	len = strlen(v);
 	if (len >= cap)
-		return s_bad(why, why_len, name, "is too long");
-	memcpy(dst, v->valuestring, len + 1);
+		return s_bad(o, name, "is too long");
+	memcpy(dst, v, len + 1);
 	return 0;
 }
 
-/* An optional integral number within [lo, hi]; absent or null leaves *out alone. The range
- * is checked before the cast, so the cast is defined. */
-static int s_int(const cJSON *o, const char *name, double lo, double hi, int64_t *out,
-		 char *why, size_t why_len)
+/* An integer member within [lo, hi]; absent leaves *out alone. */
+static int s_int(const struct rr_json_obj *o, const char *name, int64_t lo, int64_t hi,
+		 int64_t *out)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
-	    v->valuedouble > hi || (double)(int64_t)v->valuedouble != v->valuedouble)
-		return s_bad(why, why_len, name, "must be an integer in range");
-	*out = (int64_t)v->valuedouble;
+	if (rr_json_get_int(o, name, S_OPT, lo, hi, out))
+		return s_bad(o, name, "must be an integer in range");
 	return 0;
 }
 
-static int s_u64(const cJSON *o, const char *name, uint64_t *out, char *why, size_t why_len)
+static int s_u64(const struct rr_json_obj *o, const char *name, uint64_t *out)
 {
-	int64_t v = 0;
-	int rc = s_int(o, name, 0, S_INT_MAX, &v, why, why_len);
-	if (!rc)
-		*out = (uint64_t)v;
-	return rc;
+	if (rr_json_get_uint(o, name, S_OPT, (uint64_t)S_INT_MAX, out))
+		return s_bad(o, name, "must be an integer in range");
+	return 0;
 }
 
-static int s_bool(const cJSON *o, const char *name, int *out, char *why, size_t why_len)
+static int s_bool(const struct rr_json_obj *o, const char *name, int *out)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsBool(v))
-		return s_bad(why, why_len, name, "must be true or false");
-	*out = cJSON_IsTrue(v);
+	if (rr_json_get_bool(o, name, S_OPT, out))
+		return s_bad(o, name, "must be true or false");
 	return 0;
 }
 
@@ -95,21 +95,60 @@ static enum rr_ledger_kind s_kind(const char *k)
 	return RR_LEDGER_OTHER;
 }
 
-static int s_instance(const cJSON *root, struct rr_ledger_instance *in, char *why,
-		      size_t why_len)
+static int s_instance(const struct rr_json_obj *root, struct rr_ledger_instance *in)
 {
-	const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "instance");
+	struct rr_json_obj o;
+	const cJSON *j;
 
-	if (!o || cJSON_IsNull(o))
+	if (rr_json_get_object(root, "instance", S_OPT, &j))
+		return s_bad(root, "instance", "must be an object");
+	if (!j)
 		return 0;
-	if (!cJSON_IsObject(o))
-		return s_bad(why, why_len, "instance", "must be an object");
-	if (s_str(o, "cloud", in->cloud, sizeof(in->cloud), why, why_len) ||
-	    s_str(o, "instance_id", in->instance_id, sizeof(in->instance_id), why, why_len) ||
-	    s_str(o, "instance_type", in->instance_type, sizeof(in->instance_type), why,
-		  why_len) ||
-	    s_str(o, "zone", in->zone, sizeof(in->zone), why, why_len) ||
-	    s_str(o, "lifecycle", in->lifecycle, sizeof(in->lifecycle), why, why_len))
+	if (rr_json_open(&o, j, "instance: ", RR_JSON_NAMES(s_instance_names), 0, root->why,
+			 root->why_len) ||
+	    s_str(&o, "cloud", in->cloud, sizeof(in->cloud)) ||
+	    s_str(&o, "instance_id", in->instance_id, sizeof(in->instance_id)) ||
+	    s_str(&o, "instance_type", in->instance_type, sizeof(in->instance_type)) ||
+	    s_str(&o, "zone", in->zone, sizeof(in->zone)) ||
+	    s_str(&o, "lifecycle", in->lifecycle, sizeof(in->lifecycle)))
+		return RR_EINVAL;
+	return 0;
+}
+
+/* The members after "kind" and "unix_ms", each as its kind of event writes it. */
+static int s_members(const struct rr_json_obj *o, struct rr_ledger_event *e,
+		     int64_t *received_s, int64_t *deadline_s)
+{
+	if (s_str(o, "host", e->host, sizeof(e->host)) ||
+	    s_int(o, "pid", 0, S_INT_MAX, &e->pid) ||
+	    s_int(o, "started_unix_ms", 0, S_MS_MAX, &e->started_ms) || s_instance(o, &e->inst) ||
+	    s_str(o, "notice", e->notice, sizeof(e->notice)) ||
+	    s_str(o, "source", e->source, sizeof(e->source)) ||
+	    s_int(o, "received_unix", 0, S_MS_MAX / 1000, received_s) ||
+	    s_int(o, "received_unix_ms", 0, S_MS_MAX, &e->received_ms) ||
+	    s_int(o, "deadline_unix", 0, S_MS_MAX / 1000, deadline_s) ||
+	    s_str(o, "checkpoint", e->checkpoint, sizeof(e->checkpoint)) ||
+	    s_u64(o, "bytes", &e->bytes) || s_u64(o, "stored_bytes", &e->stored_bytes) ||
+	    s_u64(o, "new_bytes", &e->new_bytes) ||
+	    s_u64(o, "downloaded_bytes", &e->downloaded_bytes) ||
+	    s_u64(o, "unused_bytes", &e->unused_bytes) ||
+	    s_int(o, "elapsed_ms", 0, S_MS_MAX, &e->elapsed_ms) ||
+	    s_int(o, "committed_unix_ms", 0, S_MS_MAX, &e->committed_ms) ||
+	    s_int(o, "durable_unix_ms", 0, S_MS_MAX, &e->durable_ms) ||
+	    s_bool(o, "urgent", &e->urgent) || s_bool(o, "already_present", &e->already_present) ||
+	    s_int(o, "fallbacks", 0, 1000000, &e->fallbacks) ||
+	    s_int(o, "exit_status", -1000000, 1000000, &e->exit_status) ||
+	    s_int(o, "attempt", 0, S_INT_MAX, &e->attempt) ||
+	    s_str(o, "mode", e->mode, sizeof(e->mode)) ||
+	    s_int(o, "interval_ms", 0, S_MS_MAX, &e->interval_ms) ||
+	    s_int(o, "cost_ms", 0, S_MS_MAX, &e->cost_ms) ||
+	    s_int(o, "mtbf_ms", 0, S_MS_MAX, &e->mtbf_ms) ||
+	    s_int(o, "stall_ms", 0, S_MS_MAX, &e->stall_ms) ||
+	    s_str(o, "how", e->how, sizeof(e->how)) ||
+	    s_str(o, "signal", e->signal, sizeof(e->signal)) ||
+	    s_int(o, "failures", 0, S_INT_MAX, &e->failures) ||
+	    s_str(o, e->kind == RR_LEDGER_SUSPECT ? "restored_instead" : "passed_over_suspect",
+		  e->instead, sizeof(e->instead)))
 		return RR_EINVAL;
 	return 0;
 }
@@ -120,6 +159,7 @@ int rr_ledger_event_parse(const char *text, size_t len, struct rr_ledger_event *
 	struct rr_ledger_event e = { .fallbacks = -1 };
 	char kind[32];
 	int64_t received_s = 0, deadline_s = 0;
+	struct rr_json_obj o;
 	cJSON *root = NULL;
 	int rc = RR_EINVAL;
 
@@ -132,52 +172,21 @@ int rr_ledger_event_parse(const char *text, size_t len, struct rr_ledger_event *
 		snprintf(why, why_len, "not a JSON object");
 		goto out;
 	}
-	if (s_str(root, "kind", kind, sizeof(kind), why, why_len))
+	if (rr_json_open(&o, root, "", RR_JSON_NAMES(s_names), 0, why, why_len) ||
+	    s_str(&o, "kind", kind, sizeof(kind)))
 		goto out;
 	if (!kind[0]) {
 		snprintf(why, why_len, "no \"kind\"");
 		goto out;
 	}
 	e.kind = s_kind(kind);
-	if (s_int(root, "unix_ms", 1, S_MS_MAX, &e.unix_ms, why, why_len))
+	if (s_int(&o, "unix_ms", 1, S_MS_MAX, &e.unix_ms))
 		goto out;
 	if (!e.unix_ms) {
 		snprintf(why, why_len, "no \"unix_ms\"");
 		goto out;
 	}
-	if (s_str(root, "host", e.host, sizeof(e.host), why, why_len) ||
-	    s_int(root, "pid", 0, S_INT_MAX, &e.pid, why, why_len) ||
-	    s_int(root, "started_unix_ms", 0, S_MS_MAX, &e.started_ms, why, why_len) ||
-	    s_instance(root, &e.inst, why, why_len) ||
-	    s_str(root, "notice", e.notice, sizeof(e.notice), why, why_len) ||
-	    s_str(root, "source", e.source, sizeof(e.source), why, why_len) ||
-	    s_int(root, "received_unix", 0, S_MS_MAX / 1000, &received_s, why, why_len) ||
-	    s_int(root, "received_unix_ms", 0, S_MS_MAX, &e.received_ms, why, why_len) ||
-	    s_int(root, "deadline_unix", 0, S_MS_MAX / 1000, &deadline_s, why, why_len) ||
-	    s_str(root, "checkpoint", e.checkpoint, sizeof(e.checkpoint), why, why_len) ||
-	    s_u64(root, "bytes", &e.bytes, why, why_len) ||
-	    s_u64(root, "stored_bytes", &e.stored_bytes, why, why_len) ||
-	    s_u64(root, "new_bytes", &e.new_bytes, why, why_len) ||
-	    s_u64(root, "downloaded_bytes", &e.downloaded_bytes, why, why_len) ||
-	    s_u64(root, "unused_bytes", &e.unused_bytes, why, why_len) ||
-	    s_int(root, "elapsed_ms", 0, S_MS_MAX, &e.elapsed_ms, why, why_len) ||
-	    s_int(root, "committed_unix_ms", 0, S_MS_MAX, &e.committed_ms, why, why_len) ||
-	    s_int(root, "durable_unix_ms", 0, S_MS_MAX, &e.durable_ms, why, why_len) ||
-	    s_bool(root, "urgent", &e.urgent, why, why_len) ||
-	    s_bool(root, "already_present", &e.already_present, why, why_len) ||
-	    s_int(root, "fallbacks", 0, 1e6, &e.fallbacks, why, why_len) ||
-	    s_int(root, "exit_status", -1e6, 1e6, &e.exit_status, why, why_len) ||
-	    s_int(root, "attempt", 0, S_INT_MAX, &e.attempt, why, why_len) ||
-	    s_str(root, "mode", e.mode, sizeof(e.mode), why, why_len) ||
-	    s_int(root, "interval_ms", 0, S_MS_MAX, &e.interval_ms, why, why_len) ||
-	    s_int(root, "cost_ms", 0, S_MS_MAX, &e.cost_ms, why, why_len) ||
-	    s_int(root, "mtbf_ms", 0, S_MS_MAX, &e.mtbf_ms, why, why_len) ||
-	    s_int(root, "stall_ms", 0, S_MS_MAX, &e.stall_ms, why, why_len) ||
-	    s_str(root, "how", e.how, sizeof(e.how), why, why_len) ||
-	    s_str(root, "signal", e.signal, sizeof(e.signal), why, why_len) ||
-	    s_int(root, "failures", 0, S_INT_MAX, &e.failures, why, why_len) ||
-	    s_str(root, e.kind == RR_LEDGER_SUSPECT ? "restored_instead" : "passed_over_suspect",
-		  e.instead, sizeof(e.instead), why, why_len))
+	if (s_members(&o, &e, &received_s, &deadline_s))
 		goto out;
 	/* Older agents wrote whole seconds only, and no durable time (the event is written
 	 * just after the manifest, so its own time stands in). */

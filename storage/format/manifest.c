@@ -3,7 +3,6 @@
  * ceiling, checks every number before converting it from cJSON's double, and says in one
  * line what it refused. */
 #include <limits.h>
-#include <math.h> /* isfinite, a macro: no libm */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,188 +70,70 @@ static int s_uint_writable(uint64_t v)
 	return v <= S_INT_MAX && s_prints_exactly((double)v);
 }
 
-/* Refuses a second member of one of our names: cJSON would keep both and read the first,
- * other JSON readers the last, and the two must not disagree about a manifest. */
-static int s_check_members(struct s_ctx *c, const cJSON *obj, const char *const *keys,
-			   size_t nkeys, const char *where)
+/* The manifest's getters: rr_json's, and every number checked to print back exactly. */
+static int s_exact(const struct rr_json_obj *o, const char *label, uint64_t v)
 {
-	unsigned seen[16] = { 0 };
-	const cJSON *it;
-
-	cJSON_ArrayForEach(it, obj)
-	{
-		if (!it->string)
-			continue;
-		for (size_t k = 0; k < nkeys && k < 16; k++) {
-			if (strcmp(it->string, keys[k]) == 0 && ++seen[k] > 1)
-				return rr_fail(c->why, c->why_len, RR_ECORRUPT,
-					       "%s\"%s\" appears twice", where, keys[k]);
-		}
-	}
+	if (!s_prints_exactly((double)v))
+		return rr_fail(o->why, o->why_len, RR_ECORRUPT,
+			       "%s%s (%.0f) cannot be written back exactly", o->where, label,
+			       (double)v);
 	return 0;
 }
 
-static int s_get_item(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
-		      const cJSON **out)
-{
-	*out = cJSON_GetObjectItemCaseSensitive(obj, key);
-	if (!*out)
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s\"%s\" is missing", where, key);
-	return 0;
-}
-
-/* The getters below set their outputs on failure too: callers test rc, and an optimizer
- * that cannot see through rr_fail() (GCC 12 at -O3) must not see them read unset. */
-static int s_get_string(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
-			const char **out)
-{
-	const cJSON *it;
-	int rc;
-
-	*out = NULL;
-	rc = s_get_item(c, obj, key, where, &it);
-	if (rc)
-		return rc;
-	if (!cJSON_IsString(it) || !it->valuestring)
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s\"%s\" is not a string", where,
-			       key);
-	*out = it->valuestring;
-	return 0;
-}
-
-static int s_get_array(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
-		       const cJSON **out, size_t *n)
-{
-	int rc;
-
-	*n = 0;
-	rc = s_get_item(c, obj, key, where, out);
-	if (rc)
-		return rc;
-	if (!cJSON_IsArray(*out))
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s\"%s\" is not an array", where,
-			       key);
-	*n = (size_t)cJSON_GetArraySize(*out);
-	return 0;
-}
-
-/* An integer in [0, max] (max at most 2^53), checked before it leaves the double. label
- * names the value in the reason: "\"size\"", "\"shape\"[2]". */
-static int s_item_uint(struct s_ctx *c, const cJSON *it, const char *where, const char *label,
-		       uint64_t max, uint64_t *out)
-{
-	double d;
-
-	if (!cJSON_IsNumber(it))
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s%s is not a number", where,
-			       label);
-	d = it->valuedouble;
-	if (!isfinite(d))
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s%s is not a finite number",
-			       where, label);
-	if (d < 0)
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s%s is negative (%.17g)", where,
-			       label, d);
-	if (d > (double)max)
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
-			       "%s%s is %.*g, above the limit %llu", where, label,
-			       d < 1e21 ? 21 : 6, d, (unsigned long long)max);
-	/* 0 <= d <= 2^53 here, so the conversion is defined */
-	if ((double)(uint64_t)d != d)
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s%s is not an integer (%.17g)",
-			       where, label, d);
-	if (!s_prints_exactly(d))
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
-			       "%s%s (%.0f) cannot be written back exactly", where, label, d);
-	*out = (uint64_t)d;
-	return 0;
-}
-
-static int s_get_uint(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
-		      uint64_t max, uint64_t *out)
+static int s_get_uint(const struct rr_json_obj *o, const char *key, uint64_t max,
+		      uint64_t *out)
 {
 	char label[32];
-	const cJSON *it;
-	int rc = s_get_item(c, obj, key, where, &it);
+	int rc = rr_json_get_uint(o, key, 0, max, out);
 
 	if (rc)
 		return rc;
 	snprintf(label, sizeof(label), "\"%s\"", key);
-	return s_item_uint(c, it, where, label, max, out);
+	return s_exact(o, label, *out);
 }
 
-/* An integer in [min, max] (both far inside int). */
-static int s_get_small_int(struct s_ctx *c, const cJSON *obj, const char *key,
-			   const char *where, int min, int max, int *out)
+/* An element of an array, label naming it: "\"shape\"[2]". */
+static int s_read_uint(const struct rr_json_obj *o, const cJSON *it, const char *label,
+		       uint64_t max, uint64_t *out)
 {
-	const cJSON *it;
-	double d;
-	int rc = s_get_item(c, obj, key, where, &it);
+	int64_t v = 0;
+	int rc = rr_json_read_int(o, it, label, 0, (int64_t)max, &v);
 
 	if (rc)
 		return rc;
-	if (!cJSON_IsNumber(it))
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s\"%s\" is not a number", where,
-			       key);
-	d = it->valuedouble;
-	if (!isfinite(d))
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%s\"%s\" is not a finite number",
-			       where, key);
-	if (d < min || d > max)
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
-			       "%s\"%s\" is %.17g, outside [%d, %d]", where, key, d, min, max);
-	/* min <= d <= max here, so the conversion is defined */
-	if ((double)(int)d != d)
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
-			       "%s\"%s\" is not an integer (%.17g)", where, key, d);
-	*out = (int)d; /* -0 reads as 0 */
-	return 0;
+	*out = (uint64_t)v;
+	return s_exact(o, label, *out);
 }
 
 /* A digest of ndigits lowercase hex digits (64 for sha256, 32 for XXH3-128) into out,
  * which holds ndigits + 1 bytes. */
-static int s_get_hex(struct s_ctx *c, const cJSON *obj, const char *key, const char *where,
-		     size_t ndigits, char *out)
+static int s_get_hex(const struct rr_json_obj *o, const char *key, size_t ndigits, char *out)
 {
 	char q[RR_QUOTE_CAP];
-	const char *s;
-	int rc = s_get_string(c, obj, key, where, &s);
+	const char *s = "";
+	int rc = rr_json_get_string(o, key, 0, &s);
 
 	if (rc)
 		return rc;
 	if (ndigits == RR_SHA256_HEX_LEN ? !rr_is_sha256_hex(s) : !rr_is_xxh128_hex(s))
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
-			       "%s\"%s\" %s is not %zu lowercase hex digits", where, key,
+		return rr_fail(o->why, o->why_len, RR_ECORRUPT,
+			       "%s\"%s\" %s is not %zu lowercase hex digits", o->where, key,
 			       rr_quote_str(q, s), ndigits);
 	memcpy(out, s, ndigits + 1);
 	return 0;
 }
 
 /* 1..255 bytes, no control characters: names that go into log lines. */
-static int s_get_label(struct s_ctx *c, const cJSON *obj, const char *key, char **out)
+static int s_get_label(const struct rr_json_obj *o, const char *key, unsigned flags,
+		       char **out)
 {
-	char q[RR_QUOTE_CAP];
-	const char *s;
-	size_t n;
-	int rc = s_get_string(c, obj, key, "", &s);
+	const char *s = NULL;
+	int rc = rr_json_get_label(o, key, flags, S_LABEL_MAX, &s);
 
-	if (rc)
+	if (rc || !s)
 		return rc;
-	n = strlen(s);
-	if (n == 0 || n > S_LABEL_MAX || s_has_control(s))
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
-			       "\"%s\" %s must be 1..%d bytes without control characters", key,
-			       rr_quote_str(q, s), S_LABEL_MAX);
 	*out = strdup(s);
 	return *out ? 0 : RR_ENOMEM;
-}
-
-/* Parses len bytes (no NUL needed) into a JSON object; nothing but whitespace may follow
- * (rr_json_parse_object). */
-static int s_parse_object(struct s_ctx *c, const char *what, const char *text, size_t len,
-			  cJSON **out)
-{
-	return rr_json_parse_object(what, text, len, out, c->why, c->why_len);
 }
 
 /* The checksum covers the manifest exactly as cJSON prints it without "checksum", so any
@@ -302,25 +183,24 @@ static int s_parse_chunk(struct s_ctx *c, const cJSON *j, const char *where,
 {
 	static const char *const keys[] = { "sha256", "size", "stored_size", "raw_xxh128",
 					    "pack_offset" };
+	struct rr_json_obj o;
 	int rc;
 
-	if (!cJSON_IsObject(j))
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%sis not an object", where);
-	rc = s_check_members(c, j, keys, sizeof(keys) / sizeof(keys[0]), where);
+	rc = rr_json_open(&o, j, where, RR_JSON_NAMES(keys), 0, c->why, c->why_len);
 	if (!rc)
-		rc = s_get_hex(c, j, "sha256", where, RR_SHA256_HEX_LEN, ch->sha256);
+		rc = s_get_hex(&o, "sha256", RR_SHA256_HEX_LEN, ch->sha256);
 	if (!rc)
-		rc = s_get_uint(c, j, "size", where, RR_CHUNK_MAX_RAW, &ch->size);
+		rc = s_get_uint(&o, "size", RR_CHUNK_MAX_RAW, &ch->size);
 	if (!rc)
-		rc = s_get_uint(c, j, "stored_size", where, S_MAX_STORED, &ch->stored_size);
+		rc = s_get_uint(&o, "stored_size", S_MAX_STORED, &ch->stored_size);
 	if (!rc)
-		rc = s_get_hex(c, j, "raw_xxh128", where, RR_XXH128_HEX_LEN, ch->raw_xxh128);
-	if (!rc && cJSON_GetObjectItemCaseSensitive(j, "pack_offset")) {
+		rc = s_get_hex(&o, "raw_xxh128", RR_XXH128_HEX_LEN, ch->raw_xxh128);
+	if (!rc && rr_json_has(&o, "pack_offset")) {
 		if (c->version < 2)
 			return rr_fail(c->why, c->why_len, RR_ECORRUPT,
 				       "%s\"pack_offset\" in a manifest-1", where);
 		ch->packed = 1;
-		rc = s_get_uint(c, j, "pack_offset", where, RR_PACK_MAX_BYTES, &ch->pack_offset);
+		rc = s_get_uint(&o, "pack_offset", RR_PACK_MAX_BYTES, &ch->pack_offset);
 		/* The slice lies inside a pack of bounded size. */
 		if (!rc && ch->pack_offset + ch->stored_size > RR_PACK_MAX_BYTES)
 			return rr_fail(c->why, c->why_len, RR_ECORRUPT,
@@ -351,18 +231,19 @@ static const char *const s_tensor_keys[] = { "tensor", "dtype", "shape", "scale_
  * exactly the segment's bytes. Sets *width to the element width, in bytes, that chunks
  * are cut at (1 for 4- and 6-bit dtypes, whose elements share bytes). What it allocates
  * is in sg already, for rr_manifest_destroy to free on any failure. */
-static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
+static int s_parse_tensor(struct s_ctx *c, const struct rr_json_obj *o,
 			  struct rr_segment *sg, unsigned *width)
 {
+	const char *where = o->where;
 	char q[RR_QUOTE_CAP], label[32];
 	const cJSON *shape, *it;
-	const char *name, *dtype;
+	const char *name = "", *dtype = "";
 	uint64_t elems = 1;
 	unsigned bits;
 	size_t n, i = 0;
 	int rc;
 
-	rc = s_get_string(c, j, "tensor", where, &name);
+	rc = rr_json_get_string(o, "tensor", 0, &name);
 	if (rc)
 		return rc;
 	/* any other byte is fine: the name is matched, logged quoted, never a path */
@@ -375,7 +256,7 @@ static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
 	if (!sg->tensor)
 		return RR_ENOMEM;
 
-	rc = s_get_string(c, j, "dtype", where, &dtype);
+	rc = rr_json_get_string(o, "dtype", 0, &dtype);
 	if (rc)
 		return rc;
 	bits = s_dtype_bits(dtype);
@@ -389,7 +270,7 @@ static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
 			       "%sencoding \"%s\" needs dtype \"F32\", not %s", where,
 			       rr_encoding_name(sg->encoding), rr_quote_str(q, dtype));
 
-	rc = s_get_array(c, j, "shape", where, &shape, &n);
+	rc = rr_json_get_array(o, "shape", 0, &shape, &n);
 	if (rc)
 		return rc;
 	if (n > S_MAX_DIMS)
@@ -407,7 +288,7 @@ static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
 		if (i >= n)
 			break;
 		snprintf(label, sizeof(label), "\"shape\"[%zu]", i);
-		rc = s_item_uint(c, it, where, label, S_INT_MAX, &sg->shape[i]);
+		rc = s_read_uint(o, it, label, S_INT_MAX, &sg->shape[i]);
 		if (rc)
 			return rc;
 		/* checked in order, as the safetensors reader does: a later 0 does not
@@ -438,11 +319,12 @@ static int s_parse_tensor(struct s_ctx *c, const cJSON *j, const char *where,
 			       (unsigned long long)sg->length);
 
 	if (sg->encoding == RR_ENC_FP16) {
-		rc = s_get_small_int(c, j, "scale_exp", where, RR_FP16_SCALE_MIN,
-				     RR_FP16_SCALE_MAX, &sg->scale_exp);
+		int64_t e = 0;
+		rc = rr_json_get_int(o, "scale_exp", 0, RR_FP16_SCALE_MIN, RR_FP16_SCALE_MAX, &e);
 		if (rc)
 			return rc;
-	} else if (cJSON_GetObjectItemCaseSensitive(j, "scale_exp")) {
+		sg->scale_exp = (int)e;
+	} else if (rr_json_has(o, "scale_exp")) {
 		return rr_fail(c->why, c->why_len, RR_ECORRUPT,
 			       "%s\"scale_exp\" is only for \"%s\", not \"%s\"", where,
 			       rr_encoding_name(RR_ENC_FP16), rr_encoding_name(sg->encoding));
@@ -458,20 +340,19 @@ static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si
 					    "dtype",  "shape",	   "scale_exp", "chunks" };
 	char where[S_WHERE_CAP], cwhere[S_WHERE_CAP], q[RR_QUOTE_CAP];
 	const cJSON *chunks, *it;
-	const char *enc;
+	const char *enc = "";
+	struct rr_json_obj o;
 	uint64_t sum = 0;
 	unsigned width = 1;
 	size_t n, k = 0;
 	int rc;
 
 	snprintf(where, sizeof(where), "file %zu segment %zu: ", fi, si);
-	if (!cJSON_IsObject(j))
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%sis not an object", where);
-	rc = s_check_members(c, j, keys, sizeof(keys) / sizeof(keys[0]), where);
+	rc = rr_json_open(&o, j, where, RR_JSON_NAMES(keys), 0, c->why, c->why_len);
 	if (!rc)
-		rc = s_get_uint(c, j, "offset", where, S_INT_MAX, &sg->offset);
+		rc = s_get_uint(&o, "offset", S_INT_MAX, &sg->offset);
 	if (!rc)
-		rc = s_get_uint(c, j, "length", where, S_INT_MAX, &sg->length);
+		rc = s_get_uint(&o, "length", S_INT_MAX, &sg->length);
 	if (rc)
 		return rc;
 	if (sg->offset > expect_offset)
@@ -491,25 +372,25 @@ static int s_parse_segment(struct s_ctx *c, const cJSON *j, size_t fi, size_t si
 			       (unsigned long long)(sg->offset + sg->length),
 			       (unsigned long long)file_size);
 
-	rc = s_get_string(c, j, "encoding", where, &enc);
+	rc = rr_json_get_string(&o, "encoding", 0, &enc);
 	if (rc)
 		return rc;
 	if (rr_encoding_from_name(enc, &sg->encoding) != 0)
 		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%sunknown encoding %s", where,
 			       rr_quote_str(q, enc));
 	if (sg->encoding != RR_ENC_ZSTD) {
-		rc = s_parse_tensor(c, j, where, sg, &width);
+		rc = s_parse_tensor(c, &o, sg, &width);
 		if (rc)
 			return rc;
 	} else {
 		for (size_t t = 0; t < sizeof(s_tensor_keys) / sizeof(s_tensor_keys[0]); t++) {
-			if (cJSON_GetObjectItemCaseSensitive(j, s_tensor_keys[t]))
+			if (rr_json_has(&o, s_tensor_keys[t]))
 				return rr_fail(c->why, c->why_len, RR_ECORRUPT,
 					       "%s\"%s\" is only for tensor encodings, not \"%s\"",
 					       where, s_tensor_keys[t], enc);
 		}
 	}
-	rc = s_get_array(c, j, "chunks", where, &chunks, &n);
+	rc = rr_json_get_array(&o, "chunks", 0, &chunks, &n);
 	if (rc)
 		return rc;
 	if (n == 0)
@@ -554,17 +435,16 @@ static int s_parse_file(struct s_ctx *c, const cJSON *j, size_t fi, struct rr_fi
 	static const char *const keys[] = { "path", "mode", "size", "segments", "format" };
 	char where[S_WHERE_CAP], q[RR_QUOTE_CAP];
 	const cJSON *segs, *it, *fmt;
-	const char *path;
-	uint64_t mode, next = 0;
+	const char *path = "";
+	struct rr_json_obj o;
+	uint64_t mode = 0, next = 0;
 	size_t n, k = 0;
 	int rc;
 
 	snprintf(where, sizeof(where), "file %zu: ", fi);
-	if (!cJSON_IsObject(j))
-		return rr_fail(c->why, c->why_len, RR_ECORRUPT, "%sis not an object", where);
-	rc = s_check_members(c, j, keys, sizeof(keys) / sizeof(keys[0]), where);
+	rc = rr_json_open(&o, j, where, RR_JSON_NAMES(keys), 0, c->why, c->why_len);
 	if (!rc)
-		rc = s_get_string(c, j, "path", where, &path);
+		rc = rr_json_get_string(&o, "path", 0, &path);
 	if (rc)
 		return rc;
 	if (!rr_path_is_safe(path))
@@ -574,16 +454,16 @@ static int s_parse_file(struct s_ctx *c, const cJSON *j, size_t fi, struct rr_fi
 	fe->path = strdup(path);
 	if (!fe->path)
 		return RR_ENOMEM;
-	rc = s_get_uint(c, j, "mode", where, S_MAX_MODE, &mode);
+	rc = s_get_uint(&o, "mode", S_MAX_MODE, &mode);
 	if (!rc)
-		rc = s_get_uint(c, j, "size", where, S_INT_MAX, &fe->size);
+		rc = s_get_uint(&o, "size", S_INT_MAX, &fe->size);
 	if (!rc)
-		rc = s_get_array(c, j, "segments", where, &segs, &n);
+		rc = rr_json_get_array(&o, "segments", 0, &segs, &n);
 	if (rc)
 		return rc;
 	fe->mode = (uint32_t)mode;
 	/* Optional: absent in manifests of plain files and of older versions. */
-	fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
+	rr_json_get_item(&o, "format", RR_JSON_OPTIONAL, &fmt);
 	if (fmt) {
 		size_t fl = cJSON_IsString(fmt) ? strlen(fmt->valuestring) : 0;
 		if (fl == 0 || fl >= sizeof(fe->format) ||
@@ -693,13 +573,13 @@ static int s_check_paths(struct s_ctx *c, const struct rr_manifest *m)
 }
 
 /* The format (which sets c->version) and the checksum over the whole document. */
-static int s_parse_format(struct s_ctx *c, cJSON *root)
+static int s_parse_format(struct s_ctx *c, const struct rr_json_obj *o, cJSON *root)
 {
-	const char *fmt;
+	const char *fmt = "";
 	char q[RR_QUOTE_CAP];
 	int rc;
 
-	rc = s_get_string(c, root, "format", "", &fmt);
+	rc = rr_json_get_string(o, "format", 0, &fmt);
 	if (rc)
 		return rc;
 	if (strcmp(fmt, RR_MANIFEST_FORMAT) == 0) {
@@ -715,17 +595,17 @@ static int s_parse_format(struct s_ctx *c, cJSON *root)
 }
 
 /* Whose checkpoint it is: run_id, checkpoint, host (optional), the two times. */
-static int s_parse_identity(struct s_ctx *c, const cJSON *root, struct rr_manifest *m)
+static int s_parse_identity(struct s_ctx *c, const struct rr_json_obj *o,
+			    struct rr_manifest *m)
 {
-	const cJSON *it;
-	const char *name;
+	const char *name = "";
 	char q[RR_QUOTE_CAP];
-	uint64_t t;
+	uint64_t t = 0;
 	int rc;
 
-	rc = s_get_label(c, root, "run_id", &m->run_id);
+	rc = s_get_label(o, "run_id", 0, &m->run_id);
 	if (!rc)
-		rc = s_get_string(c, root, "checkpoint", "", &name);
+		rc = rr_json_get_string(o, "checkpoint", 0, &name);
 	if (rc)
 		return rc;
 	if (!rr_checkpoint_name_valid(name))
@@ -734,17 +614,13 @@ static int s_parse_identity(struct s_ctx *c, const cJSON *root, struct rr_manife
 	m->checkpoint = strdup(name);
 	if (!m->checkpoint)
 		return RR_ENOMEM;
-	it = cJSON_GetObjectItemCaseSensitive(root, "host");
-	if (it && !cJSON_IsNull(it)) {
-		rc = s_get_label(c, root, "host", &m->host);
-		if (rc)
-			return rc;
-	}
-	rc = s_get_uint(c, root, "committed_unix_ms", "", S_INT_MAX, &t);
+	rc = s_get_label(o, "host", RR_JSON_OPTIONAL | RR_JSON_NULLABLE, &m->host);
+	if (!rc)
+		rc = s_get_uint(o, "committed_unix_ms", S_INT_MAX, &t);
 	if (rc)
 		return rc;
 	m->committed_unix_ms = (int64_t)t;
-	rc = s_get_uint(c, root, "created_unix_ms", "", S_INT_MAX, &t);
+	rc = s_get_uint(o, "created_unix_ms", S_INT_MAX, &t);
 	if (rc)
 		return rc;
 	m->created_unix_ms = (int64_t)t;
@@ -752,13 +628,13 @@ static int s_parse_identity(struct s_ctx *c, const cJSON *root, struct rr_manife
 }
 
 /* The files, each with its segments, then the paths against each other. */
-static int s_parse_files(struct s_ctx *c, const cJSON *root, struct rr_manifest *m)
+static int s_parse_files(struct s_ctx *c, const struct rr_json_obj *o, struct rr_manifest *m)
 {
 	const cJSON *files, *it;
 	size_t n, i = 0;
 	int rc;
 
-	rc = s_get_array(c, root, "files", "", &files, &n);
+	rc = rr_json_get_array(o, "files", 0, &files, &n);
 	if (rc)
 		return rc;
 	if (n > S_MAX_FILES)
@@ -784,15 +660,13 @@ static int s_parse_files(struct s_ctx *c, const cJSON *root, struct rr_manifest 
 
 /* "kind" (optional): "dir", or "file" for a one-file checkpoint, whose only file has the
  * checkpoint's own name. */
-static int s_parse_kind(struct s_ctx *c, const cJSON *root, struct rr_manifest *m)
+static int s_parse_kind(struct s_ctx *c, const struct rr_json_obj *o, struct rr_manifest *m)
 {
-	const char *kind;
+	const char *kind = "dir";
 	char q[RR_QUOTE_CAP];
 	int rc;
 
-	if (!cJSON_GetObjectItemCaseSensitive(root, "kind"))
-		return 0;
-	rc = s_get_string(c, root, "kind", "", &kind);
+	rc = rr_json_get_string(o, "kind", RR_JSON_OPTIONAL, &kind);
 	if (rc)
 		return rc;
 	if (strcmp(kind, "file") == 0) {
@@ -808,6 +682,9 @@ static int s_parse_kind(struct s_ctx *c, const cJSON *root, struct rr_manifest *
 	return 0;
 }
 
+/* Members not named in the manifest's objects are ignored, not refused: a change that an
+ * older agent must not read past comes with a new "format", and the checksum covers every
+ * member, read or not. */
 int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, char *why,
 		      size_t why_len)
 {
@@ -816,6 +693,7 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 					    "files",	  "checksum",	     "kind" };
 	struct s_ctx c = { why, why_len, 0, 0 };
 	struct rr_manifest *m = NULL;
+	struct rr_json_obj o;
 	cJSON *root = NULL;
 	int rc;
 
@@ -828,11 +706,11 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 		return rr_fail(c.why, c.why_len, RR_ETOOBIG,
 			       "manifest is %zu bytes, above the ceiling of %u", len,
 			       RR_MANIFEST_MAX_BYTES);
-	rc = s_parse_object(&c, "manifest", text ? text : "", len, &root);
+	rc = rr_json_parse_object("manifest", text ? text : "", len, &root, c.why, c.why_len);
 	if (!rc)
-		rc = s_check_members(&c, root, keys, sizeof(keys) / sizeof(keys[0]), "");
+		rc = rr_json_open(&o, root, "", RR_JSON_NAMES(keys), 0, c.why, c.why_len);
 	if (!rc)
-		rc = s_parse_format(&c, root);
+		rc = s_parse_format(&c, &o, root);
 	if (rc)
 		goto out;
 	m = calloc(1, sizeof(*m));
@@ -840,11 +718,11 @@ int rr_manifest_parse(const char *text, size_t len, struct rr_manifest **out, ch
 		rc = RR_ENOMEM;
 		goto out;
 	}
-	rc = s_parse_identity(&c, root, m);
+	rc = s_parse_identity(&c, &o, m);
 	if (!rc)
-		rc = s_parse_files(&c, root, m);
+		rc = s_parse_files(&c, &o, m);
 	if (!rc)
-		rc = s_parse_kind(&c, root, m);
+		rc = s_parse_kind(&c, &o, m);
 	if (rc)
 		goto out;
 	*out = m;
@@ -1217,12 +1095,14 @@ out:
 	return rc;
 }
 
+/* Only "checkpoint" is read; the other members written ("updated_unix_ms", "host") are for
+ * people and are ignored, as any a newer agent adds. */
 int rr_latest_parse(const char *text, size_t len, char *name_out, size_t name_cap)
 {
 	static const char *const keys[] = { "checkpoint" };
-	struct s_ctx c = { NULL, 0, 0, 0 };
+	struct rr_json_obj o;
 	cJSON *root = NULL;
-	const char *name;
+	const char *name = "";
 	size_t n;
 	int rc;
 
@@ -1232,11 +1112,11 @@ int rr_latest_parse(const char *text, size_t len, char *name_out, size_t name_ca
 		name_out[0] = '\0';
 	if (len > S_LATEST_MAX_BYTES)
 		return RR_ETOOBIG;
-	rc = s_parse_object(&c, "LATEST", text ? text : "", len, &root);
+	rc = rr_json_parse_object("LATEST", text ? text : "", len, &root, NULL, 0);
 	if (!rc)
-		rc = s_check_members(&c, root, keys, 1, "");
+		rc = rr_json_open(&o, root, "", RR_JSON_NAMES(keys), 0, NULL, 0);
 	if (!rc)
-		rc = s_get_string(&c, root, "checkpoint", "", &name);
+		rc = rr_json_get_string(&o, "checkpoint", 0, &name);
 	if (rc)
 		goto out;
 	if (!rr_checkpoint_name_valid(name)) {

@@ -347,6 +347,71 @@ static void test_aws_canceled_and_completed_maintenance_is_ignored(void)
 	s_teardown(&e);
 }
 
+/* What AWS (and its metadata mock) sends beyond the members read is accepted: AEMM's
+ * scheduled events carry "NotBeforeDeadline", spot answers may grow members. */
+static void test_aws_unknown_members_are_accepted(void)
+{
+	struct s_env e;
+
+	s_setup(&e);
+	e.ec2.spot = "{\"action\": \"terminate\", \"time\": \"2026-01-01T00:02:00Z\", "
+		     "\"reason\": {\"code\": 7}}";
+	CU_ASSERT_EQUAL_FATAL(s_wait(&e), 1);
+	CU_ASSERT_EQUAL(e.n.deadline_unix, S_SPOT_TIME_UNIX);
+	s_teardown(&e);
+
+	s_setup(&e);
+	e.ec2.maintenance = "[{\"NotBefore\": \"" S_NOT_BEFORE "\", \"Code\": \"system-reboot\", "
+			    "\"EventId\": \"instance-event-1\", \"NotBeforeDeadline\": "
+			    "\"31 Jan 2019 09:00:43 GMT\", \"State\": \"active\"}]";
+	CU_ASSERT_EQUAL_FATAL(s_wait(&e), 1);
+	CU_ASSERT_EQUAL(e.n.kind, RR_NOTICE_MAINTENANCE);
+	CU_ASSERT_EQUAL(e.n.deadline_unix, S_NOT_BEFORE_UNIX);
+	s_teardown(&e);
+}
+
+/* A member read that is there twice (JSON readers disagree on which counts) or of another
+ * type is refused with a reason; so is a scheduled event that is not an object. Before
+ * rr_json these were read loosely: the first "action", a numeric EventId as none. */
+static void test_aws_duplicate_and_mistyped_members_are_ecorrupt_with_why(void)
+{
+	static const struct {
+		const char *spot, *rebalance, *maintenance, *why;
+	} bad[] = {
+		{ "{\"action\":\"stop\",\"action\":\"terminate\",\"time\":\"2026-01-01T00:02:00Z\"}",
+		  NULL, NULL,
+		  "IMDS spot/instance-action is not {\"action\", \"time\"} JSON (\"action\" "
+		  "appears twice)" },
+		{ "{\"action\":[\"terminate\"],\"time\":\"2026-01-01T00:02:00Z\"}", NULL, NULL,
+		  "(\"action\" is not a string)" },
+		{ "{\"action\":\"terminate\",\"time\":\"2026-01-01T00:02:00Z\"} x", NULL, NULL,
+		  "(it has data after its JSON value (at byte 53))" },
+		{ NULL, "{\"noticeTime\":\"2026-01-01T00:00:00Z\",\"noticeTime\":\"x\"}", NULL,
+		  "IMDS rebalance recommendation is not {\"noticeTime\"} JSON (\"noticeTime\" "
+		  "appears twice)" },
+		{ NULL, NULL, "[{\"EventId\":\"instance-event-1\",\"State\":\"active\","
+			      "\"State\":\"canceled\"}]",
+		  "IMDS scheduled maintenance [0]: \"State\" appears twice" },
+		{ NULL, NULL, "[{\"EventId\":\"instance-event-1\"},{\"EventId\":42}]",
+		  "IMDS scheduled maintenance [1]: \"EventId\" is not a string" },
+		{ NULL, NULL, "[\"instance-event-1\"]",
+		  "IMDS scheduled maintenance [0]: is not an object" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct s_env e;
+		s_setup(&e);
+		e.ec2.spot = bad[i].spot;
+		e.ec2.rebalance = bad[i].rebalance;
+		e.ec2.maintenance = bad[i].maintenance;
+		CU_ASSERT_EQUAL(s_wait(&e), RR_ECORRUPT);
+		if (!strstr(e.why, bad[i].why))
+			fprintf(stderr, "case %zu: %s\n", i, e.why);
+		CU_ASSERT_PTR_NOT_NULL(strstr(e.why, bad[i].why));
+		s_teardown(&e);
+	}
+}
+
 static void test_aws_spot_and_rebalance_together_come_one_after_the_other_at_once(void)
 {
 	struct s_env e;
@@ -499,6 +564,9 @@ static CU_TestInfo s_tests[] = {
 	  test_aws_same_maintenance_event_is_reported_once },
 	{ "aws_canceled_and_completed_maintenance_is_ignored",
 	  test_aws_canceled_and_completed_maintenance_is_ignored },
+	{ "aws_unknown_members_are_accepted", test_aws_unknown_members_are_accepted },
+	{ "aws_duplicate_and_mistyped_members_are_ecorrupt_with_why",
+	  test_aws_duplicate_and_mistyped_members_are_ecorrupt_with_why },
 	{ "aws_spot_and_rebalance_together_come_one_after_the_other_at_once",
 	  test_aws_spot_and_rebalance_together_come_one_after_the_other_at_once },
 	{ "aws_imds_not_listening_is_an_error_with_why",

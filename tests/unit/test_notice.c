@@ -218,6 +218,21 @@ static void test_parse_ignores_unknown_fields(void)
 	CU_ASSERT_EQUAL(r.n.deadline_unix, S_NOW + 10);
 }
 
+/* JSON readers disagree on which of two same-named members counts: neither is taken. */
+static void test_parse_refuses_a_member_named_twice(void)
+{
+	struct s_result r = s_parse("{\"kind\":\"rebalance\",\"kind\":\"terminate\"}");
+
+	CU_ASSERT_EQUAL(r.rc, RR_EINVAL);
+	CU_ASSERT_STRING_EQUAL(r.why, "\"kind\" appears twice");
+	r = s_parse("{\"deadline_in\":10,\"note\":1,\"deadline_in\":20}");
+	CU_ASSERT_EQUAL(r.rc, RR_EINVAL);
+	CU_ASSERT_STRING_EQUAL(r.why, "\"deadline_in\" appears twice");
+	r = s_parse("{\"note\":1,\"note\":2,\"kind\":\"rebalance\"}"); /* not read: fine */
+	CU_ASSERT_EQUAL(r.rc, 0);
+	CU_ASSERT_EQUAL(r.n.kind, RR_NOTICE_REBALANCE);
+}
+
 static void test_parse_refuses_a_bad_kind_with_a_reason(void)
 {
 	static const char *const bad[] = {
@@ -333,6 +348,7 @@ static CU_TestInfo s_tests[] = {
 	{ "test_parse_prefers_the_absolute_deadline_when_both_are_given",
 	  test_parse_prefers_the_absolute_deadline_when_both_are_given },
 	{ "test_parse_ignores_unknown_fields", test_parse_ignores_unknown_fields },
+	{ "test_parse_refuses_a_member_named_twice", test_parse_refuses_a_member_named_twice },
 	{ "test_parse_refuses_a_bad_kind_with_a_reason", test_parse_refuses_a_bad_kind_with_a_reason },
 	{ "test_parse_refuses_a_bad_deadline_with_a_reason",
 	  test_parse_refuses_a_bad_deadline_with_a_reason },

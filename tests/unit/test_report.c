@@ -101,6 +101,10 @@ static void test_ledger_refuses_what_it_cannot_trust(void)
 	CU_ASSERT(s_refused("{\"kind\":\"checkpoint\",\"unix_ms\":1,\"urgent\":1}"));
 	CU_ASSERT(s_refused("{\"kind\":\"notice\",\"unix_ms\":1,\"instance\":\"aws\"}"));
 	CU_ASSERT(s_refused("{\"kind\":\"notice\",\"unix_ms\":1,\"deadline_unix\":1e16}"));
+	/* a member read, named twice: JSON readers disagree on which counts */
+	CU_ASSERT(s_refused("{\"kind\":\"notice\",\"unix_ms\":1,\"unix_ms\":2}"));
+	CU_ASSERT(s_refused("{\"kind\":\"notice\",\"unix_ms\":1,\"instance\":{\"zone\":\"a\","
+			    "\"zone\":\"b\"}}"));
 	memset(name, 'a', sizeof(name) - 1);
 	name[sizeof(name) - 1] = '\0';
 	snprintf(big, sizeof(big), "{\"kind\":\"checkpoint\",\"unix_ms\":1,\"checkpoint\":\"%s\"}",
