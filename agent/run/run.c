@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -42,7 +43,7 @@
 #define NOTICE_FILE_NAME ".resume-run-notice.json"
 #define HANDLER_RETRY_MS 100
 #define NOTICE_FILE_POLL_MS 200
-#define NOTICE_FILE_SETTLE_MS 500 /* an empty or unparsable drill file, before it counts */
+#define NOTICE_FILE_SETTLE_MS 500 /* a drill file not a whole JSON notice, before it counts */
 #define RESTART_BACKOFF_MAX_MS 30000
 #define LEFTOVER_GRACE_MS 2000 /* SIGTERM to SIGKILL for the trainer's leftovers at exit */
 #define LEFTOVER_POLL_MS 20
@@ -121,7 +122,9 @@ struct s_run {
 	int terminate_after;        /* SIGTERM/SIGINT notice: SIGTERM the trainer when durable */
 	int term_forwarded;
 	int notice_file_seen;
-	int64_t notice_file_unsettled; /* when the drill file was first seen empty or unparsable */
+	int64_t notice_file_unsettled; /* since when the drill file, not a whole notice, is unchanged */
+	off_t notice_file_size;
+	struct timespec notice_file_mtime;
 	int outlived;               /* a going notice's deadline passed with the trainer running */
 	int store_checked;          /* s_warn_local_store has looked at the cloud */
 	int watch_stopped;          /* s_stop_watching ran */
@@ -634,14 +637,31 @@ static void s_check_deadline(struct s_run *r, int64_t now)
 	s_notice_over(r);
 }
 
-/* 1 while the drill file has been empty or unparsable for less than NOTICE_FILE_SETTLE_MS
- * (its writer may be between creating and writing it). */
-static int s_notice_file_unsettled(struct s_run *r)
+/* 1 when b, spaces aside, is one {...} (with rr_notice_parse_file's 0: a notice). */
+static int s_whole_json(const struct rr_buf *b)
+{
+	size_t i = 0, j = b->len;
+
+	while (i < j && isspace(b->data[i]))
+		i++;
+	while (j > i && isspace(b->data[j - 1]))
+		j--;
+	return j - i >= 2 && b->data[i] == '{' && b->data[j - 1] == '}';
+}
+
+/* 1 while the drill file, not yet a whole notice, has been unchanged (size and mtime st)
+ * for less than NOTICE_FILE_SETTLE_MS: its writer may be between creating and writing it. */
+static int s_notice_file_unsettled(struct s_run *r, const struct stat *st)
 {
 	int64_t now = rr_mono_ms();
 
-	if (!r->notice_file_unsettled)
+	if (!r->notice_file_unsettled || st->st_size != r->notice_file_size ||
+	    st->st_mtim.tv_sec != r->notice_file_mtime.tv_sec ||
+	    st->st_mtim.tv_nsec != r->notice_file_mtime.tv_nsec) {
 		r->notice_file_unsettled = now;
+		r->notice_file_size = st->st_size;
+		r->notice_file_mtime = st->st_mtim;
+	}
 	return now - r->notice_file_unsettled < NOTICE_FILE_SETTLE_MS;
 }
 
@@ -670,10 +690,11 @@ static void s_check_notice_file(struct s_run *r)
 		if (rc == 0)
 			rc = rr_notice_parse_file((const char *)(b.data ? b.data : (unsigned char *)""),
 						  b.len, n.received_unix, &n, why, sizeof(why));
-		/* A writer's `>` creates the file before it writes it: an empty or unreadable
-		 * file is taken (as a `touch` drill, or a preemption) only once it has stayed so
-		 * for NOTICE_FILE_SETTLE_MS, or a rebalance written in two steps would preempt. */
-		if ((rc || b.len == 0) && s_notice_file_unsettled(r)) {
+		/* A writer's `>` creates the file before it writes it: what is not a whole JSON
+		 * notice (empty, plain text, JSON cut short or refused) is taken, as a `touch`
+		 * drill or a preemption, only once it has been there NOTICE_FILE_SETTLE_MS, or
+		 * a rebalance written in two steps would preempt. */
+		if ((rc || !s_whole_json(&b)) && s_notice_file_unsettled(r, &st)) {
 			rr_buf_free(&b);
 			return;
 		}

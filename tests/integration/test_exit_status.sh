@@ -53,11 +53,14 @@ RESUME_RUN_PREEMPTED_EXIT_CODE=99 check 42 "the flag beats the environment" --pr
 check 0 "rebalance notice, training goes on and finishes" --drill-file REBALANCE -- sh goes_on.sh
 expect_grep 'carried on past the notice' exit-0.log "the trainer went on"
 expect_grep 'notice: rebalance from file' exit-0.log "the rebalance notice was seen"
-# The drill file written in two steps, as a shell's `>` does (created empty, then written):
-# the empty file is not yet a `touch` drill (a preemption); the rebalance in it is what counts.
+# The drill file written in steps, as a shell's `>` does (created empty, then written), and
+# a writer cut short: neither the empty file nor half a JSON notice is a `touch` drill (a
+# preemption) yet; the rebalance written in the end is what counts.
 cat > writes_slowly.sh <<'SH'
 trap 'got=1' USR1
 : > REBALANCE
+sleep 0.25
+printf '{"kind":"reb' > REBALANCE
 sleep 0.25
 cat REBALANCE.json > REBALANCE
 while [ -z "${got:-}" ]; do sleep 0.05; done
