@@ -1156,6 +1156,124 @@ static void s_stop_watching(struct s_run *r)
 		rr_warn("checkpoint watcher error while leaving");
 }
 
+/* While finishing: stops the retention once the persists at exit have had their time, and
+ * says whether the loop is done (1): no persist left, or the notice's deadline passed with
+ * one unfinished, which is then cancelled. */
+static int s_finished(struct s_run *r, int64_t now)
+{
+	if (r->phase != S_FINISHING)
+		return 0;
+	if (!r->retention_stopped && now >= r->finishing_since + RETENTION_AT_EXIT_MS) {
+		rr_persister_leaving(r->persister);
+		r->retention_stopped = 1;
+	}
+	if (!rr_persister_busy(r->persister)) {
+		s_collect_results(r); /* the last ones may have arrived since the poll */
+		/* Ended by the deadline's end of its requests: the same miss as below. */
+		if (r->deadline_mono && !s_notice_durable(r) &&
+		    rr_mono_ms() >= r->deadline_mono - DEADLINE_SLACK_MS)
+			s_deadline_missed();
+		return 1;
+	}
+	if (r->deadline_mono && now >= r->deadline_mono && !s_notice_durable(r)) {
+		s_deadline_missed();
+		rr_persister_cancel(r->persister, "the notice's deadline passed");
+		return 1;
+	}
+	return 0;
+}
+
+/* How long poll may sleep: until the first timer due (the loop's only clock), at most a
+ * minute; -1: no timer, only events wake it. */
+static int s_poll_timeout(const struct s_run *r, int64_t now)
+{
+	int64_t timeout = -1;
+
+	if (r->restore_event)
+		timeout = s_min_timeout(timeout, r->restore_event_by, now);
+	if (r->phase == S_FINISHING && !r->retention_stopped)
+		timeout = s_min_timeout(timeout, r->finishing_since + RETENTION_AT_EXIT_MS, now);
+	if (r->cfg->notice_file)
+		timeout = s_min_timeout(timeout, now + NOTICE_FILE_POLL_MS, now);
+	if (r->ask_pending)
+		timeout = s_min_timeout(timeout, now + HANDLER_RETRY_MS, now);
+	if (r->next_every)
+		timeout = s_min_timeout(timeout, r->next_every, now);
+	if (r->phase == S_RESTART_WAIT)
+		timeout = s_min_timeout(timeout, r->restart_at, now);
+	/* Woken at the deadline (once: past it, nothing waits for it). */
+	if (r->deadline_mono > now && (s_notice_active(r) || r->terminate_after ||
+				       r->phase == S_FINISHING))
+		timeout = s_min_timeout(timeout, r->deadline_mono, now);
+	return (int)(timeout < 0 ? -1 : timeout > 60000 ? 60000 : timeout);
+}
+
+/* What poll woke for: signals, commits, persist results, notices (the cloud's, then the
+ * other nodes'), and last the trainer's exit, so that a commit just before it counts. */
+static void s_on_events(struct s_run *r, const struct pollfd *fds)
+{
+	if (fds[0].revents & POLLIN) {
+		struct signalfd_siginfo si;
+		while (read(r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			s_on_signal(r, (int)si.ssi_signo);
+	}
+	/* Commits before exits: a trainer that commits and exits at once is seen in order. */
+	if (rr_watcher_process(r->watcher, s_on_commit, r) != 0)
+		rr_warn("checkpoint watcher error; rescanning");
+	if (fds[2].revents & POLLIN)
+		s_collect_results(r);
+	if (fds[3].revents & POLLIN) {
+		struct rr_notice cn;
+		while (rr_cloud_watch_next(r->cloud, &cn))
+			s_on_cloud_notice(r, &cn);
+	}
+	s_warn_local_store(r, NULL);
+	if (fds[4].revents & POLLIN) {
+		struct rr_notice nn;
+		while (rr_fanout_next(r->fanout, &nn)) {
+			rr_info("notice from another node of the job");
+			s_on_cloud_notice(r, &nn);
+		}
+	}
+	if (r->child && r->child_exited)
+		s_on_child_exit(r);
+	if (r->phase == S_FINISHING && !r->child && !r->watch_stopped)
+		s_stop_watching(r);
+}
+
+/* The timers due at now: the drill file, a checkpoint request to retry or due by --every,
+ * the deadline, and the restart after a failure. */
+static void s_on_timers(struct s_run *r, int64_t now)
+{
+	if (r->cfg->notice_file)
+		s_check_notice_file(r);
+	if (r->ask_pending)
+		s_ask_checkpoint(r);
+	if (r->next_every && now >= r->next_every) {
+		if (!s_notice_active(r))
+			s_ask_checkpoint(r);
+		rr_cadence_fired(r->cadence, now);
+		r->next_every = rr_cadence_next(r->cadence, rr_wall_ms());
+	}
+	if (r->terminate_after && r->deadline_mono && now >= r->deadline_mono)
+		s_forward_term(r, "deadline reached before the checkpoint was durable");
+	s_check_deadline(r, now);
+	if (r->phase == S_RESTART_WAIT && now >= r->restart_at) {
+		s_transition(r, S_TRAINING, r->nstate);
+		s_kill_leftovers(r, LEFTOVER_GRACE_MS);
+		if (r->suspect_due)
+			s_set_suspect_aside(r, 1);
+		int rc = s_launch(r);
+		if (rc) {
+			s_transition(r, S_FINISHING, r->nstate);
+			r->exit_code = rc;
+		}
+	}
+}
+
+/* The event loop, tini's shape: wait (poll, its timeout the next timer), handle what came,
+ * run the timers due, until the trainer is gone and the last persist is done. Returns the
+ * process's exit status. */
 static int s_loop(struct s_run *r)
 {
 	struct pollfd fds[5] = {
@@ -1167,106 +1285,18 @@ static int s_loop(struct s_run *r)
 	};
 
 	for (;;) {
-		int64_t now = rr_mono_ms(), timeout = -1;
+		int64_t now = rr_mono_ms();
 
 		s_cadence_tick(r);
 		s_flush_restore_event(r, r->phase == S_FINISHING);
-		if (r->restore_event)
-			timeout = s_min_timeout(timeout, r->restore_event_by, now);
-
-		if (r->phase == S_FINISHING && !r->retention_stopped &&
-		    now >= r->finishing_since + RETENTION_AT_EXIT_MS) {
-			rr_persister_leaving(r->persister);
-			r->retention_stopped = 1;
-		}
-		if (r->phase == S_FINISHING && !r->retention_stopped)
-			timeout = s_min_timeout(timeout, r->finishing_since + RETENTION_AT_EXIT_MS,
-						now);
-		if (r->phase == S_FINISHING && !rr_persister_busy(r->persister)) {
-			s_collect_results(r); /* the last ones may have arrived since the poll */
-			/* Ended by the deadline's end of its requests: the same miss as below. */
-			if (r->deadline_mono && !s_notice_durable(r) &&
-			    rr_mono_ms() >= r->deadline_mono - DEADLINE_SLACK_MS)
-				s_deadline_missed();
+		if (s_finished(r, now))
 			break;
-		}
-		if (r->phase == S_FINISHING && r->deadline_mono && now >= r->deadline_mono &&
-		    !s_notice_durable(r)) {
-			s_deadline_missed();
-			rr_persister_cancel(r->persister, "the notice's deadline passed");
-			break;
-		}
-		if (r->cfg->notice_file)
-			timeout = s_min_timeout(timeout, now + NOTICE_FILE_POLL_MS, now);
-		if (r->ask_pending)
-			timeout = s_min_timeout(timeout, now + HANDLER_RETRY_MS, now);
-		if (r->next_every)
-			timeout = s_min_timeout(timeout, r->next_every, now);
-		if (r->phase == S_RESTART_WAIT)
-			timeout = s_min_timeout(timeout, r->restart_at, now);
-		/* Woken at the deadline (once: past it, nothing waits for it). */
-		if (r->deadline_mono > now && (s_notice_active(r) || r->terminate_after ||
-					       r->phase == S_FINISHING))
-			timeout = s_min_timeout(timeout, r->deadline_mono, now);
-
-		int n = poll(fds, 5, (int)(timeout < 0 ? -1 : timeout > 60000 ? 60000 : timeout));
-		if (n < 0 && errno != EINTR) {
+		if (poll(fds, 5, s_poll_timeout(r, now)) < 0 && errno != EINTR) {
 			rr_error("poll: %s", strerror(errno));
 			return EXIT_AGENT_ERROR;
 		}
-		if (fds[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			while (read(r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-				s_on_signal(r, (int)si.ssi_signo);
-		}
-		/* Commits before exits: a trainer that commits and exits at once is seen in order. */
-		if (rr_watcher_process(r->watcher, s_on_commit, r) != 0)
-			rr_warn("checkpoint watcher error; rescanning");
-		if (fds[2].revents & POLLIN)
-			s_collect_results(r);
-		if (fds[3].revents & POLLIN) {
-			struct rr_notice cn;
-			while (rr_cloud_watch_next(r->cloud, &cn))
-				s_on_cloud_notice(r, &cn);
-		}
-		s_warn_local_store(r, NULL);
-		if (fds[4].revents & POLLIN) {
-			struct rr_notice nn;
-			while (rr_fanout_next(r->fanout, &nn)) {
-				rr_info("notice from another node of the job");
-				s_on_cloud_notice(r, &nn);
-			}
-		}
-		if (r->child && r->child_exited)
-			s_on_child_exit(r);
-		if (r->phase == S_FINISHING && !r->child && !r->watch_stopped)
-			s_stop_watching(r);
-
-		now = rr_mono_ms();
-		if (r->cfg->notice_file)
-			s_check_notice_file(r);
-		if (r->ask_pending)
-			s_ask_checkpoint(r);
-		if (r->next_every && now >= r->next_every) {
-			if (!s_notice_active(r))
-				s_ask_checkpoint(r);
-			rr_cadence_fired(r->cadence, now);
-			r->next_every = rr_cadence_next(r->cadence, rr_wall_ms());
-		}
-		if (r->terminate_after && r->deadline_mono && now >= r->deadline_mono)
-			s_forward_term(r, "deadline reached before the checkpoint was durable");
-		s_check_deadline(r, now);
-		if (r->phase == S_RESTART_WAIT && now >= r->restart_at) {
-			s_transition(r, S_TRAINING, r->nstate);
-			s_kill_leftovers(r, LEFTOVER_GRACE_MS);
-			if (r->suspect_due)
-				s_set_suspect_aside(r, 1);
-			int rc = s_launch(r);
-			if (rc) {
-				s_transition(r, S_FINISHING, r->nstate);
-				r->exit_code = rc;
-			}
-		}
+		s_on_events(r, fds);
+		s_on_timers(r, rr_mono_ms());
 	}
 	/* So that Kubernetes, systemd, docker and Slurm relaunch the job (docs/how-it-works.md,
 	 * "How it works" step 6). */
