@@ -1594,14 +1594,140 @@ static int s_make_checkpoint_dir(const struct rr_config *cfg, char out[PATH_MAX]
 	return rc;
 }
 
+/* What the run needs before the restore: signals taken as events, the trainer's orphans
+ * adopted, the checkpoint directory, the store, the watch for cloud notices (a thread of
+ * its own from now on) and the metrics file. Returns 0, or -1 after logging why not. */
+static int s_setup(struct s_run *r)
+{
+	const struct rr_config *cfg = r->cfg;
+	struct rr_cloud_opts co;
+	int rc;
+
+	/* Threads created from here on (the persister's) inherit the blocked mask. */
+	r->sfd = s_signals_setup();
+	if (r->sfd < 0) {
+		rr_error("cannot set up signal handling: %s", strerror(errno));
+		return -1;
+	}
+	if (getpid() != 1)
+		prctl(PR_SET_CHILD_SUBREAPER, 1); /* orphans of the trainer come to us */
+
+	if (s_make_checkpoint_dir(cfg, r->ckpt_dir) != 0)
+		return -1;
+	snprintf(r->notice_path, sizeof(r->notice_path), "%s/%s", r->ckpt_dir, NOTICE_FILE_NAME);
+	unlink(r->notice_path); /* a stale one from a previous machine's run */
+
+	rc = rr_store_open(cfg->store_url, &cfg->store_opts, &r->store);
+	if (rc) {
+		rr_error("cannot open store %s: %s", cfg->store_url,
+			 rr_store_strerror(rc));
+		return -1;
+	}
+	/* Cloud notices: detection and polling on a thread of their own, from now on. */
+	co = (struct rr_cloud_opts){ .endpoint = cfg->metadata_endpoint,
+				     .poll_interval_ms = cfg->poll_interval_ms,
+				     .azure_ack = cfg->azure_ack };
+	if (cfg->cloud != RR_CLOUD_NONE) {
+		rc = rr_http_new(&(struct rr_http_opts){ .connect_timeout_ms = 1000 }, &r->http);
+		co.http = r->http;
+		if (!rc)
+			rc = rr_cloud_watch_start(cfg->cloud, &co, &r->cloud);
+		if (rc) {
+			rr_error("cannot start watching for cloud notices: %s", rr_strerror(rc));
+			return -1;
+		}
+	}
+	if (cfg->metrics_file && rr_metrics_new(cfg->metrics_file, RR_VERSION, &r->metrics) != 0) {
+		rr_error("cannot set up the metrics file %s: out of memory", cfg->metrics_file);
+		return -1;
+	}
+	return 0;
+}
+
+/* After the restore: the persister (baseline: the restored checkpoint's manifest, chunks:
+ * the store's chunks as the restore listed them), the watch on the checkpoint directory,
+ * the other nodes' notices, what the directory holds already, and the --every cadence.
+ * Returns 0, or -1 after logging why not. */
+static int s_start_watching(struct s_run *r, struct rr_manifest *baseline,
+			    struct rr_chunk_index *chunks)
+{
+	const struct rr_config *cfg = r->cfg;
+	struct rr_persister_config pc;
+	int rc;
+
+	pc = (struct rr_persister_config){
+		.store = r->store, .run_id = cfg->run_id, .checkpoint_dir = r->ckpt_dir,
+		.keep = cfg->keep, .keep_every_ms = cfg->keep_every_ms,
+		.keep_for_ms = cfg->keep_for_ms, .threads = cfg->threads,
+		.zstd_level = cfg->zstd_level,
+		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
+		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
+		.metrics = r->metrics, .store_url = cfg->store_url,
+		.nnodes = cfg->nnodes, .node_rank = cfg->node_rank, .chunks = chunks,
+		.commit = &cfg->commit,
+	};
+	rc = rr_persister_new(&pc, baseline, &r->persister);
+	if (!rc)
+		rc = rr_watcher_new(r->ckpt_dir, &r->watcher);
+	if (!rc && cfg->nnodes > 1)
+		rc = rr_fanout_start(r->store, cfg->run_id, cfg->node_rank, r->started_wall_ms,
+				     &r->fanout);
+	if (rc) {
+		rr_error("cannot start: %s", rr_strerror(rc));
+		return -1;
+	}
+	/* Checkpoints already here: the newest is what the trainer resumes from, and is
+	 * persisted if the store does not have it yet. */
+	rr_watcher_set_rule(r->watcher, &r->cfg->commit);
+	rr_watcher_scan(r->watcher, s_on_commit, r);
+	r->scanned = 1;
+	s_notice_file_at_start(r);
+	rc = s_cadence_start(r);
+	if (rc) {
+		rr_error("cannot start: %s", rr_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* Leaving with status code: the trainer's leftovers ended, the last events recorded (the
+ * restore's, the exit's), and everything the run opened closed. */
+static void s_teardown(struct s_run *r, int code)
+{
+	rr_history_stop(r->history);
+	s_end_leftovers(r);
+	if (r->restore_event && r->persister)
+		s_flush_restore_event(r, 1);
+	cJSON_Delete(r->restore_event);
+	s_stop_cloud(r); /* the exit event below uses r->id */
+	rr_fanout_stop(r->fanout); /* writes a notice still queued: the others need it */
+	rr_http_destroy(r->http);
+	if (r->persister && rr_persister_busy(r->persister) && code != EXIT_AGENT_ERROR)
+		rr_warn("leaving with a persist unfinished");
+	rr_persister_destroy(r->persister);
+	rr_cadence_destroy(r->cadence);
+	if (r->store) {
+		s_record_exit(r, code);
+		r->persister = NULL;
+	}
+	rr_metrics_finish(r->metrics, rr_wall_ms());
+	rr_metrics_flush(r->metrics);
+	rr_metrics_destroy(r->metrics);
+	rr_watcher_destroy_detached(r->watcher);
+	rr_store_destroy(r->store);
+	if (r->notice_path[0])
+		unlink(r->notice_path);
+	if (r->sfd >= 0)
+		close(r->sfd);
+	free(r->exe);
+}
+
 int rr_run(const struct rr_config *cfg)
 {
 	struct s_run r = { .cfg = cfg, .sfd = -1, .started_wall_ms = rr_wall_ms(),
 			   .rec = { .suspect_after = cfg->suspect_after } };
 	struct rr_manifest *baseline = NULL;
 	struct rr_chunk_index *chunks = NULL;
-	struct rr_persister_config pc;
-	struct rr_cloud_opts co;
 	int rc, code = EXIT_AGENT_ERROR;
 
 	rc = rr_supervisor_resolve(cfg->argv[0], &r.exe);
@@ -1610,112 +1736,19 @@ int rr_run(const struct rr_config *cfg)
 			 rc == RR_ENOENT ? "command not found" : "permission denied");
 		return rc == RR_ENOENT ? 127 : 126;
 	}
-	/* Threads created from here on (the persister's) inherit the blocked mask. */
-	r.sfd = s_signals_setup();
-	if (r.sfd < 0) {
-		rr_error("cannot set up signal handling: %s", strerror(errno));
+	if (s_setup(&r) != 0)
 		goto out;
-	}
-	if (getpid() != 1)
-		prctl(PR_SET_CHILD_SUBREAPER, 1); /* orphans of the trainer come to us */
-
-	if (s_make_checkpoint_dir(cfg, r.ckpt_dir) != 0)
-		goto out;
-	snprintf(r.notice_path, sizeof(r.notice_path), "%s/%s", r.ckpt_dir, NOTICE_FILE_NAME);
-	unlink(r.notice_path); /* a stale one from a previous machine's run */
-
-	rc = rr_store_open(cfg->store_url, &cfg->store_opts, &r.store);
-	if (rc) {
-		rr_error("cannot open store %s: %s", cfg->store_url,
-			 rr_store_strerror(rc));
-		goto out;
-	}
-	/* Cloud notices: detection and polling on a thread of their own, from now on. */
-	co = (struct rr_cloud_opts){ .endpoint = cfg->metadata_endpoint,
-				     .poll_interval_ms = cfg->poll_interval_ms,
-				     .azure_ack = cfg->azure_ack };
-	if (cfg->cloud != RR_CLOUD_NONE) {
-		rc = rr_http_new(&(struct rr_http_opts){ .connect_timeout_ms = 1000 }, &r.http);
-		co.http = r.http;
-		if (!rc)
-			rc = rr_cloud_watch_start(cfg->cloud, &co, &r.cloud);
-		if (rc) {
-			rr_error("cannot start watching for cloud notices: %s", rr_strerror(rc));
-			goto out;
-		}
-	}
-	if (cfg->metrics_file && rr_metrics_new(cfg->metrics_file, RR_VERSION, &r.metrics) != 0) {
-		rr_error("cannot set up the metrics file %s: out of memory", cfg->metrics_file);
-		goto out;
-	}
 	rc = s_restore_watched(&r, &baseline, &chunks);
 	if (rc) {
 		code = rc;
 		goto out;
 	}
-
-	pc = (struct rr_persister_config){
-		.store = r.store, .run_id = cfg->run_id, .checkpoint_dir = r.ckpt_dir,
-		.keep = cfg->keep, .keep_every_ms = cfg->keep_every_ms,
-		.keep_for_ms = cfg->keep_for_ms, .threads = cfg->threads,
-		.zstd_level = cfg->zstd_level,
-		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
-		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
-		.metrics = r.metrics, .store_url = cfg->store_url,
-		.nnodes = cfg->nnodes, .node_rank = cfg->node_rank, .chunks = chunks,
-		.commit = &cfg->commit,
-	};
-	rc = rr_persister_new(&pc, baseline, &r.persister);
-	if (!rc)
-		rc = rr_watcher_new(r.ckpt_dir, &r.watcher);
-	if (!rc && cfg->nnodes > 1)
-		rc = rr_fanout_start(r.store, cfg->run_id, cfg->node_rank, r.started_wall_ms,
-				     &r.fanout);
-	if (rc) {
-		rr_error("cannot start: %s", rr_strerror(rc));
+	if (s_start_watching(&r, baseline, chunks) != 0)
 		goto out;
-	}
-	/* Checkpoints already here: the newest is what the trainer resumes from, and is
-	 * persisted if the store does not have it yet. */
-	rr_watcher_set_rule(r.watcher, &r.cfg->commit);
-	rr_watcher_scan(r.watcher, s_on_commit, &r);
-	r.scanned = 1;
-	s_notice_file_at_start(&r);
-	rc = s_cadence_start(&r);
-	if (rc) {
-		rr_error("cannot start: %s", rr_strerror(rc));
-		goto out;
-	}
-
 	code = s_launch(&r);
 	if (code == 0)
 		code = s_loop(&r);
 out:
-	rr_history_stop(r.history);
-	s_end_leftovers(&r);
-	if (r.restore_event && r.persister)
-		s_flush_restore_event(&r, 1);
-	cJSON_Delete(r.restore_event);
-	s_stop_cloud(&r); /* the exit event below uses r.id */
-	rr_fanout_stop(r.fanout); /* writes a notice still queued: the others need it */
-	rr_http_destroy(r.http);
-	if (r.persister && rr_persister_busy(r.persister) && code != EXIT_AGENT_ERROR)
-		rr_warn("leaving with a persist unfinished");
-	rr_persister_destroy(r.persister);
-	rr_cadence_destroy(r.cadence);
-	if (r.store) {
-		s_record_exit(&r, code);
-		r.persister = NULL;
-	}
-	rr_metrics_finish(r.metrics, rr_wall_ms());
-	rr_metrics_flush(r.metrics);
-	rr_metrics_destroy(r.metrics);
-	rr_watcher_destroy_detached(r.watcher);
-	rr_store_destroy(r.store);
-	if (r.notice_path[0])
-		unlink(r.notice_path);
-	if (r.sfd >= 0)
-		close(r.sfd);
-	free(r.exe);
+	s_teardown(&r, code);
 	return code;
 }
