@@ -1258,14 +1258,153 @@ static int s_reader_accepts(const struct rr_buf *json, const char *name)
 	return 0;
 }
 
+/* Where the checkpoint's manifest goes (key) and what that name holds already: *theirs, a
+ * manifest stored under it before (another writer's, or this machine's before a restart);
+ * *replace when that one is suspect and this persist replaces it. */
+static int s_find_existing(struct rr_store *s, const struct rr_persist_opts *opts,
+			   const char *name, char *key, struct rr_manifest **theirs, int *replace)
+{
+	int rc;
+
+	/* Multi-node: this node's files are one part; the commit manifest is rr_parts_commit's. */
+	if (opts->nnodes > 1)
+		rc = rr_key_part(key, opts->run_id, name, opts->node_rank);
+	else
+		rc = rr_key_manifest(key, opts->run_id, name);
+	if (rc)
+		return rc;
+	rc = rr_store_head(s, key, NULL);
+	if (rc == 0)
+		rc = s_load_manifest(s, key, name, theirs);
+	else if (rc == RR_ENOENT)
+		rc = 0;
+	if (!rc && *theirs && opts->nnodes <= 1)
+		rc = s_replaces_suspect(s, opts->run_id, theirs, replace);
+	return rc;
+}
+
+/* Everything the workers need before the first byte is read: the checkpoint opened and
+ * listed (l, which the job points at), its files held open, the manifest to fill, what may
+ * be reused from theirs or the previous checkpoint, the chunks the store holds, and the
+ * workers. A failure the job explained is logged here. */
+static int s_prepare(struct s_job *j, const char *ckpt_dir, const char *name,
+		     int64_t committed_ms, struct rr_manifest *theirs, unsigned threads,
+		     struct rr_dir_listing *l)
+{
+	char q[RR_QUOTE_CAP];
+	int single = 0, rc;
+
+	rc = s_open_checkpoint(ckpt_dir, name, &j->root_fd, l, &single);
+	if (rc)
+		return rc;
+	j->l = l;
+	if (l->skipped) {
+		char q2[RR_QUOTE_CAP];
+		rr_warn("%s: %zu entries that are not regular files (e.g. %s) are not persisted",
+			rr_quote_str(q, name), l->skipped, rr_quote_str(q2, l->first_skipped));
+	}
+	rc = s_names_ok(name, l);
+	if (!rc)
+		rc = s_hold_files(j);
+	if (!rc)
+		rc = s_build_manifest(j, name, committed_ms, l);
+	if (!rc)
+		j->m->single_file = single;
+	if (!rc)
+		rc = s_reuse_init(&j->reuse, theirs ? theirs : j->opts->previous);
+	j->dry = theirs != NULL;
+	if (!rc)
+		rc = s_known_load(j->store, j->opts, &j->known);
+	if (!rc)
+		rc = s_claims_init(&j->known, j->ntasks);
+	if (!rc)
+		rc = s_workers_new(j, threads);
+	if (rc && j->why.text[0])
+		rr_error("persist of %s failed: %s", rr_quote_str(q, name), j->why.text);
+	return rc;
+}
+
+/* The two pools: every file analysed (hashed, its tensors planned), then every segment
+ * encoded and stored in packs, the last pack after the pool. A cancel (the caller logs it)
+ * is RR_ECANCELED; another failure the job explained is logged here. */
+static int s_encode_all(struct s_job *j, const char *name, unsigned threads)
+{
+	char what[300], q[RR_QUOTE_CAP];
+	const atomic_int *cancel = j->opts->cancel;
+	int rc;
+
+	snprintf(what, sizeof(what), "persist %s", rr_quote_str(q, name));
+	j->progress = rr_progress_new(what, rr_manifest_total_size(j->m));
+	rc = rr_pool_run(threads, j->nfirst, s_analyse, j, cancel);
+	if (!rc) {
+		s_between_phases(j);
+		j->packer = rr_packer_new(j->ntodo, rr_store_scratch_before(j->store),
+					  RR_STORE_SCRATCH_AFTER);
+		rc = j->packer ? rr_pool_run(threads, j->ntodo, s_encode, j, cancel) : RR_ENOMEM;
+		if (!rc)
+			rc = s_pack_last(j);
+		/* The last pack is stored after the pool: a cancel during it still counts. */
+		if (!rc && cancel && atomic_load(cancel))
+			rc = RR_ECANCELED;
+	}
+	rr_progress_destroy(j->progress);
+	if (rc && j->why.text[0] && rc != RR_ECANCELED) /* set aside: the caller says so */
+		rr_error("persist of %s failed: %s", rr_quote_str(q, name), j->why.text);
+	return rc;
+}
+
+/* Stores the manifest under key, create-only, once every chunk it names is known to be
+ * there: the step that makes the checkpoint durable. A suspect one it replaces is deleted
+ * first. When another writer's manifest landed meanwhile, the result is the comparison
+ * with it (loaded into *theirs). */
+static int s_write_manifest(struct s_job *j, const char *key, const char *name, int replace,
+			    struct rr_buf *json, struct rr_manifest **theirs)
+{
+	struct rr_store *s = j->store;
+	int rc;
+
+	rc = s_check_still_stored(j);
+	if (rc)
+		return rc;
+	j->m->created_unix_ms = rr_wall_ms();
+	rc = rr_manifest_to_json(j->m, json);
+	if (!rc)
+		rc = s_reader_accepts(json, name);
+	/* The suspect one goes first (create-only below): until the new one is written the
+	 * name holds nothing, and restore takes the checkpoint before, as it did. */
+	if (!rc && replace)
+		rc = rr_store_del(s, key);
+	if (!rc)
+		rc = rr_store_put(s, key, json->data, json->len,
+				  &(struct rr_put_opts){ .if_none_match = 1 }, NULL);
+	if (!rc && replace)
+		s_clear_replaced_marks(s, j->opts->run_id, name);
+	if (rc == RR_EEXIST && s_load_manifest(s, key, name, theirs) == 0)
+		rc = rr_persist_compare_existing(j->m, *theirs); /* another writer's landed meanwhile */
+	else if (rc == RR_EEXIST)
+		rc = RR_EPRECOND;
+	return rc;
+}
+
+/* What the persist did, for the caller's log line and metrics. */
+static void s_fill_stats(struct s_job *j, const struct rr_buf *json,
+			 struct rr_persist_stats *stats)
+{
+	stats->files = j->m->nfiles;
+	stats->bytes = rr_manifest_total_size(j->m);
+	stats->stored_bytes = rr_manifest_total_stored(j->m);
+	stats->new_bytes = atomic_load(&j->new_bytes) + json->len;
+	stats->refreshed_chunks = atomic_load(&j->refreshed);
+	s_count(j, stats);
+}
+
 int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *name,
 			  int64_t committed_ms, const struct rr_persist_opts *opts,
 			  struct rr_manifest **manifest_out, struct rr_persist_stats *stats)
 {
 	struct s_job j = { .store = s, .opts = opts, .why = RR_REASON_INIT, .root_fd = -1 };
 	struct rr_dir_listing l = { 0 };
-	char key[RR_KEY_MAX], what[300], q[RR_QUOTE_CAP];
-	int single = 0;
+	char key[RR_KEY_MAX];
 	unsigned threads = opts->threads ? opts->threads : 1;
 	struct rr_buf json;
 	struct rr_manifest *theirs = NULL;
@@ -1278,117 +1417,31 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		*manifest_out = NULL;
 
 	rc = s_names_ok(name, &l);
+	if (!rc)
+		rc = s_find_existing(s, opts, name, key, &theirs, &replace);
 	if (rc)
 		goto out;
-	/* Multi-node: this node's files are one part; the commit manifest is rr_parts_commit's. */
-	if (opts->nnodes > 1)
-		rc = rr_key_part(key, opts->run_id, name, opts->node_rank);
-	else
-		rc = rr_key_manifest(key, opts->run_id, name);
-	if (rc)
-		goto out;
-	rc = rr_store_head(s, key, NULL);
-	if (rc == 0)
-		rc = s_load_manifest(s, key, name, &theirs);
-	else if (rc == RR_ENOENT)
-		rc = 0;
-	if (!rc && theirs && opts->nnodes <= 1)
-		rc = s_replaces_suspect(s, opts->run_id, &theirs, &replace);
-	if (rc)
-		goto out;
-
 	if (opts->settle_ms > 0) {
 		rr_persist_settle(ckpt_dir, name, committed_ms, opts->settle_ms, opts->cancel);
 		t0 = rr_mono_ms(); /* the wait is no part of the link's throughput (logged itself) */
 	}
-	rc = s_open_checkpoint(ckpt_dir, name, &j.root_fd, &l, &single);
+	rc = s_prepare(&j, ckpt_dir, name, committed_ms, theirs, threads, &l);
+	if (!rc)
+		rc = s_encode_all(&j, name, threads);
 	if (rc)
 		goto out;
-	j.l = &l;
-	if (l.skipped) {
-		char q2[RR_QUOTE_CAP];
-		rr_warn("%s: %zu entries that are not regular files (e.g. %s) are not persisted",
-			rr_quote_str(q, name), l.skipped, rr_quote_str(q2, l.first_skipped));
-	}
-	rc = s_names_ok(name, &l);
-	if (!rc)
-		rc = s_hold_files(&j);
-	if (!rc)
-		rc = s_build_manifest(&j, name, committed_ms, &l);
-	if (!rc)
-		j.m->single_file = single;
-	if (!rc)
-		rc = s_reuse_init(&j.reuse, theirs ? theirs : opts->previous);
-	j.dry = theirs != NULL;
-	if (!rc)
-		rc = s_known_load(s, opts, &j.known);
-	if (!rc)
-		rc = s_claims_init(&j.known, j.ntasks);
-	if (!rc)
-		rc = s_workers_new(&j, threads);
-	if (rc) {
-		if (j.why.text[0])
-			rr_error("persist of %s failed: %s", rr_quote_str(q, name), j.why.text);
-		goto out;
-	}
-	snprintf(what, sizeof(what), "persist %s", rr_quote_str(q, name));
-	j.progress = rr_progress_new(what, rr_manifest_total_size(j.m));
-	rc = rr_pool_run(threads, j.nfirst, s_analyse, &j, opts->cancel);
-	if (!rc) {
-		s_between_phases(&j);
-		j.packer = rr_packer_new(j.ntodo, rr_store_scratch_before(s),
-					 RR_STORE_SCRATCH_AFTER);
-		rc = j.packer ? rr_pool_run(threads, j.ntodo, s_encode, &j, opts->cancel)
-			      : RR_ENOMEM;
-		if (!rc)
-			rc = s_pack_last(&j);
-		/* The last pack is stored after the pool: a cancel during it still counts. */
-		if (!rc && opts->cancel && atomic_load(opts->cancel))
-			rc = RR_ECANCELED;
-	}
-	rr_progress_destroy(j.progress);
-	if (rc) {
-		if (j.why.text[0] && rc != RR_ECANCELED) /* set aside: the caller says so */
-			rr_error("persist of %s failed: %s", rr_quote_str(q, name), j.why.text);
-		goto out;
-	}
-
 	if (theirs) {
 		/* Encoded and hashed only: identical segments were taken from it. */
 		rc = rr_persist_compare_existing(j.m, theirs);
 		goto out;
 	}
-	rc = s_check_still_stored(&j);
-	if (rc)
-		goto out;
-	j.m->created_unix_ms = rr_wall_ms();
-	rc = rr_manifest_to_json(j.m, &json);
-	if (!rc)
-		rc = s_reader_accepts(&json, name);
-	/* The suspect one goes first (create-only below): until the new one is written the
-	 * name holds nothing, and restore takes the checkpoint before, as it did. */
-	if (!rc && replace)
-		rc = rr_store_del(s, key);
-	if (!rc)
-		rc = rr_store_put(s, key, json.data, json.len,
-				  &(struct rr_put_opts){ .if_none_match = 1 }, NULL);
-	if (!rc && replace)
-		s_clear_replaced_marks(s, opts->run_id, name);
-	if (rc == RR_EEXIST && s_load_manifest(s, key, name, &theirs) == 0)
-		rc = rr_persist_compare_existing(j.m, theirs); /* another writer's landed meanwhile */
-	else if (rc == RR_EEXIST)
-		rc = RR_EPRECOND;
+	rc = s_write_manifest(&j, key, name, replace, &json, &theirs);
 	if (rc)
 		goto out;
 
 	if (opts->chunks)
 		s_index_add_written(opts->chunks, &j.known);
-	stats->files = j.m->nfiles;
-	stats->bytes = rr_manifest_total_size(j.m);
-	stats->stored_bytes = rr_manifest_total_stored(j.m);
-	stats->new_bytes = atomic_load(&j.new_bytes) + json.len;
-	stats->refreshed_chunks = atomic_load(&j.refreshed);
-	s_count(&j, stats);
+	s_fill_stats(&j, &json, stats);
 	if (manifest_out) {
 		*manifest_out = j.m;
 		j.m = NULL;

@@ -1200,6 +1200,124 @@ static void s_stop_watching(struct s_run *r)
 		rr_warn("checkpoint watcher error while leaving");
 }
 
+/* While finishing: stops the retention once the persists at exit have had their time, and
+ * says whether the loop is done (1): no persist left, or the notice's deadline passed with
+ * one unfinished, which is then cancelled. */
+static int s_finished(struct s_run *r, int64_t now)
+{
+	if (r->phase != S_FINISHING)
+		return 0;
+	if (!r->retention_stopped && now >= r->finishing_since + RETENTION_AT_EXIT_MS) {
+		rr_persister_leaving(r->persister);
+		r->retention_stopped = 1;
+	}
+	if (!rr_persister_busy(r->persister)) {
+		s_collect_results(r); /* the last ones may have arrived since the poll */
+		/* Ended by the deadline's end of its requests: the same miss as below. */
+		if (r->deadline_mono && !s_notice_durable(r) &&
+		    rr_mono_ms() >= r->deadline_mono - DEADLINE_SLACK_MS)
+			s_deadline_missed();
+		return 1;
+	}
+	if (r->deadline_mono && now >= r->deadline_mono && !s_notice_durable(r)) {
+		s_deadline_missed();
+		rr_persister_cancel(r->persister, "the notice's deadline passed");
+		return 1;
+	}
+	return 0;
+}
+
+/* How long poll may sleep: until the first timer due (the loop's only clock), at most a
+ * minute; -1: no timer, only events wake it. */
+static int s_poll_timeout(const struct s_run *r, int64_t now)
+{
+	int64_t timeout = -1;
+
+	if (r->restore_event)
+		timeout = s_min_timeout(timeout, r->restore_event_by, now);
+	if (r->phase == S_FINISHING && !r->retention_stopped)
+		timeout = s_min_timeout(timeout, r->finishing_since + RETENTION_AT_EXIT_MS, now);
+	if (r->cfg->notice_file)
+		timeout = s_min_timeout(timeout, now + NOTICE_FILE_POLL_MS, now);
+	if (r->ask_pending)
+		timeout = s_min_timeout(timeout, now + HANDLER_RETRY_MS, now);
+	if (r->next_every)
+		timeout = s_min_timeout(timeout, r->next_every, now);
+	if (r->phase == S_RESTART_WAIT)
+		timeout = s_min_timeout(timeout, r->restart_at, now);
+	/* Woken at the deadline (once: past it, nothing waits for it). */
+	if (r->deadline_mono > now && (s_notice_active(r) || r->terminate_after ||
+				       r->phase == S_FINISHING))
+		timeout = s_min_timeout(timeout, r->deadline_mono, now);
+	return (int)(timeout < 0 ? -1 : timeout > 60000 ? 60000 : timeout);
+}
+
+/* What poll woke for: signals, commits, persist results, notices (the cloud's, then the
+ * other nodes'), and last the trainer's exit, so that a commit just before it counts. */
+static void s_on_events(struct s_run *r, const struct pollfd *fds)
+{
+	if (fds[0].revents & POLLIN) {
+		struct signalfd_siginfo si;
+		while (read(r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			s_on_signal(r, (int)si.ssi_signo);
+	}
+	/* Commits before exits: a trainer that commits and exits at once is seen in order. */
+	if (rr_watcher_process(r->watcher, s_on_commit, r) != 0)
+		rr_warn("checkpoint watcher error; rescanning");
+	if (fds[2].revents & POLLIN)
+		s_collect_results(r);
+	if (fds[3].revents & POLLIN) {
+		struct rr_notice cn;
+		while (rr_cloud_watch_next(r->cloud, &cn))
+			s_on_cloud_notice(r, &cn);
+	}
+	s_warn_local_store(r, NULL);
+	if (fds[4].revents & POLLIN) {
+		struct rr_notice nn;
+		while (rr_fanout_next(r->fanout, &nn)) {
+			rr_info("notice from another node of the job");
+			s_on_cloud_notice(r, &nn);
+		}
+	}
+	if (r->child && r->child_exited)
+		s_on_child_exit(r);
+	if (r->phase == S_FINISHING && !r->child && !r->watch_stopped)
+		s_stop_watching(r);
+}
+
+/* The timers due at now: the drill file, a checkpoint request to retry or due by --every,
+ * the deadline, and the restart after a failure. */
+static void s_on_timers(struct s_run *r, int64_t now)
+{
+	if (r->cfg->notice_file)
+		s_check_notice_file(r);
+	if (r->ask_pending)
+		s_ask_checkpoint(r);
+	if (r->next_every && now >= r->next_every) {
+		if (!s_notice_active(r))
+			s_ask_checkpoint(r);
+		rr_cadence_fired(r->cadence, now);
+		r->next_every = rr_cadence_next(r->cadence, rr_wall_ms());
+	}
+	if (r->terminate_after && r->deadline_mono && now >= r->deadline_mono)
+		s_forward_term(r, "deadline reached before the checkpoint was durable");
+	s_check_deadline(r, now);
+	if (r->phase == S_RESTART_WAIT && now >= r->restart_at) {
+		s_transition(r, S_TRAINING, r->nstate);
+		s_kill_leftovers(r, LEFTOVER_GRACE_MS);
+		if (r->suspect_due)
+			s_set_suspect_aside(r, 1);
+		int rc = s_launch(r);
+		if (rc) {
+			s_transition(r, S_FINISHING, r->nstate);
+			r->exit_code = rc;
+		}
+	}
+}
+
+/* The event loop, tini's shape: wait (poll, its timeout the next timer), handle what came,
+ * run the timers due, until the trainer is gone and the last persist is done. Returns the
+ * process's exit status. */
 static int s_loop(struct s_run *r)
 {
 	struct pollfd fds[5] = {
@@ -1211,106 +1329,18 @@ static int s_loop(struct s_run *r)
 	};
 
 	for (;;) {
-		int64_t now = rr_mono_ms(), timeout = -1;
+		int64_t now = rr_mono_ms();
 
 		s_cadence_tick(r);
 		s_flush_restore_event(r, r->phase == S_FINISHING);
-		if (r->restore_event)
-			timeout = s_min_timeout(timeout, r->restore_event_by, now);
-
-		if (r->phase == S_FINISHING && !r->retention_stopped &&
-		    now >= r->finishing_since + RETENTION_AT_EXIT_MS) {
-			rr_persister_leaving(r->persister);
-			r->retention_stopped = 1;
-		}
-		if (r->phase == S_FINISHING && !r->retention_stopped)
-			timeout = s_min_timeout(timeout, r->finishing_since + RETENTION_AT_EXIT_MS,
-						now);
-		if (r->phase == S_FINISHING && !rr_persister_busy(r->persister)) {
-			s_collect_results(r); /* the last ones may have arrived since the poll */
-			/* Ended by the deadline's end of its requests: the same miss as below. */
-			if (r->deadline_mono && !s_notice_durable(r) &&
-			    rr_mono_ms() >= r->deadline_mono - DEADLINE_SLACK_MS)
-				s_deadline_missed();
+		if (s_finished(r, now))
 			break;
-		}
-		if (r->phase == S_FINISHING && r->deadline_mono && now >= r->deadline_mono &&
-		    !s_notice_durable(r)) {
-			s_deadline_missed();
-			rr_persister_cancel(r->persister, "the notice's deadline passed");
-			break;
-		}
-		if (r->cfg->notice_file)
-			timeout = s_min_timeout(timeout, now + NOTICE_FILE_POLL_MS, now);
-		if (r->ask_pending)
-			timeout = s_min_timeout(timeout, now + HANDLER_RETRY_MS, now);
-		if (r->next_every)
-			timeout = s_min_timeout(timeout, r->next_every, now);
-		if (r->phase == S_RESTART_WAIT)
-			timeout = s_min_timeout(timeout, r->restart_at, now);
-		/* Woken at the deadline (once: past it, nothing waits for it). */
-		if (r->deadline_mono > now && (s_notice_active(r) || r->terminate_after ||
-					       r->phase == S_FINISHING))
-			timeout = s_min_timeout(timeout, r->deadline_mono, now);
-
-		int n = poll(fds, 5, (int)(timeout < 0 ? -1 : timeout > 60000 ? 60000 : timeout));
-		if (n < 0 && errno != EINTR) {
+		if (poll(fds, 5, s_poll_timeout(r, now)) < 0 && errno != EINTR) {
 			rr_error("poll: %s", strerror(errno));
 			return EXIT_AGENT_ERROR;
 		}
-		if (fds[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			while (read(r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-				s_on_signal(r, (int)si.ssi_signo);
-		}
-		/* Commits before exits: a trainer that commits and exits at once is seen in order. */
-		if (rr_watcher_process(r->watcher, s_on_commit, r) != 0)
-			rr_warn("checkpoint watcher error; rescanning");
-		if (fds[2].revents & POLLIN)
-			s_collect_results(r);
-		if (fds[3].revents & POLLIN) {
-			struct rr_notice cn;
-			while (rr_cloud_watch_next(r->cloud, &cn))
-				s_on_cloud_notice(r, &cn);
-		}
-		s_warn_local_store(r, NULL);
-		if (fds[4].revents & POLLIN) {
-			struct rr_notice nn;
-			while (rr_fanout_next(r->fanout, &nn)) {
-				rr_info("notice from another node of the job");
-				s_on_cloud_notice(r, &nn);
-			}
-		}
-		if (r->child && r->child_exited)
-			s_on_child_exit(r);
-		if (r->phase == S_FINISHING && !r->child && !r->watch_stopped)
-			s_stop_watching(r);
-
-		now = rr_mono_ms();
-		if (r->cfg->notice_file)
-			s_check_notice_file(r);
-		if (r->ask_pending)
-			s_ask_checkpoint(r);
-		if (r->next_every && now >= r->next_every) {
-			if (!s_notice_active(r))
-				s_ask_checkpoint(r);
-			rr_cadence_fired(r->cadence, now);
-			r->next_every = rr_cadence_next(r->cadence, rr_wall_ms());
-		}
-		if (r->terminate_after && r->deadline_mono && now >= r->deadline_mono)
-			s_forward_term(r, "deadline reached before the checkpoint was durable");
-		s_check_deadline(r, now);
-		if (r->phase == S_RESTART_WAIT && now >= r->restart_at) {
-			s_transition(r, S_TRAINING, r->nstate);
-			s_kill_leftovers(r, LEFTOVER_GRACE_MS);
-			if (r->suspect_due)
-				s_set_suspect_aside(r, 1);
-			int rc = s_launch(r);
-			if (rc) {
-				s_transition(r, S_FINISHING, r->nstate);
-				r->exit_code = rc;
-			}
-		}
+		s_on_events(r, fds);
+		s_on_timers(r, rr_mono_ms());
 	}
 	/* So that Kubernetes, systemd, docker and Slurm relaunch the job (docs/how-it-works.md,
 	 * "How it works" step 6). */
@@ -1608,14 +1638,140 @@ static int s_make_checkpoint_dir(const struct rr_config *cfg, char out[PATH_MAX]
 	return rc;
 }
 
+/* What the run needs before the restore: signals taken as events, the trainer's orphans
+ * adopted, the checkpoint directory, the store, the watch for cloud notices (a thread of
+ * its own from now on) and the metrics file. Returns 0, or -1 after logging why not. */
+static int s_setup(struct s_run *r)
+{
+	const struct rr_config *cfg = r->cfg;
+	struct rr_cloud_opts co;
+	int rc;
+
+	/* Threads created from here on (the persister's) inherit the blocked mask. */
+	r->sfd = s_signals_setup();
+	if (r->sfd < 0) {
+		rr_error("cannot set up signal handling: %s", strerror(errno));
+		return -1;
+	}
+	if (getpid() != 1)
+		prctl(PR_SET_CHILD_SUBREAPER, 1); /* orphans of the trainer come to us */
+
+	if (s_make_checkpoint_dir(cfg, r->ckpt_dir) != 0)
+		return -1;
+	snprintf(r->notice_path, sizeof(r->notice_path), "%s/%s", r->ckpt_dir, NOTICE_FILE_NAME);
+	unlink(r->notice_path); /* a stale one from a previous machine's run */
+
+	rc = rr_store_open(cfg->store_url, &cfg->store_opts, &r->store);
+	if (rc) {
+		rr_error("cannot open store %s: %s", cfg->store_url,
+			 rr_store_strerror(rc));
+		return -1;
+	}
+	/* Cloud notices: detection and polling on a thread of their own, from now on. */
+	co = (struct rr_cloud_opts){ .endpoint = cfg->metadata_endpoint,
+				     .poll_interval_ms = cfg->poll_interval_ms,
+				     .azure_ack = cfg->azure_ack };
+	if (cfg->cloud != RR_CLOUD_NONE) {
+		rc = rr_http_new(&(struct rr_http_opts){ .connect_timeout_ms = 1000 }, &r->http);
+		co.http = r->http;
+		if (!rc)
+			rc = rr_cloud_watch_start(cfg->cloud, &co, &r->cloud);
+		if (rc) {
+			rr_error("cannot start watching for cloud notices: %s", rr_strerror(rc));
+			return -1;
+		}
+	}
+	if (cfg->metrics_file && rr_metrics_new(cfg->metrics_file, RR_VERSION, &r->metrics) != 0) {
+		rr_error("cannot set up the metrics file %s: out of memory", cfg->metrics_file);
+		return -1;
+	}
+	return 0;
+}
+
+/* After the restore: the persister (baseline: the restored checkpoint's manifest, chunks:
+ * the store's chunks as the restore listed them), the watch on the checkpoint directory,
+ * the other nodes' notices, what the directory holds already, and the --every cadence.
+ * Returns 0, or -1 after logging why not. */
+static int s_start_watching(struct s_run *r, struct rr_manifest *baseline,
+			    struct rr_chunk_index *chunks)
+{
+	const struct rr_config *cfg = r->cfg;
+	struct rr_persister_config pc;
+	int rc;
+
+	pc = (struct rr_persister_config){
+		.store = r->store, .run_id = cfg->run_id, .checkpoint_dir = r->ckpt_dir,
+		.keep = cfg->keep, .keep_every_ms = cfg->keep_every_ms,
+		.keep_for_ms = cfg->keep_for_ms, .threads = cfg->threads,
+		.zstd_level = cfg->zstd_level,
+		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
+		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
+		.metrics = r->metrics, .store_url = cfg->store_url,
+		.nnodes = cfg->nnodes, .node_rank = cfg->node_rank, .chunks = chunks,
+		.commit = &cfg->commit,
+	};
+	rc = rr_persister_new(&pc, baseline, &r->persister);
+	if (!rc)
+		rc = rr_watcher_new(r->ckpt_dir, &r->watcher);
+	if (!rc && cfg->nnodes > 1)
+		rc = rr_fanout_start(r->store, cfg->run_id, cfg->node_rank, r->started_wall_ms,
+				     &r->fanout);
+	if (rc) {
+		rr_error("cannot start: %s", rr_strerror(rc));
+		return -1;
+	}
+	/* Checkpoints already here: the newest is what the trainer resumes from, and is
+	 * persisted if the store does not have it yet. */
+	rr_watcher_set_rule(r->watcher, &r->cfg->commit);
+	rr_watcher_scan(r->watcher, s_on_commit, r);
+	r->scanned = 1;
+	s_notice_file_at_start(r);
+	rc = s_cadence_start(r);
+	if (rc) {
+		rr_error("cannot start: %s", rr_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* Leaving with status code: the trainer's leftovers ended, the last events recorded (the
+ * restore's, the exit's), and everything the run opened closed. */
+static void s_teardown(struct s_run *r, int code)
+{
+	rr_history_stop(r->history);
+	s_end_leftovers(r);
+	if (r->restore_event && r->persister)
+		s_flush_restore_event(r, 1);
+	cJSON_Delete(r->restore_event);
+	s_stop_cloud(r); /* the exit event below uses r->id */
+	rr_fanout_stop(r->fanout); /* writes a notice still queued: the others need it */
+	rr_http_destroy(r->http);
+	if (r->persister && rr_persister_busy(r->persister) && code != EXIT_AGENT_ERROR)
+		rr_warn("leaving with a persist unfinished");
+	rr_persister_destroy(r->persister);
+	rr_cadence_destroy(r->cadence);
+	if (r->store) {
+		s_record_exit(r, code);
+		r->persister = NULL;
+	}
+	rr_metrics_finish(r->metrics, rr_wall_ms());
+	rr_metrics_flush(r->metrics);
+	rr_metrics_destroy(r->metrics);
+	rr_watcher_destroy_detached(r->watcher);
+	rr_store_destroy(r->store);
+	if (r->notice_path[0])
+		unlink(r->notice_path);
+	if (r->sfd >= 0)
+		close(r->sfd);
+	free(r->exe);
+}
+
 int rr_run(const struct rr_config *cfg)
 {
 	struct s_run r = { .cfg = cfg, .sfd = -1, .started_wall_ms = rr_wall_ms(),
 			   .rec = { .suspect_after = cfg->suspect_after } };
 	struct rr_manifest *baseline = NULL;
 	struct rr_chunk_index *chunks = NULL;
-	struct rr_persister_config pc;
-	struct rr_cloud_opts co;
 	int rc, code = EXIT_AGENT_ERROR;
 
 	rc = rr_supervisor_resolve(cfg->argv[0], &r.exe);
@@ -1624,112 +1780,19 @@ int rr_run(const struct rr_config *cfg)
 			 rc == RR_ENOENT ? "command not found" : "permission denied");
 		return rc == RR_ENOENT ? 127 : 126;
 	}
-	/* Threads created from here on (the persister's) inherit the blocked mask. */
-	r.sfd = s_signals_setup();
-	if (r.sfd < 0) {
-		rr_error("cannot set up signal handling: %s", strerror(errno));
+	if (s_setup(&r) != 0)
 		goto out;
-	}
-	if (getpid() != 1)
-		prctl(PR_SET_CHILD_SUBREAPER, 1); /* orphans of the trainer come to us */
-
-	if (s_make_checkpoint_dir(cfg, r.ckpt_dir) != 0)
-		goto out;
-	snprintf(r.notice_path, sizeof(r.notice_path), "%s/%s", r.ckpt_dir, NOTICE_FILE_NAME);
-	unlink(r.notice_path); /* a stale one from a previous machine's run */
-
-	rc = rr_store_open(cfg->store_url, &cfg->store_opts, &r.store);
-	if (rc) {
-		rr_error("cannot open store %s: %s", cfg->store_url,
-			 rr_store_strerror(rc));
-		goto out;
-	}
-	/* Cloud notices: detection and polling on a thread of their own, from now on. */
-	co = (struct rr_cloud_opts){ .endpoint = cfg->metadata_endpoint,
-				     .poll_interval_ms = cfg->poll_interval_ms,
-				     .azure_ack = cfg->azure_ack };
-	if (cfg->cloud != RR_CLOUD_NONE) {
-		rc = rr_http_new(&(struct rr_http_opts){ .connect_timeout_ms = 1000 }, &r.http);
-		co.http = r.http;
-		if (!rc)
-			rc = rr_cloud_watch_start(cfg->cloud, &co, &r.cloud);
-		if (rc) {
-			rr_error("cannot start watching for cloud notices: %s", rr_strerror(rc));
-			goto out;
-		}
-	}
-	if (cfg->metrics_file && rr_metrics_new(cfg->metrics_file, RR_VERSION, &r.metrics) != 0) {
-		rr_error("cannot set up the metrics file %s: out of memory", cfg->metrics_file);
-		goto out;
-	}
 	rc = s_restore_watched(&r, &baseline, &chunks);
 	if (rc) {
 		code = rc;
 		goto out;
 	}
-
-	pc = (struct rr_persister_config){
-		.store = r.store, .run_id = cfg->run_id, .checkpoint_dir = r.ckpt_dir,
-		.keep = cfg->keep, .keep_every_ms = cfg->keep_every_ms,
-		.keep_for_ms = cfg->keep_for_ms, .threads = cfg->threads,
-		.zstd_level = cfg->zstd_level,
-		.gc_grace_ms = cfg->gc_grace_ms, .precision = cfg->precision,
-		.exact_globs = cfg->exact_globs, .n_exact_globs = cfg->n_exact_globs,
-		.metrics = r.metrics, .store_url = cfg->store_url,
-		.nnodes = cfg->nnodes, .node_rank = cfg->node_rank, .chunks = chunks,
-		.commit = &cfg->commit,
-	};
-	rc = rr_persister_new(&pc, baseline, &r.persister);
-	if (!rc)
-		rc = rr_watcher_new(r.ckpt_dir, &r.watcher);
-	if (!rc && cfg->nnodes > 1)
-		rc = rr_fanout_start(r.store, cfg->run_id, cfg->node_rank, r.started_wall_ms,
-				     &r.fanout);
-	if (rc) {
-		rr_error("cannot start: %s", rr_strerror(rc));
+	if (s_start_watching(&r, baseline, chunks) != 0)
 		goto out;
-	}
-	/* Checkpoints already here: the newest is what the trainer resumes from, and is
-	 * persisted if the store does not have it yet. */
-	rr_watcher_set_rule(r.watcher, &r.cfg->commit);
-	rr_watcher_scan(r.watcher, s_on_commit, &r);
-	r.scanned = 1;
-	s_notice_file_at_start(&r);
-	rc = s_cadence_start(&r);
-	if (rc) {
-		rr_error("cannot start: %s", rr_strerror(rc));
-		goto out;
-	}
-
 	code = s_launch(&r);
 	if (code == 0)
 		code = s_loop(&r);
 out:
-	rr_history_stop(r.history);
-	s_end_leftovers(&r);
-	if (r.restore_event && r.persister)
-		s_flush_restore_event(&r, 1);
-	cJSON_Delete(r.restore_event);
-	s_stop_cloud(&r); /* the exit event below uses r.id */
-	rr_fanout_stop(r.fanout); /* writes a notice still queued: the others need it */
-	rr_http_destroy(r.http);
-	if (r.persister && rr_persister_busy(r.persister) && code != EXIT_AGENT_ERROR)
-		rr_warn("leaving with a persist unfinished");
-	rr_persister_destroy(r.persister);
-	rr_cadence_destroy(r.cadence);
-	if (r.store) {
-		s_record_exit(&r, code);
-		r.persister = NULL;
-	}
-	rr_metrics_finish(r.metrics, rr_wall_ms());
-	rr_metrics_flush(r.metrics);
-	rr_metrics_destroy(r.metrics);
-	rr_watcher_destroy_detached(r.watcher);
-	rr_store_destroy(r.store);
-	if (r.notice_path[0])
-		unlink(r.notice_path);
-	if (r.sfd >= 0)
-		close(r.sfd);
-	free(r.exe);
+	s_teardown(&r, code);
 	return code;
 }

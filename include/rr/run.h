@@ -3,7 +3,7 @@
 #ifndef RR_RUN_H
 #define RR_RUN_H
 
-#include "rr/config.h"
+#include "rr/run_config.h"
 
 /* Runs the trainer under supervision until it is done. Returns the process exit status:
  * the trainer's own, 128+N for a signal, 127/126 when it cannot be executed, 125 for an
