@@ -35,6 +35,10 @@ if [ "$what" = test ]; then
 	pkgs+=(python3-venv)
 	# faketime (libfaketime) runs the agent with its clock 20 minutes off (test_clock_skew.sh).
 	pkgs+=(faketime)
+	# ccache: the test command builds the tree four times (normal, ASan, TSan, fuzz) and the
+	# wheel once; with the compiler's output cached outside the checkout, a run after a
+	# change recompiles only what changed (scripts/test.sh).
+	pkgs+=(ccache)
 	# Node.js runs the S3 test server; this machine kind ships it (NodeSource), Debian's
 	# nodejs + npm are the fallback.
 	command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

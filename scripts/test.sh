@@ -30,6 +30,14 @@ begin "dependencies"
 scripts/install-deps.sh test
 end
 
+# Every CMake configure below (the four trees, and the wheel's through scikit-build-core)
+# compiles through ccache, whose cache (~/.cache/ccache) outlives the checkout: a run after a
+# change recompiles what changed, not four whole trees. Paths are taken relative to the
+# checkout, so a clone elsewhere hits the same entries.
+if command -v ccache >/dev/null; then
+	export CMAKE_C_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true
+fi
+
 begin "static checks (layers; cJSON parsing only in storage/common/json.c)"
 scripts/check-layers.sh
 # cJSON writes a process-wide error position on every parse: all parsing goes through
