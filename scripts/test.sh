@@ -55,11 +55,11 @@ cmake --build build -j"$jobs"
 end
 
 # The threaded parts (persist pool, persister, restore, cloud watcher and its providers'
-# stop flags, HTTP batches, the stores' parallel requests, JSON parsing) under
-# ThreadSanitizer: their unit suites, which drive those threads, and the whole agent in the
-# two-writers test (event loop, persister, pool and retention at once) and the slow-link
-# test (a notice cancelling requests in flight from another thread).
-tsan_suites="pool persist persister restore cloud_watch cloud_aws cloud_gcp cloud_azure cloud_detect http store_s3 store_gcs store_sealed metrics json"
+# stop flags, the multi-node notice fan-out, HTTP batches, the stores' parallel requests,
+# JSON parsing) under ThreadSanitizer: their unit suites, which drive those threads, and the
+# whole agent in the two-writers test (event loop, persister, pool and retention at once)
+# and the slow-link test (a notice cancelling requests in flight from another thread).
+tsan_suites="pool persist persister restore cloud_watch cloud_aws cloud_gcp cloud_azure cloud_detect fanout http store_s3 store_gcs store_sealed metrics json"
 
 # The other builds, one after another at the lowest priority, while the normal tests run.
 # Their output goes to a log, shown when one fails; each phase below waits for its build.

@@ -1,5 +1,6 @@
 /* Multi-node notice fan-out: a thread that writes this node's notice to the store and
  * lists notices/ about once a second for the other nodes' (see rr/fanout.h). */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -25,6 +26,9 @@ struct rr_fanout {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
+	pthread_cond_t polled;   /* broadcast after each listing */
+	uint64_t npolls;         /* listings finished */
+	int polling;             /* a listing is under way */
 	int stop;
 	int have_announce;
 	struct rr_notice announce;
@@ -150,9 +154,13 @@ static void *s_thread(void *arg)
 		}
 		if (f->stop)
 			break;
+		f->polling = 1;
 		pthread_mutex_unlock(&f->lock);
 		s_poll_once(f);
 		pthread_mutex_lock(&f->lock);
+		f->polling = 0;
+		f->npolls++;
+		pthread_cond_broadcast(&f->polled);
 		if (f->stop || f->have_announce)
 			continue;
 		struct timespec ts;
@@ -190,9 +198,11 @@ int rr_fanout_start(struct rr_store *s, const char *run_id, unsigned rank,
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&f->wake, &ca);
+	pthread_cond_init(&f->polled, &ca);
 	pthread_condattr_destroy(&ca);
 	if (pthread_create(&f->thread, NULL, s_thread, f) != 0) {
 		pthread_cond_destroy(&f->wake);
+		pthread_cond_destroy(&f->polled);
 		pthread_mutex_destroy(&f->lock);
 		rc = RR_EIO;
 		goto fail;
@@ -243,6 +253,32 @@ void rr_fanout_announce(struct rr_fanout *f, const struct rr_notice *n)
 	pthread_mutex_unlock(&f->lock);
 }
 
+int rr_fanout_poll_now(struct rr_fanout *f, int64_t timeout_ms)
+{
+	struct timespec ts;
+	uint64_t want;
+	int rc, timed_out = 0;
+
+	if (!f)
+		return RR_EINVAL;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&f->lock);
+	/* A listing under way may have listed before the notice landed: the next one. */
+	want = f->npolls + (f->polling ? 2 : 1);
+	pthread_cond_signal(&f->wake);
+	while (f->npolls < want && !f->stop && !timed_out)
+		timed_out = pthread_cond_timedwait(&f->polled, &f->lock, &ts) == ETIMEDOUT;
+	rc = f->npolls >= want ? 0 : RR_ECANCELED;
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
 void rr_fanout_stop(struct rr_fanout *f)
 {
 	if (!f)
@@ -253,6 +289,7 @@ void rr_fanout_stop(struct rr_fanout *f)
 	pthread_mutex_unlock(&f->lock);
 	pthread_join(f->thread, NULL);
 	pthread_cond_destroy(&f->wake);
+	pthread_cond_destroy(&f->polled);
 	pthread_mutex_destroy(&f->lock);
 	close(f->pipe[0]);
 	close(f->pipe[1]);

@@ -23,6 +23,10 @@ int rr_fanout_start(struct rr_store *s, const char *run_id, unsigned rank,
 int rr_fanout_fd(const struct rr_fanout *f);
 /* 1 and *n (source RR_SOURCE_NODE, received now) when one was waiting, else 0. */
 int rr_fanout_next(struct rr_fanout *f, struct rr_notice *n);
+/* Has the store listed now, and waits up to timeout_ms for that listing to end (a notice it
+ * finds is then waiting for rr_fanout_next). Returns 0, or RR_ECANCELED when it timed out
+ * or the thread is stopping. */
+int rr_fanout_poll_now(struct rr_fanout *f, int64_t timeout_ms);
 /* Queues this node's notice to be written to the store (by the thread, at once). */
 void rr_fanout_announce(struct rr_fanout *f, const struct rr_notice *n);
 /* Writes a notice of node rank now (the thread's write; for tests and tools). */

@@ -43,6 +43,7 @@
 #define NOTICE_FILE_NAME ".resume-run-notice.json"
 #define HANDLER_RETRY_MS 100
 #define NOTICE_FILE_POLL_MS 200
+#define FANOUT_LAST_LOOK_MS 5000 /* the store's listing of notices as the trainer exits 0 */
 #define NOTICE_FILE_SETTLE_MS 500 /* a drill file not a whole JSON notice, before it counts */
 #define RESTART_BACKOFF_MAX_MS 30000
 #define LEFTOVER_GRACE_MS 2000 /* SIGTERM to SIGKILL for the trainer's leftovers at exit */
@@ -1050,13 +1051,29 @@ static void s_set_suspect_aside(struct s_run *r, int restore_before)
 
 /* ---- signals and the trainer's exit ---- */
 
+/* A multi-node job's trainer that exits 0 may have left for a notice another node got: its
+ * ranks agree on a notice (resume_run.agree) faster than the store's listing, once a second,
+ * brings it here. One listing more before the run is called finished, or this node would
+ * exit 0 (done) while the job was preempted. */
+static void s_last_look_for_notices(struct s_run *r)
+{
+	struct rr_notice n;
+
+	if (rr_fanout_poll_now(r->fanout, FANOUT_LAST_LOOK_MS) != 0) {
+		rr_warn("could not look for the other nodes' notices before leaving");
+		return;
+	}
+	if (rr_fanout_next(r->fanout, &n)) {
+		rr_info("notice from another node of the job (the trainer has already left)");
+		s_on_cloud_notice(r, &n);
+	}
+}
+
 static void s_on_child_exit(struct s_run *r)
 {
 	int code = rr_exit_code_from_status(r->child_status);
-	/* The notice stopped it only while the notice stands: a trainer that outlived a
-	 * preemption's deadline, or trained on after a precaution, ends with its own status. */
-	int going = s_notice_active(r) && (r->notice.kind == RR_NOTICE_PREEMPT ||
-					 r->notice.kind == RR_NOTICE_TERMINATE);
+	int going;
+
 	if (WIFSIGNALED(r->child_status))
 		rr_info("trainer was killed by SIG%s (exit status %d)",
 			rr_signal_name(WTERMSIG(r->child_status)), code);
@@ -1064,6 +1081,12 @@ static void s_on_child_exit(struct s_run *r)
 		rr_info("trainer exited with status %d", code);
 	r->child = 0;
 	r->ask_pending = 0;
+	if (code == 0 && r->fanout && !s_notice_active(r))
+		s_last_look_for_notices(r);
+	/* The notice stopped it only while the notice stands: a trainer that outlived a
+	 * preemption's deadline, or trained on after a precaution, ends with its own status. */
+	going = s_notice_active(r) && (r->notice.kind == RR_NOTICE_PREEMPT ||
+				       r->notice.kind == RR_NOTICE_TERMINATE);
 	if (code == 0 || going || r->terminate_after) {
 		s_transition(r, S_FINISHING, r->nstate);
 		r->exit_code = code;

@@ -77,6 +77,18 @@ SH
 	chmod +x "$1"
 }
 
+# persist NAME STEPS [BIG]: the agent (with $FAULT_AGENT_ARGS) and a trainer committing STEPS
+# steps into ckpt-NAME, storing in $FAULT_STORE_ROOT/NAME (default s3://$S3_BUCKET/NAME)
+# under whatever faults are set: it exits 0 with its last commit persisted.
+persist() {
+	trainer_script "train-$1.sh" "$W/ckpt-$1" "$2" "${3:-}"
+	# shellcheck disable=SC2086 # FAULT_AGENT_ARGS is a list of options
+	run_rr "$1.log" -v --threads 2 ${FAULT_AGENT_ARGS:-} --store "${FAULT_STORE_ROOT:-s3://$S3_BUCKET}/$1" \
+		--checkpoint-dir "ckpt-$1" -- "./train-$1.sh"
+	expect_eq "$RC" 0 "$1: agent status"
+	expect_grep "persisted step-$2:" "$1.log" "$1: the last commit persisted"
+}
+
 # check_store NAME DIR: the fault-free reading of the store $FAULT_STORE_ROOT/NAME (default
 # s3://ckpt/NAME): the newest step the trainer committed in DIR is LATEST, verify calls every
 # checkpoint ok (none DAMAGED), and it restores onto an empty directory byte-identical to

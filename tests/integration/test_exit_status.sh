@@ -68,6 +68,23 @@ exit 0
 SH
 check 0 "a drill file created empty, then written: its rebalance" --drill-file REBALANCE -- sh writes_slowly.sh
 expect_grep 'notice: rebalance from file' exit-0.log "the rebalance notice, not the empty file's preemption"
+# Multi-node: node 0's trainer leaves for a notice node 1 got (the ranks agree on it faster
+# than the store's listing, once a second, brings it to node 0's agent): node 0 leaves with
+# 75 too, not 0 (finished). The trainer writes node 1's notice into the store the way node
+# 1's agent does, then exits 0 at once.
+cat > leaves_for_node1.sh <<'SH'
+sleep 0.3
+d="$MN_STORE/mn/notices"
+mkdir -p "$d"
+printf '{"kind":"preempt","deadline_unix":null}' > "$d/.tmp"
+mv "$d/.tmp" "$d/$(printf %013d $(($(date +%s%N) / 1000000)))-node1.json"
+exit 0
+SH
+MN_STORE="$W/mn-store" run_rr exit-mn.log --max-restarts 0 --nnodes 2 --node-rank 0 --run-id mn \
+	--store "file://$W/mn-store" --checkpoint-dir "$W/ck-mn" -- sh leaves_for_node1.sh
+expect_eq "$RC" 75 "multi-node: the trainer left for another node's notice"
+expect_grep 'notice from another node of the job' exit-mn.log "node 1's notice taken as the trainer left"
+ok "multi-node: the trainer left for another node's notice -> 75"
 check 0 "no notice, trainer exits 0 on its own" --drill-file NO-SUCH-NOTICE -- sh -c 'exit 0'
 check 125 "agent error: --preempted-exit-code 256" --preempted-exit-code 256 -- true
 RESUME_RUN_PREEMPTED_EXIT_CODE=x check 125 "agent error: RESUME_RUN_PREEMPTED_EXIT_CODE=x" -- true

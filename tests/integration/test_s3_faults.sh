@@ -38,15 +38,6 @@ s3_env
 start_faults
 export RESUME_RUN_CLOUD=none
 
-# persist NAME STEPS [BIG]: runs the agent with a trainer committing STEPS steps into
-# ckpt-NAME, storing in s3://ckpt/NAME, under whatever faults are set.
-persist() {
-	trainer_script "train-$1.sh" "$W/ckpt-$1" "$2" "${3:-}"
-	run_rr "$1.log" -v --threads 2 --store "s3://$S3_BUCKET/$1" --checkpoint-dir "ckpt-$1" -- "./train-$1.sh"
-	expect_eq "$RC" 0 "$1: agent status"
-	expect_grep "persisted step-$2:" "$1.log" "$1: the last commit persisted"
-}
-
 # --- error answers while persisting: every 3rd PUT a 503 SlowDown, every 4th a 500
 # InternalError, with bodies longer than the small objects they answer ---
 fault '{"method": "PUT", "every": 3, "action": "error", "status": 503, "code": "SlowDown", "body_len": 3000}'

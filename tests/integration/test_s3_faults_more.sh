@@ -15,13 +15,6 @@ s3_env
 start_faults
 export RESUME_RUN_CLOUD=none
 
-persist() {
-	trainer_script "train-$1.sh" "$W/ckpt-$1" "$2" "${3:-}"
-	run_rr "$1.log" -v --threads 2 --store "s3://$S3_BUCKET/$1" --checkpoint-dir "ckpt-$1" -- "./train-$1.sh"
-	expect_eq "$RC" 0 "$1: agent status"
-	expect_grep "persisted step-$2:" "$1.log" "$1: the last commit persisted"
-}
-
 # --- a stall past the stall timeout (20 s without a byte): the request is abandoned and
 # sent again ---
 fault '{"method": "PUT", "path": "/chunks/", "nth": 2, "action": "stall", "seconds": 26}'

@@ -1,7 +1,7 @@
 /* CUnit suite "fanout": multi-node notices through a real file store. A notice another
  * node wrote reaches this node's watcher with its deadline; this node's own notices and
  * notices from before the agent started do not; an announced notice is written to
- * notices/ under this node's rank. */
+ * notices/ under this node's rank; a listing asked for now lists at once. */
 #include <poll.h>
 
 #include "rr/clock.h"
@@ -88,7 +88,31 @@ static void test_own_and_earlier_notices_are_ignored_and_an_announce_is_written(
 	fx_done(&f);
 }
 
+/* rr_fanout_poll_now: a notice written a moment ago is there when it returns, not at the
+ * next listing a second later (the agent's last look as a trainer exits 0). */
+static void test_poll_now_lists_at_once(void)
+{
+	struct fx f;
+	struct rr_fanout *w = NULL;
+	struct rr_notice in = { .kind = RR_NOTICE_PREEMPT, .source = RR_SOURCE_FILE,
+				.received_unix = rr_wall_ms() / 1000 };
+	struct rr_notice got;
+
+	fx_init(&f);
+	CU_ASSERT_EQUAL_FATAL(rr_fanout_start(f.s, FX_RUN, 0, rr_wall_ms() - 1000, &w), 0);
+	CU_ASSERT_EQUAL(rr_fanout_poll_now(w, 5000), 0); /* the first listing: nothing */
+	CU_ASSERT_EQUAL(rr_fanout_next(w, &got), 0);
+	CU_ASSERT_EQUAL(rr_fanout_publish(f.s, FX_RUN, 1, &in), 0);
+	CU_ASSERT_EQUAL(rr_fanout_poll_now(w, 5000), 0);
+	CU_ASSERT_EQUAL(rr_fanout_next(w, &got), 1);
+	CU_ASSERT_EQUAL(got.kind, RR_NOTICE_PREEMPT);
+	CU_ASSERT_EQUAL(got.source, RR_SOURCE_NODE);
+	rr_fanout_stop(w);
+	fx_done(&f);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "poll_now_lists_at_once", test_poll_now_lists_at_once },
 	{ "another_nodes_notice_arrives_with_its_deadline",
 	  test_another_nodes_notice_arrives_with_its_deadline },
 	{ "own_and_earlier_notices_are_ignored_and_an_announce_is_written",
