@@ -7,8 +7,9 @@ usage: notice_before_ask.py LOG PID (auto | SECONDS) [ASKS]
 
 LOG is the agent's --log-format json log. With "auto", waits until the agent's interval is
 set by the notice-lead rule and ASKS (default 2) checkpoints were persisted since, the last
-one the newest committed; with SECONDS, a fixed --every, the same from the start. Then signals PID 0.3 s before the next ask (auto: the interval
-after the last commit; fixed: after the last ask) and prints the interval it used.
+one the newest committed; with SECONDS, a fixed --every, the same from the start. Then
+signals PID 0.3 s before the next ask (auto: the interval in force after the last commit;
+fixed: after the last ask) and prints the interval it used.
 """
 import json
 import os
@@ -40,11 +41,15 @@ while True:
     entries = lines()
     start, tau = None, None
     if mode == "auto":
+        # From the first interval the rule set; the agent says each new one as the measured
+        # changes move it (after most persists on a loaded machine), and the last said is
+        # the one in force.
         for i, e in enumerate(entries):
             m = re.match(r"every auto: a checkpoint every ([0-9.]+) s: the notice-lead rule",
                          e["msg"])
             if m:
-                start, tau = i, float(m.group(1))
+                start = i if start is None else start
+                tau = float(m.group(1))
     else:
         start, tau = 0, float(mode)
     if start is not None:
