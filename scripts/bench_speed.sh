@@ -41,6 +41,7 @@ if [ -n "${BENCH_BASE:-}" ] && [ -z "${RR_OLD:-}" ]; then
 	cmake -S "$disk/base" -B "$disk/base/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build "$disk/base/build" -j2 --target resume-run >/dev/null
 	RR_OLD=$disk/base/build/resume-run
+	RR_OLD_NAME="the binary of $BENCH_BASE"
 fi
 RR_OLD=${RR_OLD:-}
 . "$(dirname "$0")/benchlib.sh" # stats, ratio, mb, gbps, mbps, ms_since
@@ -165,12 +166,12 @@ section=$(cat <<MD
 ## Speed on real-shaped checkpoints (issue 32)
 
 \`RUNS=$RUNS${RR_OLD:+ RR_OLD=...} scripts/bench_speed.sh\` on $(date -u +%Y-%m-%d): $(nproc) cores ($cpu),
-$(uname -sr), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end. **The machine was
-shared**: other sessions ran builds and tests on the same $(nproc) cores throughout, so every
-wall time is the median of $RUNS runs (min–max), each run of resume-run interleaved with its
-baseline on the same bytes, and the CPU time (user+sys of the command, from \`wait4\`) is
-given beside it: it does not depend on the others' load. "old" is the binary before this
-change, "new" the one after, in the same runs.
+$(uname -sr), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end (the machine may be
+shared with other sessions: the load says how much). Every wall time is the median of $RUNS
+runs (min–max), each run of resume-run interleaved with its baseline on the same bytes, and
+the CPU time (user+sys of the command, from \`wait4\`) is given beside it: it does not
+depend on the others' load. "old" is ${RR_OLD_NAME:-the binary before this change}, "new"
+the one after, in the same runs.
 
 Sets (\`scripts/bench_make_ckpt.py KIND DIR\`, deterministic), sizes and what is stored:
 
