@@ -133,6 +133,21 @@ static void s_poll_once(struct rr_fanout *f)
 	}
 }
 
+/* CLOCK_MONOTONIC ms from now, for pthread_cond_timedwait (the conds use that clock). */
+static struct timespec s_in_ms(int64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
 static void *s_thread(void *arg)
 {
 	struct rr_fanout *f = arg;
@@ -163,14 +178,7 @@ static void *s_thread(void *arg)
 		pthread_cond_broadcast(&f->polled);
 		if (f->stop || f->have_announce)
 			continue;
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += RR_FANOUT_POLL_MS / 1000;
-		ts.tv_nsec += (long)(RR_FANOUT_POLL_MS % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = s_in_ms(RR_FANOUT_POLL_MS);
 		pthread_cond_timedwait(&f->wake, &f->lock, &ts);
 	}
 	pthread_mutex_unlock(&f->lock);
@@ -261,13 +269,7 @@ int rr_fanout_poll_now(struct rr_fanout *f, int64_t timeout_ms)
 
 	if (!f)
 		return RR_EINVAL;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = s_in_ms(timeout_ms);
 	pthread_mutex_lock(&f->lock);
 	/* A listing under way may have listed before the notice landed: the next one. */
 	want = f->npolls + (f->polling ? 2 : 1);

@@ -223,17 +223,7 @@ ok "S3: objects sealed as the AWS CLI reads them, incremental stays incremental,
 # --- 5. gs:// (the GCS test server in front of the same S3 server): generation
 # preconditions and bearer tokens under the sealed store ---
 GPORT=$(free_port)
-"$PY" - "$GPORT" > sa.json <<'PY'
-import json, sys
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                        serialization.NoEncryption()).decode()
-print(json.dumps({"type": "service_account", "project_id": "rr-test", "private_key_id": "k1",
-                  "private_key": pem, "client_email": "trainer@rr-test.iam.gserviceaccount.com",
-                  "token_uri": f"http://127.0.0.1:{sys.argv[1]}/token"}))
-PY
+"$PY" "$RR_SRC/tests/gcs/make_sa_key.py" "$GPORT" > sa.json
 "$PY" "$RR_SRC/tests/gcs/server.py" --port "$GPORT" --s3 "http://127.0.0.1:$S3_PORT" \
 	--bucket "$S3_BUCKET" --key-file sa.json --accept-token gcp-token > gcs.out 2> gcs.log &
 GCS_PID=$!

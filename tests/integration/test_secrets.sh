@@ -29,17 +29,7 @@ start_s3
 # A service-account key for the GCS test server; its private key's base64 body is searched
 # for by a slice from its middle (a 64-character line).
 GPORT=$(free_port)
-"$PY" - "$GPORT" > "$IN/sa.json" <<'PY'
-import json, sys
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                        serialization.NoEncryption()).decode()
-print(json.dumps({"type": "service_account", "project_id": "rr-test", "private_key_id": "k1",
-                  "private_key": pem, "client_email": "trainer@rr-test.iam.gserviceaccount.com",
-                  "token_uri": f"http://127.0.0.1:{sys.argv[1]}/token"}))
-PY
+"$PY" "$RR_SRC/tests/gcs/make_sa_key.py" "$GPORT" > "$IN/sa.json"
 KEY_SLICE=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["private_key"].splitlines()[10])' "$IN/sa.json")
 [ ${#KEY_SLICE} -eq 64 ] || fail "no 64-character line in the private key"
 "$PY" "$RR_SRC/tests/gcs/server.py" --port "$GPORT" --s3 "http://127.0.0.1:$S3_PORT" \
