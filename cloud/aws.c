@@ -135,7 +135,8 @@ static int s_parse_event_date(const char *s, int64_t *out)
 			int64_t ms;
 			snprintf(iso, sizeof(iso), "%04d-%02d-%02dT%02d:%02d:%02dZ", y, m + 1, d, h,
 				 mi, se);
-			if (rr_iso8601_to_unix_ms(iso, &ms))
+			/* Before 1970 is no deadline (a negative one would read as long past). */
+			if (rr_iso8601_to_unix_ms(iso, &ms) || ms < 0)
 				return RR_EINVAL;
 			*out = ms / 1000;
 			return 0;
