@@ -382,8 +382,8 @@ def agree(checkpointer, all_reduce_max=None):
     about a second later and signal their trainers.  So the ranks learn of it at different
     steps, and each must still write the same step.  Call this once per step on every rank:
     it all-reduces (MAX) the "checkpoint requested" and "exit" flags, so when any rank was
-    asked, all checkpoint this step, and when any rank's machine is going away, all exit
-    after it.  Returns (checkpoint, exit) as booleans.  A request is counted as handled on
+    asked, all checkpoint this step, and when any rank's machine is going away, all checkpoint
+    and exit after it (even where the notice file was read before the signal came).  Returns (checkpoint, exit) as booleans.  A request is counted as handled on
     every rank (`clear()`), also on ranks that were not asked yet, whose signal may come a
     moment later: ask again on such a late signal only if you want one more checkpoint.
 
@@ -397,9 +397,12 @@ def agree(checkpointer, all_reduce_max=None):
     agreed = list(all_reduce_max(flags))
     if len(agreed) != 2:
         raise ValueError("all_reduce_max must return two flags")
-    if agreed[0]:
+    # An exit always checkpoints first, also before the request's signal has come: the agent
+    # writes the notice file and then signals, and a step can fall in between, on every rank.
+    save, leave = bool(agreed[0] or agreed[1]), bool(agreed[1])
+    if save:
         checkpointer.clear()
-    return bool(agreed[0]), bool(agreed[1])
+    return save, leave
 
 
 def _torch_all_reduce_max(flags):

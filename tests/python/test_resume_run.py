@@ -757,6 +757,18 @@ class AgreeTest(unittest.TestCase):
         # Both see the notice file here (same environment); rank 1's request is not yet there.
         self.assertEqual(self._step(cks), [(True, True)] * 2)
 
+    def test_a_notice_seen_before_its_signal_still_checkpoints_before_the_exit(self):
+        # The agent writes the notice file, then signals: a step can fall in between, on
+        # every rank. Leaving then without a checkpoint would lose the work since the last.
+        cks = self._ranks(2)
+        with open(self.notice_path, "w") as f:
+            json.dump({"kind": "preempt", "deadline_unix": None}, f)
+        self.assertEqual(self._step(cks), [(True, True)] * 2)
+        self.assertFalse(any(c.requested() for c in cks))
+        with open(self.notice_path, "w") as f:   # a notice that is not an exit: no request
+            json.dump({"kind": "rebalance", "deadline_unix": None}, f)
+        self.assertEqual(self._step(cks), [(False, False)] * 2)
+
     def test_without_torch_distributed_the_local_flags_are_the_decision(self):
         ck = self._ranks(1)[0]
         self.assertEqual(resume_run.agree(ck), (False, False))
