@@ -2,16 +2,17 @@
 # README's second command, and what CI runs: install what the tests need, then build and run
 # every test (unit, integration, deployment, frameworks, Python, fuzz-corpus replay) on a
 # normal build; the unit suites, the fuzz corpora and a chosen set of integration tests again
-# under ASan+UBSan (the list and why are below); the threaded parts under TSan; then a short
+# under ASan+UBSan (the list and why are below); the threaded parts under TSan; and a short
 # libFuzzer run of every fuzz target. It ends with one line, "tests: N passed, N failed",
 # and a non-zero status when anything failed, and prints how long each phase took.
 #
-# Timeline (2 cores): the sanitizer and fuzz builds run at the lowest priority during the
-# normal tests, most of which wait on servers, trainers and deadlines rather than compute,
-# so the builds take the idle CPU and the tests lose almost none. Each phase after that
-# needs its build, and waits for it.
+# Timeline (2 cores): the sanitizer and fuzz builds, then the fuzzing, run at the lowest
+# priority during the normal tests, most of which wait on servers, trainers and deadlines
+# rather than compute, so the background takes the idle CPU and the tests lose almost none.
+# After the normal tests, the ASan and the TSan tests run side by side (each needs its
+# build, and waits for it); the fuzzing, if not done by then, ends last.
 #
-# FUZZ_SECONDS (default 10 here; 20 for scripts/fuzz.sh alone) bounds each fuzz target's run;
+# FUZZ_SECONDS (default 10 here; 20 for scripts/fuzz.sh alone) is each fuzz target's CPU time;
 # two targets run at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,9 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 tmp=$(mktemp -d)
 bg_pgid=
-trap '[ -z "$bg_pgid" ] || kill -- "-$bg_pgid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+tsan_pid=
+trap '[ -z "$bg_pgid" ] || kill -- "-$bg_pgid" 2>/dev/null || true
+      [ -z "$tsan_pid" ] || kill "$tsan_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
 # Phase timings, "start end name" in seconds from the start, printed at the end.
 timings=()
@@ -61,9 +64,13 @@ end
 # and the slow-link test (a notice cancelling requests in flight from another thread).
 tsan_suites="pool persist persister restore cloud_watch cloud_aws cloud_gcp cloud_azure cloud_detect fanout http store_s3 store_gcs store_sealed metrics json"
 
-# The other builds, one after another at the lowest priority, while the normal tests run.
-# Their output goes to a log, shown when one fails; each phase below waits for its build.
-background_builds() { # T0: the start, in seconds since the epoch
+# The other builds, one after another at the lowest priority, while the normal tests run,
+# then the fuzzing. Their output goes to a log, shown when one fails; each phase below waits
+# for its build. Each fuzz target gets FUZZ_SECONDS of CPU whenever the tests leave it
+# some; one input may take 120 s of the clock before it counts as a hang (25 s in
+# scripts/fuzz.sh alone), as the fuzzer may wait for the CPU that long.
+export FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+background() { # T0: the start, in seconds since the epoch
 	set -e
 	exec >"$tmp/builds.log" 2>&1
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRR_SANITIZE=ON -DRR_WERROR=ON
@@ -77,37 +84,49 @@ background_builds() { # T0: the start, in seconds since the epoch
 	# shellcheck disable=SC2046 # one argument per target
 	cmake --build build-fuzz -j"$jobs" --target $(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//')
 	echo "$(($(date +%s) - $1))" >"$tmp/fuzz.built"
+	local rc=0
+	BUILD_DIR=build-fuzz FUZZ_PARALLEL=2 FUZZ_TIMEOUT=120 scripts/fuzz.sh >"$tmp/fuzz.log" 2>&1 || rc=$?
+	echo "$rc" >"$tmp/fuzz.rc"
+	echo "$(($(date +%s) - $1))" >"$tmp/fuzz.fuzzed"
 }
-export -f background_builds
+export -f background
 export jobs tmp tsan_suites
 bg_start=$SECONDS
 # setsid: its own process group, so that the EXIT trap stops the compilers too.
-setsid nice -n 19 bash -c "background_builds $(($(date +%s) - SECONDS))" &
+setsid nice -n 19 bash -c "background $(($(date +%s) - SECONDS))" &
 bg_pgid=$!
-# wait_build NAME: until build-NAME is done; exits with the builds' log when it failed.
-wait_build() {
-	while [ ! -e "$tmp/$1.built" ]; do
-		if ! kill -0 "$bg_pgid" 2>/dev/null && [ ! -e "$tmp/$1.built" ]; then
+# wait_background FILE WHAT: until the background wrote $tmp/FILE; exits with the builds'
+# log when it ended without (WHAT failed).
+wait_background() {
+	while [ ! -e "$tmp/$1" ]; do
+		if ! kill -0 "$bg_pgid" 2>/dev/null && [ ! -e "$tmp/$1" ]; then
 			cat "$tmp/builds.log" >&2
-			echo "test.sh: the build for the $1 phase failed (its log is above)" >&2
+			echo "test.sh: $2 failed (its log is above)" >&2
 			exit 1
 		fi
 		sleep 1
 	done
 }
+wait_build() { wait_background "$1.built" "the build for the $1 phase"; }
 
-# run_ctest NAME DIR [ARGS...]: ctest, $ctest_jobs tests at a time (default: one per core).
-# Its summary line ("N tests failed out of M") feeds the closing count. A failing ctest does
-# not end the script (the count says it); a ctest that printed no summary (it crashed, or
-# found no tests) counts as one failure.
+# run_ctest NAME DIR [ARGS...]: ctest, $ctest_jobs tests at a time (default: one per core),
+# shown and logged to $tmp/NAME.log; then count NAME. A failing ctest does not end the script
+# (the count says it).
 passed=0
 failed=0
 summary=()
 run_ctest() {
-	local name=$1 dir=$2 log="$tmp/$1.log" f t
+	local name=$1 dir=$2
 	shift 2
-	ctest --test-dir "$dir" --output-on-failure -j"${ctest_jobs:-$jobs}" "$@" 2>&1 | tee "$log" || true
-	read -r f t < <(sed -nE 's/.* tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1 \2/p' "$log" | tail -n 1) || true
+	ctest --test-dir "$dir" --output-on-failure -j"${ctest_jobs:-$jobs}" "$@" 2>&1 | tee "$tmp/$name.log" || true
+	count "$name"
+}
+
+# count NAME: adds $tmp/NAME.log's ctest summary ("N tests failed out of M") to the closing
+# count; a ctest that printed no summary (it crashed, or found no tests) is one failure.
+count() {
+	local name=$1 f t
+	read -r f t < <(sed -nE 's/.* tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1 \2/p' "$tmp/$name.log" | tail -n 1) || true
 	if [ -z "${t:-}" ]; then
 		echo "test.sh: ctest ($name) printed no summary: counted as 1 failure" >&2
 		f=1 t=1
@@ -117,7 +136,7 @@ run_ctest() {
 	summary+=("$name: $((t - f)) of $t")
 }
 
-begin "tests (normal build; the sanitizer and fuzz builds run beside them)"
+begin "tests (normal build; the sanitizer and fuzz builds, then the fuzzing, run beside them)"
 # Twice as many tests as cores: most wait on servers, trainers and deadlines (a run at one
 # per core kept the load near 1.5 on 2 cores); the busy and the timing ones count as two
 # (PROCESSORS in CMakeLists.txt).
@@ -147,6 +166,17 @@ asan_integration=(drill_restore restart exit_status pid1_reaping signal_notices 
 #  azure_entra and azure_two_writers run azure_store's and two_writers' code with another
 #  credential or a second writer; secrets checks what is logged. The deployment, frameworks
 #  and Python tests are not built in the sanitizer builds at all (CMakeLists.txt says why).
+# The TSan tests run beside the ASan ones (the two together kept the CPU busier than either
+# alone, each leaving it 30-40% idle); their log is shown when they are done.
+wait_build tsan
+tsan_name="threaded unit suites and the agent under TSan ($tsan_suites; two_writers, slow_link; beside ASan)"
+tsan_start=$SECONDS
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	ctest --test-dir build-tsan --output-on-failure -j"$jobs" \
+	-R "^(unit_($(echo "$tsan_suites" | tr ' ' '|'))|integration_(two_writers|slow_link))\$" \
+	>"$tmp/TSan.log" 2>&1 &
+tsan_pid=$!
+
 wait_build asan
 begin "tests under ASan + UBSan (unit suites, fuzz corpora, ${#asan_integration[@]} integration tests)"
 # One test more than cores: the CPU stood 40-60% idle at one per core (servers, trainers).
@@ -155,20 +185,19 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	-R "^(unit_.*|fuzz_.*_corpus|integration_($(IFS='|'; echo "${asan_integration[*]}")))\$"
 end
 
-wait_build tsan
-begin "threaded unit suites and the agent under TSan ($tsan_suites; two_writers, slow_link)"
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	run_ctest TSan build-tsan \
-	-R "^(unit_($(echo "$tsan_suites" | tr ' ' '|'))|integration_(two_writers|slow_link))\$"
-end
+echo "== $tsan_name"
+wait "$tsan_pid" || true
+tsan_pid=
+timings+=("$tsan_start $SECONDS $tsan_name")
+cat "$tmp/TSan.log"
+count TSan
 
-export FUZZ_SECONDS=${FUZZ_SECONDS:-10}
-wait_build fuzz
-begin "fuzzing (libFuzzer, $FUZZ_SECONDS s per target, two at a time)"
+begin "fuzzing: the rest of it (libFuzzer, $FUZZ_SECONDS s of CPU per target, two at a time, in the background since build-fuzz)"
+wait_background fuzz.fuzzed "the fuzzing (scripts/fuzz.sh)"
 # One count per target run: "fuzz.sh: T ok" or "fuzz.sh: T FAILED"; a fuzz.sh that failed
 # before running any (a build error) counts as one failure.
-rc=0
-BUILD_DIR=build-fuzz FUZZ_PARALLEL=2 scripts/fuzz.sh 2>&1 | tee "$tmp/fuzz.log" || rc=$?
+cat "$tmp/fuzz.log"
+rc=$(cat "$tmp/fuzz.rc")
 fuzz_ok=$(grep -cE '^fuzz.sh: [a-z0-9_]+ ok;' "$tmp/fuzz.log" || true)
 fuzz_failed=$(grep -cE '^fuzz.sh: [a-z0-9_]+ FAILED' "$tmp/fuzz.log" || true)
 if [ "$rc" -ne 0 ] && [ "$fuzz_failed" -eq 0 ]; then
@@ -183,6 +212,7 @@ echo "== phases (seconds from the start)"
 for b in asan tsan fuzz; do
 	[ ! -e "$tmp/$b.built" ] || timings+=("$bg_start $(cat "$tmp/$b.built") build-$b (background, lowest priority, from its start)")
 done
+[ ! -e "$tmp/fuzz.fuzzed" ] || timings+=("$(cat "$tmp/fuzz.built") $(cat "$tmp/fuzz.fuzzed") fuzzing (background, lowest priority)")
 for t in "${timings[@]}"; do
 	read -r start stop name <<<"$t"
 	printf '%6d s  %5d-%-5d  %s\n' "$((stop - start))" "$start" "$stop" "$name"
