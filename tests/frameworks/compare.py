@@ -6,6 +6,8 @@ compare.py bound SAVED RESTORED
     the same files; in safetensors and torch.save files every F32 value within the
     documented bound (relative error at most 2^-8; signs, zeros, Inf and NaN exact) and every
     other tensor and value exact; any other file byte-identical. Prints what it compared.
+Several checks may follow one another on one command line (one start of torch, which costs
+seconds): compare.py bound SAVED RESTORED weights A B prints one line for each, in order.
 """
 import math
 import os
@@ -118,4 +120,8 @@ def weights(a, b):
 
 
 if __name__ == "__main__":
-    {"bound": bound, "weights": weights}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    args = sys.argv[1:]
+    if not args or len(args) % 3:
+        sys.exit("usage: compare.py (bound SAVED RESTORED | weights A B)...")
+    for i in range(0, len(args), 3):
+        {"bound": bound, "weights": weights}[args[i]](args[i + 1], args[i + 2])
