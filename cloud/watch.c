@@ -165,7 +165,7 @@ static void *s_main(void *arg)
 			continue;
 		}
 		/* One line per change of state, not one per attempt; training goes on. */
-		if (!failing || strcmp(why, last_why) != 0)
+		if (!failing || !rr_log_same_gist(why, last_why))
 			rr_warn("%s metadata service: %s; training goes on, retrying with backoff",
 				p->name, why[0] ? why : rr_strerror(rc));
 		snprintf(last_why, sizeof(last_why), "%s", why);

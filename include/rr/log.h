@@ -20,4 +20,9 @@ void rr_log(enum rr_log_level level, const char *fmt, ...)
  * elsewhere it is an ordinary info line. */
 void rr_log_progress(int live, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* 1 when two messages are the same but for their numbers: a retry loop that logs once per
+ * change of state compares its failures so, since curl's "Failed to connect to HOST port P
+ * after N ms" differs in N from one attempt to the next. */
+int rr_log_same_gist(const char *a, const char *b);
+
 #endif

@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -99,4 +100,19 @@ void rr_log_progress(int live, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	s_emit(RR_LOG_INFO, live && !s_json, msg);
+}
+
+int rr_log_same_gist(const char *a, const char *b)
+{
+	while (*a && *b) {
+		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+			while (isdigit((unsigned char)*a))
+				a++;
+			while (isdigit((unsigned char)*b))
+				b++;
+		} else if (*a++ != *b++) {
+			return 0;
+		}
+	}
+	return *a == *b;
 }
