@@ -2,9 +2,9 @@
 # Builds the libFuzzer targets with clang (ASan + UBSan) in build-fuzz and runs each for
 # FUZZ_SECONDS of CPU time on a scratch copy of its seed corpus: on an idle core that is as
 # many seconds of the clock; at a low priority beside other work (scripts/test.sh runs it so)
-# it takes longer and fuzzes as much. What the fuzzer finds stays in the
-# scratch copy (build-fuzz/fuzz-work/<target>/); promote inputs to tests/fuzz/corpus/ by
-# hand, so the repository only gains seeds someone looked at. A crash, leak, timeout or
+# it takes longer and fuzzes as much. What the fuzzer finds stays in the scratch copy
+# (build-fuzz/fuzz-work/<target>/); promote inputs to tests/fuzz/corpus/ by hand, so the
+# repository only gains seeds someone looked at. A crash, leak, timeout or
 # out-of-memory fails the script and prints the path of the input that caused it.
 #
 # usage: scripts/fuzz.sh [TARGET...]        default: every tests/fuzz/fuzz_*.c

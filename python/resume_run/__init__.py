@@ -383,9 +383,10 @@ def agree(checkpointer, all_reduce_max=None):
     steps, and each must still write the same step.  Call this once per step on every rank:
     it all-reduces (MAX) the "checkpoint requested" and "exit" flags, so when any rank was
     asked, all checkpoint this step, and when any rank's machine is going away, all checkpoint
-    and exit after it (even where the notice file was read before the signal came).  Returns (checkpoint, exit) as booleans.  A request is counted as handled on
-    every rank (`clear()`), also on ranks that were not asked yet, whose signal may come a
-    moment later: ask again on such a late signal only if you want one more checkpoint.
+    and exit after it (even where the notice file was read before the signal came).  Returns
+    (checkpoint, exit) as booleans.  A request is counted as handled on every rank
+    (`clear()`), also on ranks that were not asked yet, whose signal may come a moment later:
+    ask again on such a late signal only if you want one more checkpoint.
 
     `all_reduce_max` takes a list of ints and returns the element-wise maximum over all
     ranks; by default torch.distributed's all_reduce (MAX) on the default process group, or
