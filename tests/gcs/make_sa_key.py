@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Prints a Google service-account key file (JSON) with a fresh 2048-bit RSA key whose
-token_uri is the GCS test server's token endpoint on 127.0.0.1:PORT (tests/gcs/server.py
---key-file checks the JWTs it signs). One per test: the key is made anew each time.
+token_uri is the GCS test server's token endpoint: http://127.0.0.1:PORT/token, or the URL
+given (tests/gcs/server.py --key-file checks the JWTs it signs). One per test: the key is
+made anew each time.
 
-usage: make_sa_key.py PORT > sa.json"""
+usage: make_sa_key.py PORT|TOKEN_URL > sa.json"""
 import json
 import sys
 
@@ -15,4 +16,5 @@ pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.
                         serialization.NoEncryption()).decode()
 print(json.dumps({"type": "service_account", "project_id": "rr-test", "private_key_id": "k1",
                   "private_key": pem, "client_email": "trainer@rr-test.iam.gserviceaccount.com",
-                  "token_uri": f"http://127.0.0.1:{sys.argv[1]}/token"}))
+                  "token_uri": sys.argv[1] if "://" in sys.argv[1]
+                  else f"http://127.0.0.1:{sys.argv[1]}/token"}))

@@ -27,17 +27,7 @@ WRONGHOST_TLS=$(tls_service wrong-host wronghost "$S3_PORT")
 EXPIRED_TLS=$(tls_service expired expired "$S3_PORT")
 
 # A service-account key whose token_uri is the GCS test server's, through the terminator.
-"$PY" - "$GCS_TLS" > sa.json <<'PY'
-import json, sys
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                        serialization.NoEncryption()).decode()
-print(json.dumps({"type": "service_account", "project_id": "rr-test", "private_key_id": "k1",
-                  "private_key": pem, "client_email": "trainer@rr-test.iam.gserviceaccount.com",
-                  "token_uri": f"https://127.0.0.1:{sys.argv[1]}/token"}))
-PY
+"$PY" "$RR_SRC/tests/gcs/make_sa_key.py" "https://127.0.0.1:$GCS_TLS/token" > sa.json
 "$PY" "$RR_SRC/tests/gcs/server.py" --port "$GPORT" --s3 "http://127.0.0.1:$S3_PORT" \
 	--bucket "$S3_BUCKET" --key-file sa.json --token-url "https://127.0.0.1:$GCS_TLS/token" \
 	> gcs.out 2> gcs.log &
