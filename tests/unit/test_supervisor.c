@@ -31,9 +31,14 @@ extern char **environ;
 #define S_POLL_TRIES 1000
 
 /* Installs a SIGUSR1 handler that writes "got" to argv[1], optionally renames the process
- * (argv[2] becomes its comm), announces readiness with argv[1].ready, then sleeps. */
+ * (argv[2] becomes its comm), announces readiness with argv[1].ready, then waits. It waits
+ * on signal.set_wakeup_fd's pipe, not in time.sleep: Python runs a handler only between
+ * bytecodes, so a signal that lands after the last check and before the sleep's system call
+ * would wait for the whole sleep (seen under load: no "got" in 10 s). The pipe is written
+ * by the C-level handler, so select returns however late the signal came, and the loop's
+ * next turn runs the Python handler. */
 static const char s_handler_py[] =
-	"import signal, sys, time\n"
+	"import os, select, signal, sys\n"
 	"out = sys.argv[1]\n"
 	"if len(sys.argv) > 2:\n"
 	"    with open('/proc/self/comm', 'w') as f:\n"
@@ -41,10 +46,14 @@ static const char s_handler_py[] =
 	"def on_usr1(signum, frame):\n"
 	"    with open(out, 'w') as f:\n"
 	"        f.write('got')\n"
+	"r, w = os.pipe()\n"
+	"os.set_blocking(w, False)\n"
+	"signal.set_wakeup_fd(w)\n"
 	"signal.signal(signal.SIGUSR1, on_usr1)\n"
 	"open(out + '.ready', 'w').close()\n"
 	"while True:\n"
-	"    time.sleep(3600)\n";
+	"    select.select([r], [], [])\n"
+	"    os.read(r, 64)\n";
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
