@@ -83,9 +83,18 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 # dpkg-shlibdeps turns the linked sonames into package names with minimum versions
-# (libcurl4, libssl3, libzstd1, libcjson1, libxxhash0, libexpat1, libc6); the test in
-# tests/deploy checks the result.
+# (libssl3, libzstd1, libcjson1, libxxhash0, libexpat1, libc6); the test in tests/deploy
+# checks the result. libcurl is loaded with dlopen (storage/net/curl_api.c), which
+# dpkg-shlibdeps cannot see: its package is the one that holds the libcurl.so.4 we built
+# against (libcurl4; libcurl4t64 on Ubuntu 24.04), at least the version of its headers.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+get_filename_component(rr_curl_so "${CURL_LIBRARIES}" REALPATH)
+execute_process(COMMAND dpkg-query -S "${rr_curl_so}" OUTPUT_VARIABLE rr_curl_pkg
+  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+string(REGEX REPLACE "[:,].*" "" rr_curl_pkg "${rr_curl_pkg}")
+if(rr_curl_pkg MATCHES "^libcurl")
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "${rr_curl_pkg} (>= ${CURL_VERSION_STRING})")
+endif()
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3")
 # Stripped, as Debian ships binaries (debug info belongs in a -dbgsym package).
 set(CPACK_STRIP_FILES ON)

@@ -86,8 +86,9 @@ struct rr_http_response {
 };
 
 /* Makes a client (opts copied, NULL: the defaults) whose requests share DNS and TLS
- * sessions and reuse connections. Returns 0 with *out set, RR_EIO when libcurl cannot be
- * initialised, RR_ENOMEM. The caller frees *out with rr_http_destroy. */
+ * sessions and reuse connections. The first call loads libcurl (storage/net/curl_api.h).
+ * Returns 0 with *out set, RR_EIO when libcurl cannot be loaded or initialised (logged),
+ * RR_ENOMEM. The caller frees *out with rr_http_destroy. */
 int rr_http_new(const struct rr_http_opts *opts, struct rr_http **out);
 /* Closes the connections and frees the client. NULL is fine. */
 void rr_http_destroy(struct rr_http *h);

@@ -8,11 +8,11 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-#include <curl/curl.h>
-
 #include "rr/clock.h"
 #include "rr/error.h"
 #include "rr/http.h"
+
+#include "curl_api.h"
 
 #define S_POOL_MAX 64               /* idle easy handles kept for reuse */
 #define S_HEADERS_MAX (64u << 10)   /* ceiling on one response's header bytes */
@@ -51,14 +51,6 @@ struct s_transfer {
 	struct s_transfer *next;  /* batch queue */
 };
 
-static pthread_once_t s_global_once = PTHREAD_ONCE_INIT;
-static CURLcode s_global_rc;
-
-static void s_global_init(void)
-{
-	s_global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static void s_share_lock(CURL *easy, curl_lock_data data, curl_lock_access access, void *ud)
 {
 	struct rr_http *h = ud;
@@ -83,8 +75,7 @@ int rr_http_new(const struct rr_http_opts *opts, struct rr_http **out)
 	struct rr_http *h;
 	int i;
 
-	pthread_once(&s_global_once, s_global_init);
-	if (s_global_rc != CURLE_OK)
+	if (rr_curl_load() != 0)
 		return RR_EIO;
 	h = calloc(1, sizeof(*h));
 	if (!h)
@@ -106,10 +97,10 @@ int rr_http_new(const struct rr_http_opts *opts, struct rr_http **out)
 	}
 	h->ca_bundle = h->opts.ca_bundle ? strdup(h->opts.ca_bundle) : NULL;
 	h->user_agent = strdup(h->opts.user_agent ? h->opts.user_agent : "resume-run/0.1");
-	h->share = curl_share_init();
+	h->share = rr_curl.share_init();
 	if ((h->opts.ca_bundle && !h->ca_bundle) || !h->user_agent || !h->share) {
 		if (h->share)
-			curl_share_cleanup(h->share);
+			rr_curl.share_cleanup(h->share);
 		free(h->ca_bundle);
 		free(h->user_agent);
 		free(h);
@@ -120,11 +111,11 @@ int rr_http_new(const struct rr_http_opts *opts, struct rr_http **out)
 	for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&h->share_locks[i], NULL);
 	pthread_mutex_init(&h->pool_lock, NULL);
-	curl_share_setopt(h->share, CURLSHOPT_LOCKFUNC, s_share_lock);
-	curl_share_setopt(h->share, CURLSHOPT_UNLOCKFUNC, s_share_unlock);
-	curl_share_setopt(h->share, CURLSHOPT_USERDATA, h);
-	curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-	curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+	rr_curl.share_setopt(h->share, CURLSHOPT_LOCKFUNC, s_share_lock);
+	rr_curl.share_setopt(h->share, CURLSHOPT_UNLOCKFUNC, s_share_unlock);
+	rr_curl.share_setopt(h->share, CURLSHOPT_USERDATA, h);
+	rr_curl.share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+	rr_curl.share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
 	*out = h;
 	return 0;
 }
@@ -137,8 +128,8 @@ void rr_http_destroy(struct rr_http *h)
 	if (!h)
 		return;
 	for (i = 0; i < h->npool; i++)
-		curl_easy_cleanup(h->pool[i]);
-	curl_share_cleanup(h->share);
+		rr_curl.easy_cleanup(h->pool[i]);
+	rr_curl.share_cleanup(h->share);
 	for (j = 0; j < CURL_LOCK_DATA_LAST; j++)
 		pthread_mutex_destroy(&h->share_locks[j]);
 	pthread_mutex_destroy(&h->pool_lock);
@@ -156,9 +147,9 @@ static CURL *s_borrow(struct rr_http *h)
 		easy = h->pool[--h->npool];
 	pthread_mutex_unlock(&h->pool_lock);
 	if (easy)
-		curl_easy_reset(easy); /* keeps its open connections, drops the options */
+		rr_curl.easy_reset(easy); /* keeps its open connections, drops the options */
 	else
-		easy = curl_easy_init();
+		easy = rr_curl.easy_init();
 	return easy;
 }
 
@@ -173,7 +164,7 @@ static void s_give_back(struct rr_http *h, CURL *easy)
 	}
 	pthread_mutex_unlock(&h->pool_lock);
 	if (easy)
-		curl_easy_cleanup(easy);
+		rr_curl.easy_cleanup(easy);
 }
 
 void rr_http_response_init(struct rr_http_response *resp)
@@ -399,7 +390,7 @@ static void s_headers_wipe_free(struct curl_slist *l)
 	for (struct curl_slist *p = l; p; p = p->next)
 		if (p->data)
 			explicit_bzero(p->data, strlen(p->data));
-	curl_slist_free_all(l);
+	rr_curl.slist_free_all(l);
 }
 
 static int s_has_body(const struct rr_http_request *r)
@@ -437,7 +428,7 @@ static int s_setup(struct s_transfer *t)
 		return rc;
 	}
 	/* No "Expect: 100-continue" round trip before a body. */
-	t->headers = curl_slist_append(NULL, "Expect:");
+	t->headers = rr_curl.slist_append(NULL, "Expect:");
 	for (i = 0; t->headers && i < r->nheaders; i++) {
 		rr_buf_reset(&line);
 		/* "Name;" is curl's way to send a header with an empty value. */
@@ -447,7 +438,7 @@ static int s_setup(struct s_transfer *t)
 			rc = rr_buf_printf(&line, "%s;", r->headers[i].name);
 		if (rc)
 			break;
-		l = curl_slist_append(t->headers, (const char *)line.data);
+		l = rr_curl.slist_append(t->headers, (const char *)line.data);
 		if (!l) {
 			rc = RR_ENOMEM;
 			break;
@@ -460,27 +451,27 @@ static int s_setup(struct s_transfer *t)
 	if (!t->headers)
 		return RR_ENOMEM;
 
-	curl_easy_setopt(e, CURLOPT_URL, r->url);
+	rr_curl.easy_setopt(e, CURLOPT_URL, r->url);
 #if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	rr_curl.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 #else
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+	rr_curl.easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
-	curl_easy_setopt(e, CURLOPT_SHARE, h->share);
-	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, s_open_socket);
-	curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, s_sockopt);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
-	curl_easy_setopt(e, CURLOPT_USERAGENT, h->user_agent);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, h->opts.connect_timeout_ms);
+	rr_curl.easy_setopt(e, CURLOPT_SHARE, h->share);
+	rr_curl.easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, s_open_socket);
+	rr_curl.easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, s_sockopt);
+	rr_curl.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	rr_curl.easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+	rr_curl.easy_setopt(e, CURLOPT_USERAGENT, h->user_agent);
+	rr_curl.easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, h->opts.connect_timeout_ms);
 	if (!r->may_idle) {
-		curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-		curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (h->opts.stall_timeout_ms + 999) / 1000);
+		rr_curl.easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+		rr_curl.easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (h->opts.stall_timeout_ms + 999) / 1000);
 	}
 	if (r->cancel || r->stop) {
-		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, s_on_progress);
-		curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
+		rr_curl.easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+		rr_curl.easy_setopt(e, CURLOPT_XFERINFOFUNCTION, s_on_progress);
+		rr_curl.easy_setopt(e, CURLOPT_XFERINFODATA, t);
 	}
 	timeout_ms = r->timeout_ms;
 	deadline = h->opts.deadline_mono_ms ? *h->opts.deadline_mono_ms : 0;
@@ -492,38 +483,38 @@ static int s_setup(struct s_transfer *t)
 			timeout_ms = (long)left;
 	}
 	if (timeout_ms > 0)
-		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+		rr_curl.easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+	rr_curl.easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+	rr_curl.easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
 	if (h->ca_bundle)
-		curl_easy_setopt(e, CURLOPT_CAINFO, h->ca_bundle);
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, s_on_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
-	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, s_on_header);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+		rr_curl.easy_setopt(e, CURLOPT_CAINFO, h->ca_bundle);
+	rr_curl.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	rr_curl.easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	rr_curl.easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+	rr_curl.easy_setopt(e, CURLOPT_WRITEFUNCTION, s_on_body);
+	rr_curl.easy_setopt(e, CURLOPT_WRITEDATA, t);
+	rr_curl.easy_setopt(e, CURLOPT_HEADERFUNCTION, s_on_header);
+	rr_curl.easy_setopt(e, CURLOPT_HEADERDATA, t);
 
 	if (strcmp(r->method, "HEAD") == 0) {
-		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+		rr_curl.easy_setopt(e, CURLOPT_NOBODY, 1L);
 	} else if (s_has_body(r) || strcmp(r->method, "PUT") == 0) {
 		/* Every request with a body goes out as an "upload" with a known length (curl
 		 * then adds no Content-Type of its own); the method is set explicitly. */
-		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
-		curl_easy_setopt(e, CURLOPT_READFUNCTION, s_on_read);
-		curl_easy_setopt(e, CURLOPT_READDATA, t);
-		curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, s_on_seek);
-		curl_easy_setopt(e, CURLOPT_SEEKDATA, t);
+		rr_curl.easy_setopt(e, CURLOPT_UPLOAD, 1L);
+		rr_curl.easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
+		rr_curl.easy_setopt(e, CURLOPT_READFUNCTION, s_on_read);
+		rr_curl.easy_setopt(e, CURLOPT_READDATA, t);
+		rr_curl.easy_setopt(e, CURLOPT_SEEKFUNCTION, s_on_seek);
+		rr_curl.easy_setopt(e, CURLOPT_SEEKDATA, t);
 		if (strcmp(r->method, "PUT") != 0)
-			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+			rr_curl.easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
 	} else if (strcmp(r->method, "POST") == 0) {
-		curl_easy_setopt(e, CURLOPT_POST, 1L);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
+		rr_curl.easy_setopt(e, CURLOPT_POST, 1L);
+		rr_curl.easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
+		rr_curl.easy_setopt(e, CURLOPT_POSTFIELDS, "");
 	} else if (strcmp(r->method, "GET") != 0) {
-		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+		rr_curl.easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
 	}
 	return 0;
 }
@@ -556,8 +547,8 @@ static int s_finish(struct s_transfer *t, CURLcode c)
 	double secs = 0;
 	long status = 0;
 
-	curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_getinfo(t->easy, CURLINFO_TOTAL_TIME, &secs);
+	rr_curl.easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+	rr_curl.easy_getinfo(t->easy, CURLINFO_TOTAL_TIME, &secs);
 	resp->seconds = secs;
 	resp->resent = t->resent;
 	if (c == CURLE_OK) {
@@ -571,7 +562,7 @@ static int s_finish(struct s_transfer *t, CURLcode c)
 		snprintf(resp->message, sizeof(resp->message), "%s",
 			 t->error == RR_ETOOBIG ? "response larger than its ceiling"
 			 : t->errbuf[0]	  ? t->errbuf
-					  : curl_easy_strerror(c));
+					  : rr_curl.easy_strerror(c));
 	}
 	/* Move the header pairs into the response and point headers[] into them. */
 	free(resp->header_text);
@@ -642,7 +633,7 @@ int rr_http_perform(struct rr_http *h, const struct rr_http_request *req,
 	rc = s_start(h, &t);
 	if (rc)
 		return rc;
-	c = curl_easy_perform(t.easy);
+	c = rr_curl.easy_perform(t.easy);
 	rc = s_finish(&t, c);
 	s_give_back(h, t.easy);
 	return rc;
@@ -665,14 +656,14 @@ int rr_http_batch_new(struct rr_http *h, unsigned max_in_flight, struct rr_http_
 
 	if (!b)
 		return RR_ENOMEM;
-	b->multi = curl_multi_init();
+	b->multi = rr_curl.multi_init();
 	if (!b->multi) {
 		free(b);
 		return RR_ENOMEM;
 	}
 	b->h = h;
 	b->max_in_flight = max_in_flight ? max_in_flight : 1;
-	curl_multi_setopt(b->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)b->max_in_flight);
+	rr_curl.multi_setopt(b->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)b->max_in_flight);
 	*out = b;
 	return 0;
 }
@@ -731,8 +722,8 @@ static void s_fill(struct rr_http_batch *b)
 			s_push_done(b, t);
 			continue;
 		}
-		curl_easy_setopt(t->easy, CURLOPT_PRIVATE, t);
-		if (curl_multi_add_handle(b->multi, t->easy) != CURLM_OK) {
+		rr_curl.easy_setopt(t->easy, CURLOPT_PRIVATE, t);
+		if (rr_curl.multi_add_handle(b->multi, t->easy) != CURLM_OK) {
 			s_finish(t, CURLE_OUT_OF_MEMORY);
 			t->resp->error = RR_ENOMEM;
 			s_give_back(b->h, t->easy);
@@ -753,14 +744,14 @@ static void s_collect(struct rr_http_batch *b)
 	int left;
 	char *priv;
 
-	while ((m = curl_multi_info_read(b->multi, &left)) != NULL) {
+	while ((m = rr_curl.multi_info_read(b->multi, &left)) != NULL) {
 		if (m->msg != CURLMSG_DONE)
 			continue;
 		priv = NULL;
-		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
+		rr_curl.easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
 		t = (struct s_transfer *)(void *)priv;
 		s_finish(t, m->data.result);
-		curl_multi_remove_handle(b->multi, t->easy);
+		rr_curl.multi_remove_handle(b->multi, t->easy);
 		s_give_back(b->h, t->easy);
 		t->easy = NULL;
 		s_unlink(&b->active, t);
@@ -788,7 +779,7 @@ int rr_http_batch_wait(struct rr_http_batch *b, long timeout_ms, void **tag_out)
 		}
 		if (b->pending == 0)
 			return RR_ENOENT;
-		curl_multi_perform(b->multi, &still);
+		rr_curl.multi_perform(b->multi, &still);
 		s_collect(b);
 		if (b->done_head)
 			continue;
@@ -799,7 +790,7 @@ int rr_http_batch_wait(struct rr_http_batch *b, long timeout_ms, void **tag_out)
 				return 0;
 		}
 		numfds = 0;
-		curl_multi_poll(b->multi, NULL, 0, (int)(left < 1000 ? left : 1000), &numfds);
+		rr_curl.multi_poll(b->multi, NULL, 0, (int)(left < 1000 ? left : 1000), &numfds);
 	}
 }
 
@@ -811,11 +802,11 @@ void rr_http_batch_destroy(struct rr_http_batch *b)
 		return;
 	while ((t = b->active) != NULL) {
 		b->active = t->next;
-		curl_multi_remove_handle(b->multi, t->easy);
+		rr_curl.multi_remove_handle(b->multi, t->easy);
 		s_headers_wipe_free(t->headers);
 		rr_buf_free(&t->header_raw);
 		/* A transfer cut off halfway leaves its connection in an unknown state. */
-		curl_easy_cleanup(t->easy);
+		rr_curl.easy_cleanup(t->easy);
 		free(t);
 	}
 	while ((t = b->queue_head) != NULL) {
@@ -826,6 +817,6 @@ void rr_http_batch_destroy(struct rr_http_batch *b)
 		b->done_head = t->next;
 		free(t);
 	}
-	curl_multi_cleanup(b->multi);
+	rr_curl.multi_cleanup(b->multi);
 	free(b);
 }

@@ -90,6 +90,30 @@ check 125 "agent error: --preempted-exit-code 256" --preempted-exit-code 256 -- 
 RESUME_RUN_PREEMPTED_EXIT_CODE=x check 125 "agent error: RESUME_RUN_PREEMPTED_EXIT_CODE=x" -- true
 expect_grep 'RESUME_RUN_PREEMPTED_EXIT_CODE must be 0-255' exit-125.log "one clear line"
 
+# A machine without libcurl (loaded on the first network use, storage/net/curl_api.c): a
+# network store is an agent error that says which library is missing, before the trainer
+# starts; a file:// store with no cloud does not need it. /dev/null is bound over the
+# library in a mount namespace of its own, as if it were not installed.
+curl_so=$(ldconfig -p | sed -nE 's/.*libcurl\.so\.4 .*=> (.*)$/\1/p' | head -n 1)
+[ -n "$curl_so" ] || fail "no libcurl.so.4 known to ldconfig"
+without_libcurl() { # LOG CMD...: CMD with /dev/null over libcurl.so.4; sets RC
+	local log=$1
+	shift
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	unshare --mount sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$curl_so" \
+		"$@" > "$log" 2>&1 && RC=0 || RC=$?
+}
+without_libcurl nolib.log env AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=y AWS_REGION=us-east-1 \
+	AWS_ENDPOINT_URL=http://127.0.0.1:9 "$RR_BIN" --cloud none --store s3://bucket/nolib \
+	--checkpoint-dir "$W/ck-nolib" -- touch "$W/nolib-ran"
+expect_eq "$RC" 125 "agent error: an s3:// store and no libcurl"
+expect_grep 'cannot load libcurl\.so\.4 .*apt-get install libcurl4' nolib.log "the missing library named"
+[ ! -e "$W/nolib-ran" ] || fail "the trainer ran with no store to persist to"
+without_libcurl nolib-file.log "$RR_BIN" --cloud none --store "file://$W/store-nolib" \
+	--checkpoint-dir "$W/ck-nolib" -- true
+expect_eq "$RC" 0 "a file:// store with no cloud and no libcurl"
+ok "no libcurl: s3:// store -> 125, '$(grep -o 'cannot load libcurl[^(]*' nolib.log)' named; file:// -> runs"
+
 # stdin, stdout and stderr pass through untouched.
 out=$(printf 'hello' | "$RR_BIN" --store "file://$W/store" --checkpoint-dir "$W/ck" -- sh -c 'cat; echo " err" >&2' 2>err.txt)
 expect_eq "$out" "hello" "stdin to stdout through the trainer"
