@@ -45,7 +45,9 @@ if ! command -v clang >/dev/null; then
 fi
 
 # RR_FUZZ gives the library (rrcore) coverage instrumentation as well as the targets.
-cmake -DCMAKE_C_COMPILER=clang -DRR_FUZZ=ON -DRR_SANITIZE=ON -S . -B "$build"
+# -O1 with the sanitizers, as libFuzzer's and ASan's authors advise (asserts on: Debug).
+cmake -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" \
+	-DRR_FUZZ=ON -DRR_SANITIZE=ON -S . -B "$build"
 cmake --build "$build" --target "${targets[@]}" -j "$(nproc 2>/dev/null || echo 2)"
 
 work=$build/fuzz-work

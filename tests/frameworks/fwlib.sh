@@ -28,18 +28,19 @@ reference() {
 	[ -s "$W/$name.ref" ] || fail "$name: the uninterrupted run wrote no weights"
 }
 
-# drill NAME PRECISION STEPS CMD...: machine A trains under the agent; after step 3 a drill
-# notice comes; the framework saves its own way, the agent makes it durable and exits 75.
-# Machine A is lost (its checkpoint dir deleted, a copy kept in NAME-a-copy for the checks);
-# machine B, a fresh directory with the same store, restores it and the framework resumes
-# to STEPS. Sets SAVED (the step saved on the notice) and CKPT (its name).
+# drill NAME STEPS CMD...: machine A trains under the agent (--precision exact); after step 3
+# a drill notice comes; the framework saves its own way, the agent makes it durable and
+# exits 75. Machine A is lost (its checkpoint dir deleted, a copy kept in NAME-a-copy for
+# drill_auto and the checks); machine B, a fresh directory with the same store, restores it
+# and the framework resumes to STEPS. Sets SAVED (the step saved on the notice) and CKPT
+# (its name).
 drill() {
-	local name=$1 precision=$2 steps=$3
-	shift 3
+	local name=$1 steps=$2
+	shift 2
 	local store="file://$W/$name-store"
 	(wait_for 240 grep -qs ': step 3$\|^step 3$' "$W/$name-a.log" && touch "$W/$name-NOTICE") &
 	local toucher=$!
-	run_rr "$name-a.log" --precision "$precision" --drill-file "$W/$name-NOTICE" \
+	run_rr "$name-a.log" --precision exact --drill-file "$W/$name-NOTICE" \
 		--store "$store" --checkpoint-dir "$W/$name-a" -- "$@" --steps "$steps" --step-time 0.2
 	wait "$toucher" || fail "$name: training never reached step 3"
 	expect_eq "$RC" "$RR_PREEMPTED" "$name: machine A's exit status"
@@ -54,8 +55,17 @@ drill() {
 	expect_grep "^\* $CKPT +committed" "$name-ls.txt" "$name: $CKPT committed and LATEST in the store"
 	cp -a "$W/$name-a" "$W/$name-a-copy"
 	rm -rf "$W/$name-a" "$W/$name-NOTICE" # the machine is lost
-	run_rr "$name-b.log" --precision "$precision" --store "$store" --checkpoint-dir "$W/$name-b" -- \
-		"$@" --steps "$steps" --out "$W/$name.$precision"
+	resume "$name" exact "$steps" "$@"
+}
+
+# resume NAME PRECISION STEPS CMD...: machine B, a fresh directory with NAME's store,
+# restores CKPT, and the framework resumes at SAVED and trains to STEPS; its final weights
+# in NAME.PRECISION.
+resume() {
+	local name=$1 precision=$2 steps=$3
+	shift 3
+	run_rr "$name-b.log" --precision "$precision" --store "file://$W/$name-store" \
+		--checkpoint-dir "$W/$name-b" -- "$@" --steps "$steps" --out "$W/$name.$precision"
 	expect_eq "$RC" 0 "$name: machine B's exit status"
 	expect_grep "restored $CKPT" "$name-b.log" "$name: machine B restored $CKPT"
 	expect_grep "^(rank 0: )?resumed at step $SAVED$" "$name-b.log" "$name: the framework resumed at step $SAVED"
@@ -67,23 +77,34 @@ drill() {
 drill_exact() {
 	local name=$1 steps=$2
 	shift 2
-	drill "$name" exact "$steps" "$@"
+	drill "$name" "$steps" "$@"
 	cmp -s "$W/$name.exact" "$W/$name.ref" || fail "$name: final weights differ from the uninterrupted run's: $("$FPY" "$RR_SRC/tests/frameworks/compare.py" weights "$W/$name.ref" "$W/$name.exact")"
 	ok "$name: drill at step $SAVED -> its own save ($CKPT) -> durable -> exit 75 -> machine lost -> restored on a fresh directory -> resumed -> final weights identical to an uninterrupted run (--precision exact)"
 }
 
-# drill_auto NAME STEPS CMD...: the drill under --precision auto; what was restored is within
-# the documented bound of what was saved (F32 values: relative error at most 2^-8, signs,
-# zeros, non-F32 tensors and other bytes exact), and training goes on to the end from it.
+# drill_auto NAME STEPS CMD...: after drill_exact NAME: the checkpoint directory machine A
+# left (NAME-a-copy: the framework's own save on the notice) is made durable again under
+# --precision auto by an agent whose trainer only exits (the agent persists a checkpoint it
+# finds in the checkpoint directory at start, and flushes its uploads when the trainer
+# exits 0), in a store of its own;
+# machine B restores it and the framework trains on to the end from it. What was restored is
+# within the documented bound of what was saved (F32 values: relative error at most 2^-8,
+# signs, zeros, non-F32 tensors and other bytes exact). The notice, the framework's save on
+# it and the exit 75 are drill_exact's, and the same whatever the precision: a second
+# trainer on machine A would import the framework again to repeat them.
 drill_auto() {
-	local name=$1 steps=$2
+	local name=$1 steps=$2 auto="$1-auto"
 	shift 2
-	drill "$name-auto" auto "$steps" "$@"
+	cp -a "$W/$name-a-copy" "$W/$auto-a"
+	run_rr "$auto-a.log" --precision auto --store "file://$W/$auto-store" --checkpoint-dir "$W/$auto-a" -- true
+	expect_eq "$RC" 0 "$name: the agent persisting $CKPT under --precision auto"
+	expect_grep "persisted $CKPT:" "$auto-a.log" "$name: $CKPT persisted under --precision auto"
+	resume "$auto" auto "$steps" "$@"
 	# One compare.py for both checks: the bound's line, then the weights' difference.
-	"$FPY" "$RR_SRC/tests/frameworks/compare.py" bound "$W/$name-auto-a-copy/$CKPT" "$W/$name-auto-b/$CKPT" \
-		weights "$W/$name.ref" "$W/$name-auto.auto" > "$name-auto-bound.log" 2>&1 ||
-		fail "$name: restored checkpoint out of bound (or the final weights unreadable): $(tail -n 5 "$name-auto-bound.log")"
-	ok "$name: drill under --precision auto: $CKPT restored within the bound ($(tail -n 2 "$name-auto-bound.log" | head -n 1)); resumed to the end ($(tail -n 1 "$name-auto-bound.log") from the uninterrupted run)"
+	"$FPY" "$RR_SRC/tests/frameworks/compare.py" bound "$W/$name-a-copy/$CKPT" "$W/$auto-b/$CKPT" \
+		weights "$W/$name.ref" "$W/$auto.auto" > "$auto-bound.log" 2>&1 ||
+		fail "$name: restored checkpoint out of bound (or the final weights unreadable): $(tail -n 5 "$auto-bound.log")"
+	ok "$name: $CKPT persisted under --precision auto, restored within the bound ($(tail -n 2 "$auto-bound.log" | head -n 1)); resumed to the end ($(tail -n 1 "$auto-bound.log") from the uninterrupted run)"
 }
 
 # crash NAME EVERY CMD...: saves every EVERY steps; the framework's second save crashes in its
