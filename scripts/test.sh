@@ -173,10 +173,9 @@ asan_only="^integration_($(IFS='|'; echo "${asan_integration[*]}"))\$"
 
 begin "tests (normal build; the sanitizer and fuzz builds, then the fuzzing, run beside them)"
 # Twice as many tests as cores: most wait on servers, trainers and deadlines (a run at one
-# per core kept the load near 1.5 on 2 cores); the timing ones count as two, the busy ones
-# run in two chains (PROCESSORS, RESOURCE_LOCK in CMakeLists.txt). Five at once on two cores
-# was tried: the pass is CPU-bound (84-85% busy at four), and it took as long (927 s against
-# 928 s).
+# per core kept the load near 1.5 on 2 cores); the busy and the timing ones count as two
+# (PROCESSORS in CMakeLists.txt). Five at once on two cores was tried: the pass is CPU-bound
+# (84-85% busy at four), and it took as long (927 s against 928 s).
 ctest_jobs=$((2 * jobs)) run_ctest normal build -E "$asan_only"
 end
 
