@@ -21,7 +21,8 @@ int rr_buf_reserve(struct rr_buf *b, size_t n);
  * releases it. */
 void rr_buf_reset(struct rr_buf *b);
 /* Working buffers of megabytes (a chunk's bytes, a pack, byte planes) come straight from
- * mmap, in multiples of 2 MiB, with Linux's MADV_HUGEPAGE: first touched, 8 MiB then takes 4
+ * mmap, in multiples of 2 MiB, with Linux's MADV_HUGEPAGE (smaller ones in whole pages,
+ * without it): first touched, 8 MiB then takes 4
  * page faults instead of 2048 (0.3 ms instead of 4.7 ms on the bench machine, a one-off
  * measurement with a scratch program; a persist touches tens of megabytes of fresh
  * buffers). Without transparent huge pages they are

@@ -598,6 +598,23 @@ static void test_big_buffers_are_writable_and_advised_huge(void)
 	rr_buf_big_free(NULL, len);
 }
 
+/* Below 2 MiB a big buffer is whole pages without the advice: a huge page's first write
+ * zeroes all 2 MiB of it, which a 1 kB file kept for phase 2 would pay in full. */
+static void test_small_big_buffers_are_not_advised_huge(void)
+{
+	size_t len = 1000;
+	unsigned char *p = rr_buf_big_alloc(len);
+	char flags[512];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	memset(p, 0x5a, len);
+	CU_ASSERT_EQUAL(p[len - 1], 0x5a);
+	s_vm_flags(p, flags, sizeof(flags));
+	CU_ASSERT_PTR_NOT_NULL(strstr(flags, "VmFlags:"));
+	CU_ASSERT_PTR_NULL(strstr(flags, " hg"));
+	rr_buf_big_free(p, len);
+}
+
 /* A buffer keeps its bytes when it grows, and an emptied one grows empty (without copying
  * what it held: codec buffers are emptied and grown to megabytes). */
 static void test_a_buffer_keeps_its_bytes_or_grows_empty(void)
@@ -690,6 +707,8 @@ static CU_TestInfo s_tests[] = {
 	  test_fp16_and_bf16_forms_decode_to_the_converters_result },
 	{ "test_big_buffers_are_writable_and_advised_huge",
 	  test_big_buffers_are_writable_and_advised_huge },
+	{ "test_small_big_buffers_are_not_advised_huge",
+	  test_small_big_buffers_are_not_advised_huge },
 	{ "test_a_buffer_keeps_its_bytes_or_grows_empty",
 	  test_a_buffer_keeps_its_bytes_or_grows_empty },
 	CU_TEST_INFO_NULL,
