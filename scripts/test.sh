@@ -3,8 +3,9 @@
 # every test (unit, integration, deployment, frameworks, Python, fuzz-corpus replay) on a
 # normal build, except a chosen set of integration tests that run under ASan+UBSan instead;
 # the unit suites and the fuzz corpora again under ASan+UBSan (the list and why are below);
-# the threaded parts under TSan; and a short libFuzzer run of every fuzz target. It ends with one line, "tests: N passed, N failed",
-# and a non-zero status when anything failed, and prints how long each phase took.
+# the threaded parts under TSan; and a short libFuzzer run of every fuzz target. It ends
+# with one line, "tests: N passed, N failed", and a non-zero status when anything failed,
+# and prints how long each phase took.
 #
 # Timeline (2 cores): the sanitizer and fuzz builds, then the fuzzing, run at the lowest
 # priority during the normal tests, most of which wait on servers, trainers and deadlines

@@ -1,9 +1,9 @@
 /* libcurl, loaded with dlopen when the first HTTP client is made rather than when the agent
  * starts: a run on a file:// store that watches no cloud never uses the network, and
  * libcurl's dependency tree (about 30 shared objects: GnuTLS, Kerberos, LDAP, SSH, ...)
- * was a third of such a run's time (BENCHMARKS.md, "Startup"). Each member has the type of
- * the libcurl function it stands for, taken from curl.h, so the compiler checks every call
- * as it would a direct one. */
+ * was a third of such a run's time (BENCHMARKS.md, "Speed on real-shaped checkpoints").
+ * Each member has the type of the libcurl function it stands for, taken from curl.h, so the
+ * compiler checks every call as it would a direct one. */
 #ifndef RR_CURL_API_H
 #define RR_CURL_API_H
 
