@@ -60,6 +60,11 @@ base_image debian:bookworm-slim
 commit=$(git -C "$RR_SRC" rev-parse --short=12 HEAD 2>/dev/null || true)
 podman build --network host --build-arg RR_GIT_COMMIT="$commit" -t "$IMG" "$RR_SRC" > build.log 2>&1 ||
 	fail "podman build: $(tail -n 30 build.log)"
+# The build stage tagged too (from the layers just made), so that the prune at the end keeps
+# its layers and the next run's build reuses the one that installs the build dependencies.
+podman build --network host --build-arg RR_GIT_COMMIT="$commit" --target build \
+	-t localhost/resume-run-test-build:latest "$RR_SRC" >> build.log 2>&1 ||
+	fail "podman build --target build: $(tail -n 30 build.log)"
 version=$(sed -nE 's/^project\(resume-run VERSION ([0-9.]+).*/\1/p' "$RR_SRC/CMakeLists.txt")
 got=$(podman run --rm --network none --entrypoint resume-run "$IMG" --version)
 expect_eq "$got" "resume-run $version${commit:+ (git $commit)}" "--version in the image"
@@ -134,7 +139,7 @@ echo "$got" | grep -qxF "$(cd "$RR_SRC/python/resume_run" && ls -- *.py | sort |
 	fail "the image's resume_run is not python/resume_run: $got"
 echo "$got" | grep -q "^resume-run $version" || fail "resume-run in the user image: $got"
 ok "COPY --from into a bookworm-slim image of one's own: resume-run runs, import resume_run works"
-podman rmi localhost/resume-run-user-test:latest > /dev/null 2>&1 || true
+# (The image stays tagged: the next run's build reuses its apt-get layer.)
 
 # --- the .deb on a bare bookworm-slim: apt resolves its Depends, and it runs ---
 BUILD=$(dirname "$RR_BIN")

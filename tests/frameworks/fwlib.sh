@@ -20,12 +20,32 @@ export TORCH_EXTENSIONS_DIR
 	fail "resume_run does not come from the wheel installed in $VENV"
 
 # reference NAME STEPS CMD...: an uninterrupted run without the agent; weights in NAME.ref.
+# They follow from the frameworks (the cached venv), the trainers, the module resume_run,
+# the command line and the CPU alone (seeded, one thread, no agent), so they are kept
+# outside the checkout under the SHA-256 of all of these, and a later run of the same code
+# on the same machine takes them from there instead of training again (the log says which).
+# Should anything outside the key change the weights, the drill's comparison fails: a stale
+# reference cannot make it pass. RR_FW_REF_CACHE=0 always trains.
+FW_REFS=${XDG_CACHE_HOME:-$HOME/.cache}/resume-run/framework-refs
 reference() {
-	local name=$1 steps=$2
+	local name=$1 steps=$2 key
 	shift 2
+	key=$({
+		"$RR_SRC/scripts/install-frameworks.sh" --path
+		grep -m1 '^model name' /proc/cpuinfo
+		grep -m1 '^flags' /proc/cpuinfo
+		printf '%s\n' "$steps" "$@" | sed "s#$RR_SRC#SRC#g; s#$BUILD#BUILD#g"
+		cat "$T"/*.py "$RR_SRC"/python/resume_run/*.py "$RR_SRC/tests/frameworks/fwlib.sh"
+	} | sha256sum | cut -c1-32)
+	if [ "${RR_FW_REF_CACHE:-1}" != 0 ] && [ -s "$FW_REFS/$key" ]; then
+		cp "$FW_REFS/$key" "$W/$name.ref"
+		echo "$name: the uninterrupted run's weights from $FW_REFS/$key (same frameworks, trainers, resume_run, command, CPU)"
+		return 0
+	fi
 	env RESUME_RUN_CHECKPOINT_DIR="$W/$name-ref-ckpt" "$@" --steps "$steps" --out "$W/$name.ref" \
 		> "$name-ref.log" 2>&1 || fail "$name: the uninterrupted run failed: $(tail -n 20 "$name-ref.log")"
 	[ -s "$W/$name.ref" ] || fail "$name: the uninterrupted run wrote no weights"
+	mkdir -p "$FW_REFS" && cp "$W/$name.ref" "$FW_REFS/$key.tmp.$$" && mv "$FW_REFS/$key.tmp.$$" "$FW_REFS/$key"
 }
 
 # drill NAME STEPS CMD...: machine A trains under the agent (--precision exact); after step 3
