@@ -4,8 +4,11 @@
 # many seconds of the clock; at a low priority beside other work (scripts/test.sh runs it so)
 # it takes longer and fuzzes as much. What the fuzzer finds stays in the scratch copy
 # (build-fuzz/fuzz-work/<target>/); promote inputs to tests/fuzz/corpus/ by hand, so the
-# repository only gains seeds someone looked at. A crash, leak, timeout or
-# out-of-memory fails the script and prints the path of the input that caused it.
+# repository only gains seeds someone looked at. With FUZZ_KEEP, each run also starts from
+# the corpus the previous runs left there (outside the repository), and leaves its own,
+# minimised (libFuzzer's -merge=1: only inputs that add coverage), so that short runs add
+# up. A crash, leak, timeout or out-of-memory fails the script and prints the path of the
+# input that caused it.
 #
 # usage: scripts/fuzz.sh [TARGET...]        default: every tests/fuzz/fuzz_*.c
 # env:   FUZZ_SECONDS  CPU seconds per target (default 20)
@@ -14,6 +17,8 @@
 #        BUILD_DIR     build directory (default build-fuzz)
 #        FUZZ_ARGS     extra libFuzzer flags, e.g. "-jobs=4 -workers=4"
 #        FUZZ_PARALLEL targets run at once (default 1); each is one process on one core
+#        FUZZ_KEEP     a directory kept between runs: FUZZ_KEEP/<target> is added to the
+#                      seeds, and replaced by this run's corpus, minimised
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -75,6 +80,9 @@ fuzz_one() {
 	if [ -d "$seeds" ]; then
 		cp -R "$seeds/." "$dir/corpus/"
 	fi
+	if [ -n "${FUZZ_KEEP:-}" ] && [ -d "$FUZZ_KEEP/$t" ]; then
+		cp -R "$FUZZ_KEEP/$t/." "$dir/corpus/"
+	fi
 	# shellcheck disable=SC2086 # FUZZ_ARGS is a list of flags
 	"$bin" -max_total_time="$((60 * seconds))" -timeout="$input_timeout" -rss_limit_mb=4096 \
 		-print_final_stats=1 -artifact_prefix="$dir/artifacts/" ${FUZZ_ARGS:-} \
@@ -102,9 +110,22 @@ fuzz_one() {
 		else
 			n=$(find "$dir/corpus" -type f | wc -l)
 			echo "fuzz.sh: $t ok; $((used / tick)) s of CPU; scratch corpus now holds $n inputs in $dir/corpus"
+			[ -z "${FUZZ_KEEP:-}" ] || keep "$t" "$bin" "$dir"
 		fi
 	} >"$dir/report" 2>&1
 	return "$rc"
+}
+
+# keep TARGET BIN DIR: FUZZ_KEEP/TARGET becomes DIR's corpus minimised (unchanged when the
+# merge fails; it is only a head start for the next run).
+keep() {
+	local t=$1 bin=$2 dir=$3
+	mkdir -p "$FUZZ_KEEP" && rm -rf "$FUZZ_KEEP/$t.new" && mkdir "$FUZZ_KEEP/$t.new" &&
+		"$bin" -merge=1 -timeout="$input_timeout" -rss_limit_mb=4096 "$FUZZ_KEEP/$t.new" \
+			"$dir/corpus" >"$dir/merge.log" 2>&1 &&
+		rm -rf "${FUZZ_KEEP:?}/$t" && mv "$FUZZ_KEEP/$t.new" "$FUZZ_KEEP/$t" &&
+		echo "fuzz.sh: $t: $(find "$FUZZ_KEEP/$t" -type f | wc -l) inputs kept in $FUZZ_KEEP/$t for the next run" ||
+		echo "fuzz.sh: $t: could not keep the corpus (see $dir/merge.log)"
 }
 
 for t in "${targets[@]}"; do

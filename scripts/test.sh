@@ -10,20 +10,23 @@
 # Timeline (2 cores): the sanitizer and fuzz builds, then the fuzzing, run at the lowest
 # priority during the normal tests, most of which wait on servers, trainers and deadlines
 # rather than compute, so the background takes the idle CPU and the tests lose almost none.
-# After the normal tests, the ASan and the TSan tests run side by side (each needs its
-# build, and waits for it); the fuzzing, if not done by then, ends last.
+# The ASan and the TSan tests start beside the normal ones as soon as their builds are
+# done; the fuzzing, if not done by the end of the tests, ends last.
 #
-# FUZZ_SECONDS (default 10 here; 20 for scripts/fuzz.sh alone) is each fuzz target's CPU time;
-# two targets run at a time.
+# FUZZ_SECONDS (default 5 here; 20 for scripts/fuzz.sh alone) is each fuzz target's CPU time;
+# two targets run at a time, each from the corpus the previous runs on this machine left
+# (FUZZ_KEEP, minimised), so that the runs add up instead of each starting from the seeds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 jobs=$(nproc)
 tmp=$(mktemp -d)
 bg_pgid=
+asan_pid=
 tsan_pid=
 trap '[ -z "$bg_pgid" ] || kill -- "-$bg_pgid" 2>/dev/null || true
-      [ -z "$tsan_pid" ] || kill "$tsan_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+      [ -z "$asan_pid" ] || pkill -P "$asan_pid" 2>/dev/null || true
+      [ -z "$tsan_pid" ] || pkill -P "$tsan_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
 # Phase timings, "start end name" in seconds from the start, printed at the end.
 timings=()
@@ -70,7 +73,8 @@ tsan_suites="pool persist persister restore cloud_watch cloud_aws cloud_gcp clou
 # for its build. Each fuzz target gets FUZZ_SECONDS of CPU whenever the tests leave it
 # some; one input may take 120 s of the clock before it counts as a hang (25 s in
 # scripts/fuzz.sh alone), as the fuzzer may wait for the CPU that long.
-export FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+export FUZZ_SECONDS=${FUZZ_SECONDS:-5}
+export FUZZ_KEEP=${FUZZ_KEEP:-${XDG_CACHE_HOME:-$HOME/.cache}/resume-run/fuzz-corpus}
 background() { # T0: the start, in seconds since the epoch
 	set -e
 	exec >"$tmp/builds.log" 2>&1
@@ -179,7 +183,41 @@ asan_integration=(drill_restore restart exit_status pid1_reaping signal_notices 
 #  and Python tests are not built in the sanitizer builds at all (CMakeLists.txt says why).
 asan_only="^integration_($(IFS='|'; echo "${asan_integration[*]}"))\$"
 
-begin "tests (normal build; the sanitizer and fuzz builds, then the fuzzing, run beside them)"
+# The sanitizer builds' tests run beside the normal ones, each as soon as its build is done
+# (not after them: at the end of the normal tests the ASan ones alone left a third of the
+# CPU idle for ~170 s), with fewer at a time; their logs are shown after the normal tests.
+# sanitized NAME BUILT DIR JOBS [CTEST ARGS...]: once the build that writes $tmp/BUILT is
+# done, ctest on DIR, JOBS tests at a time, logged to $tmp/NAME.log; start and end (seconds
+# from the start of test.sh) in $tmp/NAME.times.
+sanitized() {
+	local name=$1 built=$2 dir=$3 j=$4 t0=$(($(date +%s) - SECONDS)) start
+	shift 4
+	wait_background "$built" "the build for the $name tests"
+	start=$(($(date +%s) - t0))
+	ctest --test-dir "$dir" --output-on-failure -j"$j" --resource-spec-file "$tmp/resources.json" \
+		"$@" >"$tmp/$name.log" 2>&1 || true
+	echo "$start $(($(date +%s) - t0))" >"$tmp/$name.times"
+}
+# sanitized_done NAME TITLE: shows NAME's log, its phase time, and counts it.
+sanitized_done() {
+	local start stop
+	if read -r start stop <"$tmp/$1.times" 2>/dev/null; then
+		timings+=("$start $stop $2")
+	fi
+	cat "$tmp/$1.log" 2>/dev/null || true
+	count "$1"
+}
+asan_name="tests under ASan + UBSan (unit suites, fuzz corpora, ${#asan_integration[@]} integration tests; beside the normal tests)"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	sanitized "ASan+UBSan" asan.built build-asan "$jobs" -R "^(unit_.*|fuzz_.*_corpus)\$|$asan_only" &
+asan_pid=$!
+tsan_name="threaded unit suites and the agent under TSan ($tsan_suites; two_writers, slow_link; beside the normal tests)"
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	sanitized TSan tsan.built build-tsan 1 \
+	-R "^(unit_($(echo "$tsan_suites" | tr ' ' '|'))|integration_(two_writers|slow_link))\$" &
+tsan_pid=$!
+
+begin "tests (normal build; the sanitizer and fuzz builds, the sanitizer tests, then the fuzzing, run beside them)"
 # Three tests per core: most wait on servers, trainers and deadlines; the busy and the
 # timing ones, at most one per core, run beside the waiting ones (the CPU resource above).
 # At two per core, with the busy ones counted as two of ctest's slots, the pass took 836 s
@@ -188,36 +226,14 @@ begin "tests (normal build; the sanitizer and fuzz builds, then the fuzzing, run
 ctest_jobs=$((3 * jobs)) run_ctest normal build -E "$asan_only"
 end
 
-# The TSan tests run beside the ASan ones (the two together kept the CPU busier than either
-# alone, each leaving it 30-40% idle); their log is shown when they are done.
-wait_build tsan
-tsan_name="threaded unit suites and the agent under TSan ($tsan_suites; two_writers, slow_link; beside ASan)"
-tsan_start=$SECONDS
-t0=$(($(date +%s) - SECONDS))
-{
-	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-		ctest --test-dir build-tsan --output-on-failure -j"$jobs" \
-		-R "^(unit_($(echo "$tsan_suites" | tr ' ' '|'))|integration_(two_writers|slow_link))\$" \
-		>"$tmp/TSan.log" 2>&1 || true
-	echo "$(($(date +%s) - t0))" >"$tmp/tsan.end"
-} &
-tsan_pid=$!
-
-wait_build asan
-begin "tests under ASan + UBSan (unit suites, fuzz corpora, ${#asan_integration[@]} integration tests)"
-# Two tests per core: the CPU stood 40-60% idle at one per core (servers, trainers), and at
-# three on two cores the short tests at the end still left half of it idle.
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	ctest_jobs=$((2 * jobs)) run_ctest "ASan+UBSan" build-asan \
-	-R "^(unit_.*|fuzz_.*_corpus)\$|$asan_only"
-end
-
+echo "== $asan_name"
+wait "$asan_pid" || true
+asan_pid=
+sanitized_done "ASan+UBSan" "$asan_name"
 echo "== $tsan_name"
 wait "$tsan_pid" || true
 tsan_pid=
-timings+=("$tsan_start $(cat "$tmp/tsan.end" 2>/dev/null || echo $SECONDS) $tsan_name")
-cat "$tmp/TSan.log"
-count TSan
+sanitized_done TSan "$tsan_name"
 
 begin "fuzzing: the rest of it (libFuzzer, $FUZZ_SECONDS s of CPU per target, two at a time, in the background since build-fuzz)"
 wait_background fuzz.fuzzed "the fuzzing (scripts/fuzz.sh)"
