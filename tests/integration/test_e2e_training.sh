@@ -16,8 +16,8 @@ trap 'e_rc=$?; stop_meta; stop_s3; cleanup $e_rc' EXIT
 start_s3
 s3_env
 unset RESUME_RUN_CLOUD
-TRAIN=("$PY" "$RR_SRC/scripts/train_transformer.py" --steps 120 --dim 64 --layers 2 --vocab 512
-       --heads 4 --seq 32 --batch 8 --checkpoint-every 20)
+TRAIN=("$PY" "$RR_SRC/scripts/train_transformer.py" --steps 60 --dim 64 --layers 2 --vocab 512
+       --heads 4 --seq 32 --batch 8 --checkpoint-every 10)
 "${TRAIN[@]}" --out ref.json > ref.log
 ref_loss=$(json_field ref.json loss)
 

@@ -59,7 +59,14 @@ cd ..
 expect_eq "$RC" 0 "precaution past its deadline: exit status"
 expect_grep "the maintenance notice's deadline passed before its checkpoint was durable; training goes on" \
 	p2.log "the missed precaution is said"
-expect_no_grep 'persist of step-(1[0-2]|[5-9]) failed' p2.log "persists after the deadline"
+# The notice's own persist may fail at the deadline (its requests end there); the ones after
+# it must not. Which step it is depends on the load: the newest committed when the
+# persister gets to it.
+notice_step=$(sed -nE 's/.*persisting step-([0-9]+) \(notice: ahead of everything else\).*/\1/p' p2.log | head -n 1)
+[ -n "$notice_step" ] || fail "precaution past its deadline: no persist tagged as the notice's"
+for s in $(seq $((notice_step + 1)) 12); do
+	expect_no_grep "persist of \"?step-$s\"? failed" p2.log "persists after the deadline (step-$s)"
+done
 expect_eq "$(latest p2)" step-12 "precaution past its deadline: LATEST"
 ok "a precaution past its deadline: training and persists go on, LATEST is step-12, exit 0"
 
