@@ -54,6 +54,8 @@
 /* The store's requests end at the notice's deadline too (rr_store_set_deadline), so a
  * persist can fail a few milliseconds before the loop sees the deadline pass. */
 #define DEADLINE_SLACK_MS 100
+/* A persist cut at the deadline may fail this long before its result is collected. */
+#define CUT_RESULT_MS 1000
 /* The exit event's write, after everything else: bounded, as the machine may be going. */
 #define EXIT_EVENT_MS 3000
 /* The start-up restore's lease is given back within this much of the store's time; a slow
@@ -127,6 +129,10 @@ struct s_run {
 	off_t notice_file_size;
 	struct timespec notice_file_mtime;
 	int outlived;               /* a going notice's deadline passed with the trainer running */
+	/* The newest checkpoint, when its persist failed while a notice's deadline bounded the
+	 * store's requests: persisted once more when the deadline no longer does (s_lift_deadline). */
+	char cut[256];
+	int64_t deadline_lifted_mono; /* when the notice's deadline last stopped bounding them */
 	int store_checked;          /* s_warn_local_store has looked at the cloud */
 	int watch_stopped;          /* s_stop_watching ran */
 
@@ -183,6 +189,31 @@ static int s_notice_durable(const struct s_run *r)
 	return r->nstate == S_DURABLE || r->nstate == S_HANDLED;
 }
 
+/* Persists the newest checkpoint once more when its persist was cut by a notice's deadline
+ * that no longer bounds the store's requests (the machine outlived it, or the notice is
+ * over): a routine persist in flight at the deadline fails there, and were it the trainer's
+ * last checkpoint, nothing would persist it again. */
+static void s_persist_cut_again(struct s_run *r)
+{
+	if (!r->cut[0] || strcmp(r->cut, r->newest) != 0) {
+		r->cut[0] = '\0';
+		return;
+	}
+	rr_info("persisting %s again: its persist was cut at the notice's deadline, which no "
+		"longer bounds the store's requests", r->cut);
+	r->cut[0] = '\0';
+	rr_persister_submit(r->persister, r->newest, r->newest_ms, 0);
+}
+
+/* The notice's deadline no longer bounds the store's requests. */
+static void s_lift_deadline(struct s_run *r)
+{
+	r->deadline_mono = 0;
+	rr_store_set_deadline(r->store, 0);
+	r->deadline_lifted_mono = rr_mono_ms();
+	s_persist_cut_again(r);
+}
+
 /* The notice is over: withdrawn, replaced, done (a precaution), or outlived (its deadline
  * passed with the machine still here). Its deadline no longer bounds the store's requests:
  * the checkpoints that follow are persisted as usual. After SIGTERM/SIGINT the agent is
@@ -190,10 +221,8 @@ static int s_notice_durable(const struct s_run *r)
 static void s_notice_over(struct s_run *r)
 {
 	s_transition(r, r->phase, s_notice_durable(r) ? S_HANDLED : S_CALM);
-	if (!r->terminate_after) {
-		r->deadline_mono = 0;
-		rr_store_set_deadline(r->store, 0);
-	}
+	if (!r->terminate_after)
+		s_lift_deadline(r);
 }
 
 static void s_log_step(const struct s_run *r, const char *what)
@@ -621,8 +650,7 @@ static void s_check_deadline(struct s_run *r, int64_t now)
 	if (s_severity(r->notice.kind) == 2 && !s_notice_durable(r)) {
 		rr_warn("the %s notice's deadline passed before its checkpoint was durable, and "
 			"this machine is still here: its persist goes on without the deadline", kind);
-		r->deadline_mono = 0;
-		rr_store_set_deadline(r->store, 0);
+		s_lift_deadline(r);
 		return;
 	}
 	if (s_severity(r->notice.kind) == 1)
@@ -852,9 +880,29 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	rr_persister_submit(r->persister, name, ms, urgent);
 }
 
+/* A failed persist of the newest checkpoint with the notice's deadline bounding the store's
+ * requests, or just lifted (its result may come after): persisted again once it is lifted
+ * (s_persist_cut_again), at once if it already is. The persist that answers the notice has
+ * its own handling (s_on_persisted). */
+static void s_note_cut(struct s_run *r, const struct rr_persist_result *res)
+{
+	int bounded = r->deadline_mono != 0;
+	int just_lifted = r->deadline_lifted_mono &&
+			  rr_mono_ms() - r->deadline_lifted_mono <= CUT_RESULT_MS;
+
+	if (res->rc == 0 || res->rc == RR_EEXIST || strcmp(res->name, r->newest) != 0 ||
+	    (!bounded && !just_lifted) || r->phase == S_FINISHING ||
+	    (s_notice_active(r) && strcmp(res->name, r->notice_ckpt) == 0))
+		return;
+	snprintf(r->cut, sizeof(r->cut), "%s", res->name);
+	if (!bounded)
+		s_persist_cut_again(r);
+}
+
 static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 {
 	s_cadence_persisted(r, res);
+	s_note_cut(r, res);
 	if (!s_notice_active(r) || strcmp(res->name, r->notice_ckpt) != 0 || s_notice_durable(r))
 		return;
 	if (res->rc == 0 || res->rc == RR_EEXIST) {

@@ -71,19 +71,41 @@ expect_eq "$(latest p2)" step-12 "precaution past its deadline: LATEST"
 ok "a precaution past its deadline: training and persists go on, LATEST is step-12, exit 0"
 
 # --- 3. A preemption the trainer outlives (it does not stop, the machine is not taken): the
-# persists after the deadline succeed and the finished run exits 0, not 75.
+# persists after the deadline succeed and the finished run exits 0, not 75. Once the
+# notice's checkpoint (step-3, at once) is durable, every PUT is held 2 s until the deadline
+# (3 s) has passed, so that the next checkpoint's persist (step-4, 2 s later) is in flight at
+# the deadline and nothing newer is committed before it: the deadline ends its requests, and
+# once the machine has outlived it, step-4 is persisted again (were it the trainer's last,
+# nothing else would).
 mkdir p3 && cd p3
 export RESUME_RUN_STORE="s3://$S3_BUCKET/p3"
-notice_at ../p3.log '{"kind":"preempt","deadline_in":2}'
-run_rr ../p3.log --drill-file NOTICE -- "$PY" "$T" --every 0.4 --until 12
+notice_at ../p3.log '{"kind":"preempt","deadline_in":3}'
+(
+	wait_for 60 grep -qs 'checkpoint step-[0-9]* is durable in the store' ../p3.log
+	fault '{"method":"PUT","action":"stall","seconds":2}'
+	wait_for 60 grep -qs "deadline passed and the trainer is still running" ../p3.log
+	no_faults
+) &
+helper=$!
+run_rr ../p3.log --drill-file NOTICE -- "$PY" "$T" --every 2 --until 6
 notice_sent "preemption outlived"
+wait $helper || fail "preemption outlived: the deadline was never reported passed"
 cd ..
 expect_eq "$RC" 0 "preemption outlived: exit status (the trainer finished its work)"
 expect_grep "the preempt notice's deadline passed and the trainer is still running" p3.log \
 	"the outlived preemption is said"
-expect_no_grep 'persist of step-[0-9]+ failed' p3.log "preemption outlived: no persist failed"
-expect_eq "$(latest p3)" step-12 "preemption outlived: LATEST"
-ok "a preemption the trainer outlived: persists go on, LATEST is step-12, exit 0"
+# The persist in flight at the deadline failed there; its checkpoint was persisted again,
+# and nothing failed after that.
+cut=$(sed -nE 's/.*persist of "?(step-[0-9]+)"? failed.*/\1/p' p3.log | sort -u)
+[ -n "$cut" ] || fail "preemption outlived: no persist was cut at the deadline (the PUTs were held 2 s)"
+for c in $cut; do
+	expect_grep "persisting $c again: its persist was cut at the notice's deadline" p3.log \
+		"preemption outlived: $c, cut at the deadline, persisted again"
+done
+sed -n '/again: its persist was cut/,$p' p3.log > p3-after.log
+expect_no_grep 'persist of "?step-[0-9]+"? failed' p3-after.log "preemption outlived: a persist after the retry"
+expect_eq "$(latest p3)" step-6 "preemption outlived: LATEST"
+ok "a preemption the trainer outlived: the persist cut at its deadline (${cut//$'\n'/ }) is persisted again, persists go on, LATEST is step-6, exit 0"
 
 # --- 4. A preemption the trainer obeys: 75, with the notice's checkpoint LATEST.
 mkdir p4 && cd p4
