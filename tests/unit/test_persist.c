@@ -608,12 +608,13 @@ static void test_persist_chunk_index_spares_the_listing(void)
 	o.urgent = 1;
 	puts = fs.chunk_puts;
 	/* A persist slower than its margin (2 s here: a loaded machine under TSan) lists once
-	 * more at its end (s_check_still_stored): counted as `slow`. */
+	 * more at its end (s_check_still_stored): allowed when the call took longer than that
+	 * (`slow`; the persist's own clock starts a little later than this one). */
 	t0 = rr_wall_ms();
 	CU_ASSERT_EQUAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-5", 5000, &o, NULL,
 					      &st), 0);
 	slow = rr_wall_ms() - t0 > 2000;
-	CU_ASSERT_EQUAL(fs.chunk_lists, 2 + slow);
+	CU_ASSERT(fs.chunk_lists == 2 || (slow && fs.chunk_lists == 3));
 	/* Ages still count: every chunk is now older than grace minus margin (2 s), so the
 	 * index's chunks are written again rather than relied on. */
 	CU_ASSERT(fs.chunk_puts > puts);
@@ -624,7 +625,7 @@ static void test_persist_chunk_index_spares_the_listing(void)
 	CU_ASSERT_EQUAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-6", 6000, &o, NULL,
 					      &st), 0);
 	slow = rr_wall_ms() - t0 > 2000;
-	CU_ASSERT_EQUAL(fs.chunk_lists, lists + 1 + slow);
+	CU_ASSERT(fs.chunk_lists == lists + 1 || (slow && fs.chunk_lists == lists + 2));
 
 	rr_chunk_index_destroy(o.chunks);
 	o.chunks = NULL;
@@ -633,7 +634,7 @@ static void test_persist_chunk_index_spares_the_listing(void)
 	CU_ASSERT_EQUAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-7", 7000, &o, NULL,
 					      &st), 0);
 	slow = rr_wall_ms() - t0 > 2000;
-	CU_ASSERT_EQUAL(fs.chunk_lists, lists + 1 + slow);
+	CU_ASSERT(fs.chunk_lists == lists + 1 || (slow && fs.chunk_lists == lists + 2));
 	fx_done(&f);
 }
 
