@@ -59,14 +59,13 @@ cd ..
 expect_eq "$RC" 0 "precaution past its deadline: exit status"
 expect_grep "the maintenance notice's deadline passed before its checkpoint was durable; training goes on" \
 	p2.log "the missed precaution is said"
-# The notice's own persist may fail at the deadline (its requests end there); the ones after
-# it must not. Which step it is depends on the load: the newest committed when the
-# persister gets to it.
-notice_step=$(sed -nE 's/.*persisting step-([0-9]+) \(notice: ahead of everything else\).*/\1/p' p2.log | head -n 1)
-[ -n "$notice_step" ] || fail "precaution past its deadline: no persist tagged as the notice's"
-for s in $(seq $((notice_step + 1)) 12); do
-	expect_no_grep "persist of \"?step-$s\"? failed" p2.log "persists after the deadline (step-$s)"
-done
+# Every persist that failed is one of the notice's own (its requests end at the deadline)
+# or was cut there and persisted again; which steps these are depends on the load.
+sed -nE 's/.*persist of "?step-([0-9]+)"? failed.*/\1/p' p2.log | sort -un > p2-failed.txt
+while read -r s; do
+	grep -qE "persisting step-$s (\(notice: ahead of everything else\)|again: its persist was cut)" p2.log ||
+		fail "persists after the deadline: step-$s failed, neither the notice's nor persisted again"
+done < p2-failed.txt
 expect_eq "$(latest p2)" step-12 "precaution past its deadline: LATEST"
 ok "a precaution past its deadline: training and persists go on, LATEST is step-12, exit 0"
 

@@ -16,8 +16,10 @@ start_faults
 export RESUME_RUN_CLOUD=none
 
 # --- a stall past the stall timeout (20 s without a byte): the request is abandoned and
-# sent again ---
-fault '{"method": "PUT", "path": "/chunks/", "nth": 2, "action": "stall", "seconds": 26}'
+# sent again. 40 s: the 20 s count from when the body was sent, which on a loaded machine
+# can be seconds into the hold (a 26 s hold once ended first, and the request succeeded);
+# the test waits for the timeout, not for the hold. ---
+fault '{"method": "PUT", "path": "/chunks/", "nth": 2, "action": "stall", "seconds": 40}'
 start=$SECONDS
 persist stall 1
 n=$(fired)
@@ -25,7 +27,7 @@ no_faults
 expect_eq "$n" 1 "stall: the stall happened"
 expect_grep 'retrying in' stall.log "stall: the stalled request was sent again"
 check_store stall "$W/ckpt-stall"
-ok "stall of 26 s on a chunk PUT: abandoned after the stall timeout, sent again; persisted in $((SECONDS - start)) s, restores identical"
+ok "stall of 40 s on a chunk PUT: abandoned after the stall timeout, sent again; persisted in $((SECONDS - start)) s, restores identical"
 
 # --- RequestTimeTooSkewed: the proxy answers as a server whose clock is 20 minutes ahead;
 # the agent signs with that time from then on, until a later answer says the server's clock
