@@ -426,7 +426,10 @@ static void test_azure_poll_interval_and_stop(void)
 	CU_ASSERT_EQUAL(s_wait(&e), 0); /* the first poll goes out at once */
 	t0 = rr_mono_ms();
 	CU_ASSERT_EQUAL(s_wait(&e), 0);
-	CU_ASSERT(rr_mono_ms() - t0 >= 300);
+	/* The 400 ms count from the first poll, and t0 from when its answer got here, which on
+	 * a loaded machine can be well after (under TSan beside other tests, under 300 ms was
+	 * seen): half the interval is asked, which a poller that did not wait still fails. */
+	CU_ASSERT(rr_mono_ms() - t0 >= 200);
 	CU_ASSERT_EQUAL(fx_server_count(&e.srv, "GET", S_EVENTS_TARGET), 2);
 	s_teardown(&e);
 
