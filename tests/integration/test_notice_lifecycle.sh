@@ -71,22 +71,24 @@ ok "a precaution past its deadline: training and persists go on, LATEST is step-
 
 # --- 3. A preemption the trainer outlives (it does not stop, the machine is not taken): the
 # persists after the deadline succeed and the finished run exits 0, not 75. Once the
-# notice's checkpoint (step-3, at once) is durable, every PUT is held 2 s until the deadline
-# (3 s) has passed, so that the next checkpoint's persist (step-4, 2 s later) is in flight at
-# the deadline and nothing newer is committed before it: the deadline ends its requests, and
-# once the machine has outlived it, step-4 is persisted again (were it the trainer's last,
-# nothing else would).
+# notice's checkpoint (step-3, at once) is durable, every chunk PUT is held 3 s until the
+# deadline has passed (4-5 s after the notice: a notice's deadline is in whole seconds), so
+# that the next checkpoint's persist (step-4, 3 s later) is in flight at the deadline and
+# nothing newer is committed before it (step-5, at 6 s): the deadline ends its requests,
+# and once the machine has outlived it, step-4 is persisted again (were it the trainer's
+# last, nothing else would). Only the chunks: a held ledger write would keep step-4's
+# persist from starting before the deadline.
 mkdir p3 && cd p3
 export RESUME_RUN_STORE="s3://$S3_BUCKET/p3"
-notice_at ../p3.log '{"kind":"preempt","deadline_in":3}'
+notice_at ../p3.log '{"kind":"preempt","deadline_in":5}'
 (
 	wait_for 60 grep -qs 'checkpoint step-[0-9]* is durable in the store' ../p3.log
-	fault '{"method":"PUT","action":"stall","seconds":2}'
+	fault '{"method":"PUT","path":"/chunks/","action":"stall","seconds":3}'
 	wait_for 60 grep -qs "deadline passed and the trainer is still running" ../p3.log
 	no_faults
 ) &
 helper=$!
-run_rr ../p3.log --drill-file NOTICE -- "$PY" "$T" --every 2 --until 6
+run_rr ../p3.log --drill-file NOTICE -- "$PY" "$T" --every 3 --until 6
 notice_sent "preemption outlived"
 wait $helper || fail "preemption outlived: the deadline was never reported passed"
 cd ..
@@ -96,7 +98,7 @@ expect_grep "the preempt notice's deadline passed and the trainer is still runni
 # The persist in flight at the deadline failed there; its checkpoint was persisted again,
 # and nothing failed after that.
 cut=$(sed -nE 's/.*persist of "?(step-[0-9]+)"? failed.*/\1/p' p3.log | sort -u)
-[ -n "$cut" ] || fail "preemption outlived: no persist was cut at the deadline (the PUTs were held 2 s)"
+[ -n "$cut" ] || fail "preemption outlived: no persist was cut at the deadline (the chunk PUTs were held 3 s)"
 for c in $cut; do
 	expect_grep "persisting $c again: its persist was cut at the notice's deadline" p3.log \
 		"preemption outlived: $c, cut at the deadline, persisted again"
