@@ -116,7 +116,6 @@ wait_background() {
 		sleep 1
 	done
 }
-wait_build() { wait_background "$1.built" "the build for the $1 phase"; }
 
 # The CPU as a ctest resource: two slots per core. A test that keeps a core busy, or times
 # what it asked for, takes two (RESOURCE_GROUPS in CMakeLists.txt); one that waits takes none.
