@@ -132,6 +132,7 @@ struct s_run {
 	/* The newest checkpoint, when its persist failed while a notice's deadline bounded the
 	 * store's requests: persisted once more when the deadline no longer does (s_lift_deadline). */
 	char cut[256];
+	char cut_retried[256];        /* the last one persisted again: once each */
 	int64_t deadline_lifted_mono; /* when the notice's deadline last stopped bounding them */
 	int store_checked;          /* s_warn_local_store has looked at the cloud */
 	int watch_stopped;          /* s_stop_watching ran */
@@ -201,6 +202,7 @@ static void s_persist_cut_again(struct s_run *r)
 	}
 	rr_info("persisting %s again: its persist was cut at the notice's deadline, which no "
 		"longer bounds the store's requests", r->cut);
+	snprintf(r->cut_retried, sizeof(r->cut_retried), "%s", r->cut);
 	r->cut[0] = '\0';
 	rr_persister_submit(r->persister, r->newest, r->newest_ms, 0);
 }
@@ -891,7 +893,8 @@ static void s_note_cut(struct s_run *r, const struct rr_persist_result *res)
 			  rr_mono_ms() - r->deadline_lifted_mono <= CUT_RESULT_MS;
 
 	if (res->rc == 0 || res->rc == RR_EEXIST || strcmp(res->name, r->newest) != 0 ||
-	    (!bounded && !just_lifted) || r->phase == S_FINISHING ||
+	    strcmp(res->name, r->cut_retried) == 0 || (!bounded && !just_lifted) ||
+	    r->phase == S_FINISHING ||
 	    (s_notice_active(r) && strcmp(res->name, r->notice_ckpt) == 0))
 		return;
 	snprintf(r->cut, sizeof(r->cut), "%s", res->name);
