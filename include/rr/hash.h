@@ -1,4 +1,5 @@
-/* SHA-256 (OpenSSL) and hex helpers for content addressing. */
+/* SHA-256 (the SHA extensions where the CPU has them, else OpenSSL's) and hex helpers for
+ * content addressing. */
 #ifndef RR_HASH_H
 #define RR_HASH_H
 
@@ -10,6 +11,9 @@
 
 /* One-shot digest of len bytes. */
 void rr_sha256(const void *data, size_t len, uint8_t out[RR_SHA256_LEN]);
+/* Test hook: with on, rr_sha256 uses OpenSSL even where the CPU has the SHA extensions, so
+ * that a test can compare the two; returns the one now in use, "sha-ni" or "openssl". */
+const char *rr_sha256_force_openssl(int on);
 /* One-shot digest written as 64 lowercase hex digits plus NUL. */
 void rr_sha256_hex(const void *data, size_t len, char out[RR_SHA256_HEX_LEN + 1]);
 /* XXH3-128 of len bytes as 32 lowercase hex digits (canonical, big-endian) plus NUL: a fast

@@ -1,26 +1,48 @@
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include <openssl/evp.h>
 #include <xxhash.h>
 
+#include "rr/cpu.h"
 #include "rr/hash.h"
+#include "sha256_ni.h"
 
 static EVP_MD *s_sha256_md;
 static pthread_once_t s_sha256_once = PTHREAD_ONCE_INIT;
+static atomic_int s_force_openssl; /* rr_sha256_force_openssl */
 
 static void s_sha256_fetch(void)
 {
 	s_sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
 }
 
+static int s_use_ni(void)
+{
+	return RR_HAVE_SHA_NI && (rr_cpu_features() & RR_CPU_SHA) &&
+	       !atomic_load_explicit(&s_force_openssl, memory_order_relaxed);
+}
+
+const char *rr_sha256_force_openssl(int on)
+{
+	atomic_store_explicit(&s_force_openssl, on ? 1 : 0, memory_order_relaxed);
+	return s_use_ni() ? "sha-ni" : "openssl";
+}
+
 void rr_sha256(const void *data, size_t len, uint8_t out[RR_SHA256_LEN])
 {
 	unsigned int n = RR_SHA256_LEN;
 
+#if RR_HAVE_SHA_NI
+	if (s_use_ni()) {
+		rr_sha256_ni(data, len, out);
+		return;
+	}
+#endif
 	/* Fetched once: EVP_sha256() makes every EVP_Digest look the algorithm up in the
 	 * provider's tables again, under a lock (OpenSSL 3's "implicit fetch"), once per chunk
-	 * the pipeline hashes. EVP picks the SHA-NI / AVX2 implementation the CPU offers. */
+	 * the pipeline hashes. EVP picks the AVX2 (or ARMv8) implementation the CPU offers. */
 	pthread_once(&s_sha256_once, s_sha256_fetch);
 	EVP_Digest(data, len, out, &n, s_sha256_md ? s_sha256_md : EVP_sha256(), NULL);
 }

@@ -1,0 +1,107 @@
+/* CUnit suite "hash": SHA-256 against FIPS 180-2's known answers, on the SHA extensions and
+ * on OpenSSL, and the two against each other on every length around the block boundaries;
+ * the XXH3-128 hex form. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cunit_main.h"
+#include "rr/cpu.h"
+#include "rr/hash.h"
+
+/* FIPS 180-2, appendix B (and the empty message). */
+static const struct {
+	const char *msg;
+	size_t repeat; /* the message this many times */
+	const char *hex;
+} s_known[] = {
+	{ "abc", 1, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
+	{ "", 1, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
+	{ "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 1,
+	  "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
+	{ "a", 1000000, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0" },
+};
+
+static void s_check_known(void)
+{
+	for (size_t i = 0; i < sizeof(s_known) / sizeof(s_known[0]); i++) {
+		size_t n = strlen(s_known[i].msg), len = n * s_known[i].repeat;
+		char *buf = malloc(len + 1), hex[RR_SHA256_HEX_LEN + 1];
+		CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+		for (size_t r = 0; r < s_known[i].repeat; r++)
+			memcpy(buf + r * n, s_known[i].msg, n);
+		rr_sha256_hex(buf, len, hex);
+		CU_ASSERT_STRING_EQUAL(hex, s_known[i].hex);
+		free(buf);
+	}
+}
+
+static void test_sha256_known_answers_on_openssl(void)
+{
+	CU_ASSERT_STRING_EQUAL(rr_sha256_force_openssl(1), "openssl");
+	s_check_known();
+	rr_sha256_force_openssl(0);
+}
+
+static void test_sha256_known_answers_on_the_sha_extensions(void)
+{
+	if (strcmp(rr_sha256_force_openssl(0), "sha-ni") != 0) {
+		/* Said, not silently passed: this CPU (or build) has no SHA extensions. */
+		fprintf(stderr, "no SHA extensions on this CPU: only OpenSSL's SHA-256 tested ");
+		CU_ASSERT_FALSE(rr_cpu_features() & RR_CPU_SHA);
+		return;
+	}
+	s_check_known();
+}
+
+/* Every length from 0 to 4 blocks and a few past (each padding case: the length fits in
+ * the last block or needs one more), at every alignment of the start, and one of 5 MiB. */
+static void test_sha256_ni_and_openssl_agree_on_every_length_and_alignment(void)
+{
+	size_t big = 5u << 20;
+	unsigned char *buf = malloc(big + 16);
+	uint8_t a[RR_SHA256_LEN], b[RR_SHA256_LEN];
+	unsigned mismatches = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	for (size_t i = 0; i < big + 16; i++)
+		buf[i] = (unsigned char)(i * 2654435761u >> 13);
+	for (size_t off = 0; off < 16; off += 3) {
+		for (size_t len = 0; len <= 300; len++) {
+			rr_sha256_force_openssl(1);
+			rr_sha256(buf + off, len, a);
+			rr_sha256_force_openssl(0);
+			rr_sha256(buf + off, len, b);
+			mismatches += memcmp(a, b, sizeof(a)) != 0;
+		}
+	}
+	rr_sha256_force_openssl(1);
+	rr_sha256(buf + 1, big, a);
+	rr_sha256_force_openssl(0);
+	rr_sha256(buf + 1, big, b);
+	mismatches += memcmp(a, b, sizeof(a)) != 0;
+	CU_ASSERT_EQUAL(mismatches, 0);
+	free(buf);
+}
+
+static void test_xxh128_hex_is_32_lowercase_digits(void)
+{
+	char hex[33];
+
+	rr_xxh128_hex("abc", 3, hex);
+	CU_ASSERT_EQUAL(strlen(hex), 32);
+	CU_ASSERT(rr_is_xxh128_hex(hex));
+	/* XXH3-128 of "abc", canonical form: its output is stable since xxHash 0.8.0. */
+	CU_ASSERT_STRING_EQUAL(hex, "06b05ab6733a618578af5f94892f3950");
+}
+
+static CU_TestInfo s_tests[] = {
+	{ "sha256_known_answers_on_openssl", test_sha256_known_answers_on_openssl },
+	{ "sha256_known_answers_on_the_sha_extensions",
+	  test_sha256_known_answers_on_the_sha_extensions },
+	{ "sha256_ni_and_openssl_agree_on_every_length_and_alignment",
+	  test_sha256_ni_and_openssl_agree_on_every_length_and_alignment },
+	{ "xxh128_hex_is_32_lowercase_digits", test_xxh128_hex_is_32_lowercase_digits },
+	CU_TEST_INFO_NULL,
+};
+
+RR_CUNIT_MAIN("hash", s_tests)
