@@ -162,6 +162,7 @@ for c in $DISK_SETS; do
 done
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+startup=$(RUNS=30 RR=$RR RR_OLD=$RR_OLD scripts/bench_startup.sh)
 section=$(cat <<MD
 ## Speed on real-shaped checkpoints (issue 32)
 
@@ -207,6 +208,12 @@ if=/dev/zero bs=8M conv=fsync\` of as many bytes on the same disk, in the same r
 | set | binary | restore + sync ms | GB/s | dd ms | dd GB/s |
 |---|---|---|---|---|---|
 $rows_d
+### The fixed cost of a run
+
+\`RUNS=30${RR_OLD:+ RR_OLD=...} scripts/bench_startup.sh\` in the same sitting: the tiny set's whole
+run, wall time per process, against what any process costs here.
+
+$startup
 MD
 )
 if [ -f "$OUT" ] && grep -q '^## Speed on real-shaped checkpoints' "$OUT"; then

@@ -7,7 +7,8 @@
 # call curl_global_init, with libcurl linked or loaded by dlopen (RTLD_LAZY, as
 # storage/net/curl_api.c does), which measure what loading it on first use costs a process
 # that needs it. PROFILE=1 also profiles 100 `--cloud none` tiny runs (perf record) and
-# prints the share of each shared object in the agent's samples.
+# prints the share of each shared object in the agent's samples. With RR_OLD (the binary
+# before a change) its rows come beside the new one's, old and new in turns.
 #   scripts/bench_startup.sh            (RR=path/to/resume-run, default build/resume-run)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,9 +54,13 @@ median_us() {
 }
 echo "| what | wall, median (min-max) of $RUNS |"
 echo "|---|---|"
-echo "| tiny run, --cloud auto | $(median_us "$RR" --store "file://$store/st" --checkpoint-dir "$work/ck" -- true) |"
-echo "| tiny run, --cloud none | $(median_us "$RR" --cloud none --store "file://$store/st" --checkpoint-dir "$work/ck" -- true) |"
-echo "| resume-run --version | $(median_us "$RR" --version) |"
+for b in ${RR_OLD:+"$RR_OLD"} "$RR"; do
+	which=""
+	[ -n "${RR_OLD:-}" ] && { [ "$b" = "$RR" ] && which=", new" || which=", old"; }
+	echo "| tiny run, --cloud auto$which | $(median_us "$b" --cloud auto --store "file://$store/st" --checkpoint-dir "$work/ck" -- true) |"
+	echo "| tiny run, --cloud none$which | $(median_us "$b" --cloud none --store "file://$store/st" --checkpoint-dir "$work/ck" -- true) |"
+	echo "| resume-run --version$which | $(median_us "$b" --version) |"
+done
 echo "| /usr/bin/true | $(median_us /usr/bin/true) |"
 echo "| C program, no libcurl | $(median_us "$work/plain") |"
 echo "| C program linked with -lcurl ($(ldd "$work/with-curl" | wc -l) shared objects) | $(median_us "$work/with-curl") |"

@@ -131,6 +131,7 @@ struct s_job {
 	size_t *todo;                /* phase 2: chunks whose segment is not (known to be) reused */
 	size_t ntodo;
 	struct s_worker *workers;
+	size_t raw_cap;              /* each worker's raw buffer: the longest task's bytes */
 	struct s_reuse reuse;
 	struct s_known known;
 	int dry; /* the store has a manifest of this name: compare with it, write nothing */
@@ -1133,12 +1134,18 @@ int rr_persist_compare_existing(const struct rr_manifest *ours,
 
 static int s_workers_new(struct s_job *j, unsigned threads)
 {
+	/* As big as this checkpoint's longest chunk, not RR_SEGMENT_BYTES: a small checkpoint
+	 * then pays for no 2 MiB huge page zeroed on its first byte (rr_buf_big_alloc). */
+	j->raw_cap = 1;
+	for (size_t t = 0; t < j->ntasks; t++)
+		if (j->tasks[t].length > j->raw_cap)
+			j->raw_cap = j->tasks[t].length;
 	j->workers = calloc(threads, sizeof(*j->workers));
 	if (!j->workers)
 		return RR_ENOMEM;
 	for (unsigned i = 0; i < threads; i++) {
 		j->workers[i].codec = rr_codec_new(j->opts->zstd_level);
-		j->workers[i].raw = rr_buf_big_alloc(RR_SEGMENT_BYTES);
+		j->workers[i].raw = rr_buf_big_alloc(j->raw_cap);
 		rr_buf_init(&j->workers[i].stored, 2 * RR_SEGMENT_BYTES);
 		if (!j->workers[i].codec || !j->workers[i].raw)
 			return RR_ENOMEM;
@@ -1150,7 +1157,7 @@ static void s_job_free(struct s_job *j, unsigned threads)
 {
 	for (unsigned i = 0; j->workers && i < threads; i++) {
 		rr_codec_destroy(j->workers[i].codec);
-		rr_buf_big_free(j->workers[i].raw, RR_SEGMENT_BYTES);
+		rr_buf_big_free(j->workers[i].raw, j->raw_cap);
 		rr_buf_free(&j->workers[i].stored);
 	}
 	free(j->workers);
