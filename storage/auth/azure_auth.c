@@ -137,13 +137,15 @@ int rr_azure_conn_parse(const char *s, size_t len, struct rr_azure_conn *out, ch
 
 /* ---- token answers ---- */
 
-/* A number of seconds, given as a JSON number or a string of digits. */
+/* A whole number of seconds (a fraction dropped), given as a JSON number or a string of
+ * digits. */
 static int s_seconds(const cJSON *v, double *out)
 {
 	char *end;
 
 	if (cJSON_IsNumber(v)) {
-		*out = v->valuedouble;
+		/* Whole seconds: 0.5 of a second left is a token that has expired. */
+		*out = floor(v->valuedouble);
 	} else if (cJSON_IsString(v) && v->valuestring[0] && strlen(v->valuestring) < 20 &&
 		   strspn(v->valuestring, "0123456789") == strlen(v->valuestring)) {
 		*out = strtod(v->valuestring, &end);

@@ -203,6 +203,10 @@ static void test_token_answer_refuses_what_cannot_be_used(void)
 		"{\"access_token\":\"t\"}",
 		"{\"access_token\":\"t\",\"expires_in\":-5}",
 		"{\"access_token\":\"t\",\"expires_on\":\"999\"}", /* already past */
+		/* under a second: the token would expire at once (found by fuzz_azure_auth) */
+		"{\"access_token\":\"t\",\"expires_in\":1e-99}",
+		"{\"access_token\":\"t\",\"expires_in\":0.5}",
+		"{\"access_token\":\"t\",\"expires_on\":1000.5}",
 		"{\"access_token\":\"t\",\"expires_in\":\"12x\"}",
 		"[1]",
 		"{\"access_token\":\"t\",\"expires_in\":3600} trailing",
