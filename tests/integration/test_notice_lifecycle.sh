@@ -38,11 +38,13 @@ expect_grep 'maintenance notice handled; training goes on' p1.log "the precautio
 expect_no_grep 'persist of step-[0-9]+ failed' p1.log "precaution in time: no persist failed"
 expect_eq "$(latest p1)" step-12 "precaution in time: LATEST"
 # Only the notice's own checkpoint goes ahead of everything else: the one the trainer
-# committed when asked, and one more only when a later commit came while that one was in
-# flight and the agent took it as the answer (the first may have been a save under way when
-# it asked: under load, the trainer's next periodic commit can come that soon).
+# committed when asked, and one more for each later commit the agent took as the answer
+# (the first may have been a save under way when it asked: under load the trainer's next
+# periodic commit can come that soon), if the first's persist had started by then.
 answers=$((1 + $(grep -c 'the notice takes it as the trainer.s answer' p1.log || true)))
-expect_eq "$(grep -c 'notice: ahead of everything else' p1.log)" "$answers" "persists tagged as the notice's"
+tagged=$(grep -c 'notice: ahead of everything else' p1.log || true)
+[ "$tagged" -ge 1 ] && [ "$tagged" -le "$answers" ] ||
+	fail "persists tagged as the notice's: $tagged, expected 1 to $answers"
 ok "a precaution made durable in time: every later persist succeeds, LATEST is step-12, exit 0"
 
 # --- 2. A precaution whose deadline passes before its checkpoint is durable (every PUT held
