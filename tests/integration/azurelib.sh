@@ -6,6 +6,7 @@ AZ_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOt
 # shellcheck disable=SC2034 # used by the tests that source this file
 AZ_CONTAINER=ckpt
 AZ_PID=
+AZ_ENV=() # NAME=VALUE... in Azurite's environment only (start_azurite_back)
 AZURITE_DIR=${RR_AZURITE_DIR:-/var/tmp/resume-run-azurite}
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -16,7 +17,7 @@ free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)
 start_azurite() {
 	AZ_PORT=$(free_port)
 	"$RR_SRC/tests/azure/install-azurite.sh"
-	"$AZURITE_DIR/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$AZ_PORT" \
+	env "${AZ_ENV[@]}" "$AZURITE_DIR/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$AZ_PORT" \
 		--inMemoryPersistence --skipApiVersionCheck --disableProductStyleUrl "$@" \
 		> "$W/azurite.log" 2>&1 &
 	AZ_PID=$!
@@ -47,8 +48,12 @@ start_azurite_back() {
 	lib=$(find /usr/lib -name libfaketimeMT.so.1 2>/dev/null | head -n 1)
 	[ -n "$lib" ] || fail "libfaketime is missing (scripts/install-deps.sh test)"
 	echo "-2h" > "$W/azurite-clock"
-	LD_PRELOAD=$lib FAKETIME_TIMESTAMP_FILE="$W/azurite-clock" FAKETIME_NO_CACHE=1 \
-		FAKETIME_DONT_FAKE_MONOTONIC=1 start_azurite
+	# Azurite's alone: a prefix on the function call would put its installer and the
+	# readiness probes under libfaketime too.
+	AZ_ENV=(LD_PRELOAD="$lib" FAKETIME_TIMESTAMP_FILE="$W/azurite-clock" FAKETIME_NO_CACHE=1
+		FAKETIME_DONT_FAKE_MONOTONIC=1)
+	start_azurite
+	AZ_ENV=()
 }
 azurite_clock_right() { echo "+0" > "$W/azurite-clock"; }
 
@@ -56,6 +61,10 @@ stop_azurite() {
 	[ -n "$AZ_PID" ] || return 0
 	kill "$AZ_PID" 2>/dev/null || true
 	wait "$AZ_PID" 2>/dev/null || true
+	# libfaketime (start_azurite_back) names its shared memory and semaphore after the
+	# process that loaded it first and removes them only when that process exits on its own:
+	# killed, it leaves them in /dev/shm.
+	rm -f "/dev/shm/faketime_shm_$AZ_PID" "/dev/shm/sem.faketime_sem_$AZ_PID"
 	AZ_PID=
 }
 
