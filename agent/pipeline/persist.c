@@ -139,6 +139,9 @@ struct s_job {
 	struct rr_packer *packer;    /* phase 2: small chunks into packs, slot = todo index */
 	atomic_uint_fast64_t new_bytes;
 	atomic_uint_fast64_t refreshed;
+	char (*theirs_sha)[RR_SHA256_HEX_LEN + 1]; /* dry: the stored manifest's chunks, sorted */
+	size_t ntheirs_sha;
+	atomic_size_t repaired;      /* dry: chunks the stored manifest names, stored again */
 	struct rr_reason why;
 };
 
@@ -805,10 +808,12 @@ static const struct rr_segment *s_reuse_find(struct s_job *j, const struct rr_se
 	     lo++) {
 		const struct rr_segment *old = r->segs[lo];
 		int present = s_same_segment(old, seg);
-		/* Comparing with a manifest already stored (dry): whether its chunks are there
-		 * does not matter, nothing is relied on. */
-		for (size_t c = 0; present && !j->dry && c < old->nchunks; c++)
-			present = s_known_has(&j->known, old->chunks[c].sha256);
+		/* Comparing with a manifest already stored (dry): its chunks need only be there
+		 * (that manifest names them, so no gc takes them); one that is gone is encoded
+		 * and stored again, or the checkpoint would be called durable without it. */
+		for (size_t c = 0; present && c < old->nchunks; c++)
+			present = j->dry ? s_known_stored(&j->known, old->chunks[c].sha256)
+					 : s_known_has(&j->known, old->chunks[c].sha256);
 		if (present)
 			return old;
 	}
@@ -864,6 +869,21 @@ static void s_count(const struct s_job *j, struct rr_persist_stats *st)
 
 /* ---- phase 2: encode, hash, store ---- */
 
+/* Whether this persist writes chunk sha: one it claims first (identical chunks are written
+ * once). Compared with a manifest already stored (dry), only one the store lacks: that
+ * manifest names it, so it was lost (another machine's retention, a hand) and is repaired. */
+static int s_writes(struct s_job *j, const char *sha)
+{
+	if (j->dry && (s_known_stored(&j->known, sha) ||
+		       !bsearch(sha, j->theirs_sha, j->ntheirs_sha, sizeof(*j->theirs_sha), s_cmp_sha)))
+		return 0;
+	if (!s_claim(&j->known, sha))
+		return 0;
+	if (j->dry)
+		atomic_fetch_add(&j->repaired, 1);
+	return 1;
+}
+
 /* Stores one closed pack (unless the store has it) and points its chunks at it. */
 static int s_store_pack(struct s_job *j, struct rr_pack *pk)
 {
@@ -879,7 +899,7 @@ static int s_store_pack(struct s_job *j, struct rr_pack *pk)
 	}
 	if (!rc)
 		rc = rr_key_chunk(key, j->opts->run_id, sha);
-	if (rc || j->dry || !s_claim(&j->known, sha))
+	if (rc || !s_writes(j, sha))
 		return rc;
 	rc = rr_store_put_scratch(j->store, key, data, pk->len,
 				  &(struct rr_put_opts){ .sha256_hex = sha }, NULL);
@@ -981,7 +1001,7 @@ static int s_encode(size_t i, unsigned worker, void *ud)
 	if (rc)
 		return rc;
 	/* Content-addressed: a chunk already in the store is not written again. */
-	if (!j->dry && s_claim(&j->known, ref->sha256)) {
+	if (s_writes(j, ref->sha256)) {
 		struct rr_put_opts po = { .sha256_hex = ref->sha256 };
 		rc = rr_store_put_scratch(j->store, key, stored, stored_len, &po, NULL);
 		if (rc) {
@@ -1168,6 +1188,7 @@ static void s_job_free(struct s_job *j, unsigned threads)
 	if (j->root_fd >= 0)
 		close(j->root_fd);
 	free(j->known.sha);
+	free(j->theirs_sha);
 	if (j->known.claimed) {
 		free(j->known.claimed);
 		pthread_mutex_destroy(&j->known.lock);
@@ -1290,6 +1311,26 @@ static int s_find_existing(struct rr_store *s, const struct rr_persist_opts *opt
 	return rc;
 }
 
+/* The chunks (and packs) a stored manifest names, sorted, for s_writes. */
+static int s_theirs_chunks(struct s_job *j, const struct rr_manifest *theirs)
+{
+	size_t n = 0;
+
+	for (size_t f = 0; f < theirs->nfiles; f++)
+		for (size_t g = 0; g < theirs->files[f].nsegs; g++)
+			n += theirs->files[f].segs[g].nchunks;
+	j->theirs_sha = malloc((n ? n : 1) * sizeof(*j->theirs_sha));
+	if (!j->theirs_sha)
+		return RR_ENOMEM;
+	for (size_t f = 0; f < theirs->nfiles; f++)
+		for (size_t g = 0; g < theirs->files[f].nsegs; g++)
+			for (size_t c = 0; c < theirs->files[f].segs[g].nchunks; c++)
+				memcpy(j->theirs_sha[j->ntheirs_sha++],
+				       theirs->files[f].segs[g].chunks[c].sha256, RR_SHA256_HEX_LEN + 1);
+	qsort(j->theirs_sha, j->ntheirs_sha, sizeof(*j->theirs_sha), s_cmp_sha);
+	return 0;
+}
+
 /* Everything the workers need before the first byte is read: the checkpoint opened and
  * listed (l, which the job points at), its files held open, the manifest to fill, what may
  * be reused from theirs or the previous checkpoint, the chunks the store holds, and the
@@ -1320,6 +1361,8 @@ static int s_prepare(struct s_job *j, const char *ckpt_dir, const char *name,
 	if (!rc)
 		rc = s_reuse_init(&j->reuse, theirs ? theirs : j->opts->previous);
 	j->dry = theirs != NULL;
+	if (!rc && theirs)
+		rc = s_theirs_chunks(j, theirs);
 	if (!rc)
 		rc = s_known_load(j->store, j->opts, &j->known);
 	if (!rc)
@@ -1438,8 +1481,16 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	if (rc)
 		goto out;
 	if (theirs) {
-		/* Encoded and hashed only: identical segments were taken from it. */
+		/* Encoded and hashed only: identical segments were taken from it, the chunks it
+		 * names that the store had lost were stored again. */
 		rc = rr_persist_compare_existing(j.m, theirs);
+		stats->new_bytes = atomic_load(&j.new_bytes);
+		if (atomic_load(&j.repaired)) {
+			char q[RR_QUOTE_CAP];
+			rr_warn("%s: the store had lost %zu chunk(s) its stored manifest names (another "
+				"machine's retention, or a hand); stored again", rr_quote_str(q, name),
+				atomic_load(&j.repaired));
+		}
 		goto out;
 	}
 	rc = s_write_manifest(&j, key, name, replace, &json, &theirs);

@@ -145,6 +145,49 @@ static void test_persist_same_name_again_is_eexist_or_eprecond_and_changes_nothi
 	fx_done(&f);
 }
 
+/* Every chunk of m (packs included) in the store: 1, else 0. delete_them: removes them. */
+static int s_all_chunks(struct fx *f, const struct rr_manifest *m, int delete_them)
+{
+	int all = 1;
+
+	for (size_t i = 0; i < m->nfiles; i++)
+		for (size_t g = 0; g < m->files[i].nsegs; g++)
+			for (size_t c = 0; c < m->files[i].segs[g].nchunks; c++) {
+				const char *sha = m->files[i].segs[g].chunks[c].sha256;
+				if (delete_them && fx_chunk_exists(f, sha))
+					fx_delete_chunk(f, sha);
+				all &= fx_chunk_exists(f, sha);
+			}
+	return all;
+}
+
+/* A stored manifest whose chunks are gone (another machine's retention deleted them as this
+ * checkpoint was persisted, or a hand did) is not a durable checkpoint: persisting the same
+ * checkpoint again stores them again before it calls the name taken by the same content. */
+static void test_persist_same_name_again_stores_the_chunks_the_store_lost(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+
+	fx_init(&f);
+	s_make_mixed(&f, "step-1");
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1000, NULL, &m, &st), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	CU_ASSERT_TRUE(s_all_chunks(&f, m, 0));
+	CU_ASSERT_FALSE(s_all_chunks(&f, m, 1));
+	CU_ASSERT_EQUAL(fx_count_chunks(&f), 0);
+
+	CU_ASSERT_EQUAL(fx_persist(&f, "step-1", 1000, NULL, NULL, &st), RR_EEXIST);
+	CU_ASSERT_TRUE(s_all_chunks(&f, m, 0));
+	CU_ASSERT(st.new_bytes > 0);
+	/* and once they are there, a third time writes nothing */
+	CU_ASSERT_EQUAL(fx_persist(&f, "step-1", 1000, NULL, NULL, &st), RR_EEXIST);
+	CU_ASSERT_EQUAL(st.new_bytes, 0);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
 static void test_persist_with_previous_reuses_unchanged_segments(void)
 {
 	struct fx f;
@@ -1000,6 +1043,8 @@ static CU_TestInfo s_tests[] = {
 	  test_persist_writes_manifest_every_chunk_and_stats },
 	{ "persist_same_name_again_is_eexist_or_eprecond_and_changes_nothing",
 	  test_persist_same_name_again_is_eexist_or_eprecond_and_changes_nothing },
+	{ "persist_same_name_again_stores_the_chunks_the_store_lost",
+	  test_persist_same_name_again_stores_the_chunks_the_store_lost },
 	{ "persist_with_previous_reuses_unchanged_segments",
 	  test_persist_with_previous_reuses_unchanged_segments },
 	{ "persist_identical_files_store_one_chunk", test_persist_identical_files_store_one_chunk },
