@@ -139,17 +139,56 @@ static int s_manifest_appeared(struct rr_store *s, const char *run_id,
 
 #define S_DELETE_BATCH 1000
 
-/* Deletes the doomed chunks, in batches where the store can (one request per 1000 on S3). */
-static int s_delete_chunks(struct rr_store *s, const char *run_id, const struct s_sweep *w,
-			   struct rr_gc_stats *stats)
+/* A persist elsewhere may write a doomed chunk again (renewing an old chunk it reuses:
+ * struct s_known in persist.c) and name it in a manifest after s_manifest_appeared looked.
+ * Where the store can check a key's age and delete it in one step (a file store, under the
+ * key's lock), each chunk goes only if it was not written since the listing, which closes
+ * that window. RR_EUNSUPPORTED, before deleting anything, where it cannot. */
+static int s_delete_chunks_if_old(struct rr_store *s, const char *run_id,
+				  const struct s_sweep *w, struct rr_gc_stats *stats)
+{
+	char key[RR_KEY_MAX];
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < w->ndoomed; i++) {
+		rc = rr_key_chunk(key, run_id, w->doomed[i]);
+		if (!rc)
+			rc = rr_store_del_if_old(s, key, w->cutoff_ms);
+		if (rc == RR_EPRECOND) {
+			stats->chunks_young++; /* written again since the listing */
+			rc = 0;
+		} else if (!rc) {
+			stats->chunks_deleted++;
+			stats->bytes_freed += w->doomed_size[i];
+		}
+	}
+	return rc;
+}
+
+/* Elsewhere in batches (one request per 1000 on S3), listing the manifests again before each
+ * batch after the first: that narrows the window to one batch, and a persist that renewed a
+ * chunk checks after its manifest that the chunk is still there (persist.c). */
+static int s_delete_chunks_batched(struct rr_store *s, const char *run_id,
+				   const struct rr_catalog *c, const unsigned char *doomed,
+				   int64_t now_ms, const struct s_sweep *w,
+				   struct rr_gc_stats *stats)
 {
 	char (*keys)[RR_KEY_MAX] = malloc(S_DELETE_BATCH * sizeof(*keys));
 	const char *ptrs[S_DELETE_BATCH];
+	char name[256];
 	size_t i, k, n;
 	int rc = keys ? 0 : RR_ENOMEM;
 
 	for (i = 0; !rc && i < w->ndoomed; i += n) {
 		n = w->ndoomed - i < S_DELETE_BATCH ? w->ndoomed - i : S_DELETE_BATCH;
+		if (i > 0 && (rc = s_manifest_appeared(s, run_id, c, doomed, now_ms, name,
+						       sizeof(name))) == 1) {
+			rr_info("retention: checkpoint %s appeared meanwhile (another machine); the "
+				"other %zu chunks are not deleted this time", name, w->ndoomed - i);
+			stats->chunks_young += w->ndoomed - i;
+			rc = 0;
+			break;
+		}
 		for (k = 0; !rc && k < n; k++) {
 			rc = rr_key_chunk(keys[k], run_id, w->doomed[i + k]);
 			ptrs[k] = keys[k];
@@ -398,7 +437,9 @@ int rr_gc_run_policy(struct rr_store *s, const char *run_id, const struct rr_gc_
 		}
 	}
 	if (!rc)
-		rc = s_delete_chunks(s, run_id, &w, stats);
+		rc = s_delete_chunks_if_old(s, run_id, &w, stats);
+	if (rc == RR_EUNSUPPORTED)
+		rc = s_delete_chunks_batched(s, run_id, c, doomed, now_ms, &w, stats);
 	/* Multi-node: parts no commit names (a node that never finished, or a checkpoint
 	 * deleted above) go once past the grace. Single-node runs have none to list. */
 	if (!rc && c->has_parts)

@@ -1028,32 +1028,57 @@ static int s_pack_last(struct s_job *j)
 	return rc;
 }
 
+/* How many chunks the manifest names that the store, listed now, lacks (*missing). */
+static int s_count_missing(struct s_job *j, size_t *missing)
+{
+	struct s_known now = { 0 };
+	int rc = s_known_list(j->store, j->opts->run_id, &now);
+
+	*missing = 0;
+	for (size_t f = 0; !rc && f < j->m->nfiles; f++) {
+		const struct rr_file_entry *fe = &j->m->files[f];
+		for (size_t g = 0; g < fe->nsegs; g++)
+			for (size_t c = 0; c < fe->segs[g].nchunks; c++)
+				*missing += !s_known_stored(&now, fe->segs[g].chunks[c].sha256);
+	}
+	free(now.sha);
+	return rc;
+}
+
 /* A persist that took longer than its margin since it started (and listed the chunks, or
  * took an earlier listing) may name chunks that a gc (of another machine) has since found
  * old and unreferenced: list them again and refuse to write a manifest that names a
  * missing one. Faster persists need no check (struct s_known says why). */
 static int s_check_still_stored(struct s_job *j)
 {
-	struct s_known now = { 0 };
-	int rc = 0;
+	size_t missing = 0;
+	int rc;
 
 	if (j->opts->gc_grace_ms <= 0 || rr_wall_ms() - j->known.start_ms <= j->known.margin_ms)
 		return 0;
-	rc = s_known_list(j->store, j->opts->run_id, &now);
-	for (size_t f = 0; !rc && f < j->m->nfiles; f++) {
-		const struct rr_file_entry *fe = &j->m->files[f];
-		for (size_t g = 0; !rc && g < fe->nsegs; g++)
-			for (size_t c = 0; !rc && c < fe->segs[g].nchunks; c++)
-				if (!s_known_stored(&now, fe->segs[g].chunks[c].sha256)) {
-					rr_error("persist of %s: a chunk of %s was deleted while it "
-						 "was persisted (another machine's retention); no "
-						 "manifest written, the next checkpoint stores it again",
-						 j->m->checkpoint, fe->path);
-					rc = RR_EPRECOND;
-				}
+	rc = s_count_missing(j, &missing);
+	if (!rc && missing) {
+		rr_error("persist of %s: %zu chunk(s) were deleted while it was persisted (another "
+			 "machine's retention); no manifest written, the next checkpoint stores them "
+			 "again", j->m->checkpoint, missing);
+		rc = RR_EPRECOND;
 	}
-	free(now.sha);
 	return rc;
+}
+
+/* After the manifest: a chunk this persist wrote again to renew it may still be deleted by a
+ * gc elsewhere that listed it as old and unreferenced before, and the manifests before this
+ * one landed (gc.c, s_delete_chunks_batched); a store that deletes only what was not
+ * written since (rr_store_has_del_if_old) rules that out. Elsewhere the chunks are listed
+ * once more; 1 when one is missing (the caller stores it again). */
+static int s_renewed_chunk_lost(struct s_job *j)
+{
+	size_t missing = 0;
+
+	if (!atomic_load(&j->refreshed) || j->opts->gc_grace_ms <= 0 ||
+	    rr_store_has_del_if_old(j->store))
+		return 0;
+	return s_count_missing(j, &missing) == 0 && missing > 0;
 }
 
 /* Reads and checks the manifest at key (another writer's, or this one's from before). */
@@ -1448,6 +1473,33 @@ static void s_fill_stats(struct s_job *j, const struct rr_buf *json,
 	s_count(j, stats);
 }
 
+/* The manifest just written names a chunk a gc elsewhere deleted after this persist wrote it
+ * again: persisting the same checkpoint once more, against a fresh listing, stores the
+ * chunks the store lost (s_writes) and finds the manifest there. stats: the first persist's,
+ * plus the bytes stored again. */
+static int s_repair(struct rr_store *s, const char *ckpt_dir, const char *name,
+		    int64_t committed_ms, const struct rr_persist_opts *opts,
+		    struct rr_persist_stats *stats)
+{
+	struct rr_persist_opts again = *opts;
+	struct rr_persist_stats st;
+	char q[RR_QUOTE_CAP];
+	int rc;
+
+	rr_warn("%s: a chunk it wrote again was deleted right after by another machine's "
+		"retention; storing it again", rr_quote_str(q, name));
+	again.chunks = NULL; /* list the store's chunks afresh */
+	again.settle_ms = 0;
+	rc = rr_persist_checkpoint(s, ckpt_dir, name, committed_ms, &again, NULL, &st);
+	stats->new_bytes += st.new_bytes;
+	stats->elapsed_ms += st.elapsed_ms;
+	if (rc == RR_EEXIST)
+		return 0; /* the manifest is there, and now every chunk it names */
+	rr_error("persist of %s: the chunks lost to another machine's retention could not be "
+		 "stored again: %s", rr_quote_str(q, name), rr_store_strerror(rc));
+	return rc ? rc : RR_EIO;
+}
+
 int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *name,
 			  int64_t committed_ms, const struct rr_persist_opts *opts,
 			  struct rr_manifest **manifest_out, struct rr_persist_stats *stats)
@@ -1459,7 +1511,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	struct rr_buf json;
 	struct rr_manifest *theirs = NULL;
 	int64_t t0 = rr_mono_ms();
-	int replace = 0, rc;
+	int replace = 0, lost = 0, rc;
 
 	rr_buf_init(&json, RR_MANIFEST_MAX_BYTES);
 	memset(stats, 0, sizeof(*stats));
@@ -1500,6 +1552,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	if (opts->chunks)
 		s_index_add_written(opts->chunks, &j.known);
 	s_fill_stats(&j, &json, stats);
+	lost = s_renewed_chunk_lost(&j);
 	if (manifest_out) {
 		*manifest_out = j.m;
 		j.m = NULL;
@@ -1512,5 +1565,10 @@ out:
 	rr_manifest_destroy(theirs);
 	rr_dir_listing_free(&l);
 	rr_buf_free(&json);
+	if (lost && (rc = s_repair(s, ckpt_dir, name, committed_ms, opts, stats)) != 0 &&
+	    manifest_out) {
+		rr_manifest_destroy(*manifest_out);
+		*manifest_out = NULL;
+	}
 	return rc;
 }

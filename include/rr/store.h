@@ -51,6 +51,12 @@ struct rr_store_vtable {
 	/* Deletes n keys, in batches where the backend can (may be NULL: then del, one by
 	 * one). */
 	int (*del_many)(struct rr_store *s, const char *const *keys, size_t n);
+	/* Deletes key only if it was last written at or before not_after_ms (the store's
+	 * clock, as list reports modification times), checked and deleted in one step, so that
+	 * what a garbage collector decided from a listing never removes an object written again
+	 * since. 0 (deleted, or absent), RR_EPRECOND (kept: written since). May be NULL: the
+	 * backend has no such step. */
+	int (*del_if_old)(struct rr_store *s, const char *key, int64_t not_after_ms);
 	void (*destroy)(struct rr_store *s);
 };
 
@@ -126,6 +132,11 @@ int rr_store_clock_known(const struct rr_store *s);
 /* For backends: records the store's time from an answer's Date header (RFC 7231
  * IMF-fixdate, one-second resolution); an unreadable one is ignored. */
 void rr_store_observe_date(struct rr_store *s, const char *http_date);
+
+/* The backend's del_if_old; RR_EUNSUPPORTED when it has none. */
+int rr_store_del_if_old(struct rr_store *s, const char *key, int64_t not_after_ms);
+/* 1 when the backend (beneath any wrapper) has del_if_old. */
+int rr_store_has_del_if_old(const struct rr_store *s);
 
 /* Deletes n keys with the backend's batch delete when it has one. */
 int rr_store_del_many(struct rr_store *s, const char *const *keys, size_t n);

@@ -205,6 +205,19 @@ void rr_store_set_cancel(struct rr_store *s, const atomic_int *flag)
 			s->cancel = flag;
 }
 
+int rr_store_del_if_old(struct rr_store *s, const char *key, int64_t not_after_ms)
+{
+	rr_store_clear_why();
+	return s->vt->del_if_old ? s->vt->del_if_old(s, key, not_after_ms) : RR_EUNSUPPORTED;
+}
+
+int rr_store_has_del_if_old(const struct rr_store *s)
+{
+	while (s->inner && s->vt->del_if_old)
+		s = s->inner;
+	return s->vt->del_if_old != NULL;
+}
+
 int rr_store_del_many(struct rr_store *s, const char *const *keys, size_t n)
 {
 	size_t i;

@@ -128,6 +128,12 @@ out:
 	return rc;
 }
 
+/* A key's modification time as listings report it, Unix ms. */
+static int64_t s_mtime_ms(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+}
+
 /* Takes the exclusive lock for key; *fd_out is released with s_unlock. */
 static int s_lock(struct s_file_store *fs, const char *key, int *fd_out)
 {
@@ -430,8 +436,7 @@ static int s_walk_entry(int dfd, const char *name, unsigned char type, void *ud)
 		struct rr_store_entry e = {
 			.key = w->key,
 			.size = (uint64_t)st.st_size,
-			.mtime_unix_ms = (int64_t)st.st_mtim.tv_sec * 1000 +
-					 st.st_mtim.tv_nsec / 1000000,
+			.mtime_unix_ms = s_mtime_ms(&st),
 		};
 		return w->cb(&e, w->ud);
 	}
@@ -532,9 +537,13 @@ static void s_prune_dirs(struct s_file_store *fs, const char *path)
 	free(p);
 }
 
-static int s_file_del(struct rr_store *s, const char *key)
+/* Deletes key if it was last written at or before not_after_ms (INT64_MAX: whenever). Under
+ * the key's lock, which a plain put holds for its rename: a put and this are one after the
+ * other, never interleaved. */
+static int s_file_remove(struct rr_store *s, const char *key, int64_t not_after_ms)
 {
 	struct s_file_store *fs = (struct s_file_store *)s;
+	struct stat st;
 	char *path;
 	int lock_fd = -1, rc, removed = 0;
 
@@ -546,6 +555,12 @@ static int s_file_del(struct rr_store *s, const char *key)
 	rc = s_lock(fs, key, &lock_fd);
 	if (rc)
 		goto out;
+	if (not_after_ms != INT64_MAX && lstat(path, &st) == 0 &&
+	    s_mtime_ms(&st) > not_after_ms) {
+		s_unlock(lock_fd);
+		rc = RR_EPRECOND; /* written again since the listing */
+		goto out;
+	}
 	if (unlink(path) == 0)
 		removed = 1;
 	else if (errno != ENOENT && errno != ENOTDIR && errno != EISDIR) /* EISDIR: not a key */
@@ -557,6 +572,16 @@ static int s_file_del(struct rr_store *s, const char *key)
 out:
 	free(path);
 	return rc;
+}
+
+static int s_file_del(struct rr_store *s, const char *key)
+{
+	return s_file_remove(s, key, INT64_MAX);
+}
+
+static int s_file_del_if_old(struct rr_store *s, const char *key, int64_t not_after_ms)
+{
+	return s_file_remove(s, key, not_after_ms);
 }
 
 static void s_file_destroy(struct rr_store *s)
@@ -576,6 +601,7 @@ static const struct rr_store_vtable s_file_vtable = {
 	.head = s_file_head,
 	.list = s_file_list,
 	.del = s_file_del,
+	.del_if_old = s_file_del_if_old,
 	.destroy = s_file_destroy,
 };
 

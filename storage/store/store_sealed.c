@@ -159,6 +159,11 @@ static int s_del(struct rr_store *s, const char *key)
 	return rr_store_del(s->inner, key);
 }
 
+static int s_del_if_old(struct rr_store *s, const char *key, int64_t not_after_ms)
+{
+	return rr_store_del_if_old(s->inner, key, not_after_ms);
+}
+
 static int s_del_many(struct rr_store *s, const char *const *keys, size_t n)
 {
 	return rr_store_del_many(s->inner, keys, n);
@@ -185,6 +190,7 @@ static const struct rr_store_vtable s_sealed_vtable = {
 	.list = s_list,
 	.del = s_del,
 	.del_many = s_del_many,
+	.del_if_old = s_del_if_old,
 	.destroy = s_destroy,
 };
 

@@ -308,7 +308,7 @@ static void test_gc_ignores_other_runs(void)
 struct s_hook {
 	struct rr_store base;
 	struct rr_store *inner;
-	const char *put_match, *list_match;
+	const char *put_match, *list_match, *del_match;
 	void (*hook)(struct s_hook *h);
 	int fired;
 	/* for the hooks */
@@ -355,7 +355,16 @@ static int s_hook_list(struct rr_store *s, const char *prefix, rr_store_list_cb 
 
 static int s_hook_del(struct rr_store *s, const char *key)
 {
-	return rr_store_del(((struct s_hook *)s)->inner, key);
+	struct s_hook *h = (struct s_hook *)s;
+	s_hook_fire(h, key, h->del_match);
+	return rr_store_del(h->inner, key);
+}
+
+static int s_hook_del_if_old(struct rr_store *s, const char *key, int64_t not_after_ms)
+{
+	struct s_hook *h = (struct s_hook *)s;
+	s_hook_fire(h, key, h->del_match);
+	return rr_store_del_if_old(h->inner, key, not_after_ms);
 }
 
 static void s_hook_destroy(struct rr_store *s)
@@ -366,6 +375,13 @@ static void s_hook_destroy(struct rr_store *s)
 static const struct rr_store_vtable s_hook_vt = {
 	.scheme = "hook", .put = s_hook_put, .get = s_hook_get, .head = s_hook_head,
 	.list = s_hook_list, .del = s_hook_del, .destroy = s_hook_destroy,
+};
+
+/* The same, offering the file store's one-step conditional delete (del_if_old). */
+static const struct rr_store_vtable s_hook_vt_if_old = {
+	.scheme = "hook", .put = s_hook_put, .get = s_hook_get, .head = s_hook_head,
+	.list = s_hook_list, .del = s_hook_del, .del_if_old = s_hook_del_if_old,
+	.destroy = s_hook_destroy,
 };
 
 static void s_hook_init(struct s_hook *h, struct rr_store *inner, void (*hook)(struct s_hook *))
@@ -394,6 +410,91 @@ static int s_committed(struct rr_store *s, const char *name)
 	ok = e && e->committed;
 	rr_catalog_destroy(c);
 	return ok;
+}
+
+/* Another machine persists step-6, which holds the weights only step-1 had, while this
+ * retention deletes step-1..3: its persist writes that old chunk again and its manifest
+ * lands after gc listed the manifests the second time, just before gc deletes the chunk.
+ * With a store that checks a key's age and deletes in one step (the file store), the chunk
+ * written again stays and step-6 is committed. Before, gc deleted it: step-6's manifest
+ * named a missing chunk and restore fell back to step-5. */
+static struct s_run *s_late;
+static int s_late_rc;
+static struct rr_persist_stats s_late_st;
+
+static void s_hook_persist_step6(struct s_hook *h)
+{
+	struct rr_persist_opts o = fx_opts();
+
+	o.previous = s_late->m[5];
+	o.gc_grace_ms = S_HOUR_MS;
+	s_late_rc = rr_persist_checkpoint(h->inner, s_late->f.ckpt_dir, "step-6", 6000, &o, NULL,
+					  &s_late_st);
+}
+
+static void test_gc_keeps_a_chunk_written_again_after_its_listing(void)
+{
+	struct s_run r;
+	struct s_hook h;
+	struct rr_gc_stats st;
+	char *d;
+
+	s_setup(&r, 0); /* chunks 1.5 h old, grace 1 h */
+	s_late = &r;
+	d = fx_ckpt(&r.f, "step-6");
+	fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
+	fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644); /* step-1's weights */
+	free(d);
+	s_hook_init(&h, r.f.s, s_hook_persist_step6);
+	h.del_match = "/chunks/";
+	h.base.vt = &s_hook_vt_if_old;
+	CU_ASSERT_EQUAL(rr_gc_run(&h.base, FX_RUN, 2, S_HOUR_MS, &st), 0);
+	CU_ASSERT_EQUAL(h.fired, 1);
+	CU_ASSERT_EQUAL(s_late_rc, 0);
+	CU_ASSERT(s_late_st.refreshed_chunks >= 1); /* it wrote step-1's old chunk again */
+	CU_ASSERT_EQUAL(st.checkpoints_deleted, 3);
+	CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.own[1]));
+	CU_ASSERT_FALSE(fx_chunk_exists(&r.f, r.own[2]));
+	CU_ASSERT_TRUE(s_committed(r.f.s, "step-6"));
+	s_teardown(&r);
+}
+
+/* On a store that cannot delete only what was not written since (S3, GCS, Azure here), a gc
+ * elsewhere that listed a chunk as old and unreferenced may delete it after this persist
+ * wrote it again: here just before the manifest lands. The persist lists the chunks once
+ * more after its manifest and stores again what is missing, so step-6 is committed when it
+ * says so. Before, step-6's manifest named a chunk the store no longer had. */
+static void s_hook_delete_step1_weights(struct s_hook *h)
+{
+	(void)h;
+	fx_delete_chunk(&s_late->f, s_late->own[1]);
+}
+
+static void test_gc_persist_stores_again_a_renewed_chunk_deleted_before_its_manifest(void)
+{
+	struct s_run r;
+	struct s_hook h;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_stats ps;
+	char *d;
+
+	s_setup(&r, 0); /* chunks 1.5 h old, grace 1 h */
+	s_late = &r;
+	d = fx_ckpt(&r.f, "step-6");
+	fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
+	fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644); /* step-1's weights */
+	free(d);
+	s_hook_init(&h, r.f.s, s_hook_delete_step1_weights);
+	h.put_match = "step-6/manifest.json";
+	o.previous = r.m[5];
+	o.gc_grace_ms = S_HOUR_MS;
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(&h.base, r.f.ckpt_dir, "step-6", 6000, &o, NULL,
+					      &ps), 0);
+	CU_ASSERT_EQUAL(h.fired, 1);
+	CU_ASSERT(ps.refreshed_chunks >= 1);
+	CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.own[1]));
+	CU_ASSERT_TRUE(s_committed(r.f.s, "step-6"));
+	s_teardown(&r);
 }
 
 /* The handover: a new machine deduplicates against chunks first uploaded long ago (its
@@ -637,6 +738,10 @@ static void test_gc_keeps_a_pack_a_newer_checkpoint_reads_from(void)
 }
 
 static CU_TestInfo s_tests[] = {
+	{ "gc_persist_stores_again_a_renewed_chunk_deleted_before_its_manifest",
+	  test_gc_persist_stores_again_a_renewed_chunk_deleted_before_its_manifest },
+	{ "gc_keeps_a_chunk_written_again_after_its_listing",
+	  test_gc_keeps_a_chunk_written_again_after_its_listing },
 	{ "test_gc_keeps_a_pack_a_newer_checkpoint_reads_from",
 	  test_gc_keeps_a_pack_a_newer_checkpoint_reads_from },
 	{ "gc_urgent_persist_relies_on_older_chunks_than_a_routine_one",

@@ -661,11 +661,13 @@ static void test_persist_chunk_index_spares_the_listing(void)
 	CU_ASSERT_EQUAL(rr_persist_checkpoint(&fs.base, f.ckpt_dir, "step-5", 5000, &o, NULL,
 					      &st), 0);
 	slow = rr_wall_ms() - t0 > 2000;
-	CU_ASSERT(fs.chunk_lists == lists || (slow && fs.chunk_lists == lists + 1));
 	/* Ages still count: every chunk is now older than grace minus margin (2 s), so the
-	 * index's chunks are written again rather than relied on. */
+	 * index's chunks are written again rather than relied on; and a store that cannot
+	 * delete only what was not written since (this wrapper: no del_if_old) has them
+	 * listed once more after the manifest, to find one a gc deleted meanwhile. */
 	CU_ASSERT(fs.chunk_puts > puts);
 	CU_ASSERT(st.refreshed_chunks > 0);
+	CU_ASSERT(fs.chunk_lists == lists + 1 || (slow && fs.chunk_lists == lists + 2));
 	o.urgent = 0;
 	lists = fs.chunk_lists;
 	t0 = rr_wall_ms();
