@@ -244,7 +244,9 @@ static int s_known_load(struct rr_store *s, const struct rr_persist_opts *o, str
 	int64_t grace = o->gc_grace_ms;
 	int rc = 0;
 
-	k->start_ms = rr_wall_ms();
+	/* The store's clock: chunk ages are its listing's, judged as another machine's gc
+	 * judges them (gc.c), however far this machine's clock is off. */
+	k->start_ms = rr_store_now_ms(s);
 	k->margin_ms = grace / 2;
 	if (o->urgent && k->margin_ms > S_URGENT_MARGIN_MS)
 		k->margin_ms = S_URGENT_MARGIN_MS;
@@ -1054,7 +1056,8 @@ static int s_check_still_stored(struct s_job *j)
 	size_t missing = 0;
 	int rc;
 
-	if (j->opts->gc_grace_ms <= 0 || rr_wall_ms() - j->known.start_ms <= j->known.margin_ms)
+	if (j->opts->gc_grace_ms <= 0 ||
+	    rr_store_now_ms(j->store) - j->known.start_ms <= j->known.margin_ms)
 		return 0;
 	rc = s_count_missing(j, &missing);
 	if (!rc && missing) {

@@ -1435,7 +1435,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 	struct rr_catalog *c = NULL;
 	struct rr_restore_stats st;
 	char name[256], lease[RR_READER_TOKEN_MAX] = "";
-	int64_t listed_ms = rr_wall_ms();
+	int64_t listed_mono = rr_mono_ms();
 	int rc;
 
 	*baseline = NULL;
@@ -1450,7 +1450,10 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 			 rr_store_strerror(rc));
 		return EXIT_AGENT_ERROR;
 	}
-	*chunks = rr_chunk_index_of_catalog(c, listed_ms);
+	/* When the listing began, by the store's clock (its answers just told it), which the
+	 * chunks' ages are in. */
+	*chunks = rr_chunk_index_of_catalog(c, rr_store_now_ms(r->store) -
+						   (rr_mono_ms() - listed_mono));
 	if (c->n == 0) {
 		rr_info("no checkpoint of run '%s' in %s: fresh start", r->cfg->run_id,
 			r->store->url);

@@ -20,8 +20,9 @@ struct rr_catalog;
 struct rr_chunk_index;
 struct rr_chunk_index *rr_chunk_index_new(void); /* NULL when out of memory */
 /* An index holding the chunks catalog c listed, as if a persist had listed them at
- * listed_ms (wall ms, no later than the catalog's load began): the start-up lookup's
- * listing spares the first persist its own. NULL when out of memory. */
+ * listed_ms (Unix ms by the store's clock, rr_store_now_ms, no later than the catalog's
+ * load began): the start-up lookup's listing spares the first persist its own. NULL when
+ * out of memory. */
 struct rr_chunk_index *rr_chunk_index_of_catalog(const struct rr_catalog *c, int64_t listed_ms);
 void rr_chunk_index_destroy(struct rr_chunk_index *x); /* NULL ok */
 

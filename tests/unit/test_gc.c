@@ -569,6 +569,35 @@ static void test_gc_persist_relies_on_recent_chunks_without_rewriting_them(void)
 	s_teardown(&r);
 }
 
+/* Ages are the store's: this machine's clock 40 min behind the store's (as the store's Date
+ * headers tell), chunks written 25 min ago by this clock are 65 min old by the store's, past
+ * the grace another machine's gc judges by: the persist writes them again rather than rely
+ * on them. Before, it judged by its own clock and relied on them. */
+static void test_gc_persist_judges_chunk_ages_by_the_store_clock(void)
+{
+	struct s_run r;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_stats ps;
+	char date[64], *d;
+	time_t ahead = time(NULL) + 40 * 60;
+
+	s_setup(&r, 0);
+	s_age_chunks(&r, 25 * 60 * 1000);
+	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime(&ahead));
+	rr_store_observe_date(r.f.s, date);
+	CU_ASSERT_TRUE_FATAL(rr_store_clock_known(r.f.s));
+	d = fx_ckpt(&r.f, "step-6");
+	fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
+	fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644);
+	free(d);
+	o.previous = r.m[5];
+	o.gc_grace_ms = S_HOUR_MS;
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(r.f.s, r.f.ckpt_dir, "step-6", 6000, &o, NULL,
+						    &ps), 0);
+	CU_ASSERT_EQUAL(ps.refreshed_chunks, 2); /* the tokenizer's and step-1's weights */
+	s_teardown(&r);
+}
+
 /* A notice's checkpoint, racing its deadline, relies on chunks up to 50 min old (grace
  * 1 h less its 10 min margin) that a routine persist would upload again. */
 static void test_gc_urgent_persist_relies_on_older_chunks_than_a_routine_one(void)
@@ -750,6 +779,8 @@ static CU_TestInfo s_tests[] = {
 	  test_gc_long_persist_checks_its_chunks_before_the_manifest },
 	{ "gc_handover_keeps_old_chunks_a_new_manifest_deduplicated",
 	  test_gc_handover_keeps_old_chunks_a_new_manifest_deduplicated },
+	{ "gc_persist_judges_chunk_ages_by_the_store_clock",
+	  test_gc_persist_judges_chunk_ages_by_the_store_clock },
 	{ "gc_persist_relies_on_recent_chunks_without_rewriting_them",
 	  test_gc_persist_relies_on_recent_chunks_without_rewriting_them },
 	{ "gc_deletes_no_chunk_when_a_manifest_appears_during_its_run",
