@@ -139,7 +139,8 @@ int rr_cmd_restore(const struct rr_config *cfg)
 		}
 		snprintf(name, sizeof(name), "%s", e->name);
 		/* This node's own part (a store of another --nnodes is refused). */
-		rc = rr_parts_view(e->manifest, cfg->nnodes, cfg->node_rank, why, sizeof(why));
+		rc = rr_parts_view(s, cfg->run_id, e->manifest, cfg->nnodes, cfg->node_rank, why,
+				   sizeof(why));
 		if (rc) {
 			rr_error("%s", why);
 			goto out;

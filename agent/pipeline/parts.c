@@ -40,6 +40,15 @@ static int s_on_part(const struct rr_store_entry *e, void *ud)
 	return 0;
 }
 
+/* Lists the parts of name in the store into w (w->have: w->nnodes flags, the caller's). */
+static int s_list_parts(struct rr_store *s, struct s_seen *w)
+{
+	char key[RR_KEY_MAX];
+	int rc = rr_key_parts_prefix(key, w->run_id, w->name);
+
+	return rc ? rc : rr_store_list(s, key, s_on_part, w);
+}
+
 /* Reads part rank of name; its own checks (parse, names) make a foreign object an error. */
 static int s_load_part(struct rr_store *s, const char *run_id, const char *name,
 		       unsigned rank, struct rr_manifest **out)
@@ -185,9 +194,7 @@ int rr_parts_commit(struct rr_store *s, const char *run_id, const char *name, un
 	w.have = calloc(nnodes ? nnodes : 1, 1);
 	if (!w.have)
 		return RR_ENOMEM;
-	rc = rr_key_parts_prefix(key, run_id, name);
-	if (!rc)
-		rc = rr_store_list(s, key, s_on_part, &w);
+	rc = s_list_parts(s, &w);
 	if (rc)
 		goto out;
 	if (w.bad_rank) {
@@ -247,8 +254,35 @@ static long s_path_rank(const char *path, const char **rest)
 	return v;
 }
 
-int rr_parts_view(struct rr_manifest *m, unsigned nnodes, unsigned rank, char *why,
-		  size_t why_len)
+/* The commit names no file of a node whose checkpoint had none (an empty part): the parts it
+ * was made of, which the store keeps as long as its manifest (retention deletes the manifest
+ * first; the sweep only parts no commit names), say how many nodes wrote it. Returns 0 when
+ * they are nnodes, RR_EINVAL with the reason in why, or the store's error. */
+static int s_check_parts(struct rr_store *s, const char *run_id, const char *name,
+			 unsigned nnodes, char *why, size_t why_len)
+{
+	struct s_seen w = { .run_id = run_id, .name = name, .nnodes = nnodes };
+	int rc;
+
+	w.have = calloc(nnodes, 1);
+	if (!w.have)
+		return RR_ENOMEM;
+	rc = s_list_parts(s, &w);
+	if (rc)
+		snprintf(why, why_len, "the parts of checkpoint %s cannot be listed: %s", name,
+			 rr_store_strerror(rc));
+	else if (w.bad_rank || w.count != nnodes) {
+		snprintf(why, why_len, "checkpoint %s was written by a job of %u nodes%s; this "
+			 "agent runs with --nnodes %u", name, w.bad_rank ? w.bad + 1 : w.count,
+			 w.bad_rank ? " (or more)" : "", nnodes);
+		rc = RR_EINVAL;
+	}
+	free(w.have);
+	return rc;
+}
+
+int rr_parts_view(struct rr_store *s, const char *run_id, struct rr_manifest *m,
+		  unsigned nnodes, unsigned rank, char *why, size_t why_len)
 {
 	unsigned char *have = calloc(nnodes + 1, 1);
 	unsigned distinct = 0, outside = 0;
@@ -280,18 +314,20 @@ int rr_parts_view(struct rr_manifest *m, unsigned nnodes, unsigned rank, char *w
 		}
 		goto out;
 	}
-	if (outside || max_rank >= (long)nnodes || distinct != nnodes) {
+	if (outside || max_rank >= (long)nnodes) {
 		if (outside == m->nfiles)
 			snprintf(why, why_len, "checkpoint %s was written by a single-node job; this "
 				 "agent runs with --nnodes %u", m->checkpoint, nnodes);
 		else
 			snprintf(why, why_len, "checkpoint %s was written by a job of %ld nodes; "
-				 "this agent runs with --nnodes %u", m->checkpoint,
-				 max_rank + 1 > (long)distinct ? max_rank + 1 : (long)distinct,
+				 "this agent runs with --nnodes %u", m->checkpoint, max_rank + 1,
 				 nnodes);
 		rc = RR_EINVAL;
 		goto out;
 	}
+	if (distinct != nnodes && (rc = s_check_parts(s, run_id, m->checkpoint, nnodes, why,
+						      why_len)) != 0)
+		goto out;
 	/* Keep node rank's files (paths shortened), free the others. */
 	struct rr_manifest *drop = calloc(1, sizeof(*drop));
 	if (drop)
@@ -318,7 +354,8 @@ out:
 	return rc;
 }
 
-int rr_parts_catalog_view(struct rr_catalog *c, unsigned nnodes, unsigned rank)
+int rr_parts_catalog_view(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
+			  unsigned rank)
 {
 	char why[300];
 
@@ -326,7 +363,7 @@ int rr_parts_catalog_view(struct rr_catalog *c, unsigned nnodes, unsigned rank)
 		struct rr_catalog_entry *e = &c->entries[i];
 		if (!e->committed || !e->manifest)
 			continue;
-		int rc = rr_parts_view(e->manifest, nnodes, rank, why, sizeof(why));
+		int rc = rr_parts_view(s, c->run_id, e->manifest, nnodes, rank, why, sizeof(why));
 		if (rc) {
 			rr_error("%s", why);
 			return rc;

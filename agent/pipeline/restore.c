@@ -915,7 +915,7 @@ int rr_restore_newest_leased(struct rr_store *s, struct rr_catalog *c, unsigned 
 			continue;
 		}
 		/* Each node restores its own part; a store of another --nnodes is refused. */
-		rc = rr_parts_view(e->manifest, nnodes, rank, why, sizeof(why));
+		rc = rr_parts_view(s, c->run_id, e->manifest, nnodes, rank, why, sizeof(why));
 		if (rc) {
 			rr_error("%s", why);
 			return rc;

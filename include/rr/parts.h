@@ -33,16 +33,19 @@ int rr_parts_commit(struct rr_store *s, const char *run_id, const char *name, un
 /* Turns commit (in place) into node rank's view: only that node's files, under their own
  * paths again. Returns 0; RR_EINVAL with a reason in why, commit untouched, when the
  * manifest was not written by nnodes nodes (a store written with another --nnodes: a
- * single-node checkpoint for nnodes > 1 or the reverse). With nnodes 1 a single-node
- * manifest stays as it is. Every node must have stored at least one file. */
-int rr_parts_view(struct rr_manifest *commit, unsigned nnodes, unsigned rank, char *why,
-		  size_t why_len);
+ * single-node checkpoint for nnodes > 1 or the reverse); or the store's error (reason in
+ * why). With nnodes 1 a single-node manifest stays as it is. A node whose checkpoint had no
+ * files stored an empty part, which the commit names no file of: when some rank has none,
+ * the parts of the checkpoint in store s (run_id) say how many nodes wrote it. */
+int rr_parts_view(struct rr_store *s, const char *run_id, struct rr_manifest *commit,
+		  unsigned nnodes, unsigned rank, char *why, size_t why_len);
 
-/* Test hook (only the tests call it). Replaces every committed entry's manifest of c by node
- * rank's view (rr_parts_view), for restore. A committed entry written by another number of
- * nodes fails the whole call (RR_EINVAL, logged with the reason): a node must never restore
- * another layout's files. */
-int rr_parts_catalog_view(struct rr_catalog *c, unsigned nnodes, unsigned rank);
+/* Test hook (only the tests call it). Replaces every committed entry's manifest of c (read
+ * from s) by node rank's view (rr_parts_view), for restore. A committed entry written by
+ * another number of nodes fails the whole call (RR_EINVAL, logged with the reason): a node
+ * must never restore another layout's files. */
+int rr_parts_catalog_view(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
+			  unsigned rank);
 
 /* Deletes the parts of checkpoints that have no commit manifest (partial: some node never
  * finished) once every part is older than grace_ms, and the parts left behind by

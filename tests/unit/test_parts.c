@@ -93,7 +93,7 @@ static void test_commit_waits_for_the_last_part_and_each_node_restores_its_own(v
 		CU_ASSERT_EQUAL_FATAL(rr_catalog_load(t.f.s, FX_RUN, &c), 0);
 		CU_ASSERT_EQUAL(c->n, 1);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(rr_catalog_newest(c));
-		CU_ASSERT_EQUAL_FATAL(rr_parts_catalog_view(c, S_NODES, rank), 0);
+		CU_ASSERT_EQUAL_FATAL(rr_parts_catalog_view(t.f.s, c, S_NODES, rank), 0);
 		const struct rr_catalog_entry *e = rr_catalog_newest(c);
 		CU_ASSERT_EQUAL(e->manifest->nfiles, 2);
 		char *to = fx_join(t.f.root, rank ? "restore1" : "restore0");
@@ -226,9 +226,9 @@ static void test_a_store_written_with_another_node_count_is_refused(void)
 	CU_ASSERT_EQUAL_FATAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", S_NODES, "h", NULL), 0);
 	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(t.f.s, FX_RUN, &c), 0);
 	struct rr_manifest *m = c->entries[0].manifest;
-	CU_ASSERT_EQUAL(rr_parts_view(m, 3, 0, why, sizeof(why)), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_parts_view(t.f.s, FX_RUN, m, 3, 0, why, sizeof(why)), RR_EINVAL);
 	CU_ASSERT(strstr(why, "2 nodes") != NULL);
-	CU_ASSERT_EQUAL(rr_parts_view(m, 1, 0, why, sizeof(why)), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_parts_view(t.f.s, FX_RUN, m, 1, 0, why, sizeof(why)), RR_EINVAL);
 	CU_ASSERT(strstr(why, "--nnodes 1") != NULL);
 	CU_ASSERT_EQUAL(m->nfiles, 4); /* untouched by a refusal */
 	rr_catalog_destroy(c);
@@ -238,8 +238,47 @@ static void test_a_store_written_with_another_node_count_is_refused(void)
 	CU_ASSERT_EQUAL_FATAL(fx_persist(&t.f, "step-2", 2000, NULL, NULL, NULL), 0);
 	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(t.f.s, FX_RUN, &c), 0);
 	CU_ASSERT_EQUAL(c->n, 2);
-	CU_ASSERT_EQUAL(rr_parts_catalog_view(c, S_NODES, 0), RR_EINVAL);
+	CU_ASSERT_EQUAL(rr_parts_catalog_view(t.f.s, c, S_NODES, 0), RR_EINVAL);
 	rr_catalog_destroy(c);
+	s_two_done(&t);
+}
+
+/* A node whose checkpoint directory held no files stores an empty part: the commit names no
+ * file of it, and is still a checkpoint of S_NODES nodes that each node restores. */
+static void test_a_node_with_no_files_is_a_part_and_every_node_restores(void)
+{
+	struct s_two t;
+	struct rr_catalog *c = NULL;
+	struct rr_restore_stats rs;
+	char name[256], why[300];
+
+	s_two_init(&t);
+	s_write_step(&t, 0, "step-1", 1);
+	char *empty = fx_join(t.dir[1], "step-1");
+	CU_ASSERT_EQUAL_FATAL(rr_mkdir_p(empty), 0);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 0, "step-1", 1000), 0);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 1, "step-1", 1000), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", S_NODES, "h", NULL), 0);
+	for (unsigned rank = 0; rank < S_NODES; rank++) {
+		char *to = fx_join(t.f.root, rank ? "restore1" : "restore0");
+		char *src = fx_join(t.dir[rank], "step-1"), *dst = fx_join(to, "step-1");
+		CU_ASSERT_EQUAL_FATAL(rr_catalog_list(t.f.s, FX_RUN, &c), 0);
+		CU_ASSERT_EQUAL(rr_restore_newest(t.f.s, c, S_NODES, rank, to, 2, name,
+						  sizeof(name), &rs), 0);
+		CU_ASSERT_STRING_EQUAL(name, "step-1");
+		FX_ASSERT_SAME_TREE(src, dst);
+		free(src);
+		free(dst);
+		free(to);
+		rr_catalog_destroy(c);
+	}
+	/* Still a job of 2 nodes: 3 are refused, by the parts' count. */
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(t.f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(rr_parts_view(t.f.s, FX_RUN, c->entries[0].manifest, 3, 2, why,
+				      sizeof(why)), RR_EINVAL);
+	CU_ASSERT(strstr(why, "job of 2 nodes") != NULL);
+	rr_catalog_destroy(c);
+	free(empty);
 	s_two_done(&t);
 }
 
@@ -310,6 +349,8 @@ static CU_TestInfo s_tests[] = {
 	  test_a_commit_manifest_with_other_content_is_an_error },
 	{ "a_store_written_with_another_node_count_is_refused",
 	  test_a_store_written_with_another_node_count_is_refused },
+	{ "a_node_with_no_files_is_a_part_and_every_node_restores",
+	  test_a_node_with_no_files_is_a_part_and_every_node_restores },
 	{ "sweep_deletes_partial_parts_after_the_grace_only",
 	  test_sweep_deletes_partial_parts_after_the_grace_only },
 	{ "part_keys_parse_back_and_refuse_lookalikes",
