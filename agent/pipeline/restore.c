@@ -885,6 +885,52 @@ int rr_restore_newest(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
 					NULL);
 }
 
+static void s_pass_over(const char *name, const struct rr_suspect *m)
+{
+	rr_warn("checkpoint %s is marked suspect (%s%s%s); passing it over for the one before "
+		"(resume-run unmark --checkpoint %s clears the mark)", name, m->why,
+		m->host[0] ? ", on " : "", m->host, name);
+}
+
+/* Multi-node: node rank found its part of e damaged. Falling back alone would resume the nodes
+ * from different steps, each from its own shards, so e is marked suspect for every node (each
+ * passes it over from its next start) and this start fails. Returns RR_ECORRUPT. */
+static int s_damaged_for_every_node(struct rr_store *s, const char *run_id,
+				    const struct rr_catalog_entry *e, unsigned nnodes,
+				    unsigned rank, const char *why)
+{
+	struct rr_suspect m = { .for_committed_ms = e->manifest->committed_unix_ms,
+				.exit_status = -1 };
+	int rc;
+
+	if (gethostname(m.host, sizeof(m.host) - 1) != 0)
+		m.host[0] = '\0';
+	snprintf(m.why, sizeof(m.why), "node %u of %u found its part damaged: %s", rank, nnodes,
+		 why);
+	rc = rr_mark_suspect(s, run_id, e->name, &m);
+	if (rc)
+		rr_error("checkpoint %s cannot be marked suspect for every node (%s), and no node "
+			 "may fall back alone: this start fails, and the next one finds the damage "
+			 "again", e->name, rr_store_strerror(rc));
+	else
+		rr_error("checkpoint %s is marked suspect for every node: relaunch the job, and every "
+			 "node will restore the checkpoint before it (no node falls back alone: the "
+			 "nodes would resume from different steps)", e->name);
+	return RR_ECORRUPT;
+}
+
+/* Multi-node: 1 when another node marked e suspect since the catalog was listed (it found its
+ * part damaged while this node read its own), with the mark in *m; 0; or the store's error. */
+static int s_marked_since(struct rr_store *s, const char *run_id,
+			  const struct rr_catalog_entry *e, struct rr_suspect *m)
+{
+	int rc = rr_mark_read_suspect(s, run_id, e->name, m);
+
+	if (rc == RR_ENOENT || rc == RR_ECORRUPT) /* unreadable: none, as for the catalog */
+		return 0;
+	return rc ? rc : m->for_committed_ms == e->manifest->committed_unix_ms;
+}
+
 int rr_restore_newest_leased(struct rr_store *s, struct rr_catalog *c, unsigned nnodes,
 			     unsigned rank, const char *parent, unsigned threads, char *name_out,
 			     size_t cap, struct rr_restore_stats *stats, char *lease)
@@ -899,6 +945,7 @@ int rr_restore_newest_leased(struct rr_store *s, struct rr_catalog *c, unsigned 
 	/* Newest first, reading manifests only as far as the walk goes: a store of many
 	 * checkpoints costs a replacement machine no more than one of a few. */
 	while ((walk = rr_catalog_next(c, s, &pos, &e)) == 0 && e) {
+		struct rr_suspect late;
 		char why[512];
 
 		if (!e->committed) {
@@ -906,10 +953,7 @@ int rr_restore_newest_leased(struct rr_store *s, struct rr_catalog *c, unsigned 
 			continue;
 		}
 		if (rr_catalog_is_suspect(e)) {
-			rr_warn("checkpoint %s is marked suspect (%s%s%s); passing it over for the "
-				"one before (resume-run unmark --checkpoint %s clears the mark)",
-				e->name, e->suspect->why, e->suspect->host[0] ? ", on " : "",
-				e->suspect->host, e->name);
+			s_pass_over(e->name, e->suspect);
 			if (!suspects++)
 				snprintf(suspect, sizeof(suspect), "%s", e->name);
 			continue;
@@ -924,6 +968,21 @@ int rr_restore_newest_leased(struct rr_store *s, struct rr_catalog *c, unsigned 
 			rr_warn("falling back from damaged checkpoint %s to %s", damaged, e->name);
 		rc = s_restore_leased(s, c->run_id, e->manifest, parent, threads, stats, why,
 				      sizeof(why), lease);
+		/* Every node honours a mark another node made meanwhile, as if listed. */
+		if (rc == 0 && nnodes > 1 && (rc = s_marked_since(s, c->run_id, e, &late)) != 0) {
+			if (lease)
+				rr_reader_end(s, c->run_id, e->name, lease);
+			if (rc < 0) {
+				rr_error("cannot read the suspect mark of %s: %s", e->name,
+					 rr_store_strerror(rc));
+				return rc;
+			}
+			s_pass_over(e->name, &late);
+			if (!suspects++)
+				snprintf(suspect, sizeof(suspect), "%s", e->name);
+			rc = RR_ENOENT;
+			continue;
+		}
 		if (rc == 0) {
 			snprintf(name_out, cap, "%s", e->name);
 			stats->fallbacks = fallbacks;
@@ -938,6 +997,8 @@ int rr_restore_newest_leased(struct rr_store *s, struct rr_catalog *c, unsigned 
 			return rc;
 		}
 		rr_error("checkpoint %s is DAMAGED: %s", e->name, why);
+		if (nnodes > 1)
+			return s_damaged_for_every_node(s, c->run_id, e, nnodes, rank, why);
 		damaged = e->name;
 		fallbacks++;
 	}

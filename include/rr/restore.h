@@ -48,6 +48,10 @@ int rr_restore_leased(struct rr_store *s, const char *run_id, const struct rr_ma
 /* Restores the newest committed checkpoint of the catalog that is not suspect (as node
  * rank of nnodes: its own part, rr_parts_view) into parent, under a lease
  * (rr_restore_leased), falling back to older ones (loudly) when one is damaged.
+ * With nnodes > 1 no node falls back alone: a node that finds its part damaged marks the
+ * checkpoint suspect for every node (rr_mark_suspect) and returns RR_ECORRUPT, and a node
+ * that finds such a mark made after the catalog was listed, once it has restored its part,
+ * passes that checkpoint over as if it had been listed.
  * Reads manifests only as far as it walks (rr_catalog_next), so c may come from
  * rr_catalog_list. On success copies the restored name into name_out (cap bytes). Returns
  * 0, RR_ENOENT when there is nothing to restore, the store's error when it could not read

@@ -282,6 +282,111 @@ static void test_a_node_with_no_files_is_a_part_and_every_node_restores(void)
 	s_two_done(&t);
 }
 
+/* Two nodes commit step-1 and step-2; *m2 (the caller's) is step-2's commit manifest. */
+static void s_two_steps(struct s_two *t, struct rr_manifest **m2)
+{
+	for (unsigned step = 1; step <= 2; step++) {
+		char name[16];
+		snprintf(name, sizeof(name), "step-%u", step);
+		for (unsigned rank = 0; rank < S_NODES; rank++) {
+			s_write_step(t, rank, name, step);
+			CU_ASSERT_EQUAL_FATAL(s_persist_part(t, rank, name, step * 1000), 0);
+		}
+		CU_ASSERT_EQUAL_FATAL(rr_parts_commit(t->f.s, FX_RUN, name, S_NODES, "h",
+						      step == 2 ? m2 : NULL), 0);
+	}
+}
+
+/* Node rank's restore of the newest into <root>/restore<rank>; its result, the name in name. */
+static int s_restore_node(struct s_two *t, struct rr_catalog *c, unsigned rank, char *name,
+			  struct rr_restore_stats *st)
+{
+	char dir[32];
+	snprintf(dir, sizeof(dir), "restore%u", rank);
+	char *to = fx_join(t->f.root, dir);
+	int rc = rr_restore_newest(t->f.s, c, S_NODES, rank, to, 2, name, 256, st);
+	free(to);
+	return rc;
+}
+
+/* A node that finds its part of the newest checkpoint damaged must not fall back alone (the
+ * other nodes restore the newest: the trainers would resume from different steps): it marks
+ * the checkpoint suspect for every node and fails; every node's next start restores the one
+ * before. */
+static void test_a_damaged_part_is_marked_suspect_for_every_node_instead_of_a_lone_fallback(void)
+{
+	struct s_two t;
+	struct rr_manifest *m2 = NULL;
+	struct rr_catalog *c = NULL;
+	struct rr_restore_stats st;
+	struct rr_suspect mark;
+	char name[256];
+
+	s_two_init(&t);
+	s_two_steps(&t, &m2);
+	fx_corrupt_chunk(&t.f, fx_first_chunk(m2, RR_PART_DIR "1/model.bin"));
+	/* Node 0's part is intact: it restores step-2 (nothing has said otherwise yet). */
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_list(t.f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(s_restore_node(&t, c, 0, name, &st), 0);
+	CU_ASSERT_STRING_EQUAL(name, "step-2");
+	rr_catalog_destroy(c);
+	/* Node 1 finds the damage: no step-1 of its own, a mark for everyone. */
+	snprintf(name, sizeof(name), "untouched");
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_list(t.f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(s_restore_node(&t, c, 1, name, &st), RR_ECORRUPT);
+	CU_ASSERT_STRING_EQUAL(name, "untouched");
+	CU_ASSERT_FALSE(fx_exists_in(t.f.root, "restore1/step-1"));
+	rr_catalog_destroy(c);
+	CU_ASSERT_EQUAL_FATAL(rr_mark_read_suspect(t.f.s, FX_RUN, "step-2", &mark), 0);
+	CU_ASSERT_EQUAL(mark.for_committed_ms, m2->committed_unix_ms);
+	CU_ASSERT_PTR_NOT_NULL(strstr(mark.why, "node 1 of 2"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(mark.why, "does not match its sha256"));
+	/* The job relaunched: both nodes pass step-2 over. */
+	for (unsigned rank = 0; rank < S_NODES; rank++) {
+		CU_ASSERT_EQUAL_FATAL(rr_catalog_list(t.f.s, FX_RUN, &c), 0);
+		CU_ASSERT_EQUAL(s_restore_node(&t, c, rank, name, &st), 0);
+		CU_ASSERT_STRING_EQUAL(name, "step-1");
+		CU_ASSERT_EQUAL(st.suspects, 1);
+		CU_ASSERT_EQUAL(st.fallbacks, 0);
+		rr_catalog_destroy(c);
+	}
+	rr_manifest_destroy(m2);
+	s_two_done(&t);
+}
+
+/* Node 1 marks step-2 suspect after node 0 listed the catalog: node 0, once it has restored
+ * its part, finds the mark and passes step-2 over too. */
+static void test_a_mark_made_while_a_node_restores_is_honoured(void)
+{
+	struct s_two t;
+	struct rr_manifest *m2 = NULL;
+	struct rr_catalog *c = NULL;
+	struct rr_restore_stats st;
+	struct rr_suspect mark = { .exit_status = -1 };
+	char name[256];
+
+	s_two_init(&t);
+	s_two_steps(&t, &m2);
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_list(t.f.s, FX_RUN, &c), 0);
+	mark.for_committed_ms = m2->committed_unix_ms;
+	snprintf(mark.why, sizeof(mark.why), "node 1 of 2 found its part damaged");
+	CU_ASSERT_EQUAL_FATAL(rr_mark_suspect(t.f.s, FX_RUN, "step-2", &mark), 0);
+	CU_ASSERT_EQUAL(s_restore_node(&t, c, 0, name, &st), 0);
+	CU_ASSERT_STRING_EQUAL(name, "step-1");
+	CU_ASSERT_EQUAL(st.suspects, 1);
+	CU_ASSERT_STRING_EQUAL(st.suspect, "step-2");
+	rr_catalog_destroy(c);
+	/* A mark made for another manifest of that name is not this checkpoint's. */
+	mark.for_committed_ms = m2->committed_unix_ms - 1;
+	CU_ASSERT_EQUAL_FATAL(rr_mark_suspect(t.f.s, FX_RUN, "step-2", &mark), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_list(t.f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(s_restore_node(&t, c, 0, name, &st), 0);
+	CU_ASSERT_STRING_EQUAL(name, "step-2");
+	rr_catalog_destroy(c);
+	rr_manifest_destroy(m2);
+	s_two_done(&t);
+}
+
 static void test_sweep_deletes_partial_parts_after_the_grace_only(void)
 {
 	struct s_two t;
@@ -351,6 +456,10 @@ static CU_TestInfo s_tests[] = {
 	  test_a_store_written_with_another_node_count_is_refused },
 	{ "a_node_with_no_files_is_a_part_and_every_node_restores",
 	  test_a_node_with_no_files_is_a_part_and_every_node_restores },
+	{ "a_damaged_part_is_marked_suspect_for_every_node_instead_of_a_lone_fallback",
+	  test_a_damaged_part_is_marked_suspect_for_every_node_instead_of_a_lone_fallback },
+	{ "a_mark_made_while_a_node_restores_is_honoured",
+	  test_a_mark_made_while_a_node_restores_is_honoured },
 	{ "sweep_deletes_partial_parts_after_the_grace_only",
 	  test_sweep_deletes_partial_parts_after_the_grace_only },
 	{ "part_keys_parse_back_and_refuse_lookalikes",
