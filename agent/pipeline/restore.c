@@ -777,20 +777,21 @@ static int s_swap_into_place(struct s_target *t, const struct rr_manifest *m)
 		 * (Lightning's .ckpt); the staging directory only held it. */
 		char *inner = rr_path_join(t->tmp, m->files[0].path);
 		if (!inner)
-			return RR_ENOMEM;
-		if (rename(inner, t->final) != 0)
+			rc = RR_ENOMEM;
+		else if (rename(inner, t->final) != 0)
 			rc = rr_error_from_errno(errno);
 		free(inner);
-		if (rc)
-			return rc;
-		rr_remove_tree(t->tmp);
 	} else if (rename(t->tmp, t->final) != 0) {
 		rc = rr_error_from_errno(errno);
+	}
+	if (rc) {
 		if (t->aside && rename(t->aside, t->final) != 0)
 			rr_warn("%s existed locally with other contents and is now at %s", t->final,
 				t->aside);
 		return rc;
 	}
+	if (m->single_file)
+		rr_remove_tree(t->tmp);
 	rc = rr_fsync_dir(t->parent);
 	if (t->aside) {
 		/* The store's copy is in place: the old one was set aside only so that a crash

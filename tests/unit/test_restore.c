@@ -1,6 +1,8 @@
 /* CUnit suite "restore": rr_restore_checkpoint, rr_verify_checkpoint and rr_restore_newest
  * against a real file store in a temp dir. Damage is made by flipping or deleting chunk
  * files in the store directly. */
+#include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,25 @@
 #include "cunit_main.h"
 
 #define S_THREADS 2
+
+/* Fault injection for the last step of a restore: while set, a rename out of a staging
+ * directory (".NAME.restoring/") fails with EIO, as one can on a failing disk. This rename
+ * takes the C library's place in the whole test program (the code under test is linked in
+ * statically); every other call goes on to the C library's. */
+static int s_fail_staged_rename;
+
+int rename(const char *from, const char *to)
+{
+	static int (*real)(const char *, const char *);
+
+	if (s_fail_staged_rename && strstr(from, ".restoring/")) {
+		errno = EIO;
+		return -1;
+	}
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "rename");
+	return real(from, to);
+}
 
 /* A checkpoint with nested files, an empty file, a multi-segment file and several modes;
  * seed makes its big file differ from other checkpoints'. */
@@ -840,7 +861,55 @@ static void test_restore_of_lossy_packed_checkpoint_again_copies_nothing(void)
 	fx_done(&f);
 }
 
+/* A one-file checkpoint (Lightning's .ckpt) over a local file with other contents: that file
+ * is moved aside first, and goes back under its name when the store's copy cannot be put
+ * there, instead of staying under ".NAME.local-<ms>" where the trainer never looks. */
+static void test_restore_of_one_file_puts_the_local_file_back_when_its_last_rename_fails(void)
+{
+	static const char mine[] = "the user's own\n";
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m = NULL;
+	unsigned char *got, *want;
+	size_t got_len = 0, want_len = 0;
+	char why[512], *local, *src;
+
+	fx_init(&f);
+	fx_write_random(f.ckpt_dir, "epoch=0-step=1.ckpt", 100 * 1024, 7, 0644);
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "epoch=0-step=1.ckpt", 1000, NULL, &m, NULL), 0);
+	CU_ASSERT_FATAL(m->single_file);
+	CU_ASSERT_EQUAL_FATAL(rr_mkdir_p(f.restore_dir), 0);
+	fx_write_str(f.restore_dir, "epoch=0-step=1.ckpt", mine, 0600);
+	local = fx_join(f.restore_dir, "epoch=0-step=1.ckpt");
+	src = fx_join(f.ckpt_dir, "epoch=0-step=1.ckpt");
+
+	s_fail_staged_rename = 1;
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st, why,
+					      sizeof(why)), RR_EIO);
+	s_fail_staged_rename = 0;
+	s_assert_names(f.restore_dir, "epoch=0-step=1.ckpt");
+	got = fx_slurp(local, &got_len);
+	CU_ASSERT(got && got_len == strlen(mine) && memcmp(got, mine, got_len) == 0);
+	free(got);
+
+	/* The rename working again, the store's copy replaces it. */
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st, why,
+					      sizeof(why)), 0);
+	s_assert_names(f.restore_dir, "epoch=0-step=1.ckpt");
+	got = fx_slurp(local, &got_len);
+	want = fx_slurp(src, &want_len);
+	CU_ASSERT(got && want && got_len == want_len && memcmp(got, want, got_len) == 0);
+	free(got);
+	free(want);
+	free(local);
+	free(src);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "restore_of_one_file_puts_the_local_file_back_when_its_last_rename_fails",
+	  test_restore_of_one_file_puts_the_local_file_back_when_its_last_rename_fails },
 	{ "test_restore_of_lossy_packed_checkpoint_again_copies_nothing",
 	  test_restore_of_lossy_packed_checkpoint_again_copies_nothing },
 	{ "test_restore_fetches_each_pack_once", test_restore_fetches_each_pack_once },
