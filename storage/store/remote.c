@@ -20,6 +20,7 @@
 #include "rr/log.h"
 #include "rr/retry.h"
 #include "rr/sigv4.h"
+#include "rr/timefmt.h"
 #include "rr/xml.h"
 #include "store_s3.h"
 
@@ -673,4 +674,40 @@ int rr_remote_del(struct rr_store *s, const char *key)
 	rc = rr_remote_send((struct rr_remote *)s, &q, &resp);
 	rr_http_response_free(&resp);
 	return rc == RR_ENOENT ? 0 : rc;
+}
+
+int rr_remote_del_if_old(struct rr_store *s, const char *key, int64_t not_after_ms)
+{
+	struct rr_remote *r = (struct rr_remote *)s;
+	struct rr_remote_req q = { .method = "HEAD", .key = key };
+	struct rr_http_response resp;
+	char tag[RR_ETAG_MAX];
+	const char *lm;
+	int64_t written;
+	int rc;
+
+	if (!r->ops->if_version_header)
+		return RR_EUNSUPPORTED;
+	rr_http_response_init(&resp);
+	rc = rr_remote_send(r, &q, &resp);
+	if (!rc)
+		rc = rr_remote_copy_etag(r, &resp, tag);
+	lm = rc ? NULL : rr_http_response_header(&resp, "Last-Modified");
+	if (!rc && (!lm || rr_rfc1123_to_unix(lm, &written) != 0))
+		rc = rr_store_fail(RR_EIO, "%s answered HEAD %s without a usable Last-Modified",
+				   r->label, key);
+	rr_http_response_free(&resp);
+	if (rc)
+		return rc == RR_ENOENT ? 0 : rc;
+	/* Last-Modified is in whole seconds, at or before the listing's time of the same write:
+	 * an object the listing showed as old shows as old here too. */
+	if (written * 1000 > not_after_ms)
+		return RR_EPRECOND;
+	q = (struct rr_remote_req){ .method = "DELETE", .key = key };
+	rc = rr_remote_add_header(&q, r->ops->if_version_header, tag);
+	rr_http_response_init(&resp);
+	if (!rc)
+		rc = rr_remote_send(r, &q, &resp);
+	rr_http_response_free(&resp);
+	return rc == RR_ENOENT ? 0 : rc; /* RR_EPRECOND: written again since the HEAD */
 }

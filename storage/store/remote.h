@@ -80,6 +80,11 @@ struct rr_remote_ops {
 		     int *retry, int *refresh, int64_t *retry_after_ms);
 	const char *version_header; /* the response header compare-and-swap uses */
 	const char *version_name;   /* how reasons call it: "ETag", "generation" */
+	/* The request header that makes a write or delete conditional on the version tag
+	 * ("If-Match", "x-goog-if-generation-match"); NULL where a tag does not change when
+	 * the same bytes are written again (S3's ETag is their MD5), so that a delete
+	 * conditional on it cannot tell an object written again (rr_remote_del_if_old). */
+	const char *if_version_header;
 };
 
 struct rr_remote {
@@ -170,5 +175,9 @@ int rr_remote_precondition_rc(int rc, const struct rr_put_opts *opts);
 int rr_remote_get(struct rr_store *s, const char *key, struct rr_buf *out, char *etag_out);
 int rr_remote_head(struct rr_store *s, const char *key, uint64_t *size_out);
 int rr_remote_del(struct rr_store *s, const char *key);
+/* del_if_old for backends with if_version_header: a HEAD for the object's Last-Modified and
+ * version tag, then a DELETE conditional on that tag (the store refuses it, 412, if the
+ * object was written since the HEAD). */
+int rr_remote_del_if_old(struct rr_store *s, const char *key, int64_t not_after_ms);
 
 #endif

@@ -53,6 +53,7 @@ static const struct rr_remote_ops s_gcs_ops = {
 	.judge = rr_s3_judge,
 	.version_header = "x-goog-generation", /* its preconditions take generations */
 	.version_name = "generation",
+	.if_version_header = "x-goog-if-generation-match",
 };
 
 static const struct rr_store_vtable s_gcs_vtable = {
@@ -62,6 +63,7 @@ static const struct rr_store_vtable s_gcs_vtable = {
 	.head = rr_remote_head,
 	.list = rr_s3_list,
 	.del = rr_remote_del,
+	.del_if_old = rr_remote_del_if_old,
 	.destroy = rr_s3_destroy,
 };
 

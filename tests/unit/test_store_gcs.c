@@ -2,7 +2,8 @@
  * HTTP fixture playing storage.googleapis.com (via STORAGE_EMULATOR_HOST) and the token
  * endpoint of a service-account key: bearer tokens on every request and no AWS headers,
  * x-goog-if-generation-match preconditions, generations as version tags, a 401 answered by
- * a fresh token, deletes one by one, and HMAC keys signing with SigV4 instead. */
+ * a fresh token, deletes one by one (retention's conditional on the generation), and HMAC
+ * keys signing with SigV4 instead. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 #include <openssl/pem.h>
 
 #include "cunit_main.h"
+#include <time.h>
+
 #include "http_fixture.h"
 #include "rr/buf.h"
 #include "rr/error.h"
@@ -23,6 +26,8 @@ struct s_gcs {
 	int generation;
 	int object_exists;    /* the single object "pre/k" */
 	char body[64];
+	time_t modified;      /* its Last-Modified */
+	int written_before_delete; /* another writer's PUT lands between a HEAD and a DELETE */
 };
 
 static void s_handler(const struct fx_request *req, struct fx_response *resp, void *ud)
@@ -60,6 +65,7 @@ static void s_handler(const struct fx_request *req, struct fx_response *resp, vo
 		}
 		g->object_exists = 1;
 		g->generation++;
+		g->modified = time(NULL);
 		snprintf(g->body, sizeof(g->body), "%.*s", (int)req->body_len, (char *)req->body);
 		fx_resp_header(resp, "x-goog-generation", "%d", g->generation);
 		fx_resp_header(resp, "ETag", "\"e%d\"", g->generation);
@@ -71,6 +77,31 @@ static void s_handler(const struct fx_request *req, struct fx_response *resp, vo
 		fx_resp_header(resp, "x-goog-generation", "%d", g->generation);
 		fx_resp_header(resp, "ETag", "\"e%d\"", g->generation);
 		fx_resp_text(resp, 200, g->body);
+		return;
+	}
+	if (strcmp(req->method, "HEAD") == 0 && strcmp(req->target, "/bkt/pre/k") == 0 &&
+	    g->object_exists) {
+		char date[64];
+		strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime(&g->modified));
+		fx_resp_header(resp, "x-goog-generation", "%d", g->generation);
+		fx_resp_header(resp, "Last-Modified", "%s", date);
+		fx_resp_text(resp, 200, "");
+		return;
+	}
+	if (strcmp(req->method, "DELETE") == 0 && strcmp(req->target, "/bkt/pre/k") == 0) {
+		if (g->written_before_delete) {
+			g->written_before_delete = 0;
+			g->generation++;
+			g->modified = time(NULL);
+		}
+		if (!g->object_exists) {
+			fx_resp_text(resp, 404, "<Error><Code>NoSuchKey</Code></Error>");
+		} else if (cond && atoi(cond) != g->generation) {
+			fx_resp_text(resp, 412, "<Error><Code>PreconditionFailed</Code></Error>");
+		} else {
+			g->object_exists = 0;
+			fx_resp_text(resp, 204, "");
+		}
 		return;
 	}
 	if (strcmp(req->method, "DELETE") == 0) {
@@ -230,6 +261,39 @@ static void test_batch_delete_goes_key_by_key(void)
 	s_close(&srv, s);
 }
 
+/* Retention's delete (rr_store_del_if_old): only an object not written since its listing
+ * goes, conditional on the generation a HEAD saw, so that a write landing between the HEAD
+ * and the DELETE is not deleted either. */
+static void test_delete_if_old_deletes_only_what_was_not_written_since(void)
+{
+	struct fx_server srv;
+	struct s_gcs g;
+	struct rr_store *s = s_open(&srv, &g, NULL);
+	int64_t cutoff = ((int64_t)time(NULL) - 3600) * 1000;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	CU_ASSERT_EQUAL(rr_store_put(s, "k", "v1", 2, NULL, NULL), 0);
+	g.modified = time(NULL) - 7200; /* two hours old */
+	CU_ASSERT_EQUAL(rr_store_del_if_old(s, "k", cutoff), 0);
+	CU_ASSERT_STRING_EQUAL(fx_header(fx_server_last(&srv, "/bkt/pre/k"),
+					 "x-goog-if-generation-match"), "1");
+	CU_ASSERT_FALSE(g.object_exists);
+	CU_ASSERT_EQUAL(rr_store_del_if_old(s, "k", cutoff), 0); /* absent: nothing to do */
+
+	/* written again since the cutoff: kept, no DELETE sent */
+	CU_ASSERT_EQUAL(rr_store_put(s, "k", "v2", 2, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(rr_store_del_if_old(s, "k", cutoff), RR_EPRECOND);
+	CU_ASSERT_EQUAL(fx_server_count(&srv, "DELETE", "/bkt/pre/k"), 1);
+	CU_ASSERT_TRUE(g.object_exists);
+
+	/* old at the HEAD, written again before the DELETE: the store refuses it */
+	g.modified = time(NULL) - 7200;
+	g.written_before_delete = 1;
+	CU_ASSERT_EQUAL(rr_store_del_if_old(s, "k", cutoff), RR_EPRECOND);
+	CU_ASSERT_TRUE(g.object_exists);
+	s_close(&srv, s);
+}
+
 static void test_sse_options_are_refused_for_gcs(void)
 {
 	struct rr_store_opts o = { .s3_sse = "AES256" };
@@ -273,6 +337,8 @@ static CU_TestInfo s_tests[] = {
 	  test_version_tags_are_generations_for_compare_and_swap },
 	{ "a_401_gets_a_fresh_token_and_one_retry", test_a_401_gets_a_fresh_token_and_one_retry },
 	{ "batch_delete_goes_key_by_key", test_batch_delete_goes_key_by_key },
+	{ "delete_if_old_deletes_only_what_was_not_written_since",
+	  test_delete_if_old_deletes_only_what_was_not_written_since },
 	{ "sse_options_are_refused_for_gcs", test_sse_options_are_refused_for_gcs },
 	{ "hmac_keys_sign_with_sigv4_in_the_auto_region",
 	  test_hmac_keys_sign_with_sigv4_in_the_auto_region },
