@@ -146,7 +146,8 @@ struct s_run {
 	struct rr_cadence *cadence; /* --every: how often (NULL: off) */
 	struct rr_history *history; /* --every auto: the run's past losses, being read */
 	int cloud_noted;            /* the cadence was told which cloud this is */
-	int exit_code;
+	int exit_code;              /* the status to leave with, once decided (s_decide) */
+	int exit_decided;
 	int preempted;              /* a preemption/termination notice ended the run */
 };
 
@@ -178,6 +179,16 @@ static void s_transition(struct s_run *r, enum s_phase phase, enum s_notice_stat
 			 s_notice_state_name(nstate));
 	r->phase = phase;
 	r->nstate = nstate;
+}
+
+/* The status the agent leaves with (unless a notice makes it --preempted-exit-code): the first
+ * one decided stands, a finished trainer's 0 too, which exit_code alone cannot tell from none. */
+static void s_decide(struct s_run *r, int code)
+{
+	if (r->exit_decided)
+		return;
+	r->exit_code = code;
+	r->exit_decided = 1;
 }
 
 static int s_notice_active(const struct s_run *r)
@@ -1140,7 +1151,7 @@ static void s_on_child_exit(struct s_run *r)
 				       r->notice.kind == RR_NOTICE_TERMINATE);
 	if (code == 0 || going || r->terminate_after) {
 		s_transition(r, S_FINISHING, r->nstate);
-		r->exit_code = code;
+		s_decide(r, code);
 		/* Whatever the trainer's own status, the work is not done. */
 		r->preempted = going || r->terminate_after;
 		if (!r->preempted && r->outlived && code == 0)
@@ -1157,7 +1168,7 @@ static void s_on_child_exit(struct s_run *r)
 		if (r->suspect_due)
 			s_set_suspect_aside(r, 0); /* the next machine starts from the one before */
 		s_transition(r, S_FINISHING, r->nstate);
-		r->exit_code = code;
+		s_decide(r, code);
 		return;
 	}
 	/* What the failed attempt left running goes now; what still runs at the restart is
@@ -1182,6 +1193,17 @@ static void s_on_child_exit(struct s_run *r)
 	}
 }
 
+/* SIGTERM/SIGINT's deadline, now + --grace, unless one comes sooner already; the store's
+ * requests end there too. */
+static void s_bound_by_grace(struct s_run *r)
+{
+	int64_t by = rr_mono_ms() + r->cfg->grace_ms;
+
+	if (!r->deadline_mono || r->deadline_mono > by)
+		r->deadline_mono = by;
+	rr_store_set_deadline(r->store, r->deadline_mono);
+}
+
 static void s_on_signal(struct s_run *r, int sig)
 {
 	if (sig == SIGCHLD) {
@@ -1195,18 +1217,21 @@ static void s_on_signal(struct s_run *r, int sig)
 	}
 	if (sig == SIGTERM || sig == SIGINT) {
 		if (!r->child) {
-			/* No trainer running (waiting to restart, or leaving): leave; a second
-			 * signal also stops waiting for uploads. */
+			/* No trainer running (waiting to restart, or leaving): leave, the uploads
+			 * still running bounded by the grace as a notice's are; a second signal
+			 * stops waiting for them. */
 			rr_info("SIG%s with no trainer running: leaving", rr_signal_name(sig));
 			if (r->terminate_after)
 				rr_persister_cancel(r->persister, "told again to leave");
+			else
+				s_bound_by_grace(r);
 			/* Told to go while waiting to restart the trainer: unfinished work, too.
-			 * (Once leaving, the status already decided stands.) */
+			 * (Once leaving, the status already decided stands: a finished trainer's
+			 * 0 is not lost to a `docker stop` during its last upload.) */
 			if (r->phase != S_FINISHING)
 				r->preempted = 1;
 			s_transition(r, S_FINISHING, r->nstate);
-			if (!r->exit_code)
-				r->exit_code = 128 + sig;
+			s_decide(r, 128 + sig);
 			r->terminate_after = 1;
 			return;
 		}
@@ -1226,9 +1251,8 @@ static void s_on_signal(struct s_run *r, int sig)
 			/* Already checkpointing for another notice: SIGTERM once that is durable. */
 			if (s_notice_durable(r))
 				s_forward_term(r, "checkpoint already durable");
-			else if (!r->deadline_mono || r->deadline_mono > rr_mono_ms() + r->cfg->grace_ms)
-				r->deadline_mono = rr_mono_ms() + r->cfg->grace_ms;
-			rr_store_set_deadline(r->store, r->deadline_mono);
+			else
+				s_bound_by_grace(r);
 			return;
 		}
 		s_start_notice(r, &n);
@@ -1384,7 +1408,7 @@ static void s_on_timers(struct s_run *r, int64_t now)
 		int rc = s_launch(r);
 		if (rc) {
 			s_transition(r, S_FINISHING, r->nstate);
-			r->exit_code = rc;
+			s_decide(r, rc);
 		}
 	}
 }

@@ -3,7 +3,9 @@
 # stalled, so the stall rule does not fire). The trainer's routine checkpoint is 8 MiB of
 # random bytes (about three minutes of upload); a notice arrives while it crawls up. The
 # routine upload is set aside at once (its requests in flight end), and the small notice
-# checkpoint is durable well before the 40 s deadline; a new machine restores it.
+# checkpoint is durable well before the 40 s deadline; a new machine restores it. Then
+# SIGTERM while a finished trainer's last checkpoint crawls up: the agent leaves 0 within
+# --grace (or at a second SIGTERM).
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 
@@ -66,4 +68,42 @@ run_rr m2.log restore --to restored
 expect_eq "$RC" 0 "restore"
 cmp restored/step-2/state.bin written-state.bin || fail "restored step-2 differs from what the trainer wrote"
 ok "a new machine restores step-2 through the slow link"
+
+# SIGTERM (`docker stop`, a node drain) while the last checkpoint of a trainer that finished
+# (status 0) crawls up: the run is done, so the agent leaves 0, not 143 (a relauncher would
+# run the finished job again); the upload is bounded by --grace like a notice's (cut there:
+# the store keeps its previous checkpoint), and a second SIGTERM does not wait even for that.
+# The trainer commits 1 MB of random bytes (about 20 s over the link) and exits at once.
+cat > last_then_exit.sh <<'SH'
+mkdir "$RESUME_RUN_CHECKPOINT_DIR/.step-1.tmp"
+head -c 1000000 /dev/urandom > "$RESUME_RUN_CHECKPOINT_DIR/.step-1.tmp/weights.bin"
+mv "$RESUME_RUN_CHECKPOINT_DIR/.step-1.tmp" "$RESUME_RUN_CHECKPOINT_DIR/step-1"
+SH
+term_while_flushing() { # NAME GRACE SIGNALS: SIGTERMs once the trainer exited 0; sets RC, TOOK
+	local name=$1 grace=$2 signals=$3 agent t0
+	"$RR_BIN" --grace "$grace" --store "s3://$S3_BUCKET/$name" --checkpoint-dir "$W/ck-$name" \
+		-- sh last_then_exit.sh > "$name.log" 2>&1 &
+	agent=$!
+	wait_for 60 grep -q 'trainer exited with status 0' "$name.log" || fail "$name: the trainer did not finish"
+	wait_for 30 grep -q 'persisting step-1' "$name.log" || fail "$name: the last persist did not start"
+	t0=$SECONDS
+	kill -TERM $agent
+	if [ "$signals" = 2 ]; then
+		wait_for 10 grep -q 'SIGTERM with no trainer running' "$name.log" || fail "$name: first SIGTERM not seen"
+		kill -TERM $agent
+	fi
+	set +e; wait $agent; RC=$?; set -e
+	TOOK=$((SECONDS - t0))
+}
+term_while_flushing last-grace 3 1
+expect_eq "$RC" 0 "SIGTERM while a finished trainer's checkpoint uploads: exit status"
+expect_no_grep 'persisted step-1:' last-grace.log "the 20 s upload did not finish first"
+expect_grep 'deadline passed with the persist unfinished' last-grace.log "the upload was cut at the grace"
+[ "$TOOK" -le 15 ] || fail "the agent left $TOOK s after SIGTERM with --grace 3 (the upload needs ~20 s)"
+ok "SIGTERM during a finished trainer's last upload: exit 0, left after $TOOK s (--grace 3)"
+term_while_flushing last-twice 600 2
+expect_eq "$RC" 0 "two SIGTERMs while a finished trainer's checkpoint uploads: exit status"
+expect_no_grep 'persisted step-1:' last-twice.log "the 20 s upload did not finish first"
+[ "$TOOK" -le 15 ] || fail "the agent left $TOOK s after a second SIGTERM (--grace 600)"
+ok "a second SIGTERM during that upload: no more waiting, exit 0 after $TOOK s"
 finish
