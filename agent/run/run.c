@@ -1617,10 +1617,12 @@ static int s_guard_stop(struct s_restore_guard *g)
 	return g->sig;
 }
 
-/* The start-up restore with signals watched. 0 when the trainer may start; 128+N when
- * signal N stopped it (whatever the restore got to, nothing half-restored stays: the final
- * name only ever holds a complete checkpoint, see agent/pipeline/restore.c); EXIT_AGENT_ERROR when
- * it failed (said in the log). */
+/* The start-up restore with signals watched. 0 when the trainer may start; when signal N
+ * stopped it, --preempted-exit-code (128+N with 0): a spot machine reclaimed while it
+ * downloads has work left, like one told to go while it waits to restart a failed trainer
+ * (whatever the restore got to, nothing half-restored stays: the final name only ever holds
+ * a complete checkpoint, see agent/pipeline/restore.c); EXIT_AGENT_ERROR when it failed (said
+ * in the log). */
 static int s_restore_watched(struct s_run *r, struct rr_manifest **baseline,
 			     struct rr_chunk_index **chunks)
 {
@@ -1643,8 +1645,11 @@ static int s_restore_watched(struct s_run *r, struct rr_manifest **baseline,
 		*chunks = NULL;
 	}
 	if (sig) {
-		rr_info("leaving on SIG%s before the trainer started", rr_signal_name(sig));
-		return 128 + sig;
+		int code = r->cfg->preempted_exit_code ? r->cfg->preempted_exit_code : 128 + sig;
+		r->preempted = 1;
+		rr_info("leaving with status %d on SIG%s before the trainer started", code,
+			rr_signal_name(sig));
+		return code;
 	}
 	return failed ? EXIT_AGENT_ERROR : 0;
 }
@@ -1670,12 +1675,11 @@ static int s_signals_setup(void)
  * a machine that finished, was preempted, failed or was killed from one lost without a word
  * (no exit event). Written directly after the persister has stopped, so that nothing follows
  * it. code: the agent's exit status; "error" when the agent could not start or run the
- * trainer, "stopped" when a signal ended it before the trainer started. */
+ * trainer, "preempted" also when a signal ended it before the trainer started. */
 static void s_record_exit(struct s_run *r, int code)
 {
 	int signaled = r->pgid && WIFSIGNALED(r->child_status); /* it ran, and its last end */
 	const char *how = r->preempted ? "preempted" : code == 0 ? "finished" :
-			  !r->persister && code > 128 ? "stopped" :
 			  !r->persister || code == EXIT_AGENT_ERROR ? "error" :
 			  signaled ? "killed" : "failed";
 	cJSON *ev = cJSON_CreateObject();

@@ -2,7 +2,7 @@
 # The trainer as outside input, process side (docs/failure-modes.md, "A hostile trainer"): it
 # inherits no fd of the agent (S3 keep-alive sockets included), its background processes do not
 # outlive a restart or the agent, it dies with a SIGKILLed agent, SIGINT/SIGTERM stop a slow
-# start-up restore without starting it, the agent is not dumpable and has a core limit of 0
+# start-up restore without starting it (exit 75: work left), the agent is not dumpable and has a core limit of 0
 # while the trainer gets its own back, --trainer-env strip keeps the agent's credentials from
 # it, and a Google token never goes over plain http to a host that is not loopback.
 . "$(dirname "$0")/lib.sh"
@@ -91,30 +91,33 @@ SH
 	run_rr seed.log --store "s3://$S3_BUCKET/runs" -- sh seed.sh
 	expect_eq "$RC" 0 "exit status of the seeding run"
 fi
-for sig in INT TERM; do
+# A machine told to go while it restores has work left: the preempted status (75), like one
+# told to go while it waits to restart a failed trainer; 128+N with --preempted-exit-code 0.
+for c in "INT $RR_PREEMPTED $RR_PREEMPTED" "TERM $RR_PREEMPTED $RR_PREEMPTED" "TERM 0 143"; do
+	read -r sig pec want <<< "$c"
 	rm -rf .resume-run/checkpoints "started-$sig"
 	stalls=$(grep -c '^stalled GET .*/chunks/' proxy.log || true)
 	touch STALL
-	STARTED_FILE="$W/started-$sig" "$RR_BIN" --store "s3://$S3_BUCKET/runs" -- sh started.sh > "restore-$sig.log" 2>&1 &
+	STARTED_FILE="$W/started-$sig" "$RR_BIN" --preempted-exit-code "$pec" --store "s3://$S3_BUCKET/runs" \
+		-- sh started.sh > "restore-$sig.log" 2>&1 &
 	agent=$!
 	LEFT_PIDS+=("$agent")
 	more_stalls() { [ "$(grep -c '^stalled GET .*/chunks/' proxy.log || true)" -gt "$stalls" ]; }
 	wait_for 30 more_stalls || fail "SIG$sig: the restore never reached a chunk"
 	sleep 0.3
 	t0=$(date +%s%N)
-	kill -$sig $agent
+	kill -"$sig" $agent
 	for _ in $(seq 200); do alive $agent || break; sleep 0.05; done
 	if alive $agent; then kill -9 $agent; fail "SIG$sig: the agent was still restoring 10 s after the signal"; fi
 	set +e; wait $agent; rc=$?; set -e
 	ms=$((($(date +%s%N) - t0) / 1000000))
-	want=$([ $sig = INT ] && echo 130 || echo 143)
-	expect_eq "$rc" "$want" "SIG$sig during the restore: exit status"
+	expect_eq "$rc" "$want" "SIG$sig during the restore (--preempted-exit-code $pec): exit status"
 	[ ! -e "started-$sig" ] || fail "SIG$sig: the trainer was started after the signal"
 	left=$(ls -A .resume-run/checkpoints 2>/dev/null | grep -v '^\.resume-run-staging$' || true)
 	[ -z "$left" ] || fail "SIG$sig: left in the checkpoint dir: $left"
 	expect_grep "SIG$sig during the restore" "restore-$sig.log" "SIG$sig: said why"
 	rm -f STALL
-	ok "SIG$sig during a stalled restore: exit $rc after $ms ms, trainer never started, nothing half-restored left"
+	ok "SIG$sig during a stalled restore (--preempted-exit-code $pec): exit $rc after $ms ms, trainer never started, nothing half-restored left"
 done
 fi
 
