@@ -111,6 +111,7 @@ struct s_run {
 	char newest[256];
 	int64_t newest_ms;
 	int scanned; /* the start-up scan is done: commits are ordered by commit time too */
+	char persisted[256]; /* the last checkpoint a persist found or made durable in the store */
 
 	/* notice */
 	enum s_notice_state nstate;
@@ -520,6 +521,66 @@ static int64_t s_notice_left_ms(struct s_run *r, const struct rr_notice *n)
 	return left;
 }
 
+/* How much a notice changes the plan: the machine going beats a precaution. */
+static int s_severity(enum rr_notice_kind k)
+{
+	return k == RR_NOTICE_PREEMPT || k == RR_NOTICE_TERMINATE ? 2 : 1;
+}
+
+/* The active notice says this machine is going (a preemption or termination), rather than
+ * being a precaution that training goes on after. */
+static int s_notice_going(const struct s_run *r)
+{
+	return s_notice_active(r) && s_severity(r->notice.kind) == 2;
+}
+
+/* The newest checkpoint is in the store: restored from it, or persisted since. */
+static int s_newest_durable(const struct s_run *r)
+{
+	return r->newest[0] && (strcmp(r->newest, r->restored) == 0 ||
+				strcmp(r->newest, r->persisted) == 0);
+}
+
+/* The notice's checkpoint (notice_ckpt) is durable: a precaution is done, and a cloud that
+ * waits for it hears so. */
+static void s_notice_made_durable(struct s_run *r)
+{
+	char what[300];
+
+	s_transition(r, r->phase, S_DURABLE);
+	snprintf(what, sizeof(what), "checkpoint %s is durable in the store", r->notice_ckpt);
+	s_log_step(r, what);
+	if (r->notice.source == RR_SOURCE_AWS || r->notice.source == RR_SOURCE_GCP ||
+	    r->notice.source == RR_SOURCE_AZURE)
+		rr_cloud_watch_durable(r->cloud);
+	if (s_severity(r->notice.kind) == 1 && !r->terminate_after) {
+		/* A precaution (rebalance, maintenance), from wherever it came: done; training
+		 * goes on and the next notice is handled afresh. */
+		unlink(r->notice_path);
+		s_notice_over(r);
+		rr_info("%s notice handled; training goes on", rr_notice_kind_name(r->notice.kind));
+	}
+}
+
+/* Told that this machine is going while a failed trainer waits to be restarted: it is not
+ * started again (the next machine resumes from the store). What this one leaves behind is the
+ * newest checkpoint: the agent waits until it is durable, persisting it ahead of everything
+ * else if it is not yet, and leaves with the preempted status. */
+static void s_going_between_attempts(struct s_run *r)
+{
+	rr_info("the trainer is not restarted: this machine is going");
+	r->preempted = 1;
+	s_decide(r, rr_exit_code_from_status(r->child_status)); /* the failed attempt's */
+	s_transition(r, S_FINISHING, r->nstate);
+	if (!r->newest[0])
+		return;
+	snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", r->newest);
+	if (!s_newest_durable(r))
+		rr_persister_submit(r->persister, r->newest, r->newest_ms, 1);
+	else if (s_notice_active(r))
+		s_notice_made_durable(r);
+}
+
 static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 {
 	int64_t left_ms;
@@ -588,13 +649,12 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 		s_add_instance(r, ev);
 		rr_persister_record(r->persister, "notice", ev);
 	}
-	s_ask_checkpoint(r);
-}
-
-/* How much a notice changes the plan: the machine going beats a precaution. */
-static int s_severity(enum rr_notice_kind k)
-{
-	return k == RR_NOTICE_PREEMPT || k == RR_NOTICE_TERMINATE ? 2 : 1;
+	if (r->phase == S_RESTART_WAIT && s_severity(n->kind) == 2)
+		s_going_between_attempts(r);
+	else if (r->phase == S_RESTART_WAIT)
+		rr_info("the trainer is asked for a checkpoint once it is restarted");
+	else
+		s_ask_checkpoint(r);
 }
 
 /* The default store is a directory on this machine (file://./.resume-run/store): on a cloud's
@@ -917,24 +977,12 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 {
 	s_cadence_persisted(r, res);
 	s_note_cut(r, res);
+	if (res->rc == 0 || res->rc == RR_EEXIST)
+		snprintf(r->persisted, sizeof(r->persisted), "%s", res->name);
 	if (!s_notice_active(r) || strcmp(res->name, r->notice_ckpt) != 0 || s_notice_durable(r))
 		return;
 	if (res->rc == 0 || res->rc == RR_EEXIST) {
-		char what[300];
-		s_transition(r, r->phase, S_DURABLE);
-		snprintf(what, sizeof(what), "checkpoint %s is durable in the store", res->name);
-		s_log_step(r, what);
-		if (r->notice.source == RR_SOURCE_AWS || r->notice.source == RR_SOURCE_GCP ||
-		    r->notice.source == RR_SOURCE_AZURE)
-			rr_cloud_watch_durable(r->cloud);
-		if (s_severity(r->notice.kind) == 1 && !r->terminate_after) {
-			/* A precaution (rebalance, maintenance), from wherever it came: done;
-			 * training goes on and the next notice is handled afresh. */
-			unlink(r->notice_path);
-			s_notice_over(r);
-			rr_info("%s notice handled; training goes on",
-				rr_notice_kind_name(r->notice.kind));
-		}
+		s_notice_made_durable(r);
 	} else if (strcmp(r->newest, res->name) != 0) {
 		/* It failed, and a newer commit followed it: that one answers the notice now. */
 		rr_warn("the notice's checkpoint %s was not persisted; the notice takes the newer "
@@ -1147,8 +1195,7 @@ static void s_on_child_exit(struct s_run *r)
 		s_last_look_for_notices(r);
 	/* The notice stopped it only while the notice stands: a trainer that outlived a
 	 * preemption's deadline, or trained on after a precaution, ends with its own status. */
-	going = s_notice_active(r) && (r->notice.kind == RR_NOTICE_PREEMPT ||
-				       r->notice.kind == RR_NOTICE_TERMINATE);
+	going = s_notice_going(r);
 	if (code == 0 || going || r->terminate_after) {
 		s_transition(r, S_FINISHING, r->nstate);
 		s_decide(r, code);
@@ -1217,21 +1264,19 @@ static void s_on_signal(struct s_run *r, int sig)
 	}
 	if (sig == SIGTERM || sig == SIGINT) {
 		if (!r->child) {
-			/* No trainer running (waiting to restart, or leaving): leave, the uploads
-			 * still running bounded by the grace as a notice's are; a second signal
-			 * stops waiting for them. */
+			/* No trainer running (waiting to restart, or leaving): leave. A status
+			 * already decided stands: a finished trainer's 0 is not lost to a `docker
+			 * stop` during its last upload. */
 			rr_info("SIG%s with no trainer running: leaving", rr_signal_name(sig));
+			s_decide(r, 128 + sig);
+		}
+		if (!r->child && r->phase == S_FINISHING) {
+			/* The uploads still running are bounded by the grace as a notice's are; a
+			 * second signal stops waiting for them. */
 			if (r->terminate_after)
 				rr_persister_cancel(r->persister, "told again to leave");
 			else
 				s_bound_by_grace(r);
-			/* Told to go while waiting to restart the trainer: unfinished work, too.
-			 * (Once leaving, the status already decided stands: a finished trainer's
-			 * 0 is not lost to a `docker stop` during its last upload.) */
-			if (r->phase != S_FINISHING)
-				r->preempted = 1;
-			s_transition(r, S_FINISHING, r->nstate);
-			s_decide(r, 128 + sig);
 			r->terminate_after = 1;
 			return;
 		}
@@ -1253,9 +1298,11 @@ static void s_on_signal(struct s_run *r, int sig)
 				s_forward_term(r, "checkpoint already durable");
 			else
 				s_bound_by_grace(r);
+			if (r->phase == S_RESTART_WAIT)
+				s_going_between_attempts(r);
 			return;
 		}
-		s_start_notice(r, &n);
+		s_start_notice(r, &n); /* waiting to restart: the trainer is not restarted */
 		return;
 	}
 	if (r->child && !r->child_exited)
@@ -1392,7 +1439,11 @@ static void s_on_timers(struct s_run *r, int64_t now)
 	if (r->ask_pending)
 		s_ask_checkpoint(r);
 	if (r->next_every && now >= r->next_every) {
-		if (!s_notice_active(r))
+		/* Paused only while this machine is going (the trainer was asked, and leaves): a
+		 * precaution changes nothing, and one that never gets its checkpoint (a request the
+		 * trainer dropped, a persist that failed) must not end the periodic ones for the
+		 * rest of the run; their commit answers it. */
+		if (!s_notice_going(r) && !r->terminate_after)
 			s_ask_checkpoint(r);
 		rr_cadence_fired(r->cadence, now);
 		r->next_every = rr_cadence_next(r->cadence, rr_wall_ms());
@@ -1409,6 +1460,10 @@ static void s_on_timers(struct s_run *r, int64_t now)
 		if (rc) {
 			s_transition(r, S_FINISHING, r->nstate);
 			s_decide(r, rc);
+		} else if (s_notice_active(r) && !r->notice_ckpt[0]) {
+			/* A precaution that came while the trainer was down, or that the failed
+			 * attempt never answered: the new one is asked once it has a handler. */
+			s_ask_checkpoint(r);
 		}
 	}
 }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # A trainer that crashes is restarted from the newest checkpoint with RESUME_RUN_ATTEMPT
 # counting up, and still ends in the state of an uninterrupted run; a trainer that keeps
-# failing is given up on after --max-restarts, with its status passed through.
+# failing is given up on after --max-restarts, with its status passed through. A notice
+# while a failed trainer waits to be restarted: a preemption ends the run there (no restart;
+# the newest checkpoint made durable first), a rebalance is answered by the restarted trainer;
+# and a precaution whose request goes unanswered does not stop --every for good.
 . "$(dirname "$0")/lib.sh"
 
 STEPS=120
@@ -36,4 +39,80 @@ expect_eq "$rc" "$RR_PREEMPTED" "exit status"
 expect_eq "$(tr '\n' ' ' < attempts.txt)" "attempt=0 " "attempts"
 expect_grep 'SIGTERM with no trainer running: leaving' term.log "said why"
 ok "SIGTERM during the restart backoff: no new attempt, exit $RR_PREEMPTED (work unfinished)"
+
+# A preemption notice during the restart backoff: the machine is going, so the trainer is
+# not started again; its newest checkpoint, whose persist had failed (the store's chunks/
+# was a file), is persisted ahead of everything else, then the agent leaves with 75. The
+# trainer fails twice (the second backoff is 2 s, the time the test has to announce it).
+rm -f attempts.txt
+mkdir -p s5/default && : > s5/default/chunks
+cat > commits_then_fails.sh <<'SH'
+echo "attempt=$RESUME_RUN_ATTEMPT" >> attempts.txt
+[ "$RESUME_RUN_ATTEMPT" = 0 ] || exit 1
+mkdir "$RESUME_RUN_CHECKPOINT_DIR/.step-1.tmp"
+echo weights > "$RESUME_RUN_CHECKPOINT_DIR/.step-1.tmp/w.bin"
+mv "$RESUME_RUN_CHECKPOINT_DIR/.step-1.tmp" "$RESUME_RUN_CHECKPOINT_DIR/step-1"
+sleep 1
+exit 1
+SH
+"$RR_BIN" --max-restarts 3 --drill-file PREEMPT --store "file://$W/s5" --checkpoint-dir "$W/c5" \
+	-- sh commits_then_fails.sh > preempt.log 2>&1 &
+agent=$!
+wait_for 30 grep -q 'restarting the trainer in 2 s' preempt.log || { kill -9 $agent; fail "no second restart scheduled"; }
+grep -q 'persist of step-1 failed' preempt.log || { kill -9 $agent; fail "step-1's persist did not fail"; }
+rm s5/default/chunks
+printf '{"kind":"preempt","deadline_in":60}' > PREEMPT
+set +e; wait $agent; rc=$?; set -e
+expect_eq "$rc" "$RR_PREEMPTED" "preemption during the backoff: exit status"
+expect_eq "$(tr '\n' ' ' < attempts.txt)" "attempt=0 attempt=1 " "attempts"
+expect_grep 'the trainer is not restarted: this machine is going' preempt.log "said why"
+expect_grep 'checkpoint step-1 is durable in the store: [0-9.]+ s after the notice' preempt.log "step-1 made durable"
+"$RR_BIN" ls --store "file://$W/s5" > ls5.out 2>&1 || fail "ls: $(cat ls5.out)"
+expect_grep '^\* step-1 +committed' ls5.out "step-1 in the store"
+ok "preemption during the restart backoff: no new attempt, step-1 (its persist had failed) made durable, exit $RR_PREEMPTED"
+
+# A rebalance recommendation during the restart backoff: the restarted trainer (which
+# checkpoints only when asked) is asked once it runs, its checkpoint is made durable, and
+# training goes on to the end. Attempt 1 fails at once, so the notice comes in the 2 s before
+# attempt 2.
+rm -f REBALANCE
+cat > rebalance_then.sh <<SH
+[ "\$RESUME_RUN_ATTEMPT" != 1 ] || exit 1
+exec "$PY" "$TRAINER" --steps $STEPS --step-time 0.02 --checkpoint-every 0 --fail-at-step 30 --out out.json
+SH
+"$RR_BIN" --max-restarts 3 --drill-file REBALANCE --store "file://$W/s6" --checkpoint-dir "$W/c6" \
+	-- sh rebalance_then.sh > rebalance.log 2>&1 &
+agent=$!
+wait_for 30 grep -q 'restarting the trainer in 2 s' rebalance.log || { kill -9 $agent; fail "no second restart scheduled"; }
+printf '{"kind":"rebalance"}' > REBALANCE
+set +e; wait $agent; rc=$?; set -e
+expect_eq "$rc" 0 "rebalance during the backoff: exit status"
+expect_grep 'notice: rebalance from file' rebalance.log "the notice was seen"
+sed -n '/attempt 2)/,$p' rebalance.log > after2.log
+expect_grep 'asked the trainer for a checkpoint' after2.log "the restarted trainer was asked"
+expect_grep 'checkpoint step-[0-9]+ is durable in the store' after2.log "its checkpoint made durable"
+expect_grep 'rebalance notice handled; training goes on' after2.log "the notice is over"
+expect_eq "$(json_field out.json sha256)" "$(json_field ref.json sha256)" "final weights"
+ok "rebalance during the restart backoff: the restarted trainer answered it, training finished"
+
+# A rebalance whose request the trainer drops (it answers only the second SIGUSR1): --every
+# goes on asking while the notice stands, and that periodic checkpoint answers it.
+rm -f REBALANCE
+printf '{"kind":"rebalance"}' > REBALANCE.json
+cat > drops_first.sh <<'SH'
+trap 'n=$((${n:-0} + 1)); [ $n -lt 2 ] || want=1' USR1
+cp REBALANCE.json REBALANCE
+while [ -z "${want:-}" ]; do sleep 0.05; done
+mkdir "$RESUME_RUN_CHECKPOINT_DIR/.step-1.tmp"
+echo weights > "$RESUME_RUN_CHECKPOINT_DIR/.step-1.tmp/w.bin"
+mv "$RESUME_RUN_CHECKPOINT_DIR/.step-1.tmp" "$RESUME_RUN_CHECKPOINT_DIR/step-1"
+SH
+"$RR_BIN" --every 2s --drill-file REBALANCE --store "file://$W/s7" --checkpoint-dir "$W/c7" \
+	-- sh drops_first.sh > every.log 2>&1 &
+agent=$!
+wait_for 30 grep -q 'checkpoint step-1 committed' every.log || { kill -9 $agent; fail "--every never asked again while the rebalance stood"; }
+set +e; wait $agent; rc=$?; set -e
+expect_eq "$rc" 0 "dropped rebalance request: exit status"
+expect_grep 'rebalance notice handled' every.log "the periodic checkpoint answered the notice"
+ok "a rebalance request the trainer dropped: --every asked again, its checkpoint answered the notice"
 finish
