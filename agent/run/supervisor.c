@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "rr/buf.h"
@@ -163,6 +164,84 @@ int rr_supervisor_protect_secrets(void)
 	return rc;
 }
 
+/* ---- the terminal ------------------------------------------------------------- */
+
+/* A trainer started from a terminal gets it, as a shell's foreground job does (tini does the
+ * same): its process group becomes the terminal's foreground group, so that it can read
+ * stdin (input(), pdb, a login prompt) instead of being stopped by SIGTTIN, and the
+ * keyboard's signals (Ctrl-C, Ctrl-Z) reach it. Only when the agent's own group holds the
+ * terminal: never taken from a shell that runs the agent in the background (tini does not
+ * check). No terminal (a container's PID 1, a service, a batch job): nothing changes. */
+static struct {
+	pid_t pgid;     /* the trainer's group that was given the terminal; 0: none */
+	int ttou_saved; /* SIGTTOU is ignored, its disposition saved in ttou_old */
+	struct sigaction ttou_old;
+} s_tty;
+
+/* 1 when the terminal on stdin (the caller's controlling terminal) has pgrp in the
+ * foreground; 0 too when stdin is no terminal (ENOTTY) or not this session's. */
+static int s_tty_foreground_is(pid_t pgrp)
+{
+	pid_t fg = tcgetpgrp(STDIN_FILENO);
+
+	return fg > 0 && fg == pgrp;
+}
+
+/* While the trainer's group holds the terminal the agent's is a background group: its log
+ * lines on the terminal (under `stty tostop`) and its own tcsetpgrp, taking the terminal
+ * back, would stop it with SIGTTOU. Ignored until then. */
+static void s_ttou_ignore(void)
+{
+	struct sigaction ign;
+
+	if (s_tty.ttou_saved)
+		return;
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
+	if (sigaction(SIGTTOU, &ign, &s_tty.ttou_old) == 0)
+		s_tty.ttou_saved = 1;
+}
+
+static void s_ttou_restore(void)
+{
+	if (!s_tty.ttou_saved)
+		return;
+	(void)sigaction(SIGTTOU, &s_tty.ttou_old, NULL);
+	s_tty.ttou_saved = 0;
+}
+
+/* Gives the terminal to the trainer's group pgid; the agent's own group holds it. */
+static void s_tty_give(pid_t pgid)
+{
+	s_ttou_ignore();
+	if (tcsetpgrp(STDIN_FILENO, pgid) == 0)
+		s_tty.pgid = pgid;
+	else
+		s_ttou_restore();
+}
+
+/* Takes the terminal back for the agent's group from the trainer's group pgid, when that
+ * still holds it (not from whoever took it meanwhile: a shell, after the agent stopped).
+ * Returns 1 when pgid held it. Errors (a terminal hung up) are ignored: nothing to give
+ * back then. */
+static int s_tty_take_back(pid_t pgid)
+{
+	int held = 0;
+
+	if (!s_tty.pgid || s_tty.pgid != pgid)
+		return 0;
+	/* A group whose processes are all gone is still the terminal's foreground group,
+	 * under its number, until another one is set. */
+	if (s_tty_foreground_is(pgid)) {
+		held = 1;
+		(void)tcsetpgrp(STDIN_FILENO, getpgrp()); /* SIGTTOU is ignored */
+	}
+	s_tty.pgid = 0;
+	s_ttou_restore();
+	return held;
+}
+
 /* What the child needs, all prepared before fork. */
 struct s_child_ctx {
 	const char *path;
@@ -172,6 +251,7 @@ struct s_child_ctx {
 	struct sigaction dfl;
 	sigset_t empty;
 	pid_t parent;         /* the agent's pid, to catch its death before PDEATHSIG was set */
+	int take_tty;         /* make the child's group the terminal's foreground group */
 	int death_signal;     /* 0: none (the agent is PID 1) */
 	unsigned max_fd;      /* for the close loop where close_range is missing */
 };
@@ -207,6 +287,12 @@ static void __attribute__((noreturn)) s_child(const struct s_child_ctx *c)
 	}
 	/* Cannot fail for a fresh child of ours; the parent does the same to close the race. */
 	(void)setpgid(0, 0);
+	/* The new group is a background one now: its tcsetpgrp passes only because SIGTTOU
+	 * is blocked (the kernel treats blocked as ignored here), as every signal still is.
+	 * In the child, so that the trainer holds the terminal before it runs. An error
+	 * (ENOTTY, ENXIO, a terminal hung up) leaves it without, as before. */
+	if (c->take_tty)
+		(void)tcsetpgrp(STDIN_FILENO, getpid());
 	/* The belt to every O_CLOEXEC/SOCK_CLOEXEC: whatever another thread of the agent
 	 * opened without it (a library's socket, a socketpair) does not reach the trainer.
 	 * 0-2 stay; so does the error pipe until execve closes it. */
@@ -285,6 +371,11 @@ int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[]
 		return rr_error_from_errno(errno);
 	}
 	c.err_fd = fds[1];
+	if (s_tty.pgid) /* a trainer before this one that was never reaped here */
+		(void)s_tty_take_back(s_tty.pgid);
+	c.take_tty = s_tty_foreground_is(getpgrp());
+	if (c.take_tty)
+		s_ttou_ignore();
 
 	/* Block every signal across fork so no handler of ours runs in the child before
 	 * it has reset the dispositions (git's run-command does the same). */
@@ -299,10 +390,14 @@ int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[]
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		close(fds[0]);
 		close(fds[1]);
+		if (c.take_tty)
+			s_ttou_restore();
 		if (exec_errno)
 			*exec_errno = e;
 		return rr_error_from_errno(e);
 	}
+	if (c.take_tty)
+		s_tty.pgid = pid; /* by the child's tcsetpgrp; checked when taken back */
 	/* EACCES: the child has already exec'd (and so already ran its own setpgid);
 	 * ESRCH: it is already gone. Both are the child's race to win. */
 	(void)setpgid(pid, pid);
@@ -331,6 +426,7 @@ int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[]
 	 * does not linger as a zombie the caller never heard of. */
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	(void)s_tty_take_back(pid);
 	if (got < sizeof(child_errno))
 		child_errno = EIO; /* a torn report; cannot happen with a pipe, be safe */
 	if (exec_errno)
@@ -496,15 +592,94 @@ int rr_supervisor_signal_descendants(pid_t pgid, int sig)
 
 /* ---- reaping and exit status ------------------------------------------------------ */
 
+/* Stops the agent's own process group with sig, as the keyboard stops a shell's job: 1 once
+ * it was stopped and continued (the shell's fg or bg), 0 when it was not stopped at all (PID
+ * 1, which the kernel does not stop; a group with no shell above it, an orphaned one, which
+ * the kernel does not stop for SIGTSTP, SIGTTIN or SIGTTOU). */
+static int s_stop_own_group(int sig)
+{
+	sigset_t cont, old, pending;
+	int continued;
+
+	if (getpid() == 1)
+		return 0;
+	/* SIGCONT blocked, so that it stays pending (a stop signal discards an earlier one):
+	 * pending afterwards, it says the agent was stopped and continued. */
+	sigemptyset(&cont);
+	sigaddset(&cont, SIGCONT);
+	pthread_sigmask(SIG_BLOCK, &cont, &old);
+	(void)kill(0, sig); /* this thread takes the stop before kill returns */
+	continued = sigpending(&pending) == 0 && sigismember(&pending, SIGCONT);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return continued;
+}
+
+/* The trainer (group pgid) was stopped by sig. A job-control stop (Ctrl-Z's SIGTSTP, or
+ * SIGTTIN/SIGTTOU: it used the terminal from the background) stops the agent's own group
+ * too, as the shell's job it is: the shell takes the terminal back and says "Stopped"; its
+ * fg or bg continues the agent, which gives the terminal to the trainer again when the
+ * agent's group holds it, and continues the trainer. Otherwise the trainer would wait,
+ * stopped and unseen, for ever. */
+static void s_on_trainer_stopped(pid_t pgid, int sig)
+{
+	int held;
+
+	if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU) {
+		/* SIGSTOP: someone (a debugger, an operator) means it; SIGCONT ends it. */
+		rr_info("trainer stopped by SIG%s; it waits for SIGCONT", rr_signal_name(sig));
+		return;
+	}
+	held = s_tty_take_back(pgid);
+	/* SIGTTIN/SIGTTOU while the terminal is the agent's to give (a shell's fg gave it to
+	 * the agent's group, not the trainer's): no need to stop anything. */
+	if ((sig == SIGTSTP || !s_tty_foreground_is(getpgrp())) && !s_stop_own_group(sig)) {
+		/* Nobody above to stop to: Ctrl-Z does nothing, as it does to a PID 1 or an
+		 * orphaned group's own processes. A stop for the terminal would come back. */
+		if (!held || sig != SIGTSTP) {
+			rr_warn("trainer stopped by SIG%s%s; SIGCONT to it resumes it",
+				rr_signal_name(sig), sig == SIGTSTP ? "" :
+				" (it used the terminal, which another process group holds)");
+			return;
+		}
+		rr_info("Ctrl-Z: no shell with job control above the agent to stop to; the "
+			"trainer goes on");
+	}
+	if (s_tty_foreground_is(getpgrp())) {
+		s_tty_give(pgid);
+		if (s_tty.pgid != pgid) {
+			rr_warn("trainer stopped by SIG%s, and the terminal cannot be given "
+				"back to it; SIGCONT to it resumes it", rr_signal_name(sig));
+			return;
+		}
+	}
+	(void)kill(-pgid, SIGCONT);
+}
+
+/* The trainer (group pgid) ended with wait status st: the terminal goes back to the agent's
+ * group, and a trainer that Ctrl-C's SIGINT killed while it held the terminal ends the run
+ * as Ctrl-C would have, had it reached the agent: the signal is raised at the agent (as
+ * bash does for a foreground job killed by SIGINT), not taken for a failure to restart. */
+static void s_on_trainer_gone(pid_t pgid, int st)
+{
+	if (s_tty_take_back(pgid) && WIFSIGNALED(st) && WTERMSIG(st) == SIGINT) {
+		rr_info("the trainer held the terminal and died of SIGINT (Ctrl-C): leaving as "
+			"after SIGINT to the agent");
+		(void)kill(getpid(), SIGINT);
+	}
+}
+
 int rr_supervisor_reap(pid_t child, int *exited, int *status)
 {
+	/* The trainer's stops too (each is reported once); other processes' stops are
+	 * passed over. */
+	int flags = WNOHANG | (child > 0 ? WUNTRACED : 0);
 	int count = 0;
 
 	if (exited)
 		*exited = 0;
 	for (;;) {
 		int st;
-		pid_t pid = waitpid(-1, &st, WNOHANG);
+		pid_t pid = waitpid(-1, &st, flags);
 
 		if (pid < 0) {
 			if (errno == EINTR)
@@ -513,12 +688,20 @@ int rr_supervisor_reap(pid_t child, int *exited, int *status)
 		}
 		if (pid == 0)
 			break;
+		if (WIFSTOPPED(st)) {
+			if (pid == child)
+				s_on_trainer_stopped(child, WSTOPSIG(st));
+			continue;
+		}
 		count++;
 		if (pid == child) {
 			if (exited)
 				*exited = 1;
 			if (status)
 				*status = st;
+			s_on_trainer_gone(child, st);
+		} else if (s_tty.pgid && pid == s_tty.pgid) {
+			(void)s_tty_take_back(pid); /* the trainer, reaped as a leftover */
 		}
 	}
 	return count;

@@ -13,7 +13,10 @@ int rr_supervisor_resolve(const char *cmd, char **path_out);
 
 /* Forks and execs path with argv/envp. The child gets an empty signal mask, default
  * dispositions for every signal, and its own process group (pgid == pid); its
- * stdin/stdout/stderr are the agent's own and every other fd is closed. It gets SIGTERM
+ * stdin/stdout/stderr are the agent's own and every other fd is closed. When stdin is a
+ * terminal whose foreground group is the caller's, the child's group becomes its foreground
+ * group (as a shell's job; rr_supervisor_reap gives it back), and the caller ignores
+ * SIGTTOU meanwhile. It gets SIGTERM
  * when the agent dies (PR_SET_PDEATHSIG; not when the agent is PID 1) and the core-file
  * limit the agent started with. Call from the main thread: the death signal comes when
  * the thread that forked ends. Returns 0 with *pid_out set, or, when exec
@@ -66,8 +69,13 @@ int rr_supervisor_descendants(pid_t root, unsigned flags, pid_t *out, size_t cap
 int rr_supervisor_signal_tree(pid_t root, int sig, unsigned flags);
 
 /* Reaps every exited child without blocking (a PID 1 must reap orphans too). When child
- * is among them, sets *exited = 1 and its wait status in *status. Returns how many
- * processes were reaped. */
+ * is among them, sets *exited = 1 and its wait status in *status, and gives the terminal
+ * back to the caller's group if child's group held it; when child died of SIGINT holding
+ * it (Ctrl-C), raises SIGINT at the caller, as the keyboard would have. A child stopped by
+ * SIGTSTP, SIGTTIN or SIGTTOU stops the caller's group with the same signal (unless the
+ * kernel will not stop it: PID 1, an orphaned group) and, once continued, gets the terminal
+ * again when the caller's group holds it, and SIGCONT. Returns how many processes were
+ * reaped (a stopped child is not). */
 int rr_supervisor_reap(pid_t child, int *exited, int *status);
 
 /* A wait status as a shell would report it: the exit code, or 128+N for signal N. */

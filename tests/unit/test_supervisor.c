@@ -950,6 +950,30 @@ static void test_reap_returns_child_status(void)
 	s_assert_no_children();
 }
 
+/* A stopped trainer is still running (WUNTRACED reports its stop, once): not exited, not
+ * reaped; once continued, its exit is reported as usual. */
+static void test_reap_takes_a_stopped_trainer_for_not_exited(void)
+{
+	char *argv[] = { "sh", "-c", "kill -STOP $$; exit 4", NULL };
+	pid_t pid = -1;
+	int st = -1, reaped = 0, exited = -1, i;
+
+	CU_ASSERT_EQUAL_FATAL(s_spawn_argv(argv, &pid), 0);
+	for (i = 0; i < S_POLL_TRIES && s_proc_state(pid) != 'T'; i++)
+		s_nap();
+	CU_ASSERT_EQUAL(s_proc_state(pid), 'T');
+	for (i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL(rr_supervisor_reap(pid, &exited, &st), 0);
+		CU_ASSERT_EQUAL(exited, 0);
+	}
+	CU_ASSERT_EQUAL(s_proc_state(pid), 'T');
+	CU_ASSERT_EQUAL(kill(pid, SIGCONT), 0);
+	CU_ASSERT(s_reap_until(pid, &st, &reaped));
+	CU_ASSERT_EQUAL(reaped, 1);
+	CU_ASSERT_EQUAL(rr_exit_code_from_status(st), 4);
+	s_assert_no_children();
+}
+
 static void test_reap_with_no_children_returns_zero(void)
 {
 	int exited = -1, st = 12345;
@@ -1313,6 +1337,7 @@ static CU_TestInfo s_tests[] = {
 	S_TEST(test_signal_tree_signals_only_processes_with_handler),
 	S_TEST(test_signal_tree_returns_zero_while_no_handler_is_installed),
 	S_TEST(test_reap_returns_child_status),
+	S_TEST(test_reap_takes_a_stopped_trainer_for_not_exited),
 	S_TEST(test_reap_with_no_children_returns_zero),
 	S_TEST(test_reap_collects_orphaned_grandchild_as_subreaper),
 	S_TEST(test_spawn_child_inherits_no_fd_but_stdio),
