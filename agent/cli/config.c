@@ -93,6 +93,17 @@ static const char *s_option_env(const struct rr_option *o, const char **which)
 	return v;
 }
 
+/* What makes value v of option o wrong beyond what the option's values say: why a signal
+ * cannot be the checkpoint signal; NULL otherwise. */
+static const char *s_why_refused(const struct rr_option *o, const char *v)
+{
+	int sig;
+
+	if (strcmp(o->name, "signal") != 0 || rr_signal_from_name(v, &sig) != 0)
+		return NULL;
+	return rr_signal_unfit_for_checkpoint(sig);
+}
+
 /* Whether option i, or another name of it (an entry with the same setter), was given. */
 static int s_alias_given(size_t i, const unsigned char *given)
 {
@@ -232,8 +243,10 @@ static int s_flags(struct s_parse *p, struct rr_config *cfg)
 		if (rc == 1)
 			return 1; /* --help, --version */
 		if (rc) {
-			snprintf(p->why, p->why_len, "%sinvalid value '%s' for %s: must be %s",
-				 p->lead, a, s_opt_word(av, a), o->values ? o->values : "see --help");
+			const char *because = s_why_refused(o, a);
+			snprintf(p->why, p->why_len, "%sinvalid value '%s' for %s: %s%smust be %s",
+				 p->lead, a, s_opt_word(av, a), because ? because : "",
+				 because ? "; " : "", o->values ? o->values : "see --help");
 			return RR_EINVAL;
 		}
 		p->given[o - rr_options] = 1;
@@ -255,8 +268,10 @@ static int s_environment(struct s_parse *p, struct rr_config *cfg)
 		    !(v = s_option_env(&rr_options[i], &which)))
 			continue;
 		if (rr_options[i].set(cfg, p->cmd, v)) {
-			snprintf(p->why, p->why_len, "%s must be %s, not '%s'", which,
-				 rr_options[i].values ? rr_options[i].values : "see --help", v);
+			const char *because = s_why_refused(&rr_options[i], v);
+			snprintf(p->why, p->why_len, "%s must be %s, not '%s'%s%s%s", which,
+				 rr_options[i].values ? rr_options[i].values : "see --help", v,
+				 because ? " (" : "", because ? because : "", because ? ")" : "");
 			return RR_EINVAL;
 		}
 		p->given[i] = 1;

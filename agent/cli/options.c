@@ -1,7 +1,6 @@
 /* The option table (options.h) and the setters that store each option's value in struct
  * rr_config, with the bounds each value must keep. */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,13 +142,17 @@ static int s_set_gc_grace(struct rr_config *c, enum rr_command cmd, const char *
 	return 0;
 }
 
+/* Only a signal that means nothing else to the trainer, its wrappers or the kernel
+ * (rr_signal_unfit_for_checkpoint says why the others do not; config.c puts that in the
+ * message). */
 static int s_set_signal(struct rr_config *c, enum rr_command cmd, const char *v)
 {
+	int sig;
+
 	(void)cmd;
-	/* KILL and STOP can have no handler: a notice would wait forever. */
-	if (rr_signal_from_name(v, &c->checkpoint_signal) || c->checkpoint_signal == SIGKILL ||
-	    c->checkpoint_signal == SIGSTOP)
+	if (rr_signal_from_name(v, &sig) || rr_signal_unfit_for_checkpoint(sig))
 		return RR_EINVAL;
+	c->checkpoint_signal = sig;
 	return 0;
 }
 
@@ -540,8 +543,10 @@ const struct rr_option rr_options[] = {
 	  "than a persist takes (default 1h)",
 	  "a duration of at least 10m (e.g. 1h, 90m)" },
 	{ "signal", 0, "SIG", "RESUME_RUN_SIGNAL", RR_ON(RR_CMD_RUN), RR_GROUP_MAIN, s_set_signal,
-	  "signal asking the trainer for a checkpoint (default USR1)",
-	  "a signal a handler can catch (USR1, USR2, HUP, ... or its number; not KILL or STOP)" },
+	  "signal asking the trainer for a checkpoint (default USR1;\n"
+	  "also USR2, HUP, QUIT, ALRM, PWR, real-time ones by number)",
+	  "USR1, USR2, HUP, QUIT, ALRM, PWR (or their numbers) or a real-time signal's number, "
+	  "SIGRTMIN-SIGRTMAX (34-64 with glibc)" },
 	{ "every", 0, "DURATION", "RESUME_RUN_EVERY", RR_ON(RR_CMD_RUN), RR_GROUP_MAIN, s_set_every,
 	  "also ask for a checkpoint periodically (90s, 30m, 2h), or\n"
 	  "auto: as often as the run's losses and the checkpoint's\n"

@@ -779,6 +779,16 @@ int rr_signal_from_name(const char *name, int *sig_out)
 	return RR_EINVAL;
 }
 
+/* The numbers' names, for the signals without one (the real-time ones): what the trainer
+ * gets in RESUME_RUN_SIGNAL, and what rr_signal_from_name takes back. */
+static const char *const s_numbers[S_MAX_SIGNAL + 1] = {
+	"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15",
+	"16", "17", "18", "19", "20", "21", "22", "23", "24", "25", "26", "27", "28", "29",
+	"30", "31", "32", "33", "34", "35", "36", "37", "38", "39", "40", "41", "42", "43",
+	"44", "45", "46", "47", "48", "49", "50", "51", "52", "53", "54", "55", "56", "57",
+	"58", "59", "60", "61", "62", "63", "64"
+};
+
 const char *rr_signal_name(int sig)
 {
 	size_t i;
@@ -787,5 +797,64 @@ const char *rr_signal_name(int sig)
 		if (s_signals[i].sig == sig)
 			return s_signals[i].name;
 	}
+	if (sig >= SIGRTMIN && sig <= SIGRTMAX && sig <= S_MAX_SIGNAL)
+		return s_numbers[sig];
 	return "?";
+}
+
+const char *rr_signal_unfit_for_checkpoint(int sig)
+{
+	switch (sig) {
+	case SIGUSR1:
+	case SIGUSR2:
+	case SIGHUP:
+	case SIGQUIT:
+	case SIGALRM:
+	case SIGPWR:
+		return NULL;
+	case SIGKILL:
+	case SIGSTOP:
+		return "it cannot be caught";
+	case SIGTERM:
+		return "it is the signal that stops the trainer after a notice's checkpoint";
+	case SIGINT:
+		return "it is Ctrl-C's, and every Python process catches it "
+		       "(KeyboardInterrupt): wrappers would take the request and die of it";
+	case SIGCHLD:
+		return "the kernel sends it whenever a child process ends";
+	case SIGCONT:
+	case SIGTSTP:
+	case SIGTTIN:
+	case SIGTTOU:
+		return "it is a job-control signal (stop and continue)";
+	case SIGWINCH:
+		return "a terminal sends it at every window resize";
+	case SIGSEGV:
+	case SIGBUS:
+	case SIGFPE:
+	case SIGILL:
+	case SIGTRAP:
+	case SIGABRT:
+	case SIGSYS:
+		return "it reports a fault, and crash handlers (Python's faulthandler) catch "
+		       "it";
+	case SIGPIPE:
+	case SIGURG:
+	case SIGIO:
+	case SIGXCPU:
+	case SIGXFSZ:
+		return "the kernel sends it on its own (a broken pipe, a socket or I/O event, "
+		       "a resource limit)";
+	case SIGVTALRM:
+	case SIGPROF:
+		return "interval timers and profilers use it";
+	}
+	/* SIGRTMIN, not 32: the C library keeps the first real-time signals for itself
+	 * (glibc 32 and 33, for its threads and timers). */
+	if (sig >= SIGRTMIN && sig <= SIGRTMAX && sig <= S_MAX_SIGNAL)
+		return NULL;
+	if (sig > 31 && sig < SIGRTMIN)
+		return "the C library keeps it for itself (real-time signals start at "
+		       "SIGRTMIN)";
+	return "it is no signal for a checkpoint request";
 }

@@ -83,7 +83,12 @@ int rr_exit_code_from_status(int status);
 
 /* Parses a signal name ("USR1", "SIGUSR1", "10") into its number; RR_EINVAL if unknown. */
 int rr_signal_from_name(const char *name, int *sig_out);
-/* "USR1" for SIGUSR1 (without the SIG prefix); "?" when unknown. */
+/* "USR1" for SIGUSR1 (without the SIG prefix), the number ("40") for a real-time signal;
+ * "?" when unknown. */
 const char *rr_signal_name(int sig);
+/* Why sig cannot ask the trainer for a checkpoint (a phrase about it: "it cannot be
+ * caught"), or NULL when it can: USR1, USR2, HUP, QUIT, ALRM, PWR, and the real-time
+ * signals from SIGRTMIN (the C library keeps those below for itself) to SIGRTMAX. */
+const char *rr_signal_unfit_for_checkpoint(int sig);
 
 #endif

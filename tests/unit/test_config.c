@@ -677,11 +677,13 @@ static void test_parse_signal_by_name_with_or_without_sig_or_by_number(void)
 		const char *arg;
 		int sig;
 	} good[] = {
-		{ "USR2", SIGUSR2 }, { "SIGTERM", SIGTERM }, { "15", 15 }, { "usr1", SIGUSR1 },
-		{ "SigHup", SIGHUP }, { "SIGUSR2", SIGUSR2 },
+		{ "USR2", SIGUSR2 }, { "12", SIGUSR2 }, { "usr1", SIGUSR1 }, { "SigHup", SIGHUP },
+		{ "SIGUSR2", SIGUSR2 }, { "QUIT", SIGQUIT }, { "SIGALRM", SIGALRM },
+		{ "PWR", SIGPWR },
 	};
 	static const char *const bad[] = { "SIGFOO", "0", "65", "-1", "", "USR", "SIG", "KILL", "9", "STOP" };
 	struct s_parsed p;
+	char rt[2][8];
 
 	s_clear_env();
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -690,12 +692,72 @@ static void test_parse_signal_by_name_with_or_without_sig_or_by_number(void)
 		CU_ASSERT_EQUAL(p.rc, 0);
 		CU_ASSERT_EQUAL(p.cfg.checkpoint_signal, good[i].sig);
 	}
+	/* The real-time signals the C library leaves to programs, by number. */
+	snprintf(rt[0], sizeof(rt[0]), "%d", SIGRTMIN);
+	snprintf(rt[1], sizeof(rt[1]), "%d", SIGRTMAX);
+	for (size_t i = 0; i < 2; i++) {
+		char *argv[] = { "resume-run", "--signal", rt[i], "--", "t", NULL };
+		p = s_parse(argv);
+		CU_ASSERT_EQUAL(p.rc, 0);
+		CU_ASSERT_EQUAL(p.cfg.checkpoint_signal, i ? SIGRTMAX : SIGRTMIN);
+	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char *argv[] = { "resume-run", "--signal", (char *)bad[i], "--", "t", NULL };
 		p = s_parse(argv);
 		CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
 		CU_ASSERT(s_has(p.err, "for --signal"));
 	}
+}
+
+/* A checkpoint signal that already means something else (the final SIGTERM, Ctrl-C's
+ * SIGINT, a child's end, job control, a fault, a window resize, the C library's own
+ * real-time signals) is refused, from the flag and the variable, saying why. */
+static void test_parse_signal_refuses_one_that_means_something_else(void)
+{
+	static const struct {
+		const char *arg;
+		const char *why;
+	} bad[] = {
+		{ "TERM", "stops the trainer after a notice" },
+		{ "15", "stops the trainer after a notice" },
+		{ "SIGINT", "Ctrl-C" },
+		{ "CHLD", "child process ends" },
+		{ "CONT", "job-control" },
+		{ "TSTP", "job-control" },
+		{ "TTIN", "job-control" },
+		{ "TTOU", "job-control" },
+		{ "STOP", "cannot be caught" },
+		{ "KILL", "cannot be caught" },
+		{ "WINCH", "window resize" },
+		{ "SEGV", "fault" },
+		{ "PIPE", "kernel sends it" },
+		{ "PROF", "profilers" },
+		{ "32", "C library keeps it" },
+		{ "33", "C library keeps it" },
+	};
+	struct s_parsed p;
+	char below[8];
+
+	s_clear_env();
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "resume-run", "--signal", (char *)bad[i].arg, "--", "t", NULL };
+		p = s_parse(argv);
+		CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+		CU_ASSERT(s_has(p.err, "for --signal: "));
+		CU_ASSERT(s_has(p.err, bad[i].why));
+		CU_ASSERT(s_has(p.err, "must be USR1, USR2"));
+		if (p.rc != RR_EINVAL || !s_has(p.err, bad[i].why))
+			fprintf(stderr, "--signal %s: %s\n", bad[i].arg, p.err);
+	}
+	snprintf(below, sizeof(below), "%d", SIGRTMIN - 1);
+	p = s_parse(ARGV("resume-run", "--signal", below, "--", "t"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	setenv("RESUME_RUN_SIGNAL", "TERM", 1);
+	p = s_parse(ARGV("resume-run", "--", "t"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "RESUME_RUN_SIGNAL must be USR1"));
+	CU_ASSERT(s_has(p.err, "not 'TERM' (it is the signal that stops the trainer"));
+	s_clear_env();
 }
 
 static void test_parse_every_below_one_second_is_refused(void)
@@ -1456,6 +1518,8 @@ static CU_TestInfo s_tests[] = {
 	{ "test_parse_refuses_an_invalid_run_id", test_parse_refuses_an_invalid_run_id },
 	{ "test_parse_signal_by_name_with_or_without_sig_or_by_number",
 	  test_parse_signal_by_name_with_or_without_sig_or_by_number },
+	{ "test_parse_signal_refuses_one_that_means_something_else",
+	  test_parse_signal_refuses_one_that_means_something_else },
 	{ "test_parse_every_below_one_second_is_refused",
 	  test_parse_every_below_one_second_is_refused },
 	{ "test_parse_run_options_set_their_fields", test_parse_run_options_set_their_fields },

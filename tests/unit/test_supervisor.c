@@ -1275,6 +1275,22 @@ static void test_signal_from_name_rejects_unknown_and_out_of_range(void)
 	CU_ASSERT_EQUAL(rr_signal_from_name(NULL, &sig), RR_EINVAL);
 }
 
+/* A real-time signal has no name: the trainer's RESUME_RUN_SIGNAL says its number, which
+ * rr_signal_from_name takes back. */
+static void test_signal_name_of_a_real_time_signal_is_its_number(void)
+{
+	char want[8];
+	int sig = -1;
+
+	snprintf(want, sizeof(want), "%d", SIGRTMIN + 2);
+	CU_ASSERT_STRING_EQUAL(rr_signal_name(SIGRTMIN + 2), want);
+	CU_ASSERT_EQUAL(rr_signal_from_name(rr_signal_name(SIGRTMIN + 2), &sig), 0);
+	CU_ASSERT_EQUAL(sig, SIGRTMIN + 2);
+	snprintf(want, sizeof(want), "%d", SIGRTMAX);
+	CU_ASSERT_STRING_EQUAL(rr_signal_name(SIGRTMAX), want);
+	CU_ASSERT_STRING_EQUAL(rr_signal_name(32), "?"); /* glibc's own */
+}
+
 static void test_signal_name_round_trips_every_listed_signal(void)
 {
 	static const char *const names[] = { "HUP",  "INT",  "QUIT", "ILL",  "TRAP",   "ABRT",
@@ -1349,6 +1365,7 @@ static CU_TestInfo s_tests[] = {
 	S_TEST(test_signal_from_name_accepts_bare_prefixed_lowercase_and_numeric),
 	S_TEST(test_signal_from_name_rejects_unknown_and_out_of_range),
 	S_TEST(test_signal_name_round_trips_every_listed_signal),
+	S_TEST(test_signal_name_of_a_real_time_signal_is_its_number),
 	S_TEST(test_signal_name_of_unknown_is_question_mark),
 	CU_TEST_INFO_NULL,
 };
