@@ -257,27 +257,65 @@ static int s_flags(struct s_parse *p, struct rr_config *cfg)
 	return 0;
 }
 
+/* Sets option i from the variable which, whose value is v. Returns 0, or RR_EINVAL naming
+ * the variable whose value is refused. */
+static int s_set_from_env(struct s_parse *p, struct rr_config *cfg, size_t i, const char *v,
+			  const char *which)
+{
+	if (rr_options[i].set(cfg, p->cmd, v)) {
+		const char *because = s_why_refused(&rr_options[i], v);
+		snprintf(p->why, p->why_len, "%s must be %s, not '%s'%s%s%s", which,
+			 rr_options[i].values ? rr_options[i].values : "see --help", v,
+			 because ? " (" : "", because ? because : "", because ? ")" : "");
+		return RR_EINVAL;
+	}
+	p->given[i] = 1;
+	if (strcmp(rr_options[i].name, "notice-file") == 0)
+		cfg->notice_file_old_name = rr_options[i].env;
+	return 0;
+}
+
+/* Whether the node count was given, by --nnodes or a variable (RESUME_RUN_NNODES or a
+ * launcher's). */
+static int s_nnodes_given(const struct s_parse *p)
+{
+	for (size_t i = 0; i < rr_n_options; i++)
+		if (p->given[i] && strcmp(rr_options[i].name, "nnodes") == 0)
+			return 1;
+	return 0;
+}
+
 /* The environment stands in for each flag the command takes and was not given (nor an older
  * name of it: an entry with the same setter), so a flag always wins over its variable.
  * Returns 0, or RR_EINVAL naming the variable whose value is refused. */
 static int s_environment(struct s_parse *p, struct rr_config *cfg)
 {
+	const char *rank_v = NULL, *rank_which = NULL;
+	size_t rank_i = 0;
+
 	for (size_t i = 0; i < rr_n_options; i++) {
 		const char *v, *which;
 		if (s_alias_given(i, p->given) || !(rr_options[i].commands & RR_ON(p->cmd)) ||
 		    !(v = s_option_env(&rr_options[i], &which)))
 			continue;
-		if (rr_options[i].set(cfg, p->cmd, v)) {
-			const char *because = s_why_refused(&rr_options[i], v);
-			snprintf(p->why, p->why_len, "%s must be %s, not '%s'%s%s%s", which,
-				 rr_options[i].values ? rr_options[i].values : "see --help", v,
-				 because ? " (" : "", because ? because : "", because ? ")" : "");
-			return RR_EINVAL;
+		/* A launcher's node rank (SLURM_NODEID, NODE_RANK) waits for the node count,
+		 * wherever that comes from. */
+		if (strcmp(rr_options[i].name, "node-rank") == 0 && strcmp(which, rr_options[i].env)) {
+			rank_i = i;
+			rank_v = v;
+			rank_which = which;
+			continue;
 		}
-		p->given[i] = 1;
-		if (strcmp(rr_options[i].name, "notice-file") == 0)
-			cfg->notice_file_old_name = rr_options[i].env;
+		if (s_set_from_env(p, cfg, i, v, which))
+			return RR_EINVAL;
 	}
+	/* A node count given as 1 (--nnodes 1, RESUME_RUN_NNODES=1, the launcher's own) makes a
+	 * single-node run, rank 0, whatever rank the launcher's environment gives this node: a
+	 * one-node run inside a multi-node Slurm allocation sees SLURM_NODEID (up to N-1) and
+	 * SLURM_NNODES (N). With no count given at all, a launcher's rank is still read (and a
+	 * rank above 0 refused: the count is missing). */
+	if (rank_v && !(s_nnodes_given(p) && cfg->nnodes == 1))
+		return s_set_from_env(p, cfg, rank_i, rank_v, rank_which);
 	return 0;
 }
 

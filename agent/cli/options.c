@@ -631,7 +631,7 @@ const struct rr_option rr_options[] = {
 	{ "node-rank", 0, "K", "RESUME_RUN_NODE_RANK", RR_ON(RR_CMD_RUN) | RR_ON(RR_CMD_RESTORE),
 	  RR_GROUP_MAIN, s_set_node_rank,
 	  "this node's rank, 0..N-1 (default 0; also SLURM_NODEID,\n"
-	  "NODE_RANK)",
+	  "NODE_RANK, not read when N is given as 1)",
 	  "a node rank, 0-4095" },
 	{ "checkpoint", 0, "NAME", "RESUME_RUN_CHECKPOINT",
 	  RR_ON(RR_CMD_RESTORE) | RR_ON(RR_CMD_VERIFY) | RR_ON(RR_CMD_UNMARK), RR_GROUP_MAIN,

@@ -1363,6 +1363,63 @@ static void test_parse_node_rank_must_be_below_nnodes(void)
 	CU_ASSERT_EQUAL(p.cfg.node_rank, 1);
 }
 
+/* A node count given as 1 makes a single-node run, rank 0: the launcher's rank (SLURM_NODEID,
+ * NODE_RANK: a one-node run inside a multi-node Slurm allocation sees its node's) is not read.
+ * A count above 1 reads it (srun resume-run --nnodes $SLURM_NNODES); the agent's own rank
+ * variable and --node-rank are never passed over. */
+static void test_parse_single_node_run_ignores_the_launchers_rank(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	setenv("SLURM_NODEID", "1", 1);
+	p = s_parse(ARGV("resume-run", "--nnodes", "1", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.nnodes, 1);
+	CU_ASSERT_EQUAL(p.cfg.node_rank, 0);
+	setenv("SLURM_NNODES", "4", 1);
+	setenv("SLURM_NODEID", "2", 1);
+	p = s_parse(ARGV("resume-run", "--nnodes", "1", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.nnodes, 1);
+	CU_ASSERT_EQUAL(p.cfg.node_rank, 0);
+	p = s_parse(ARGV("resume-run", "restore", "--to", "/tmp/x", "--nnodes", "1"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.node_rank, 0);
+	/* not read at all: a value it would refuse does not matter */
+	setenv("SLURM_NODEID", "x", 1);
+	p = s_parse(ARGV("resume-run", "--nnodes", "1", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	s_clear_env();
+	setenv("RESUME_RUN_NNODES", "1", 1);
+	setenv("NODE_RANK", "3", 1);
+	p = s_parse(ARGV("resume-run", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.node_rank, 0);
+	s_clear_env();
+	setenv("SLURM_NNODES", "1", 1);
+	setenv("SLURM_NODEID", "0", 1);
+	p = s_parse(ARGV("resume-run", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.nnodes, 1);
+	CU_ASSERT_EQUAL(p.cfg.node_rank, 0);
+	/* more than one node: the launcher's rank */
+	setenv("SLURM_NNODES", "4", 1);
+	setenv("SLURM_NODEID", "3", 1);
+	p = s_parse(ARGV("resume-run", "--nnodes", "4", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.node_rank, 3);
+	/* an explicit rank with one node is still a mistake */
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--nnodes", "1", "--node-rank", "1", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	setenv("RESUME_RUN_NODE_RANK", "1", 1);
+	p = s_parse(ARGV("resume-run", "--nnodes", "1", "--", "true"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "node rank 1"));
+	s_clear_env();
+}
+
 /* --every auto, --mtbf, --max-overhead (docs/performance.md, "How often to checkpoint"). */
 static void test_parse_every_auto_mtbf_and_max_overhead(void)
 {
@@ -1541,6 +1598,8 @@ static CU_TestInfo s_tests[] = {
 	{ "parse_nodes_precedence_flag_then_agent_then_slurm_then_generic",
 	  test_parse_nodes_precedence_flag_then_agent_then_slurm_then_generic },
 	{ "parse_node_rank_must_be_below_nnodes", test_parse_node_rank_must_be_below_nnodes },
+	{ "parse_single_node_run_ignores_the_launchers_rank",
+	  test_parse_single_node_run_ignores_the_launchers_rank },
 	CU_TEST_INFO_NULL,
 };
 
