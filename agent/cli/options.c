@@ -159,6 +159,12 @@ static int s_set_signal(struct rr_config *c, enum rr_command cmd, const char *v)
 static int s_set_every(struct rr_config *c, enum rr_command cmd, const char *v)
 {
 	(void)cmd;
+	/* off, the default: no periodic request (a variable can say so over a deploy's). */
+	if (strcmp(v, "off") == 0) {
+		c->every_auto = 0;
+		c->every_ms = 0;
+		return 0;
+	}
 	c->every_auto = strcmp(v, "auto") == 0;
 	if (c->every_auto) {
 		c->every_ms = 0;
@@ -550,8 +556,9 @@ const struct rr_option rr_options[] = {
 	{ "every", 0, "DURATION", "RESUME_RUN_EVERY", RR_ON(RR_CMD_RUN), RR_GROUP_MAIN, s_set_every,
 	  "also ask for a checkpoint periodically (90s, 30m, 2h), or\n"
 	  "auto: as often as the run's losses and the checkpoint's\n"
-	  "measured cost make worthwhile (Daly's interval)",
-	  "a duration of at least 1s (90s, 30m, 2h), or auto" },
+	  "measured cost make worthwhile (Daly's interval); off\n"
+	  "(default): never",
+	  "a duration of at least 1s (90s, 30m, 2h), auto or off" },
 	{ "mtbf", 0, "DURATION", "RESUME_RUN_MTBF", RR_ON(RR_CMD_RUN) | RR_ON(RR_CMD_SIMULATE),
 	  RR_GROUP_MAIN, s_set_mtbf,
 	  "for --every auto: the mean time between losses no notice\n"

@@ -760,6 +760,34 @@ static void test_parse_signal_refuses_one_that_means_something_else(void)
 	s_clear_env();
 }
 
+/* off, the default the docs name, is a value too, from the flag and the variable (a
+ * container's or a unit's environment turns a deploy's periodic checkpoints off with it). */
+static void test_parse_every_off_means_no_periodic_checkpoints(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "--every", "off", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_ms, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_auto, 0);
+	setenv("RESUME_RUN_EVERY", "off", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_ms, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_auto, 0);
+	/* the flag wins over the variable, both ways */
+	p = s_parse(ARGV("resume-run", "--every", "30m", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_ms, 30LL * 60 * 1000);
+	setenv("RESUME_RUN_EVERY", "auto", 1);
+	p = s_parse(ARGV("resume-run", "--every", "off", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_ms, 0);
+	CU_ASSERT_EQUAL(p.cfg.every_auto, 0);
+	s_clear_env();
+}
+
 static void test_parse_every_below_one_second_is_refused(void)
 {
 	struct s_parsed p;
@@ -1577,6 +1605,8 @@ static CU_TestInfo s_tests[] = {
 	  test_parse_signal_by_name_with_or_without_sig_or_by_number },
 	{ "test_parse_signal_refuses_one_that_means_something_else",
 	  test_parse_signal_refuses_one_that_means_something_else },
+	{ "test_parse_every_off_means_no_periodic_checkpoints",
+	  test_parse_every_off_means_no_periodic_checkpoints },
 	{ "test_parse_every_below_one_second_is_refused",
 	  test_parse_every_below_one_second_is_refused },
 	{ "test_parse_run_options_set_their_fields", test_parse_run_options_set_their_fields },
