@@ -1558,6 +1558,17 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 	if (rc && r->store->stopped) {
 		rr_catalog_destroy(c);
 		return EXIT_AGENT_ERROR;
+	} else if (rc == RR_ECORRUPT && r->cfg->nnodes > 1) {
+		/* Said already: the damaged checkpoint is marked for every node, relaunch. */
+		rr_catalog_destroy(c);
+		return EXIT_AGENT_ERROR;
+	} else if (rc == RR_ENOENT) {
+		rr_error("no checkpoint of run '%s' is left to restore: those in the store are "
+			 "marked suspect or not committed (`resume-run ls` shows which; `resume-run "
+			 "unmark --checkpoint NAME` clears a suspect mark); not starting from scratch "
+			 "over them (use another --run-id for a fresh start)", r->cfg->run_id);
+		rr_catalog_destroy(c);
+		return EXIT_AGENT_ERROR;
 	} else if (rc) {
 		rr_error("no checkpoint of run '%s' could be restored (%s); not starting from "
 			 "scratch over them (use another --run-id for a fresh start)",
