@@ -133,13 +133,23 @@ def step_of(path):
     return int(found[-1]) if found else None
 
 
+def _signal_number(number):
+    """number when it is a signal: a named one, or a real-time one (SIGRTMIN..SIGRTMAX, which
+    the agent passes by number and Python's signal.Signals does not list); ValueError
+    otherwise."""
+    if signal.SIGRTMIN <= number <= signal.SIGRTMAX:
+        return number
+    return signal.Signals(number).value
+
+
 def parse_signal(name):
-    """Return the signal number for "USR1", "SIGUSR1", "10" or an int; ValueError otherwise."""
+    """Return the signal number for "USR1", "SIGUSR1", "10", a real-time signal's number
+    ("40") or an int; ValueError otherwise."""
     if isinstance(name, int):
-        return signal.Signals(name).value
+        return _signal_number(name)
     text = str(name).strip()
     if text.isdigit():
-        return signal.Signals(int(text)).value
+        return _signal_number(int(text))
     upper = text.upper()
     if not upper.startswith("SIG"):
         upper = "SIG" + upper

@@ -114,6 +114,14 @@ class TestEnvironment(TempDirTest):
         with self.assertRaises(ValueError):
             resume_run.parse_signal("NOPE")
 
+    def test_parse_signal_takes_a_real_time_signal_by_number(self):
+        # The agent passes --signal 40 (SIGRTMIN..SIGRTMAX) as RESUME_RUN_SIGNAL=40.
+        rt = int(signal.SIGRTMIN) + 6
+        self.assertEqual(resume_run.parse_signal(str(rt)), rt)
+        self.assertEqual(resume_run.parse_signal(int(signal.SIGRTMAX)), int(signal.SIGRTMAX))
+        with self.assertRaises(ValueError):
+            resume_run.parse_signal(str(int(signal.SIGRTMAX) + 1))
+
     def test_import_does_not_import_torch(self):
         code = "import sys, resume_run; sys.exit(1 if 'torch' in sys.modules else 0)"
         r = subprocess.run([sys.executable, "-c", code], cwd=SCRIPTS, env=clean_env())
