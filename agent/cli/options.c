@@ -333,6 +333,10 @@ static int s_set_keep(struct rr_config *c, enum rr_command cmd, const char *v)
 static int s_set_keep_every(struct rr_config *c, enum rr_command cmd, const char *v)
 {
 	(void)cmd;
+	if (strcmp(v, "off") == 0) { /* the default, said over a deploy's setting */
+		c->keep_every_ms = 0;
+		return 0;
+	}
 	return rr_parse_duration_ms(v, &c->keep_every_ms) || c->keep_every_ms <= 0 ? RR_EINVAL
 										   : 0;
 }
@@ -591,7 +595,7 @@ const struct rr_option rr_options[] = {
 	{ "keep-every", 0, "DURATION", "RESUME_RUN_KEEP_EVERY", RR_ON(RR_CMD_RUN) | RR_ON(RR_CMD_GC),
 	  RR_GROUP_MAIN, s_set_keep_every,
 	  "besides the newest N, keep one checkpoint per period\n"
-	  "(the oldest of each; e.g. 1h) ...", "a duration such as 30m or 1h" },
+	  "(the oldest of each; e.g. 1h; default off) ...", "a duration such as 30m or 1h, or off" },
 	{ "keep-for", 0, "DURATION", "RESUME_RUN_KEEP_FOR", RR_ON(RR_CMD_RUN) | RR_ON(RR_CMD_GC),
 	  RR_GROUP_MAIN, s_set_keep_for,
 	  "... for this long after its commit (default: for ever);\n"

@@ -788,6 +788,23 @@ static void test_parse_every_off_means_no_periodic_checkpoints(void)
 	s_clear_env();
 }
 
+/* --keep-every's default is off, as the docs say; saying so is accepted too. */
+static void test_parse_keep_every_off_keeps_no_periodic_checkpoints(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	setenv("RESUME_RUN_KEEP_EVERY", "1h", 1);
+	p = s_parse(ARGV("resume-run", "--keep-every", "off", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.keep_every_ms, 0);
+	setenv("RESUME_RUN_KEEP_EVERY", "off", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.keep_every_ms, 0);
+	s_clear_env();
+}
+
 static void test_parse_every_below_one_second_is_refused(void)
 {
 	struct s_parsed p;
@@ -1607,6 +1624,8 @@ static CU_TestInfo s_tests[] = {
 	  test_parse_signal_refuses_one_that_means_something_else },
 	{ "test_parse_every_off_means_no_periodic_checkpoints",
 	  test_parse_every_off_means_no_periodic_checkpoints },
+	{ "test_parse_keep_every_off_keeps_no_periodic_checkpoints",
+	  test_parse_keep_every_off_keeps_no_periodic_checkpoints },
 	{ "test_parse_every_below_one_second_is_refused",
 	  test_parse_every_below_one_second_is_refused },
 	{ "test_parse_run_options_set_their_fields", test_parse_run_options_set_their_fields },
