@@ -412,6 +412,16 @@ static int s_committed(struct rr_store *s, const char *name)
 	return ok;
 }
 
+/* step-6 in the checkpoint directory: the tokenizer every step has, and step-1's weights. */
+static void s_step6_holds_step1s_weights(struct s_run *r)
+{
+	char *d = fx_ckpt(&r->f, "step-6");
+
+	fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
+	fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644);
+	free(d);
+}
+
 /* Another machine persists step-6, which holds the weights only step-1 had, while this
  * retention deletes step-1..3: its persist writes that old chunk again and its manifest
  * lands after gc listed the manifests the second time, just before gc deletes the chunk.
@@ -437,14 +447,10 @@ static void test_gc_keeps_a_chunk_written_again_after_its_listing(void)
 	struct s_run r;
 	struct s_hook h;
 	struct rr_gc_stats st;
-	char *d;
 
 	s_setup(&r, 0); /* chunks 1.5 h old, grace 1 h */
 	s_late = &r;
-	d = fx_ckpt(&r.f, "step-6");
-	fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
-	fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644); /* step-1's weights */
-	free(d);
+	s_step6_holds_step1s_weights(&r);
 	s_hook_init(&h, r.f.s, s_hook_persist_step6);
 	h.del_match = "/chunks/";
 	h.base.vt = &s_hook_vt_if_old;
@@ -476,14 +482,10 @@ static void test_gc_persist_stores_again_a_renewed_chunk_deleted_before_its_mani
 	struct s_hook h;
 	struct rr_persist_opts o = fx_opts();
 	struct rr_persist_stats ps;
-	char *d;
 
 	s_setup(&r, 0); /* chunks 1.5 h old, grace 1 h */
 	s_late = &r;
-	d = fx_ckpt(&r.f, "step-6");
-	fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
-	fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644); /* step-1's weights */
-	free(d);
+	s_step6_holds_step1s_weights(&r);
 	s_hook_init(&h, r.f.s, s_hook_delete_step1_weights);
 	h.put_match = "step-6/manifest.json";
 	o.previous = r.m[5];
@@ -509,13 +511,10 @@ static void test_gc_handover_keeps_old_chunks_a_new_manifest_deduplicated(void)
 	struct rr_persist_stats ps;
 	struct rr_catalog *c = NULL;
 	struct rr_restore_stats rs;
-	char *d, why[512];
+	char why[512];
 
 	s_setup(&r, 0); /* chunks 1.5 h old, grace 1 h */
-	d = fx_ckpt(&r.f, "step-6");
-	fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
-	fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644); /* step-1's weights */
-	free(d);
+	s_step6_holds_step1s_weights(&r);
 	s_hook_init(&h, r.f.s, s_hook_gc);
 	h.put_match = "step-6/manifest.json";
 	o.previous = r.m[5]; /* what the new machine restored */
@@ -578,7 +577,7 @@ static void test_gc_persist_judges_chunk_ages_by_the_store_clock(void)
 	struct s_run r;
 	struct rr_persist_opts o = fx_opts();
 	struct rr_persist_stats ps;
-	char date[64], *d;
+	char date[64];
 	time_t ahead = time(NULL) + 40 * 60;
 
 	s_setup(&r, 0);
@@ -586,10 +585,7 @@ static void test_gc_persist_judges_chunk_ages_by_the_store_clock(void)
 	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime(&ahead));
 	rr_store_observe_date(r.f.s, date);
 	CU_ASSERT_TRUE_FATAL(rr_store_clock_known(r.f.s));
-	d = fx_ckpt(&r.f, "step-6");
-	fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
-	fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644);
-	free(d);
+	s_step6_holds_step1s_weights(&r);
 	o.previous = r.m[5];
 	o.gc_grace_ms = S_HOUR_MS;
 	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(r.f.s, r.f.ckpt_dir, "step-6", 6000, &o, NULL,
