@@ -107,6 +107,11 @@ struct s_run {
 	int retention_stopped;   /* leaving: retention was told to stop (rr_persister_leaving) */
 
 	char restored[256]; /* what the start-up restore put back, "" when nothing */
+	/* Checkpoints the start-up restore passed over as suspect: a local copy of one of them
+	 * (this machine's, or a shared directory's) is set aside by the start-up scan, not
+	 * resumed from again. */
+	char (*passed)[256];
+	size_t npassed;
 	/* newest checkpoint committed in the checkpoint directory */
 	char newest[256];
 	int64_t newest_ms;
@@ -899,10 +904,29 @@ static void s_notice_file_at_start(struct s_run *r)
 
 /* ---- checkpoints ---- */
 
+static void s_move_aside(struct s_run *r, const char *name);
+
+/* 1 when name is a checkpoint the start-up restore passed over as suspect, now set aside: by
+ * name, as s_restore_before does (a copy restored here has the restore's time, not the
+ * commit's, so times cannot tell it from a later commit of the name; setting that aside
+ * costs the steps since the one before, resuming from the suspect one costs the run). */
+static int s_set_aside_if_passed_over(struct s_run *r, const char *name)
+{
+	for (size_t i = 0; i < r->npassed; i++)
+		if (strcmp(r->passed[i], name) == 0) {
+			s_move_aside(r, name);
+			return 1;
+		}
+	return 0;
+}
+
 static void s_on_commit(const char *name, int64_t ms, void *ud)
 {
 	struct s_run *r = ud;
 	int urgent = 0;
+
+	if (!r->scanned && s_set_aside_if_passed_over(r, name))
+		return;
 
 	/* At start-up the newest by name is what the trainer resumes from
 	 * (docs/trainer-contract.md, "The trainer contract"); once it runs, what it commits
@@ -1507,6 +1531,23 @@ static int s_loop(struct s_run *r)
 
 /* ---- start-up ---- */
 
+/* The suspect checkpoints the restore's walk read (those newer than what it restored). */
+static void s_note_passed_over(struct s_run *r, const struct rr_catalog *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		const struct rr_catalog_entry *e = &c->entries[i];
+		char(*grown)[256];
+
+		if (!e->opened || !rr_catalog_is_suspect(e))
+			continue;
+		grown = realloc(r->passed, (r->npassed + 1) * sizeof(*r->passed));
+		if (!grown)
+			return; /* out of memory: a local copy may be resumed from, as before */
+		r->passed = grown;
+		snprintf(r->passed[r->npassed++], sizeof(r->passed[0]), "%s", e->name);
+	}
+}
+
 /* *chunks: the store's chunks as this lookup listed them, for the first persist. */
 static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 			      struct rr_chunk_index **chunks)
@@ -1549,6 +1590,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 	}
 	rc = rr_restore_newest_leased(r->store, c, r->cfg->nnodes, r->cfg->node_rank, r->ckpt_dir,
 				      r->cfg->threads, name, sizeof(name), &st, lease);
+	s_note_passed_over(r, c);
 	if (!rc && lease[0]) {
 		/* No notice bounds the store yet, nor does anything else use it. */
 		rr_store_set_deadline(r->store, rr_mono_ms() + LEASE_RELEASE_MS);
@@ -1935,6 +1977,7 @@ static void s_teardown(struct s_run *r, int code)
 	if (r->sfd >= 0)
 		close(r->sfd);
 	free(r->exe);
+	free(r->passed);
 }
 
 int rr_run(const struct rr_config *cfg)

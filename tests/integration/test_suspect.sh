@@ -4,7 +4,8 @@
 # with no newer commit it is marked suspect in the store; the agent restores the one before, the
 # trainer commits the name again and that commit replaces the suspect one; a new machine passes
 # a suspect checkpoint over; the checkpoint resumed from is proven, and retention keeps it; `ls`
-# and `report` say so, `unmark` clears a mark; a command that cannot start (127) marks nothing.
+# and `report` say so, `unmark` clears a mark; a command that cannot start (127) marks nothing;
+# a local copy of a suspect checkpoint is set aside at the next start.
 . "$(dirname "$0")/lib.sh"
 
 POISON="$RR_SRC/tests/integration/trainers/poison.py"
@@ -71,6 +72,18 @@ PY
 expect_eq "$(cat "$W"/store2/default/events/*-exit.json | grep -o '"how":"[a-z]*"' | tr '\n' ' ')" \
 	'"how":"finished" "how":"failed" "how":"finished" ' "exit events"
 ok "giving up still marks step-6; the next machine passes it over and restores step-5"
+
+# The same checkpoint directory again (a pod restarted on its node, a shared directory): the
+# giving-up machine's d2 still holds step-6. The start passes it over in the store and sets
+# the local copy aside, or the trainer would resume from it (and its commit replace the mark).
+cp -r "$W/store3" "$W/store4"
+[ -d "$W/d2/step-6" ] || fail "the giving-up machine left no local step-6 to test with"
+run_rr n4.log --store "file://$W/store4" --checkpoint-dir "$W/d2" -- "$PY" "$POISON" --until 10
+expect_eq "$RC" 0 "the same directory again"
+expect_grep 'moved the suspect step-6 aside' n4.log "local copy set aside"
+expect_grep 'training from step 5 ' n4.log "resumed from step-5"
+expect_eq "$(grep -c 'poisoned' n4.log)" 0 "no attempt from the local poisoned copy"
+ok "a local copy of the suspect step-6 (the same directory again) is set aside; step-5 resumed"
 
 # unmark clears a mark: the next start takes step-6 again.
 "$RR_BIN" unmark --store "file://$W/store3" --checkpoint step-6 2> unmark.log
