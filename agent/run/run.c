@@ -571,9 +571,15 @@ static void s_notice_made_durable(struct s_run *r)
  * started again (the next machine resumes from the store). What this one leaves behind is the
  * newest checkpoint: the agent waits until it is durable, persisting it ahead of everything
  * else if it is not yet, and leaves with the preempted status. */
+static void s_set_suspect_aside(struct s_run *r, int restore_before);
+
 static void s_going_between_attempts(struct s_run *r)
 {
 	rr_info("the trainer is not restarted: this machine is going");
+	/* Failed often enough from its checkpoint to mark it: marked as when giving up, so the
+	 * next machine starts from the one before. */
+	if (r->suspect_due)
+		s_set_suspect_aside(r, 0);
 	r->preempted = 1;
 	s_decide(r, rr_exit_code_from_status(r->child_status)); /* the failed attempt's */
 	s_transition(r, S_FINISHING, r->nstate);

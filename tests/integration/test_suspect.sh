@@ -85,6 +85,24 @@ expect_grep 'training from step 5 ' n4.log "resumed from step-5"
 expect_eq "$(grep -c 'poisoned' n4.log)" 0 "no attempt from the local poisoned copy"
 ok "a local copy of the suspect step-6 (the same directory again) is set aside; step-5 resumed"
 
+# A preemption while the trainer waits to be restarted, after the failures that make step-6
+# suspect: the machine leaves without restarting it, and marks step-6 as when giving up.
+run_rr p1.log --store "file://$W/store5" --checkpoint-dir "$W/p1" -- "$PY" "$POISON" --until 6 --poison-at 6
+expect_eq "$RC" 0 "machine writing the poisoned step-6"
+set +e
+"$RR_BIN" --store "file://$W/store5" --checkpoint-dir "$W/p2" --suspect-after 1 \
+	--max-restarts 3 --drill-file "$W/p2.drill" -- "$PY" "$POISON" --until 10 > p2.log 2>&1 &
+pid=$!
+set -e
+wait_for 30 grep -q 'restarting the trainer in' p2.log || fail "no restart backoff: $(cat p2.log)"
+echo '{"kind":"preempt","deadline_in":60}' > "$W/p2.drill"
+set +e; wait "$pid"; RC=$?; set -e
+expect_eq "$RC" "$RR_PREEMPTED" "preempted in the backoff"
+expect_grep 'not restarted: this machine is going' p2.log "not restarted"
+[ -e "$W/store5/default/checkpoints/step-6/suspect.json" ] ||
+	fail "step-6 not marked when the preemption came in the backoff: $(cat p2.log)"
+ok "a preemption in the restart backoff after step-6's failure still marks step-6 suspect"
+
 # unmark clears a mark: the next start takes step-6 again.
 "$RR_BIN" unmark --store "file://$W/store3" --checkpoint step-6 2> unmark.log
 [ -e "$W/store3/default/checkpoints/step-6/suspect.json" ] && fail "unmark left the mark"
