@@ -1944,7 +1944,6 @@ static int s_start_watching(struct s_run *r, struct rr_manifest *baseline,
 	rr_watcher_set_rule(r->watcher, &r->cfg->commit);
 	rr_watcher_scan(r->watcher, s_on_commit, r);
 	r->scanned = 1;
-	s_notice_file_at_start(r);
 	rc = s_cadence_start(r);
 	if (rc) {
 		rr_error("cannot start: %s", rr_strerror(rc));
@@ -2000,6 +1999,8 @@ int rr_run(const struct rr_config *cfg)
 			 rc == RR_ENOENT ? "command not found" : "permission denied");
 		return rc == RR_ENOENT ? 127 : 126;
 	}
+	/* Before the restore, which may take minutes: a drill file created meanwhile is one. */
+	s_notice_file_at_start(&r);
 	if (s_setup(&r) != 0)
 		goto out;
 	rc = s_restore_watched(&r, &baseline, &chunks);

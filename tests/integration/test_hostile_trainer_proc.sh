@@ -119,6 +119,25 @@ for c in "INT $RR_PREEMPTED $RR_PREEMPTED" "TERM $RR_PREEMPTED $RR_PREEMPTED" "T
 	rm -f STALL
 	ok "SIG$sig during a stalled restore (--preempted-exit-code $pec): exit $rc after $ms ms, trainer never started, nothing half-restored left"
 done
+# A drill file created while the start-up restore runs is a notice once the trainer starts,
+# not a leftover of an earlier drill (only one there before the agent started is).
+rm -rf .resume-run/checkpoints drill-r
+stalls=$(grep -c '^stalled GET .*/chunks/' proxy.log || true)
+touch STALL
+"$RR_BIN" --store "s3://$S3_BUCKET/runs" --drill-file "$W/drill-r" -- sleep 30 > restore-drill.log 2>&1 &
+agent=$!
+LEFT_PIDS+=("$agent")
+wait_for 30 more_stalls || fail "drill: the restore never reached a chunk"
+# (sleep has no handler for the request: the deadline's SIGTERM ends it)
+echo '{"kind":"preempt","deadline_in":2}' > drill-r
+rm -f STALL
+for _ in $(seq 900); do alive $agent || break; sleep 0.05; done
+if alive $agent; then kill -9 $agent; fail "drill: the agent still ran 45 s on: $(cat restore-drill.log)"; fi
+set +e; wait $agent; rc=$?; set -e
+expect_eq "$rc" "$RR_PREEMPTED" "drill file created during the restore: exit status"
+expect_no_grep 'already exists at start' restore-drill.log "drill: not taken for a leftover"
+expect_grep 'notice: preempt from file' restore-drill.log "drill: the notice"
+ok "a drill file created during the start-up restore is a notice once the trainer runs"
 fi
 
 # --- 3. the trainer's leftovers: gone after the restart and after the agent exits ---

@@ -5,11 +5,13 @@ usage: stall_proxy.py LISTEN_PORT UPSTREAM_PORT STALL_FILE
 
 Bytes pass through unchanged (so SigV4 signatures made for the proxy's address still
 verify). While STALL_FILE exists, a request whose first line names a path with PATTERN
-("/chunks/") is never forwarded: the connection stays open with no answer, the way a hung
-server or a black-holed network looks. Prints "ready" once listening and "stalled <line>"
-for each request it holds.
+("/chunks/") is not forwarded: the connection stays open with no answer, the way a hung
+server or a black-holed network looks; once STALL_FILE is removed the request goes on as if
+the server had been slow. Prints "ready" once listening and "stalled <line>" for each request
+it holds.
 """
 import os
+import select
 import socket
 import sys
 import threading
@@ -43,10 +45,13 @@ def client_to_upstream(client, upstream, stall_file):
             first = data.split(b"\r\n", 1)[0]
             if os.path.exists(stall_file) and PATTERN in first and first[:4] in (b"GET ", b"HEAD"):
                 print("stalled " + first.decode("latin-1"), flush=True)
-                # Hold the connection: read (and drop) whatever comes until the client goes.
-                while client.recv(65536):
-                    pass
-                break
+                # Hold the request until the stall ends or the client goes.
+                while os.path.exists(stall_file):
+                    if select.select([client], [], [], 0.05)[0]:
+                        more = client.recv(65536)
+                        if not more:
+                            return
+                        data += more
             upstream.sendall(data)
     except OSError:
         pass
