@@ -13,12 +13,12 @@
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
+. "$RR_SRC/tests/integration/gcslib.sh"
 . "$RR_SRC/tests/integration/azurelib.sh"
 . "$RR_SRC/tests/integration/faultlib.sh"
 . "$RR_SRC/tests/integration/metalib.sh"
-GCS_PID=
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'k_rc=$?; set +e; [ -z "$GCS_PID" ] || kill $GCS_PID; stop_meta; stop_faults; stop_azurite; stop_az_server; stop_s3; (exit $k_rc); cleanup' EXIT
+trap 'k_rc=$?; set +e; stop_gcs; stop_meta; stop_faults; stop_azurite; stop_az_server; stop_s3; (exit $k_rc); cleanup' EXIT
 
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 [ -e "$FAKETIME_LIB" ] || fail "libfaketime is missing (scripts/install-deps.sh test installs faketime)"
@@ -144,12 +144,8 @@ assert len(refused) == 2 and refused[0] == 0, refused' || fail "Azure: requests 
 ok "Azure 20 minutes ahead and behind: 403 AuthenticationFailed once each, then dated by Azure's clock; persists and restores byte-identical"
 
 # --- GCS with a service-account key: the token endpoint refuses a JWT off by its clock ---
-GPORT=$(free_port)
-"$PY" "$RR_SRC/tests/gcs/make_sa_key.py" "$GPORT" > sa.json
-"$PY" "$RR_SRC/tests/gcs/server.py" --port "$GPORT" --s3 "http://127.0.0.1:$S3_PORT" \
-	--bucket "$S3_BUCKET" --key-file sa.json > gcs.out 2> gcs.log &
-GCS_PID=$!
-wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
+gcs_key sa.json
+start_gcs gcs.log --key-file sa.json
 export STORAGE_EMULATOR_HOST="127.0.0.1:$GPORT" GOOGLE_APPLICATION_CREDENTIALS="$W/sa.json"
 round gcs "gs://$S3_BUCKET/skew-gcs"
 expect_grep 'refused the JWT and says this machine.s clock is off by -1[12][0-9][0-9] s' gcs-ahead.log "the token endpoint's time was taken"

@@ -9,6 +9,7 @@
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
+. "$RR_SRC/tests/integration/gcslib.sh"
 T="$RR_SRC/tests/integration/trainers"
 STEPS=300
 
@@ -222,14 +223,10 @@ ok "S3: objects sealed as the AWS CLI reads them, incremental stays incremental,
 
 # --- 5. gs:// (the GCS test server in front of the same S3 server): generation
 # preconditions and bearer tokens under the sealed store ---
-GPORT=$(free_port)
-"$PY" "$RR_SRC/tests/gcs/make_sa_key.py" "$GPORT" > sa.json
-"$PY" "$RR_SRC/tests/gcs/server.py" --port "$GPORT" --s3 "http://127.0.0.1:$S3_PORT" \
-	--bucket "$S3_BUCKET" --key-file sa.json --accept-token gcp-token > gcs.out 2> gcs.log &
-GCS_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'g_rc=$?; kill $GCS_PID 2>/dev/null; stop_s3; cleanup $g_rc' EXIT
-wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
+trap 'g_rc=$?; stop_gcs; stop_s3; cleanup $g_rc' EXIT
+gcs_key sa.json
+start_gcs gcs.log --key-file sa.json --accept-token gcp-token
 (
 	export STORAGE_EMULATOR_HOST="127.0.0.1:$GPORT" GOOGLE_APPLICATION_CREDENTIALS="$W/sa.json"
 	export RESUME_RUN_STORE="gs://$S3_BUCKET/gcs"

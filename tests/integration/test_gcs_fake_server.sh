@@ -14,25 +14,23 @@
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
+. "$RR_SRC/tests/integration/gcslib.sh"
 
 "$RR_SRC/tests/thirdparty/install.sh" fake-gcs
 FAKE_GCS_BIN=$(RR_TOOLS_PRINT=1 "$RR_SRC/tests/thirdparty/install.sh" fake-gcs)
 SDK_PY=$(sdk_python)
 start_s3
-FPORT=$(free_port); GPORT=$(free_port)
+FPORT=$(free_port)
 mkdir -p "$W/fake-gcs-seed/$S3_BUCKET" # a folder under -data is a bucket at start
 "$FAKE_GCS_BIN" -scheme http -host 127.0.0.1 -port "$FPORT" -public-host "127.0.0.1:$FPORT" \
 	-external-url "http://127.0.0.1:$FPORT" -backend memory -data "$W/fake-gcs-seed" \
 	> "$W/fake-gcs.log" 2>&1 &
 FAKE_PID=$!
-"$PY" "$RR_SRC/tests/gcs/server.py" --port "$GPORT" --s3 "http://127.0.0.1:$S3_PORT" \
-	--bucket "$S3_BUCKET" --accept-token test-token > gcs.out 2> gcs.log &
-GCS_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'g_rc=$?; kill $FAKE_PID $GCS_PID 2>/dev/null; stop_s3; cleanup $g_rc' EXIT
+trap 'g_rc=$?; kill $FAKE_PID 2>/dev/null; stop_gcs; stop_s3; cleanup $g_rc' EXIT
+start_gcs gcs.log --accept-token test-token
 wait_for 30 curl -fsS -o /dev/null "http://127.0.0.1:$FPORT/_internal/healthcheck" ||
 	fail "fake-gcs-server did not start: $(tail -n 5 "$W/fake-gcs.log")"
-wait_for 20 grep -q '^ready' gcs.out || fail "our GCS front did not start"
 
 # --- 1. the two servers side by side ---
 "$PY" "$RR_SRC/tests/gcs/compare_fake_gcs.py" "http://127.0.0.1:$GPORT" "http://127.0.0.1:$FPORT" \

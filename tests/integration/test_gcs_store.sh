@@ -8,17 +8,14 @@
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
+. "$RR_SRC/tests/integration/gcslib.sh"
 
-start_s3
-GPORT=$(free_port)
-# A service-account key whose token_uri is the test server's token endpoint.
-"$PY" "$RR_SRC/tests/gcs/make_sa_key.py" "$GPORT" > sa.json
-"$PY" "$RR_SRC/tests/gcs/server.py" --port "$GPORT" --s3 "http://127.0.0.1:$S3_PORT" \
-	--bucket "$S3_BUCKET" --key-file sa.json --accept-token gcp-token > gcs.out 2> gcs.log &
-GCS_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'g_rc=$?; kill $GCS_PID 2>/dev/null; stop_s3; cleanup $g_rc' EXIT
-wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
+trap 'g_rc=$?; stop_gcs; stop_s3; cleanup $g_rc' EXIT
+start_s3
+# A service-account key whose token_uri is the test server's token endpoint.
+gcs_key sa.json
+start_gcs gcs.log --key-file sa.json --accept-token gcp-token
 gstate() { curl -fsS "http://127.0.0.1:$GPORT/_test/state" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
 export STORAGE_EMULATOR_HOST="127.0.0.1:$GPORT" GOOGLE_APPLICATION_CREDENTIALS="$W/sa.json"

@@ -11,6 +11,7 @@
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
+. "$RR_SRC/tests/integration/gcslib.sh"
 
 # Inputs that hold secrets on purpose live here and are not searched.
 IN="$W/inputs"
@@ -28,13 +29,9 @@ start_s3
 
 # A service-account key for the GCS test server; its private key's base64 body is searched
 # for by a slice from its middle (a 64-character line).
-GPORT=$(free_port)
-"$PY" "$RR_SRC/tests/gcs/make_sa_key.py" "$GPORT" > "$IN/sa.json"
+gcs_key "$IN/sa.json"
 KEY_SLICE=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["private_key"].splitlines()[10])' "$IN/sa.json")
 [ ${#KEY_SLICE} -eq 64 ] || fail "no 64-character line in the private key"
-"$PY" "$RR_SRC/tests/gcs/server.py" --port "$GPORT" --s3 "http://127.0.0.1:$S3_PORT" \
-	--bucket "$S3_BUCKET" --key-file "$IN/sa.json" --accept-token "$BEARER" > gcs.out 2> "$IN/gcs.log" &
-GCS_PID=$!
 RR_TEST_GCP_TOKEN=$BEARER "$PY" "$RR_SRC/tests/metadata/server.py" --cloud gcp --port 0 \
 	--control-port 0 > meta.out 2> "$IN/meta.log" &
 META_PID=$!
@@ -59,8 +56,8 @@ http.server.HTTPServer(("127.0.0.1", int(port)), H).serve_forever()
 PY
 CREDS_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 's_rc=$?; kill $GCS_PID $META_PID $CREDS_PID 2>/dev/null; stop_s3; cleanup $s_rc' EXIT
-wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
+trap 's_rc=$?; stop_gcs; kill $META_PID $CREDS_PID 2>/dev/null; stop_s3; cleanup $s_rc' EXIT
+start_gcs "$IN/gcs.log" --key-file "$IN/sa.json" --accept-token "$BEARER"
 wait_for 20 grep -q '^ready' meta.out || fail "the metadata test server did not start"
 wait_for 20 grep -q '^ready' creds.out || fail "the container credentials server did not start"
 MPORT=$(sed -nE 's/^ready ([0-9]+)/\1/p' meta.out)

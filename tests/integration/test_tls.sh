@@ -8,11 +8,13 @@
 S3_SERVER=s3rver
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
+. "$RR_SRC/tests/integration/gcslib.sh"
 . "$RR_SRC/tests/integration/tlslib.sh"
 
 command -v stunnel4 > /dev/null || fail "stunnel4 is missing (scripts/install-deps.sh test)"
+# shellcheck disable=SC2154 # assigned inside the trap string itself
+trap 't_rc=$?; stop_gcs; stop_stunnel; stop_s3; cleanup $t_rc' EXIT
 start_s3
-GPORT=$(free_port)
 
 make_ca trusted
 make_ca unknown
@@ -21,20 +23,15 @@ make_cert stranger unknown "IP:127.0.0.1,DNS:localhost"
 make_cert wronghost trusted "DNS:storage.example.com"
 make_expired_cert expired trusted
 S3_TLS=$(tls_service s3 good "$S3_PORT")
-GCS_TLS=$(tls_service gcs good "$GPORT")
+# A service-account key whose token_uri is the GCS test server's, through the terminator.
+GCS_TLS=$(free_port)
+gcs_key sa.json "https://127.0.0.1:$GCS_TLS/token"
+start_gcs gcs.log --key-file sa.json --token-url "https://127.0.0.1:$GCS_TLS/token"
+tls_service gcs good "$GPORT" "$GCS_TLS" > /dev/null
 UNKNOWN_TLS=$(tls_service unknown-ca stranger "$S3_PORT")
 WRONGHOST_TLS=$(tls_service wrong-host wronghost "$S3_PORT")
 EXPIRED_TLS=$(tls_service expired expired "$S3_PORT")
 
-# A service-account key whose token_uri is the GCS test server's, through the terminator.
-"$PY" "$RR_SRC/tests/gcs/make_sa_key.py" "https://127.0.0.1:$GCS_TLS/token" > sa.json
-"$PY" "$RR_SRC/tests/gcs/server.py" --port "$GPORT" --s3 "http://127.0.0.1:$S3_PORT" \
-	--bucket "$S3_BUCKET" --key-file sa.json --token-url "https://127.0.0.1:$GCS_TLS/token" \
-	> gcs.out 2> gcs.log &
-GCS_PID=$!
-# shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 't_rc=$?; kill $GCS_PID 2>/dev/null; stop_stunnel; stop_s3; cleanup $t_rc' EXIT
-wait_for 20 grep -q '^ready' gcs.out || fail "the GCS test server did not start"
 start_stunnel "$S3_TLS" "$GCS_TLS" "$UNKNOWN_TLS" "$WRONGHOST_TLS" "$EXPIRED_TLS"
 
 # The terminators really speak TLS with the certificates meant (checked with another client).

@@ -54,12 +54,12 @@ open(out + ".key", "wb").write(key.private_bytes(serialization.Encoding.PEM,
 PY
 }
 
-# tls_service NAME CERT TARGET_PORT: adds a stunnel service that accepts TLS on a free port
-# (printed) with CERT and forwards plain TCP to 127.0.0.1:TARGET_PORT. Call before
-# start_stunnel.
+# tls_service NAME CERT TARGET_PORT [PORT]: adds a stunnel service that accepts TLS on PORT or
+# a free port (printed) with CERT and forwards plain TCP to 127.0.0.1:TARGET_PORT. Call
+# before start_stunnel.
 tls_service() {
-	local port
-	port=$(free_port)
+	local port=${4:-}
+	[ -n "$port" ] || port=$(free_port)
 	printf '[%s]\naccept = 127.0.0.1:%s\nconnect = 127.0.0.1:%s\ncert = %s\nkey = %s\n\n' \
 		"$1" "$port" "$3" "$TLS_DIR/$2.pem" "$TLS_DIR/$2.key" >> "$TLS_DIR/services.conf"
 	echo "$port"
