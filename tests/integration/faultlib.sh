@@ -15,7 +15,7 @@ start_proxy() {
 	"$PY" "$RR_SRC/tests/faults/proxy.py" --upstream "127.0.0.1:$port" "$@" \
 		> "$W/faults.out" 2> "$W/faults.log" &
 	FAULT_PID=$!
-	wait_for 20 grep -q '^ready' "$W/faults.out" || fail "the fault proxy did not start"
+	wait_for 60 grep -q '^ready' "$W/faults.out" || fail "the fault proxy did not start"
 	FAULT_CTL="http://127.0.0.1:$(sed -nE 's/^control ([0-9]+)/\1/p' "$W/faults.out")"
 	FAULT_URL="http://127.0.0.1:$(sed -nE 's/^ready ([0-9]+)/\1/p' "$W/faults.out")"
 }

@@ -19,7 +19,7 @@ gcs_key() {
 }
 
 start_gcs() {
-	local log=$1 prev= a; shift
+	local log=$1 prev='' a; shift
 	: > "$W/gcs.out"
 	"$PY" "$RR_SRC/tests/gcs/server.py" --port 0 --s3 "http://127.0.0.1:$S3_PORT" \
 		--bucket "$S3_BUCKET" "$@" > "$W/gcs.out" 2> "$log" &

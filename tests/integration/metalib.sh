@@ -7,7 +7,7 @@ start_meta() {
 	"$PY" "$RR_SRC/tests/metadata/server.py" --cloud "$1" --port 0 --control-port 0 \
 		> "$W/meta-$1.out" 2> "$W/meta-$1.log" &
 	META_PID=$!
-	wait_for 20 grep -q '^control' "$W/meta-$1.out" || fail "the $1 metadata test server did not start"
+	wait_for 60 grep -q '^control' "$W/meta-$1.out" || fail "the $1 metadata test server did not start"
 	# shellcheck disable=SC2034 # for the test that sourced this file
 	META_URL="http://127.0.0.1:$(sed -nE 's/^ready ([0-9]+)/\1/p' "$W/meta-$1.out")"
 	META_CTL="http://127.0.0.1:$(sed -nE 's/^control ([0-9]+)/\1/p' "$W/meta-$1.out")"

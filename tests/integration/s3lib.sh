@@ -30,7 +30,7 @@ s3_serve() {
 	S3RVER_VERBOSE=1 node --openssl-legacy-provider "$RR_SRC/tests/s3/s3rver.js" "$S3_PORT" \
 		"$S3_DIR" "$S3_BUCKET" >> "$S3_LOG" 2>&1 &
 	S3_PID=$!
-	wait_for 20 s3_ready_after "${started:-0}" || fail "the S3 test server did not start"
+	wait_for 60 s3_ready_after "${started:-0}" || fail "the S3 test server did not start: $(tail -n 5 "$S3_LOG")"
 }
 s3_ready_after() { [ "$(grep -c '^ready' "$S3_LOG" || true)" -gt "$1" ]; }
 

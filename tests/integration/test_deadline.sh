@@ -83,7 +83,7 @@ RATE=200000
 PROXY_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
 trap 'p_rc=$?; kill $PROXY_PID 2>/dev/null || true; stop_s3; cleanup $p_rc' EXIT
-wait_for 20 grep -qs '^ready' proxy.out || fail "the throttling proxy did not start"
+wait_for 60 grep -qs '^ready' proxy.out || fail "the throttling proxy did not start"
 PPORT=$(sed -nE 's/^ready ([0-9]+)/\1/p' proxy.out)
 mkdir b && cd b
 export AWS_ENDPOINT_URL="http://127.0.0.1:$PPORT"

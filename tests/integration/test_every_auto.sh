@@ -145,7 +145,7 @@ RATE=400000
 PROXY_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
 trap 'p_rc=$?; kill $PROXY_PID 2>/dev/null; stop_s3; (exit $p_rc); cleanup' EXIT
-wait_for 20 grep -qs '^ready' proxy.out || fail "the throttling proxy did not start"
+wait_for 60 grep -qs '^ready' proxy.out || fail "the throttling proxy did not start"
 PPORT=$(sed -nE 's/^ready ([0-9]+)/\1/p' proxy.out)
 export AWS_ENDPOINT_URL="http://127.0.0.1:$PPORT"
 # 2.1 MB of state (32 files of 64 KiB), 4 files rewritten a second: 262 kB/s changing.

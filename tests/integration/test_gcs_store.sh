@@ -58,7 +58,7 @@ ok "LATEST kept by generation preconditions ($last); every request carried a val
 "$PY" "$RR_SRC/tests/metadata/server.py" --cloud gcp --port 0 --control-port 0 > meta.out 2> meta.log &
 META_PID=$!
 trap 'g_rc=$?; kill $GCS_PID $META_PID 2>/dev/null; stop_s3; cleanup $g_rc' EXIT
-wait_for 20 grep -q '^ready' meta.out || fail "the metadata test server did not start"
+wait_for 60 grep -q '^ready' meta.out || fail "the metadata test server did not start"
 mport=$(sed -nE 's/^ready ([0-9]+)/\1/p' meta.out)
 env -u GOOGLE_APPLICATION_CREDENTIALS GCE_METADATA_HOST="127.0.0.1:$mport" "$RR_BIN" ls > meta-ls.out 2>&1 ||
 	fail "ls with the metadata server's token: $(cat meta-ls.out)"

@@ -32,7 +32,7 @@ s3_env
 PROXY_PORT=$(free_port)
 "$PY" "$RR_SRC/tests/lib/stall_proxy.py" "$PROXY_PORT" "$S3_PORT" "$W/STALL" > proxy.log 2>&1 &
 proxy_pid=$!
-wait_for 10 grep -q '^ready' proxy.log || fail "the stalling proxy did not start"
+wait_for 60 grep -q '^ready' proxy.log || fail "the stalling proxy did not start"
 export AWS_ENDPOINT_URL="http://127.0.0.1:$PROXY_PORT"
 
 # --- 1. no inherited fds, S3 sockets included, in the first and in a restarted attempt ---

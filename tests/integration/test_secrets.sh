@@ -58,8 +58,8 @@ CREDS_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
 trap 's_rc=$?; stop_gcs; kill $META_PID $CREDS_PID 2>/dev/null; stop_s3; cleanup $s_rc' EXIT
 start_gcs "$IN/gcs.log" --key-file "$IN/sa.json" --accept-token "$BEARER"
-wait_for 20 grep -q '^ready' meta.out || fail "the metadata test server did not start"
-wait_for 20 grep -q '^ready' creds.out || fail "the container credentials server did not start"
+wait_for 60 grep -q '^ready' meta.out || fail "the metadata test server did not start"
+wait_for 60 grep -q '^ready' creds.out || fail "the container credentials server did not start"
 MPORT=$(sed -nE 's/^ready ([0-9]+)/\1/p' meta.out)
 printf '%s' "$C_AUTH" > "$IN/container-token"
 
