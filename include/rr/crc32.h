@@ -9,4 +9,8 @@
 /* Continues crc (0 to start) over len bytes; returns the new CRC. */
 uint32_t rr_crc32(uint32_t crc, const void *data, size_t len);
 
+/* For tests: on, the tables even where the CPU has PCLMULQDQ; returns what rr_crc32 uses
+ * now, "pclmul" or "table". */
+const char *rr_crc32_force_table(int on);
+
 #endif

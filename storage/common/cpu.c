@@ -31,6 +31,8 @@ unsigned rr_cpu_features(void)
 			ecx = 0;
 		if (ecx & bit_F16C)
 			f |= RR_CPU_F16C;
+		if ((ecx & bit_PCLMUL) && (ecx & bit_SSE4_1))
+			f |= RR_CPU_PCLMUL;
 		if ((ecx & bit_SSSE3) && (ecx & bit_SSE4_1) &&
 		    __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & bit_SHA))
 			f |= RR_CPU_SHA;
