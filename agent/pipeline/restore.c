@@ -16,6 +16,7 @@
 #include "rr/beneath.h"
 #include "rr/clock.h"
 #include "rr/codec.h"
+#include "rr/crc32.h"
 #include "dirwalk.h"
 #include "rr/error.h"
 #include "rr/format.h"
@@ -54,6 +55,10 @@ struct s_job {
 	char (*decoded)[RR_XXH128_HEX_LEN + 1]; /* per task: xxh128 of lossy chunks' bytes */
 	struct s_task *tasks;
 	size_t ntasks;
+	size_t *file_first; /* per file: its first task (a file's tasks are consecutive) */
+	/* Per task: the CRC-32 of a lossy chunk's bytes, where the file's format has a finish
+	 * hook (a torch.save zip), computed while they are in the cache (rr/format.h). */
+	uint32_t *crc;
 	/* The unit of work: one stored object, a chunk or a pack (fetched once for all the
 	 * chunks this manifest takes from it). groups[g] is order[first .. first + n). */
 	size_t *order;
@@ -160,6 +165,9 @@ static int s_place_chunk(struct s_job *j, size_t t, struct s_worker *w)
 	/* Rounded values no manifest hash describes: remembered for the next start. */
 	if (j->decoded && !s_lossless(seg->encoding))
 		rr_xxh128_hex(w->raw, ref->size, j->decoded[t]);
+	if (!s_lossless(seg->encoding) && rr_format_by_name(fe->format) &&
+	    rr_format_by_name(fe->format)->finish)
+		j->crc[t] = rr_crc32(0, w->raw, ref->size);
 	snprintf(path, sizeof(path), "%s/%s", j->root, fe->path);
 	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
@@ -358,7 +366,8 @@ static int s_create_file(const char *root, const char *rel, uint64_t size, int r
 	return rc;
 }
 
-static int s_finish_file(const char *root, const struct rr_file_entry *fe)
+static int s_finish_file(const char *root, const struct rr_file_entry *fe,
+			 const uint32_t *chunk_crc)
 {
 	const struct rr_format *fmt = rr_format_by_name(fe->format);
 	char path[8192], why[256] = "";
@@ -374,7 +383,7 @@ static int s_finish_file(const char *root, const struct rr_file_entry *fe)
 		return rr_error_from_errno(errno);
 	/* The format repairs what lossy records changed (a torch.save zip's CRCs). */
 	if (fmt->finish)
-		rc = fmt->finish(fd, fe, why, sizeof(why));
+		rc = fmt->finish(fd, fe, chunk_crc, why, sizeof(why));
 	if (rc)
 		rr_error("%s: %s", fe->path, why);
 	/* Permission bits only: never setuid, setgid or sticky from a store. */
@@ -445,9 +454,12 @@ static int s_job_init(struct s_job *j, unsigned *threads)
 		for (size_t g = 0; g < j->m->files[f].nsegs; g++)
 			nt += j->m->files[f].segs[g].nchunks;
 	j->tasks = calloc(nt ? nt : 1, sizeof(*j->tasks));
-	if (!j->tasks)
+	j->crc = calloc(nt ? nt : 1, sizeof(*j->crc));
+	j->file_first = calloc(j->m->nfiles ? j->m->nfiles : 1, sizeof(*j->file_first));
+	if (!j->tasks || !j->crc || !j->file_first)
 		return RR_ENOMEM;
-	for (size_t f = 0; f < j->m->nfiles; f++)
+	for (size_t f = 0; f < j->m->nfiles; f++) {
+		j->file_first[f] = j->ntasks;
 		for (size_t g = 0; g < j->m->files[f].nsegs; g++) {
 			const struct rr_segment *seg = &j->m->files[f].segs[g];
 			uint64_t at = seg->offset;
@@ -456,6 +468,7 @@ static int s_job_init(struct s_job *j, unsigned *threads)
 				at += seg->chunks[c].size;
 			}
 		}
+	}
 	rc = s_group_tasks(j);
 	if (rc)
 		return rc;
@@ -484,6 +497,8 @@ static void s_job_free(struct s_job *j, unsigned threads)
 	}
 	free(j->workers);
 	free(j->tasks);
+	free(j->crc);
+	free(j->file_first);
 	free(j->order);
 	free(j->groups);
 	free(j->kept);
@@ -748,7 +763,7 @@ static int s_fetch(struct s_target *t, struct s_job *j, unsigned threads,
 	rr_progress_destroy(j->progress);
 	for (size_t f = 0; !rc && f < m->nfiles; f++)
 		if (!j->kept[f])
-			rc = s_finish_file(t->tmp, &m->files[f]);
+			rc = s_finish_file(t->tmp, &m->files[f], j->crc + j->file_first[f]);
 	if (!rc)
 		rc = rr_fsync_dir(t->tmp);
 	return rc;

@@ -47,8 +47,12 @@ struct rr_format {
 	int (*plan)(const struct rr_format_src *src, struct rr_format_plan *out, char *why,
 		    size_t why_len);
 	/* After restore wrote every segment of fe into fd (opened read-write): makes the
-	 * file whole again where lossy segments changed bytes. NULL when nothing to do. */
-	int (*finish)(int fd, const struct rr_file_entry *fe, char *why, size_t why_len);
+	 * file whole again where lossy segments changed bytes. chunk_crc, when not NULL, holds
+	 * the CRC-32 (rr/crc32.h) of the bytes written for each chunk of fe's lossy segments
+	 * (indexed by chunk, the segments' chunks in order; other entries unset), so the hook
+	 * need not read them back. NULL when nothing to do. */
+	int (*finish)(int fd, const struct rr_file_entry *fe, const uint32_t *chunk_crc,
+		      char *why, size_t why_len);
 };
 
 extern const struct rr_format rr_format_plain;

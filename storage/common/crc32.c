@@ -125,6 +125,31 @@ const char *rr_crc32_force_table(int on)
 	return s_use_clmul() ? "pclmul" : "table";
 }
 
+/* a times b modulo P, both in the reflected form (bit 31 is x^0). */
+static uint32_t s_mul(uint32_t a, uint32_t b)
+{
+	uint32_t p = 0;
+
+	for (uint32_t m = 1u << 31; m; m >>= 1) {
+		if (a & m)
+			p ^= b;
+		b = b & 1 ? (b >> 1) ^ 0xEDB88320u : b >> 1;
+	}
+	return p;
+}
+
+uint32_t rr_crc32_combine(uint32_t crc1, uint32_t crc2, uint64_t len2)
+{
+	/* crc1 moved on by len2 zero bytes is crc1 times x^(8 len2) mod P: x^8 (the reflected
+	 * 1u << 23) squared for each bit of len2. */
+	uint32_t shift = 1u << 31, power = 1u << 23;
+
+	for (; len2; len2 >>= 1, power = s_mul(power, power))
+		if (len2 & 1)
+			shift = s_mul(shift, power);
+	return s_mul(shift, crc1) ^ crc2;
+}
+
 uint32_t rr_crc32(uint32_t crc, const void *data, size_t len)
 {
 	const unsigned char *p = data;

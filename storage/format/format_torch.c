@@ -210,12 +210,36 @@ static int s_touches_lossy(const struct rr_file_entry *fe, size_t *g, uint64_t f
 	return 0;
 }
 
-static int s_finish(int fd, const struct rr_file_entry *fe, char *why, size_t why_len)
+/* The CRC of [from, to) from the chunks' CRCs, when that range is exactly one lossy
+ * segment of fe (a tensor's storage, as s_plan makes it). 1 with *crc set, else 0. Asked
+ * in file order, so the segment cursor (*g, and *first, the index of its first chunk) only
+ * moves forward. */
+static int s_crc_from_chunks(const struct rr_file_entry *fe, const uint32_t *chunk_crc,
+			     size_t *g, size_t *first, uint64_t from, uint64_t to, uint32_t *crc)
+{
+	const struct rr_segment *seg;
+
+	for (; chunk_crc && *g < fe->nsegs && fe->segs[*g].offset < from; (*g)++)
+		*first += fe->segs[*g].nchunks;
+	if (!chunk_crc || *g >= fe->nsegs)
+		return 0;
+	seg = &fe->segs[*g];
+	if (seg->offset != from || seg->length != to - from ||
+	    !rr_format_encoding_lossy(seg->encoding))
+		return 0;
+	*crc = 0;
+	for (size_t c = 0; c < seg->nchunks; c++)
+		*crc = rr_crc32_combine(*crc, chunk_crc[*first + c], seg->chunks[c].size);
+	return 1;
+}
+
+static int s_finish(int fd, const struct rr_file_entry *fe, const uint32_t *chunk_crc,
+		    char *why, size_t why_len)
 {
 	struct rr_format_src src = { .pread = rr_format_fd_pread, .ud = &fd, .size = fe->size };
 	struct rr_zip z = { 0 };
 	uint8_t *buf = NULL;
-	size_t g = 0;
+	size_t g = 0, cg = 0, cfirst = 0;
 	int rc = 0, lossy = 0;
 
 	for (size_t k = 0; k < fe->nsegs; k++)
@@ -231,11 +255,16 @@ static int s_finish(int fd, const struct rr_file_entry *fe, char *why, size_t wh
 		uint32_t crc = 0;
 		if (!s_touches_lossy(fe, &g, e->data_off, e->data_off + e->csize))
 			continue;
-		for (uint64_t at = 0; !rc && at < e->csize;) {
-			size_t n = e->csize - at < (1u << 20) ? (size_t)(e->csize - at) : (1u << 20);
-			rc = src.pread(src.ud, buf, n, e->data_off + at);
-			crc = rr_crc32(crc, buf, n);
-			at += n;
+		/* From what restore wrote, or else read back. */
+		if (!s_crc_from_chunks(fe, chunk_crc, &cg, &cfirst, e->data_off,
+				       e->data_off + e->csize, &crc)) {
+			for (uint64_t at = 0; !rc && at < e->csize;) {
+				size_t n = e->csize - at < (1u << 20) ? (size_t)(e->csize - at)
+								       : (1u << 20);
+				rc = src.pread(src.ud, buf, n, e->data_off + at);
+				crc = rr_crc32(crc, buf, n);
+				at += n;
+			}
 		}
 		/* Every field that held the old CRC gets the new one (a local header whose CRC
 		 * lives in the data descriptor keeps its 0). */

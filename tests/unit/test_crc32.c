@@ -1,7 +1,8 @@
 /* CUnit suite "crc32": rr_crc32 (storage/common/crc32.c), the PCLMULQDQ folding and the
  * tables, against known answers (the standard check value, and Python's zlib.crc32 of longer
  * inputs that take the folding path), and the two against each other on every length
- * around the folding's 16- and 64-byte steps, at every alignment, in pieces, and on 5 MiB. */
+ * around the folding's 16- and 64-byte steps, at every alignment, in pieces, and on 5 MiB;
+ * rr_crc32_combine against the CRC of the whole. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,7 +79,33 @@ static void test_pclmul_and_tables_agree_on_every_length_alignment_and_split(voi
 	free(buf);
 }
 
+/* Pieces computed apart, in any lengths (0 too), combine to the CRC of the whole. */
+static void test_combine_gives_the_crc_of_the_concatenation(void)
+{
+	size_t len = 70000;
+	unsigned char *buf = malloc(len);
+	unsigned mismatches = 0;
+	uint32_t whole;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (unsigned char)(i * 2654435761u >> 11);
+	whole = rr_crc32(0, buf, len);
+	for (size_t cut = 0; cut <= len; cut += cut < 300 ? 1 : 997)
+		mismatches += rr_crc32_combine(rr_crc32(0, buf, cut), rr_crc32(0, buf + cut, len - cut),
+					       len - cut) != whole;
+	/* Three pieces, the middle one empty. */
+	mismatches += rr_crc32_combine(rr_crc32_combine(rr_crc32(0, buf, 100), 0, 0),
+				       rr_crc32(0, buf + 100, len - 100), len - 100) != whole;
+	CU_ASSERT_EQUAL(mismatches, 0);
+	CU_ASSERT_EQUAL(rr_crc32_combine(rr_crc32(0, "1234", 4), rr_crc32(0, "56789", 5), 5),
+			0xCBF43926u);
+	free(buf);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "combine_gives_the_crc_of_the_concatenation",
+	  test_combine_gives_the_crc_of_the_concatenation },
 	{ "known_answers_on_the_tables", test_known_answers_on_the_tables },
 	{ "known_answers_on_pclmul", test_known_answers_on_pclmul },
 	{ "pclmul_and_tables_agree_on_every_length_alignment_and_split",

@@ -196,8 +196,11 @@ static uint32_t s_le32(const unsigned char *p)
 }
 
 /* Writes optimizer.pt with one record's bytes changed (as a lossy restore would leave it),
- * runs finish with segments saying which record was lossy, and checks the CRC fields. */
-static void s_finish_case(int lossy, int *ok)
+ * runs finish with segments saying which record was lossy (that record in two chunks), and
+ * checks the CRC fields. crcs: 0, finish reads the record back; 1, it is given its chunks'
+ * CRCs; 2, it is given made-up ones, which must then be what it writes (it used them and
+ * read nothing). */
+static void s_finish_case(int lossy, int crcs, int *ok)
 {
 	char path[] = "/tmp/rr-fmt-finish-XXXXXX", why[256] = "";
 	struct tf_mem m = { 0 }, after = { 0 };
@@ -206,6 +209,8 @@ static void s_finish_case(int lossy, int *ok)
 	struct rr_segment segs[3];
 	struct rr_file_entry fe = { 0 };
 	const struct rr_zip_entry *e;
+	struct rr_chunk_ref chunks[2] = { { .size = 0 } };
+	uint32_t chunk_crc[2];
 	int fd;
 
 	m.p = tf_load("fuzz_torch_zip", "optimizer.pt", &m.n);
@@ -217,8 +222,14 @@ static void s_finish_case(int lossy, int *ok)
 	m.p[e->data_off + 5] ^= 0x01; /* a rounded mantissa bit */
 	memset(segs, 0, sizeof(segs));
 	segs[0] = (struct rr_segment){ .offset = 0, .length = e->data_off };
+	chunks[0].size = e->usize / 2;
+	chunks[1].size = e->usize - chunks[0].size;
 	segs[1] = (struct rr_segment){ .offset = e->data_off, .length = e->usize,
-				       .encoding = lossy ? RR_ENC_FP16 : RR_ENC_SHUFFLE_ZSTD };
+				       .encoding = lossy ? RR_ENC_FP16 : RR_ENC_SHUFFLE_ZSTD,
+				       .nchunks = 2, .chunks = chunks };
+	chunk_crc[0] = crcs == 2 ? 0x12345678u : rr_crc32(0, m.p + e->data_off, chunks[0].size);
+	chunk_crc[1] = crcs == 2 ? 0x9abcdef0u
+				 : rr_crc32(0, m.p + e->data_off + chunks[0].size, chunks[1].size);
 	segs[2] = (struct rr_segment){ .offset = e->data_off + e->usize,
 				       .length = m.n - e->data_off - e->usize };
 	fe = (struct rr_file_entry){ .path = "optimizer.pt", .size = m.n, .nsegs = 3, .segs = segs };
@@ -226,17 +237,20 @@ static void s_finish_case(int lossy, int *ok)
 	fd = mkstemp(path);
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_EQUAL_FATAL(write(fd, m.p, m.n), (ssize_t)m.n);
-	CU_ASSERT_EQUAL(rr_format_torch.finish(fd, &fe, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(rr_format_torch.finish(fd, &fe, crcs ? chunk_crc : NULL, why, sizeof(why)),
+			0);
 	after.p = malloc(m.n);
 	after.n = m.n;
 	CU_ASSERT_EQUAL_FATAL(pread(fd, after.p, m.n, 0), (ssize_t)m.n);
 	close(fd);
 	unlink(path);
 	if (lossy) {
-		uint32_t crc = rr_crc32(0, after.p + e->data_off, (size_t)e->usize);
+		uint32_t crc = crcs == 2 ? rr_crc32_combine(chunk_crc[0], chunk_crc[1],
+							     chunks[1].size)
+					 : rr_crc32(0, after.p + e->data_off, (size_t)e->usize);
 		/* the zip checks again, and only the three CRC fields of that record moved */
 		src = tf_src(&after);
-		CU_ASSERT_EQUAL(rr_zip_read(&src, &z2, why, sizeof(why)), 0);
+		CU_ASSERT_EQUAL_FATAL(rr_zip_read(&src, &z2, why, sizeof(why)), 0);
 		CU_ASSERT_EQUAL(rr_zip_find(&z2, "archive/data/1")->crc, crc);
 		CU_ASSERT_EQUAL(s_le32(after.p + e->desc_crc_off), crc);
 		CU_ASSERT_EQUAL(s_le32(after.p + e->local_crc_off), 0); /* its CRC is in the descriptor */
@@ -256,10 +270,13 @@ static void s_finish_case(int lossy, int *ok)
 static void test_torch_finish_recomputes_crcs_of_lossy_records_only(void)
 {
 	int ok = 1;
-	s_finish_case(1, &ok);
+	s_finish_case(1, 0, &ok);
+	s_finish_case(1, 1, &ok);
+	s_finish_case(1, 2, &ok);
 	CU_ASSERT(ok);
 	ok = 1;
-	s_finish_case(0, &ok);
+	s_finish_case(0, 0, &ok);
+	s_finish_case(0, 1, &ok);
 	CU_ASSERT(ok);
 }
 
