@@ -77,8 +77,8 @@ enum rr_cloud rr_cloud_detect(const struct rr_cloud_opts *o, const char *dmi_dir
 	if (found != RR_CLOUD_NONE)
 		return found;
 
-	if (rr_gce_metadata_base(NULL, gcp_host, sizeof(gcp_host)))
-		snprintf(gcp_host, sizeof(gcp_host), "http://%s", RR_GCE_METADATA_HOST);
+	if (rr_gce_metadata_ping_base(gcp_host, sizeof(gcp_host)))
+		snprintf(gcp_host, sizeof(gcp_host), "http://%s", RR_GCE_METADATA_IP);
 	snprintf(urls[0], sizeof(urls[0]), "%s/latest/api/token",
 		 o->endpoint ? o->endpoint
 		 : rr_env("AWS_EC2_METADATA_SERVICE_ENDPOINT") ? rr_env("AWS_EC2_METADATA_SERVICE_ENDPOINT")

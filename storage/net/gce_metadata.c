@@ -24,6 +24,20 @@ int rr_gce_metadata_base(const char *endpoint, char *out, size_t cap)
 	return rr_http_base_url(url, out, cap);
 }
 
+int rr_gce_metadata_ping_base(char *out, size_t cap)
+{
+	const char *ip = rr_env("GCE_METADATA_IP");
+	char url[4096];
+	int len;
+
+	if (rr_env("GCE_METADATA_HOST"))
+		return rr_gce_metadata_base(NULL, out, cap);
+	len = snprintf(url, sizeof(url), "http://%s", ip ? ip : RR_GCE_METADATA_IP);
+	if (len < 0 || (size_t)len >= sizeof(url))
+		return RR_EINVAL;
+	return rr_http_base_url(url, out, cap);
+}
+
 int rr_gce_metadata_answered(const struct rr_http_response *resp)
 {
 	const char *v = rr_http_response_header(resp, "Metadata-Flavor");

@@ -193,6 +193,34 @@ static void test_detect_metadata_flavor_google_answer_is_gcp(void)
 	s_teardown(&e);
 }
 
+/* Without an endpoint: GCP is asked by address (GCE_METADATA_IP), as google-auth pings it,
+ * never through the name metadata.google.internal, whose lookup a machine elsewhere with a
+ * silent DNS server waits 10 s for; GCE_METADATA_HOST, when set, is asked instead. */
+static void test_detect_asks_gcp_by_address_unless_gce_metadata_host_is_set(void)
+{
+	struct s_env e;
+	const char *hostport;
+
+	s_setup(&e, S_GCP);
+	hostport = e.srv.url + strlen("http://");
+	e.o.endpoint = NULL;
+	setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", e.srv.url, 1); /* not the real address */
+	unsetenv("GCE_METADATA_HOST");
+	setenv("GCE_METADATA_IP", hostport, 1);
+	CU_ASSERT_EQUAL(s_detect(&e), RR_CLOUD_GCP);
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.why, e.srv.url));
+	/* GCE_METADATA_HOST wins over the address (here a closed port). */
+	setenv("GCE_METADATA_HOST", hostport, 1);
+	setenv("GCE_METADATA_IP", "127.0.0.1:1", 1);
+	CU_ASSERT_EQUAL(s_detect(&e), RR_CLOUD_GCP);
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.why, e.srv.url));
+	unsetenv("GCE_METADATA_HOST");
+	CU_ASSERT_EQUAL(s_detect(&e), RR_CLOUD_NONE);
+	unsetenv("GCE_METADATA_IP");
+	unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+	s_teardown(&e);
+}
+
 static void test_detect_gcp_answer_without_metadata_flavor_is_none(void)
 {
 	struct s_env e;
@@ -280,6 +308,8 @@ static CU_TestInfo s_tests[] = {
 	{ "detect_imdsv2_token_answer_is_aws", test_detect_imdsv2_token_answer_is_aws },
 	{ "detect_metadata_flavor_google_answer_is_gcp",
 	  test_detect_metadata_flavor_google_answer_is_gcp },
+	{ "detect_asks_gcp_by_address_unless_gce_metadata_host_is_set",
+	  test_detect_asks_gcp_by_address_unless_gce_metadata_host_is_set },
 	{ "detect_gcp_answer_without_metadata_flavor_is_none",
 	  test_detect_gcp_answer_without_metadata_flavor_is_none },
 	{ "detect_azure_instance_document_is_azure", test_detect_azure_instance_document_is_azure },
