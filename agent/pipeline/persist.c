@@ -1561,7 +1561,9 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		j.m = NULL;
 	}
 out:
-	if (rc && rc != RR_EEXIST && opts->chunks) /* maybe a chunk it relied on is gone */
+	/* Maybe a chunk it relied on is gone; or one is (lost: the index, which it just told
+	 * of this persist's chunks, names it as stored, whether or not the repair can). */
+	if (((rc && rc != RR_EEXIST) || lost) && opts->chunks)
 		s_index_forget(opts->chunks);
 	stats->elapsed_ms = rr_mono_ms() - t0;
 	s_job_free(&j, threads);

@@ -327,11 +327,15 @@ static void s_hook_fire(struct s_hook *h, const char *key, const char *match)
 	}
 }
 
+static int s_fail_chunk_puts; /* set by a hook: chunk puts through the hook store fail */
+
 static int s_hook_put(struct rr_store *s, const char *key, const void *data, size_t len,
 		      const struct rr_put_opts *opts, char *etag_out)
 {
 	struct s_hook *h = (struct s_hook *)s;
 	s_hook_fire(h, key, h->put_match);
+	if (s_fail_chunk_puts && strstr(key, "/chunks/"))
+		return RR_EIO;
 	return rr_store_put(h->inner, key, data, len, opts, etag_out);
 }
 
@@ -496,6 +500,61 @@ static void test_gc_persist_stores_again_a_renewed_chunk_deleted_before_its_mani
 	CU_ASSERT(ps.refreshed_chunks >= 1);
 	CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.own[1]));
 	CU_ASSERT_TRUE(s_committed(r.f.s, "step-6"));
+	s_teardown(&r);
+}
+
+/* The same, but storing the lost chunk again fails (a network blip, the deadline): step-6's
+ * persist fails, and the chunk index the persists share must not go on saying the chunk is
+ * stored. Before, step-7 (the same weights, the same index) relied on it without a look,
+ * and reported a checkpoint durable whose manifest named a chunk the store had lost. */
+static void s_hook_delete_then_fail_puts(struct s_hook *h)
+{
+	(void)h;
+	fx_delete_chunk(&s_late->f, s_late->own[1]);
+	s_fail_chunk_puts = 1;
+}
+
+static void test_gc_failed_repair_leaves_no_chunk_index_naming_the_lost_chunk(void)
+{
+	struct s_run r;
+	struct s_hook h;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_stats ps;
+	struct rr_chunk_index *idx = rr_chunk_index_new();
+	struct rr_catalog *c = NULL;
+	const struct rr_catalog_entry *e;
+	char *d;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idx);
+	s_setup(&r, 0); /* chunks 1.5 h old, grace 1 h */
+	s_late = &r;
+	s_step6_holds_step1s_weights(&r);
+	s_hook_init(&h, r.f.s, s_hook_delete_then_fail_puts);
+	h.put_match = "step-6/manifest.json";
+	o.previous = r.m[5];
+	o.gc_grace_ms = S_HOUR_MS;
+	o.chunks = idx;
+	CU_ASSERT_NOT_EQUAL(rr_persist_checkpoint(&h.base, r.f.ckpt_dir, "step-6", 6000, &o, NULL,
+						  &ps), 0);
+	CU_ASSERT_EQUAL(h.fired, 1);
+	s_fail_chunk_puts = 0;
+	/* step-7 holds the same weights, persisted with the same index */
+	d = fx_ckpt(&r.f, "step-7");
+	fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644);
+	fx_write_random(d, "weights.bin", 64 * 1024, 1, 0644);
+	free(d);
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(r.f.s, r.f.ckpt_dir, "step-7", 7000, &o, NULL, &ps),
+			0);
+	CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.own[1]));
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(r.f.s, FX_RUN, &c), 0);
+	e = rr_catalog_find(c, "step-7");
+	CU_ASSERT_PTR_NOT_NULL(e);
+	if (e) {
+		CU_ASSERT_TRUE(e->committed);
+		CU_ASSERT_STRING_EQUAL(e->problem, ""); /* every chunk it names is there */
+	}
+	rr_catalog_destroy(c);
+	rr_chunk_index_destroy(idx);
 	s_teardown(&r);
 }
 
@@ -767,7 +826,9 @@ static CU_TestInfo s_tests[] = {
 	  test_gc_persist_stores_again_a_renewed_chunk_deleted_before_its_manifest },
 	{ "gc_keeps_a_chunk_written_again_after_its_listing",
 	  test_gc_keeps_a_chunk_written_again_after_its_listing },
-	{ "test_gc_keeps_a_pack_a_newer_checkpoint_reads_from",
+	{ "gc_failed_repair_leaves_no_chunk_index_naming_the_lost_chunk",
+	  test_gc_failed_repair_leaves_no_chunk_index_naming_the_lost_chunk },
+	{ "gc_keeps_a_pack_a_newer_checkpoint_reads_from",
 	  test_gc_keeps_a_pack_a_newer_checkpoint_reads_from },
 	{ "gc_urgent_persist_relies_on_older_chunks_than_a_routine_one",
 	  test_gc_urgent_persist_relies_on_older_chunks_than_a_routine_one },
