@@ -390,6 +390,18 @@ int rr_catalog_is_suspect(const struct rr_catalog_entry *e)
 	       e->manifest->committed_unix_ms == e->suspect->for_committed_ms;
 }
 
+int rr_catalog_set_suspect(struct rr_catalog *c, const char *name, const struct rr_suspect *m)
+{
+	struct rr_catalog_entry *e = (struct rr_catalog_entry *)rr_catalog_find(c, name);
+
+	if (!e)
+		return RR_ENOENT;
+	if (!e->suspect && !(e->suspect = malloc(sizeof(*e->suspect))))
+		return RR_ENOMEM;
+	*e->suspect = *m;
+	return 0;
+}
+
 const struct rr_catalog_entry *rr_catalog_newest_proven(const struct rr_catalog *c)
 {
 	for (size_t i = 0; i < c->n; i++)

@@ -994,6 +994,11 @@ int rr_restore_newest_leased(struct rr_store *s, struct rr_catalog *c, unsigned 
 				return rc;
 			}
 			s_pass_over(e->name, &late);
+			/* Its copy restored here is passed over as a listed one is (run.c sets
+			 * such copies aside at start-up): the catalog now tells of the mark. */
+			rc = rr_catalog_set_suspect(c, e->name, &late);
+			if (rc)
+				return rc;
 			if (!suspects++)
 				snprintf(suspect, sizeof(suspect), "%s", e->name);
 			rc = RR_ENOENT;

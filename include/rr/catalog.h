@@ -81,6 +81,10 @@ int rr_catalog_has_chunk(const struct rr_catalog *c, const char *sha256_hex);
 const struct rr_catalog_entry *rr_catalog_newest(const struct rr_catalog *c);
 /* 1 when e's opened manifest is the one its suspect mark was made for. */
 int rr_catalog_is_suspect(const struct rr_catalog_entry *e);
+/* Puts on name's entry a suspect mark read after the listing (another node made it while
+ * this one restored), so that the catalog tells of it as if listed. Returns 0, RR_ENOENT
+ * (no such entry) or RR_ENOMEM. */
+int rr_catalog_set_suspect(struct rr_catalog *c, const char *name, const struct rr_suspect *m);
 /* The newest committed, proven checkpoint that is not suspect, or NULL (opened entries
  * only: after rr_catalog_load). */
 const struct rr_catalog_entry *rr_catalog_newest_proven(const struct rr_catalog *c);
