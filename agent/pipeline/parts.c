@@ -257,9 +257,12 @@ static long s_path_rank(const char *path, const char **rest)
 /* The commit names no file of a node whose checkpoint had none (an empty part): the parts it
  * was made of, which the store keeps as long as its manifest (retention deletes the manifest
  * first; the sweep only parts no commit names), say how many nodes wrote it. Returns 0 when
- * they are nnodes, RR_EINVAL with the reason in why, or the store's error. */
+ * they are nnodes, RR_EINVAL with the reason in why, or the store's error. all_named: the
+ * commit names files of every rank below nnodes, so only a part of a rank beyond them (an
+ * empty part of a larger job) tells of another --nnodes; parts missing are then no reason
+ * to refuse a checkpoint whose files say enough. */
 static int s_check_parts(struct rr_store *s, const char *run_id, const char *name,
-			 unsigned nnodes, char *why, size_t why_len)
+			 unsigned nnodes, int all_named, char *why, size_t why_len)
 {
 	struct s_seen w = { .run_id = run_id, .name = name, .nnodes = nnodes };
 	int rc;
@@ -271,7 +274,7 @@ static int s_check_parts(struct rr_store *s, const char *run_id, const char *nam
 	if (rc)
 		snprintf(why, why_len, "the parts of checkpoint %s cannot be listed: %s", name,
 			 rr_store_strerror(rc));
-	else if (w.bad_rank || w.count != nnodes) {
+	else if (w.bad_rank || (!all_named && w.count != nnodes)) {
 		snprintf(why, why_len, "checkpoint %s was written by a job of %u nodes%s; this "
 			 "agent runs with --nnodes %u", name, w.bad_rank ? w.bad + 1 : w.count,
 			 w.bad_rank ? " (or more)" : "", nnodes);
@@ -325,8 +328,8 @@ int rr_parts_view(struct rr_store *s, const char *run_id, struct rr_manifest *m,
 		rc = RR_EINVAL;
 		goto out;
 	}
-	if (distinct != nnodes && (rc = s_check_parts(s, run_id, m->checkpoint, nnodes, why,
-						      why_len)) != 0)
+	rc = s_check_parts(s, run_id, m->checkpoint, nnodes, distinct == nnodes, why, why_len);
+	if (rc)
 		goto out;
 	/* Keep node rank's files (paths shortened), free the others. */
 	struct rr_manifest *drop = calloc(1, sizeof(*drop));

@@ -282,6 +282,47 @@ static void test_a_node_with_no_files_is_a_part_and_every_node_restores(void)
 	s_two_done(&t);
 }
 
+/* A job of 3 nodes whose last node stored an empty part is refused to --nnodes 2, though
+ * the commit names files of ranks 0 and 1 only: the parts say 3. Before, ranks 0 and 1 each
+ * restored their part of a 3-node layout. */
+static void test_an_empty_part_of_a_larger_job_is_refused(void)
+{
+	struct s_two t;
+	struct rr_catalog *c = NULL;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_stats st;
+	char why[300];
+	char *node2, *empty;
+
+	s_two_init(&t);
+	node2 = fx_join(t.f.root, "node2");
+	empty = fx_join(node2, "step-1");
+	CU_ASSERT_EQUAL_FATAL(rr_mkdir_p(empty), 0);
+	s_write_step(&t, 0, "step-1", 1);
+	s_write_step(&t, 1, "step-1", 1);
+	o.nnodes = 3;
+	for (unsigned rank = 0; rank < 3; rank++) {
+		o.node_rank = rank;
+		CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(t.f.s, rank < 2 ? t.dir[rank] : node2,
+							    "step-1", 1000, &o, NULL, &st), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", 3, "h", NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(t.f.s, FX_RUN, &c), 0);
+	why[0] = '\0';
+	CU_ASSERT_EQUAL(rr_parts_view(t.f.s, FX_RUN, c->entries[0].manifest, 2, 0, why,
+				      sizeof(why)), RR_EINVAL);
+	CU_ASSERT(strstr(why, "job of 3 nodes") != NULL);
+	rr_catalog_destroy(c);
+	/* And to --nnodes 3 it is what it was: rank 0's files. */
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(t.f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL(rr_parts_view(t.f.s, FX_RUN, c->entries[0].manifest, 3, 0, why,
+				      sizeof(why)), 0);
+	rr_catalog_destroy(c);
+	free(empty);
+	free(node2);
+	s_two_done(&t);
+}
+
 /* Two nodes commit step-1 and step-2; *m2 (the caller's) is step-2's commit manifest. */
 static void s_two_steps(struct s_two *t, struct rr_manifest **m2)
 {
@@ -462,6 +503,7 @@ static CU_TestInfo s_tests[] = {
 	  test_a_node_with_no_files_is_a_part_and_every_node_restores },
 	{ "a_damaged_part_is_marked_suspect_for_every_node_instead_of_a_lone_fallback",
 	  test_a_damaged_part_is_marked_suspect_for_every_node_instead_of_a_lone_fallback },
+	{ "an_empty_part_of_a_larger_job_is_refused", test_an_empty_part_of_a_larger_job_is_refused },
 	{ "a_mark_made_while_a_node_restores_is_honoured",
 	  test_a_mark_made_while_a_node_restores_is_honoured },
 	{ "sweep_deletes_partial_parts_after_the_grace_only",
