@@ -1525,6 +1525,17 @@ static int s_loop(struct s_run *r)
 		s_on_events(r, fds);
 		s_on_timers(r, rr_mono_ms());
 	}
+	/* A finished trainer's 0 stands through SIGTERM only with its newest checkpoint durable:
+	 * one whose upload the grace cut is on a disk about to go, and the job must run again
+	 * from the store's newest to make it again. */
+	if (!r->preempted && r->terminate_after && r->exit_code == 0 && r->newest[0] &&
+	    !s_newest_durable(r)) {
+		rr_error("checkpoint %s was not made durable before leaving (told to stop while it "
+			 "uploaded); the store's newest stays %s: leaving as preempted, so that the "
+			 "job runs again from it", r->newest,
+			 r->persisted[0] ? r->persisted : r->restored[0] ? r->restored : "none");
+		r->preempted = 1;
+	}
 	/* So that Kubernetes, systemd, docker and Slurm relaunch the job (docs/how-it-works.md,
 	 * "How it works" step 6). */
 	if (r->preempted && r->cfg->preempted_exit_code) {

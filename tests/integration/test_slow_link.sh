@@ -4,8 +4,8 @@
 # random bytes (about three minutes of upload); a notice arrives while it crawls up. The
 # routine upload is set aside at once (its requests in flight end), and the small notice
 # checkpoint is durable well before the 40 s deadline; a new machine restores it. Then
-# SIGTERM while a finished trainer's last checkpoint crawls up: the agent leaves 0 within
-# --grace (or at a second SIGTERM).
+# SIGTERM while a finished trainer's last checkpoint crawls up: the agent leaves within
+# --grace (or at a second SIGTERM), with 75, as that checkpoint was not made durable.
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 
@@ -70,10 +70,12 @@ cmp restored/step-2/state.bin written-state.bin || fail "restored step-2 differs
 ok "a new machine restores step-2 through the slow link"
 
 # SIGTERM (`docker stop`, a node drain) while the last checkpoint of a trainer that finished
-# (status 0) crawls up: the run is done, so the agent leaves 0, not 143 (a relauncher would
-# run the finished job again); the upload is bounded by --grace like a notice's (cut there:
-# the store keeps its previous checkpoint), and a second SIGTERM does not wait even for that.
-# The trainer commits 1 MB of random bytes (about 20 s over the link) and exits at once.
+# (status 0) crawls up: the upload is bounded by --grace like a notice's, and a second
+# SIGTERM does not wait even for that. Cut there, that checkpoint is only on a disk about to
+# go: the agent leaves 75 (preempted), not 0, so that whatever relaunches the job runs it
+# again from the store's newest and makes the last checkpoint again (a 0 here lost it: the
+# job was done and its final checkpoint nowhere). The trainer commits 1 MB of random bytes
+# (about 20 s over the link) and exits at once.
 cat > last_then_exit.sh <<'SH'
 mkdir "$RESUME_RUN_CHECKPOINT_DIR/.step-1.tmp"
 head -c 1000000 /dev/urandom > "$RESUME_RUN_CHECKPOINT_DIR/.step-1.tmp/weights.bin"
@@ -96,14 +98,15 @@ term_while_flushing() { # NAME GRACE SIGNALS: SIGTERMs once the trainer exited 0
 	TOOK=$((SECONDS - t0))
 }
 term_while_flushing last-grace 3 1
-expect_eq "$RC" 0 "SIGTERM while a finished trainer's checkpoint uploads: exit status"
+expect_eq "$RC" 75 "SIGTERM while a finished trainer's checkpoint uploads: exit status"
 expect_no_grep 'persisted step-1:' last-grace.log "the 20 s upload did not finish first"
 expect_grep 'deadline passed with the persist unfinished' last-grace.log "the upload was cut at the grace"
+expect_grep 'checkpoint step-1 was not made durable before leaving.*leaving as preempted' last-grace.log "the line saying why 75"
 [ "$TOOK" -le 15 ] || fail "the agent left $TOOK s after SIGTERM with --grace 3 (the upload needs ~20 s)"
-ok "SIGTERM during a finished trainer's last upload: exit 0, left after $TOOK s (--grace 3)"
+ok "SIGTERM during a finished trainer's last upload: cut at the grace, exit 75 (to run again), left after $TOOK s (--grace 3)"
 term_while_flushing last-twice 600 2
-expect_eq "$RC" 0 "two SIGTERMs while a finished trainer's checkpoint uploads: exit status"
+expect_eq "$RC" 75 "two SIGTERMs while a finished trainer's checkpoint uploads: exit status"
 expect_no_grep 'persisted step-1:' last-twice.log "the 20 s upload did not finish first"
 [ "$TOOK" -le 15 ] || fail "the agent left $TOOK s after a second SIGTERM (--grace 600)"
-ok "a second SIGTERM during that upload: no more waiting, exit 0 after $TOOK s"
+ok "a second SIGTERM during that upload: no more waiting, exit 75 after $TOOK s"
 finish
