@@ -38,6 +38,7 @@ struct rr_persister {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
+	pthread_cond_t idle; /* broadcast when running drops to 0 (rr_persister_drop waits) */
 	int efd;
 	int stop;
 
@@ -65,7 +66,12 @@ struct rr_persister {
 	char done[256];
 	int64_t done_ms;
 	char warned[256]; /* the far-future name already warned about */
+	/* Only this thread reads, replaces and frees previous while it runs (a persist uses it
+	 * throughout); rr_persister_rewind leaves its manifest in rewound, taken over here
+	 * before the next piece of work. */
 	struct rr_manifest *previous;
+	struct rr_manifest *rewound;
+	int rewind_pending;
 	int previous_checked; /* its directory was compared with it (rr_persist_late_files) */
 	struct rr_throughput throughput; /* learned from each persist (agent/run/throughput.c) */
 	struct rr_chunk_index *chunks;   /* the store's chunks, so not every persist lists them */
@@ -364,6 +370,7 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 	pthread_mutex_lock(&p->lock);
 	p->running = 0;
 	p->cancel = 0;
+	pthread_cond_broadcast(&p->idle);
 	pthread_mutex_unlock(&p->lock);
 	rr_manifest_destroy(m);
 	s_notify(p); /* busy() changed */
@@ -401,6 +408,13 @@ static void *s_thread(void *arg)
 			pthread_cond_wait(&p->wake, &p->lock);
 		if (p->stop)
 			break;
+		if (p->rewind_pending) {
+			rr_manifest_destroy(p->previous);
+			p->previous = p->rewound;
+			p->previous_checked = 0;
+			p->rewound = NULL;
+			p->rewind_pending = 0;
+		}
 		if (!p->urgent.have && !p->routine.have && !p->events) {
 			/* Idle with retention due: a machine catches up on what earlier ones
 			 * left, in the background (the trainer is already running). */
@@ -412,6 +426,7 @@ static void *s_thread(void *arg)
 			p->retention_due = 0; /* once: failures wait for the next checkpoint */
 			p->running = 0;
 			p->cancel = 0;
+			pthread_cond_broadcast(&p->idle);
 			s_notify(p);
 			continue;
 		}
@@ -449,6 +464,7 @@ static void *s_thread(void *arg)
 			rr_metrics_flush(p->cfg.metrics);
 			pthread_mutex_lock(&p->lock);
 			p->running = 0;
+			pthread_cond_broadcast(&p->idle);
 			s_notify(p);
 		}
 	}
@@ -484,6 +500,7 @@ int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *
 	}
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
+	pthread_cond_init(&p->idle, NULL);
 	/* The flag that sets a persist aside also ends its store requests in flight: an upload
 	 * crawling over a degraded link must not hold a notice's checkpoint back for the
 	 * minutes (or hours) it would take to finish. */
@@ -554,8 +571,26 @@ void rr_persister_rewind(struct rr_persister *p, const char *name, int64_t commi
 	snprintf(p->done, sizeof(p->done), "%s", name);
 	p->done_ms = committed_ms;
 	if (m) {
-		rr_manifest_destroy(p->previous);
-		p->previous = m;
+		rr_manifest_destroy(p->rewound); /* an earlier rewind not taken over yet */
+		p->rewound = m;
+		p->rewind_pending = 1;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void rr_persister_drop(struct rr_persister *p, const char *name)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->urgent.have && strcmp(p->urgent.name, name) == 0)
+		p->urgent.have = 0;
+	if (p->routine.have && strcmp(p->routine.name, name) == 0)
+		p->routine.have = 0;
+	if (p->running && strcmp(p->running_name, name) == 0) {
+		snprintf(p->cancel_why, sizeof(p->cancel_why), "%s is suspect", name);
+		p->cancel = 1;
+		p->store_cancel = p->persisting;
+		while (p->running && strcmp(p->running_name, name) == 0)
+			pthread_cond_wait(&p->idle, &p->lock);
 	}
 	pthread_mutex_unlock(&p->lock);
 }
@@ -659,9 +694,11 @@ void rr_persister_destroy(struct rr_persister *p)
 	close(p->efd);
 	s_check_late(p); /* the thread is gone: what it persisted last is this thread's now */
 	rr_manifest_destroy(p->previous);
+	rr_manifest_destroy(p->rewound);
 	rr_chunk_index_destroy(p->chunks);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->wake);
+	pthread_cond_destroy(&p->idle);
 	free(p);
 }
 

@@ -68,10 +68,16 @@ void rr_persister_submit(struct rr_persister *p, const char *name, int64_t commi
 
 /* The trainer starts again from name, older than what was persisted (a suspect checkpoint
  * set aside): the next commit of a later one, even under a name already persisted, is
- * persisted. m (may be NULL; taken over) is its manifest, for reuse. */
+ * persisted. m (may be NULL; taken over) is its manifest, for reuse: the persister's thread
+ * takes it before its next piece of work (a persist in progress keeps what it started with). */
 void rr_persister_rewind(struct rr_persister *p, const char *name, int64_t committed_ms,
 			 struct rr_manifest *m);
 
+/* name is suspect: a queued submission of it is dropped, and a persist of it in progress is
+ * set aside and waited for (a moment: its requests end within ~100 ms), so that what the
+ * store holds of it is settled when this returns: its manifest is there (it landed first,
+ * and can be marked) or it never will be. */
+void rr_persister_drop(struct rr_persister *p, const char *name);
 /* Queues a ledger event (fields taken over, may be NULL). A "proven" event ({"checkpoint",
  * "committed_after"}) also writes that checkpoint's proven mark (rr/marks.h). */
 void rr_persister_record(struct rr_persister *p, const char *kind, cJSON *fields);

@@ -1149,6 +1149,8 @@ static void s_set_suspect_aside(struct s_run *r, int restore_before)
 
 	r->suspect_due = 0;
 	snprintf(x, sizeof(x), "%s", r->rec.from);
+	/* Its persist, if one is under way, must not commit it after the mark looked for it. */
+	rr_persister_drop(r->persister, x);
 	snprintf(m.host, sizeof(m.host), "%s", rr_hostname());
 	snprintf(m.why, sizeof(m.why), "the trainer failed %u times after resuming from it, "
 		 "last with exit status %d", r->rec.failures, r->suspect_code);

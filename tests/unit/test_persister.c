@@ -658,6 +658,82 @@ static void test_persister_urgent_submission_cancels_store_requests_in_flight(vo
 	fx_done(&e.f);
 }
 
+/* The trainer failed from step-6 while step-6 was still uploading (not yet in the store, so
+ * no suspect mark can find it): the agent drops it, and the persist in progress is set aside
+ * and waited for, so it never commits step-6 after the mark looked; the rewind to step-5
+ * (the manifest restored instead) is taken over by the persister's thread, not freed under
+ * a running persist; the trainer's good step-6, committed later, is persisted. Before, the
+ * poisoned step-6 was committed unmarked, the rewind freed the manifest the persist read
+ * (valgrind: invalid reads in s_reuse_find), and the good step-6 was skipped as not newer. */
+static struct rr_manifest *s_stored_manifest(struct s_env *e, const char *name)
+{
+	char key[RR_KEY_MAX], *text;
+	struct rr_manifest *m = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(rr_key_manifest(key, FX_RUN, name), 0);
+	text = fx_get_str(&e->f, key);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_EQUAL(rr_manifest_parse(text, strlen(text), &m, NULL, 0), 0);
+	free(text);
+	return m;
+}
+
+static void s_big_step(struct s_env *e, const char *name, unsigned seed)
+{
+	char *d = fx_ckpt(&e->f, name);
+
+	for (int i = 0; i < 12; i++) {
+		char n[32];
+		snprintf(n, sizeof(n), "w%02d.bin", i);
+		fx_write_random(d, n, 2 * FX_MIB, i % 2 ? 100u + (unsigned)i : seed + (unsigned)i, 0644);
+	}
+	free(d);
+}
+
+static void test_persister_drop_sets_aside_a_suspect_persist_and_rewinds_safely(void)
+{
+	struct s_env e;
+	struct s_gate g;
+	const struct rr_persist_result *r;
+	size_t before;
+
+	s_setup_gated(&e, &g, "/chunks/", 3);
+	g.honour_cancel = 1;
+	s_big_step(&e, "step-5", 100);
+	s_gate_open(&g);
+	rr_persister_submit(e.p, "step-5", 1000, 0);
+	r = s_result(&e, "step-5");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	pthread_mutex_lock(&g.lock);
+	g.closed = 1;
+	pthread_mutex_unlock(&g.lock);
+
+	s_big_step(&e, "step-6", 600);
+	rr_persister_submit(e.p, "step-6", 2000, 0);
+	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g));
+	rr_persister_drop(e.p, "step-6"); /* returns once its persist is set aside */
+	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-6"));
+	rr_persister_rewind(e.p, "step-5", 1000, s_stored_manifest(&e, "step-5"));
+	s_gate_open(&g);
+	r = s_result(&e, "step-6");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, RR_ECANCELED);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	CU_ASSERT_FALSE(fx_has_manifest(&e.f, "step-6"));
+
+	/* The trainer, started again from step-5, commits a good step-6. */
+	s_big_step(&e, "step-6", 900);
+	before = e.nres;
+	rr_persister_submit(e.p, "step-6", 9000, 1);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	CU_ASSERT_EQUAL(e.nres, before + 1);
+	CU_ASSERT_EQUAL(e.res[e.nres - 1].rc, 0);
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-6"));
+	s_teardown_gated(&e, &g);
+}
+
 /* A notice's checkpoint arriving while the previous one, already committed, updates LATEST
  * does not cancel that update or its ledger event: only the persist proper steps aside. */
 static void test_persister_urgent_submission_lets_a_committed_checkpoint_finish(void)
@@ -880,6 +956,8 @@ static CU_TestInfo s_tests[] = {
 	{ "persister_cancel_during_event_does_not_cancel_later_checkpoint",
 	  test_persister_cancel_during_event_does_not_cancel_later_checkpoint },
 	{ "persister_cancel_drops_queued_checkpoint", test_persister_cancel_drops_queued_checkpoint },
+	{ "persister_drop_sets_aside_a_suspect_persist_and_rewinds_safely",
+	  test_persister_drop_sets_aside_a_suspect_persist_and_rewinds_safely },
 	{ "persister_destroy_while_idle_is_clean", test_persister_destroy_while_idle_is_clean },
 	{ "persister_destroy_after_work_is_clean", test_persister_destroy_after_work_is_clean },
 	{ "throughput follows persists", test_persister_throughput_follows_persists },
