@@ -63,6 +63,9 @@ print(f"{wall:.1f} {(ru.ru_utime + ru.ru_stime) * 1e3:.1f}")' "$@" >> "$f"
 }
 bins="new"; [ -n "$RR_OLD" ] && bins="old new"
 bin() { if [ "$1" = old ]; then echo "$RR_OLD"; else echo "$RR"; fi; }
+# order RUN: the binaries in the order run RUN takes them, old first in odd runs and new
+# first in even ones, so that neither always runs right after the other.
+order() { if [ -n "$RR_OLD" ] && [ $(($1 % 2)) -eq 0 ]; then echo "new old"; else echo "$bins"; fi; }
 
 tf=${BENCH_CACHE:-/var/tmp/resume-run-bench}/transformer-27m/step-${STEPS:-30}
 for c in $SETS; do $PY scripts/bench_make_ckpt.py "$c" "$work/src-$c"; done
@@ -76,11 +79,11 @@ rows_p=""; rows_r=""; rows_d=""; same=""
 for c in $SETS; do
 	src=$work/src-$c
 	bytes=$(cat "$src"/* | wc -c); files=$(ls "$src" | wc -l)
-	echo "== $c: $files files, $(mb "$bytes") ($RUNS runs, interleaved: $bins, tar|zstd)"
+	echo "== $c: $files files, $(mb "$bytes") ($RUNS runs, interleaved: $bins in turns, tar|zstd)"
 	for t in tar untar; do : > "$work/$c-$t.txt"; done
 	for b in $bins; do for t in put get; do : > "$work/$c-$b-$t.txt"; done; done
-	for _ in $(seq "$RUNS"); do
-		for b in $bins; do
+	for i in $(seq "$RUNS"); do
+		for b in $(order "$i"); do
 			d=$work/run-$c-$b; rm -rf "$d"; mkdir -p "$d/ck" && cp -al "$src" "$d/ck/step-1"
 			# A link sets the files' ctime, which dates the commit of a directory holding
 			# a marker (trainer_state.json): the persist of a checkpoint committed this
@@ -148,8 +151,8 @@ for c in $DISK_SETS; do
 	"$RR" --store "file://$d/st" --checkpoint-dir "$d/ck" -- true 2> /dev/null
 	: > "$work/$c-dd.txt"; for b in $bins; do : > "$work/$c-$b-disk.txt"; done
 	# shellcheck disable=SC2016 # timed's commands are run by sh -c with their own $1..$3
-	for _ in $(seq "$RUNS"); do
-		for b in $bins; do
+	for i in $(seq "$RUNS"); do
+		for b in $(order "$i"); do
 			rm -rf "$disk/r"; sync
 			timed "$work/$c-$b-disk.txt" '"$1" restore --store "file://$2/st" --to "$3/r" 2> /dev/null && sync' "$(bin "$b")" "$d" "$disk"
 		done
@@ -177,7 +180,8 @@ shared with other sessions: the load says how much). Every wall time is the medi
 runs (min–max), each run of resume-run interleaved with its baseline on the same bytes, and
 the CPU time (user+sys of the command, from \`wait4\`) is given beside it: it does not
 depend on the others' load. "old" is ${RR_OLD_NAME:-the binary before this change}, "new"
-the one after, in the same runs.
+the one after, in the same runs, taking turns to go first (old in odd runs, new in even ones),
+so that neither always runs right after the other.
 
 Sets (\`scripts/bench_make_ckpt.py KIND DIR\`, deterministic), sizes and what is stored:
 
@@ -205,6 +209,13 @@ X.tar.zst | tar -x -C DIR\`.
 | set | binary | wall ms | CPU ms | GB/s | persist GB/s (same runs) | runs restore ≥ persist | zstd -d \| tar -x ms |
 |---|---|---|---|---|---|---|---|
 $rows_r
+The large set's restore into tmpfs varies widely from run to run on the 2-core VMs (0.6 to
+2.7 s, CPU time with it: the kernel's memory work after 1.4 GB of tar and untar beside it).
+Runs with the two binaries' labels swapped (\`RR\` and \`RR_OLD\` exchanged) put the slow
+runs on whichever binary was called "new", and back-to-back restores of one store with no
+baseline between (5 runs each, 2026-11-27) gave 664 ms for 79373b4's binary and 650 ms for
+the next one's: read its row with that spread in mind.
+
 ### Restore to disk
 
 The same restore into \`/var/tmp\` (the root disk) followed by \`sync\`, against \`dd
