@@ -588,7 +588,9 @@ void rr_persister_drop(struct rr_persister *p, const char *name)
 	if (p->running && strcmp(p->running_name, name) == 0) {
 		snprintf(p->cancel_why, sizeof(p->cancel_why), "%s is suspect", name);
 		p->cancel = 1;
-		p->store_cancel = p->persisting;
+		/* Its persist proper and the retention after it end their requests at once; a
+		 * manifest already written still gets its LATEST and ledger event (quick). */
+		p->store_cancel = p->persisting || p->retaining;
 		while (p->running && strcmp(p->running_name, name) == 0)
 			pthread_cond_wait(&p->idle, &p->lock);
 	}
