@@ -429,7 +429,7 @@ int rr_parts_sweep(struct rr_store *s, const char *run_id, int64_t grace_ms, siz
 	char key[RR_KEY_MAX];
 	const char **doomed = NULL;
 	size_t ndoomed = 0;
-	int64_t now = rr_wall_ms();
+	int64_t now;
 	int rc;
 
 	if (deleted)
@@ -439,6 +439,9 @@ int rr_parts_sweep(struct rr_store *s, const char *run_id, int64_t grace_ms, siz
 		rc = rr_store_list(s, key, s_on_key, &w);
 	if (rc || !w.nparts)
 		goto out;
+	/* The store's clock, which the listing's times are in (its answer just told it), as
+	 * retention ages chunks: this machine's may be hours off. */
+	now = rr_store_now_ms(s);
 	doomed = calloc(w.nparts, sizeof(*doomed));
 	if (!doomed) {
 		rc = RR_ENOMEM;

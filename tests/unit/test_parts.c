@@ -2,9 +2,13 @@
  * a real file store. Two "nodes" are two checkpoint directories persisting into one store, each
  * as its part; the agent that sees the last part commits; restore takes one node's view; parts
  * no commit names are swept after the grace. */
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "rr/catalog.h"
+#include "rr/clock.h"
 #include "rr/parts.h"
 #include "rr/restore.h"
 
@@ -464,6 +468,35 @@ static void test_sweep_deletes_partial_parts_after_the_grace_only(void)
 	s_two_done(&t);
 }
 
+/* Parts are aged by the store's clock, as retention ages chunks: on a machine whose clock
+ * runs 2 h ahead of the store, a part the store wrote a moment ago (by its clock) is young,
+ * not 2 h old. Before, the sweep aged it by this machine's clock and deleted it while its
+ * last node might still commit. (A file store's times are this machine's: the part is
+ * dated 2 h back, and the store's clock told 2 h behind.) */
+static void test_sweep_ages_parts_by_the_store_clock(void)
+{
+	struct s_two t;
+	char key[RR_KEY_MAX], date[64], *path;
+	size_t n = 99;
+	time_t behind = time(NULL) - 2 * 3600;
+	int64_t back = rr_wall_ms() - 2 * 3600 * 1000;
+	struct timespec ts[2] = { { .tv_sec = back / 1000 }, { .tv_sec = back / 1000 } };
+
+	s_two_init(&t);
+	s_write_step(&t, 0, "step-1", 1);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 0, "step-1", 1000), 0); /* node 1 not yet */
+	CU_ASSERT_EQUAL_FATAL(rr_key_part(key, FX_RUN, "step-1", 0), 0);
+	path = fx_join(t.f.store_dir, key);
+	CU_ASSERT_EQUAL_FATAL(utimensat(AT_FDCWD, path, ts, 0), 0);
+	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime(&behind));
+	rr_store_observe_date(t.f.s, date);
+	CU_ASSERT_EQUAL(rr_parts_sweep(t.f.s, FX_RUN, 3600 * 1000, &n), 0);
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT(s_exists(&t.f, key));
+	free(path);
+	s_two_done(&t);
+}
+
 static void test_part_keys_parse_back_and_refuse_lookalikes(void)
 {
 	char key[RR_KEY_MAX], name[256];
@@ -508,6 +541,7 @@ static CU_TestInfo s_tests[] = {
 	  test_a_mark_made_while_a_node_restores_is_honoured },
 	{ "sweep_deletes_partial_parts_after_the_grace_only",
 	  test_sweep_deletes_partial_parts_after_the_grace_only },
+	{ "sweep_ages_parts_by_the_store_clock", test_sweep_ages_parts_by_the_store_clock },
 	{ "part_keys_parse_back_and_refuse_lookalikes",
 	  test_part_keys_parse_back_and_refuse_lookalikes },
 	CU_TEST_INFO_NULL,
