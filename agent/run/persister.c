@@ -346,6 +346,11 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 				      r.stats.new_bytes, r.stats.elapsed_ms, durable_ms);
 	if (p->nresults < MAX_RESULTS)
 		p->results[p->nresults++] = r;
+	/* A failed persist is over for submissions: the event loop, told of it now, may submit
+	 * the same checkpoint again (cut at a deadline since lifted) while this thread still
+	 * winds down. */
+	if (r.rc != 0 && r.rc != RR_EEXIST)
+		p->running_name[0] = '\0';
 	pthread_mutex_unlock(&p->lock);
 	s_notify(p);
 

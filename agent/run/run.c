@@ -564,6 +564,19 @@ static void s_notice_made_durable(struct s_run *r)
 		unlink(r->notice_path);
 		s_notice_over(r);
 		rr_info("%s notice handled; training goes on", rr_notice_kind_name(r->notice.kind));
+	} else if (!r->terminate_after && r->phase != S_FINISHING && !r->deadline_mono &&
+		   r->deadline_lifted_mono >= r->notice_mono) {
+		/* Durable only after its deadline, which was lifted with this machine still here
+		 * (s_check_deadline): the machine outlived the notice, as it does when it is
+		 * durable in time; left standing, it would pause --every, make the trainer's own
+		 * exit 75 and hide every later notice. */
+		rr_warn("the %s notice's checkpoint is durable, after its deadline, and this machine "
+			"is still here: the notice is over, and the trainer's own exit status will "
+			"stand", rr_notice_kind_name(r->notice.kind));
+		r->outlived = 1;
+		unlink(r->notice_path);
+		r->ask_pending = 0;
+		s_notice_over(r);
 	}
 }
 
@@ -985,9 +998,10 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 
 /* A failed persist of the newest checkpoint with the notice's deadline bounding the store's
  * requests, or just lifted (its result may come after): persisted again once it is lifted
- * (s_persist_cut_again), at once if it already is. The persist that answers the notice has
- * its own handling (s_on_persisted). */
-static void s_note_cut(struct s_run *r, const struct rr_persist_result *res)
+ * (s_persist_cut_again), at once if it already is; the notice's own checkpoint too (the
+ * machine outlived the deadline: nothing else would persist it, as a trainer that answered
+ * commits no more). 1 when it will be persisted again. */
+static int s_note_cut(struct s_run *r, const struct rr_persist_result *res)
 {
 	int bounded = r->deadline_mono != 0;
 	int just_lifted = r->deadline_lifted_mono &&
@@ -995,18 +1009,20 @@ static void s_note_cut(struct s_run *r, const struct rr_persist_result *res)
 
 	if (res->rc == 0 || res->rc == RR_EEXIST || strcmp(res->name, r->newest) != 0 ||
 	    strcmp(res->name, r->cut_retried) == 0 || (!bounded && !just_lifted) ||
-	    r->phase == S_FINISHING ||
-	    (s_notice_active(r) && strcmp(res->name, r->notice_ckpt) == 0))
-		return;
+	    r->phase == S_FINISHING)
+		return 0;
 	snprintf(r->cut, sizeof(r->cut), "%s", res->name);
 	if (!bounded)
 		s_persist_cut_again(r);
+	return 1;
 }
 
 static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 {
+	int again;
+
 	s_cadence_persisted(r, res);
-	s_note_cut(r, res);
+	again = s_note_cut(r, res);
 	if (res->rc == 0 || res->rc == RR_EEXIST)
 		snprintf(r->persisted, sizeof(r->persisted), "%s", res->name);
 	if (!s_notice_active(r) || strcmp(res->name, r->notice_ckpt) != 0 || s_notice_durable(r))
@@ -1020,7 +1036,7 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", r->newest);
 		rr_persister_submit(r->persister, r->newest, r->newest_ms, 1);
 		return;
-	} else {
+	} else if (!again) {
 		r->notice_ckpt[0] = '\0'; /* the trainer's next commit answers it */
 	}
 	if (r->terminate_after)
@@ -1527,14 +1543,14 @@ static int s_loop(struct s_run *r)
 		s_on_events(r, fds);
 		s_on_timers(r, rr_mono_ms());
 	}
-	/* A finished trainer's 0 stands through SIGTERM only with its newest checkpoint durable:
-	 * one whose upload the grace cut is on a disk about to go, and the job must run again
-	 * from the store's newest to make it again. */
-	if (!r->preempted && r->terminate_after && r->exit_code == 0 && r->newest[0] &&
-	    !s_newest_durable(r)) {
-		rr_error("checkpoint %s was not made durable before leaving (told to stop while it "
-			 "uploaded); the store's newest stays %s: leaving as preempted, so that the "
-			 "job runs again from it", r->newest,
+	/* A finished trainer's 0 stands through SIGTERM or a preemption only with its newest
+	 * checkpoint durable: one whose upload the grace or the deadline cut is on a disk about
+	 * to go, and the job must run again from the store's newest to make it again. */
+	if (!r->preempted && (r->terminate_after || s_notice_going(r)) && r->exit_code == 0 &&
+	    r->newest[0] && !s_newest_durable(r)) {
+		rr_error("checkpoint %s was not made durable before leaving (a notice, or a signal, "
+			 "came while it uploaded); the store's newest stays %s: leaving as preempted, "
+			 "so that the job runs again from it", r->newest,
 			 r->persisted[0] ? r->persisted : r->restored[0] ? r->restored : "none");
 		r->preempted = 1;
 	}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# A preemption notice whose deadline passes with this machine still here (the cloud did not
+# take it after all, or not yet), in the three ways that lost the newest checkpoint or
+# misreported the run before:
+#  1. the notice's checkpoint became durable only after the deadline: the notice is then
+#     over, as when it is durable in time, and the trainer's own exit status stands (it was
+#     75, --every stayed paused and every later notice was ignored);
+#  2. the notice's checkpoint upload was cut at the deadline: it is persisted again once the
+#     deadline no longer bounds the store (it was never persisted: the log said it went on);
+#  3. the notice came while a finished trainer's final checkpoint uploaded, and the deadline
+#     cut it: the agent leaves 75, so the job runs again and makes it again (it left 0, the
+#     job done and its final checkpoint in no store).
+. "$(dirname "$0")/lib.sh"
+. "$RR_SRC/tests/integration/s3lib.sh"
+. "$RR_SRC/tests/integration/faultlib.sh"
+
+T="$RR_SRC/tests/integration/trainers/slow_saver.py"
+# notice_after PATTERN LOG JSON: writes the drill notice JSON once LOG has PATTERN.
+notice_after() {
+	wait_for 60 grep -q "$1" "$2" || fail "no '$1' in $2"
+	printf '%s\n' "$3" > NOTICE
+}
+
+# --- 1. durable after the deadline (a file store; the trainer saves for 3 s) ---
+mkdir one && cd one
+(notice_after 'started' ../one.log '{"kind":"preempt","deadline_in":1}') &
+n=$!
+run_rr ../one.log -v --store "file://$W/one-store" --drill-file NOTICE \
+	-- "$PY" "$T" --save-s 3 --run-s 8
+wait $n
+cd ..
+expect_eq "$RC" 0 "1: exit status (the trainer's own)"
+expect_grep "deadline passed before its checkpoint was durable, and this machine is still here" one.log "1: the deadline passed first"
+expect_grep "notice's checkpoint is durable, after its deadline, and this machine is still here: the notice is over" one.log "1: the notice ended"
+ok "1: a notice's checkpoint durable after its deadline ends the notice; the trainer's 0 stands"
+
+# --- the S3 test server behind the fault proxy for 2 and 3 ---
+start_s3
+s3_env
+start_faults
+# shellcheck disable=SC2154 # assigned inside the trap string itself
+trap 'n_rc=$?; stop_faults; stop_s3; cleanup $n_rc' EXIT
+
+# --- 2. the notice's upload cut at the deadline, persisted again after it ---
+mkdir two && cd two
+fault '{"method": "PUT", "path": "/chunks/", "nth": 1, "action": "stall", "seconds": 5}'
+(notice_after 'started' ../two.log '{"kind":"preempt","deadline_in":2}') &
+n=$!
+run_rr ../two.log -v --store "s3://$S3_BUCKET/two" --drill-file NOTICE \
+	-- "$PY" "$T" --run-s 12 --bytes 300000
+wait $n
+cd ..
+no_faults
+name=$(sed -nE 's/^commit (step-[0-9]+)$/\1/p' two.log | head -n 1)
+[ -n "$name" ] || fail "2: the trainer committed nothing"
+expect_grep "persisting $name again: its persist was cut at the notice's deadline" two.log "2: persisted again"
+expect_grep "persisted $name:" two.log "2: then durable"
+"$RR_BIN" ls --store "s3://$S3_BUCKET/two" > two-ls.out 2>&1 || fail "2: ls: $(cat two-ls.out)"
+expect_grep "$name +committed" two-ls.out "2: the notice's checkpoint is in the store"
+ok "2: the notice's checkpoint cut at the deadline was persisted again once it passed"
+
+# --- 3. a notice cuts a finished trainer's final upload ---
+mkdir three && cd three
+fault '{"method": "PUT", "path": "/chunks/", "nth": 1, "action": "stall", "seconds": 8}'
+(notice_after 'trainer exited with status 0' ../three.log '{"kind":"preempt","deadline_in":2}') &
+n=$!
+run_rr ../three.log -v --store "s3://$S3_BUCKET/three" --drill-file NOTICE \
+	-- "$PY" "$T" --run-s 0.5 --final --bytes 300000
+wait $n
+cd ..
+no_faults
+expect_eq "$RC" 75 "3: exit status"
+expect_grep 'deadline passed with the persist unfinished' three.log "3: the deadline cut the upload"
+expect_grep 'checkpoint step-100000 was not made durable before leaving.*leaving as preempted' three.log "3: the line saying why 75"
+ok "3: a notice that cut a finished trainer's final upload leaves 75"
+finish
