@@ -627,7 +627,15 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 		rr_fanout_announce(r->fanout, n);
 	r->notice_mono = rr_mono_ms();
 	left_ms = s_notice_left_ms(r, n);
-	r->deadline_mono = n->deadline_unix ? r->notice_mono + left_ms : 0;
+	if (r->terminate_after && r->deadline_mono && r->deadline_mono > r->notice_mono &&
+	    (!n->deadline_unix || r->deadline_mono - r->notice_mono < left_ms)) {
+		/* After SIGTERM/SIGINT its --grace stays the limit: a later notice's longer
+		 * deadline (a spot interruption's 2 min) would outlast the pod's or the unit's
+		 * own grace, which ends in SIGKILL. */
+		left_ms = r->deadline_mono - r->notice_mono;
+	} else {
+		r->deadline_mono = n->deadline_unix ? r->notice_mono + left_ms : 0;
+	}
 	/* The store stops retrying where a retry could not finish before the deadline. */
 	rr_store_set_deadline(r->store, r->deadline_mono);
 	r->notice_ckpt[0] = '\0';

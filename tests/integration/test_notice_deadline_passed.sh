@@ -9,7 +9,8 @@
 #     deadline no longer bounds the store (it was never persisted: the log said it went on);
 #  3. the notice came while a finished trainer's final checkpoint uploaded, and the deadline
 #     cut it: the agent leaves 75, so the job runs again and makes it again (it left 0, the
-#     job done and its final checkpoint in no store).
+#     job done and its final checkpoint in no store);
+# and, 4, a SIGTERM's --grace is not stretched by a later notice's longer deadline.
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 . "$RR_SRC/tests/integration/faultlib.sh"
@@ -33,6 +34,30 @@ expect_eq "$RC" 0 "1: exit status (the trainer's own)"
 expect_grep "deadline passed before its checkpoint was durable, and this machine is still here" one.log "1: the deadline passed first"
 expect_grep "notice's checkpoint is durable, after its deadline, and this machine is still here: the notice is over" one.log "1: the notice ended"
 ok "1: a notice's checkpoint durable after its deadline ends the notice; the trainer's 0 stands"
+
+# --- 4. SIGTERM's --grace stays the limit when a later notice has a longer deadline: a
+# rebalance stands, SIGTERM comes (--grace 4), then a preemption with 60 s. Before, the
+# preemption's deadline replaced the grace: the agent left 30 s after SIGTERM (when the
+# trainer's save ended), past a pod's termination grace, which ends in SIGKILL. ---
+mkdir four && cd four
+"$RR_BIN" -v --grace 4 --store "file://$W/four-store" --drill-file NOTICE \
+	-- "$PY" "$T" --save-s 30 --run-s 60 > ../four.log 2>&1 &
+agent=$!
+wait_for 60 grep -q 'started' ../four.log || fail "4: the trainer did not start"
+printf '{"kind":"rebalance"}\n' > NOTICE
+wait_for 30 grep -q 'notice: rebalance from file' ../four.log || fail "4: no rebalance notice"
+t0=$SECONDS
+kill -TERM "$agent"
+rm -f NOTICE
+sleep 1.2 # the drill file's settle time: a new file, a new notice
+printf '{"kind":"preempt","deadline_in":60}\n' > NOTICE.tmp && mv NOTICE.tmp NOTICE
+set +e; wait "$agent"; RC=$?; set -e
+took=$((SECONDS - t0))
+cd ..
+expect_eq "$RC" 75 "4: exit status"
+expect_grep 'notice: preempt from file, deadline in [0-4] s' four.log "4: the preemption kept SIGTERM's deadline"
+[ "$took" -le 15 ] || fail "4: the agent left $took s after SIGTERM with --grace 4 (the save takes 30 s)"
+ok "4: SIGTERM's --grace stays the limit through a later, longer notice (left after $took s)"
 
 # --- the S3 test server behind the fault proxy for 2 and 3 ---
 start_s3
