@@ -57,8 +57,10 @@ struct s_job {
 	size_t ntasks;
 	size_t *file_first; /* per file: its first task (a file's tasks are consecutive) */
 	/* Per task: the CRC-32 of a lossy chunk's bytes, where the file's format has a finish
-	 * hook (a torch.save zip), computed while they are in the cache (rr/format.h). */
+	 * hook (crc_files[file]: a torch.save zip), computed while they are in the cache
+	 * (rr/format.h). */
 	uint32_t *crc;
+	unsigned char *crc_files;
 	/* The unit of work: one stored object, a chunk or a pack (fetched once for all the
 	 * chunks this manifest takes from it). groups[g] is order[first .. first + n). */
 	size_t *order;
@@ -165,8 +167,7 @@ static int s_place_chunk(struct s_job *j, size_t t, struct s_worker *w)
 	/* Rounded values no manifest hash describes: remembered for the next start. */
 	if (j->decoded && !s_lossless(seg->encoding))
 		rr_xxh128_hex(w->raw, ref->size, j->decoded[t]);
-	if (!s_lossless(seg->encoding) && rr_format_by_name(fe->format) &&
-	    rr_format_by_name(fe->format)->finish)
+	if (!s_lossless(seg->encoding) && j->crc_files[task->file])
 		j->crc[t] = rr_crc32(0, w->raw, ref->size);
 	snprintf(path, sizeof(path), "%s/%s", j->root, fe->path);
 	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -456,9 +457,12 @@ static int s_job_init(struct s_job *j, unsigned *threads)
 	j->tasks = calloc(nt ? nt : 1, sizeof(*j->tasks));
 	j->crc = calloc(nt ? nt : 1, sizeof(*j->crc));
 	j->file_first = calloc(j->m->nfiles ? j->m->nfiles : 1, sizeof(*j->file_first));
-	if (!j->tasks || !j->crc || !j->file_first)
+	j->crc_files = calloc(j->m->nfiles ? j->m->nfiles : 1, 1);
+	if (!j->tasks || !j->crc || !j->file_first || !j->crc_files)
 		return RR_ENOMEM;
 	for (size_t f = 0; f < j->m->nfiles; f++) {
+		const struct rr_format *fmt = rr_format_by_name(j->m->files[f].format);
+		j->crc_files[f] = fmt && fmt->finish;
 		j->file_first[f] = j->ntasks;
 		for (size_t g = 0; g < j->m->files[f].nsegs; g++) {
 			const struct rr_segment *seg = &j->m->files[f].segs[g];
@@ -498,6 +502,7 @@ static void s_job_free(struct s_job *j, unsigned threads)
 	free(j->workers);
 	free(j->tasks);
 	free(j->crc);
+	free(j->crc_files);
 	free(j->file_first);
 	free(j->order);
 	free(j->groups);

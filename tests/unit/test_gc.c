@@ -480,22 +480,34 @@ static void s_hook_delete_step1_weights(struct s_hook *h)
 	fx_delete_chunk(&s_late->f, s_late->own[1]);
 }
 
+/* Chunks 1.5 h old, grace 1 h; step-6 holds step-1's weights and is persisted (options *o,
+ * with the chunk index idx, may be NULL) through a store that runs hook just before its
+ * manifest's put. Returns the persist's result. */
+static int s_persist_step6_hooked(struct s_run *r, struct s_hook *h, void (*hook)(struct s_hook *),
+				  struct rr_chunk_index *idx, struct rr_persist_opts *o,
+				  struct rr_persist_stats *ps)
+{
+	s_setup(r, 0);
+	s_late = r;
+	s_step6_holds_step1s_weights(r);
+	s_hook_init(h, r->f.s, hook);
+	h->put_match = "step-6/manifest.json";
+	*o = fx_opts();
+	o->previous = r->m[5];
+	o->gc_grace_ms = S_HOUR_MS;
+	o->chunks = idx;
+	return rr_persist_checkpoint(&h->base, r->f.ckpt_dir, "step-6", 6000, o, NULL, ps);
+}
+
 static void test_gc_persist_stores_again_a_renewed_chunk_deleted_before_its_manifest(void)
 {
 	struct s_run r;
 	struct s_hook h;
-	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_opts o;
 	struct rr_persist_stats ps;
 
-	s_setup(&r, 0); /* chunks 1.5 h old, grace 1 h */
-	s_late = &r;
-	s_step6_holds_step1s_weights(&r);
-	s_hook_init(&h, r.f.s, s_hook_delete_step1_weights);
-	h.put_match = "step-6/manifest.json";
-	o.previous = r.m[5];
-	o.gc_grace_ms = S_HOUR_MS;
-	CU_ASSERT_EQUAL(rr_persist_checkpoint(&h.base, r.f.ckpt_dir, "step-6", 6000, &o, NULL,
-					      &ps), 0);
+	CU_ASSERT_EQUAL(s_persist_step6_hooked(&r, &h, s_hook_delete_step1_weights, NULL, &o, &ps),
+			0);
 	CU_ASSERT_EQUAL(h.fired, 1);
 	CU_ASSERT(ps.refreshed_chunks >= 1);
 	CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.own[1]));
@@ -518,7 +530,7 @@ static void test_gc_failed_repair_leaves_no_chunk_index_naming_the_lost_chunk(vo
 {
 	struct s_run r;
 	struct s_hook h;
-	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_opts o;
 	struct rr_persist_stats ps;
 	struct rr_chunk_index *idx = rr_chunk_index_new();
 	struct rr_catalog *c = NULL;
@@ -526,16 +538,8 @@ static void test_gc_failed_repair_leaves_no_chunk_index_naming_the_lost_chunk(vo
 	char *d;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(idx);
-	s_setup(&r, 0); /* chunks 1.5 h old, grace 1 h */
-	s_late = &r;
-	s_step6_holds_step1s_weights(&r);
-	s_hook_init(&h, r.f.s, s_hook_delete_then_fail_puts);
-	h.put_match = "step-6/manifest.json";
-	o.previous = r.m[5];
-	o.gc_grace_ms = S_HOUR_MS;
-	o.chunks = idx;
-	CU_ASSERT_NOT_EQUAL(rr_persist_checkpoint(&h.base, r.f.ckpt_dir, "step-6", 6000, &o, NULL,
-						  &ps), 0);
+	CU_ASSERT_NOT_EQUAL(s_persist_step6_hooked(&r, &h, s_hook_delete_then_fail_puts, idx, &o,
+						   &ps), 0);
 	CU_ASSERT_EQUAL(h.fired, 1);
 	s_fail_chunk_puts = 0;
 	/* step-7 holds the same weights, persisted with the same index */
