@@ -62,35 +62,42 @@ expect_grep 'persisted step-1:' agentkill2.log "agentkill: the restarted agent p
 check_store agentkill "$W/ckpt-agentkill"
 ok "agent SIGKILLed mid-persist: no manifest, nothing damaged; restarted on the same store it persisted step-1, restores identical"
 
-# --- a notice during a persist: every chunk PUT is held 2 s, so the routine persist of
-# step-20 is still running when the notice comes; the notice checkpoint is made durable
-# after it, and it is what a new machine restores ---
+# --- a notice during a persist: every chunk PUT is held 2 s, so the first routine persist
+# (step-20, or a later step when the agent first looks after the trainer has committed
+# more than one) is still running when the notice comes; the notice checkpoint is made
+# durable after it, and it is what a new machine restores. Were the persist never seen, the
+# watcher still writes the notice (and says so), so the trainer's 100000 steps never run out
+# the test's time ---
 fault '{"method": "PUT", "path": "/chunks/", "action": "stall", "seconds": 2}'
+first_persist() { grep -qE 'persisting step-[0-9]+$' notice.log 2>/dev/null; }
 (
-	wait_for 60 grep -q 'persisting step-20' notice.log && touch NOTICE
+	wait_for 60 first_persist && touch NOTICE && exit 0
+	touch NOTICE; exit 1
 ) &
 watcher=$!
 run_rr notice.log -v --precision exact --drill-file NOTICE --keep 5 --checkpoint-dir ckpt-notice \
 	--store "s3://$S3_BUCKET/notice" -- "$PY" "$TRAINER" --steps 100000 --step-time 0.01 \
 	--checkpoint-every 20 --keep-local 0
-wait $watcher || fail "notice: the routine persist of step-20 was never seen"
+wait $watcher || fail "notice: no routine persist was seen in 60 s"
 no_faults
 expect_eq "$RC" "${RR_PREEMPTED:-0}" "notice: agent status after the notice"
 saved=$(sed -nE 's/.*checkpointed at step ([0-9]+), exiting for preemption.*/\1/p' notice.log)
 [ -n "$saved" ] || fail "notice: the trainer did not checkpoint on the notice"
+routine=$(sed -nE 's/.*persisting (step-[0-9]+)$/\1/p' notice.log | head -n 1)
 line_of() { grep -nE -m 1 -- "$1" notice.log | cut -d: -f1 || true; }
-started20=$(line_of 'persisting step-20')
+started=$(line_of "persisting $routine\$")
 notice_line=$(line_of 'notice: preempt from file')
-ended20=$(line_of 'persist(ed)? (of )?step-20')
-[ -n "$started20" ] && [ -n "$notice_line" ] && [ "$started20" -lt "$notice_line" ] &&
-	{ [ -z "$ended20" ] || [ "$notice_line" -lt "$ended20" ]; } ||
-	fail "notice: the notice did not come during the persist of step-20"
+ended=$(line_of "persist(ed)? (of )?$routine[: ]")
+[ -n "$started" ] && [ -n "$notice_line" ] && [ "$started" -lt "$notice_line" ] &&
+	{ [ -z "$ended" ] || [ "$notice_line" -lt "$ended" ]; } ||
+	fail "notice: the notice did not come during the persist of $routine"
 # the routine persist either finished first or was set aside for the notice checkpoint
-grep -qE 'persisted step-20:|persist of step-20 set aside' notice.log || fail "notice: step-20's persist neither ended nor was set aside"
+grep -qE "persisted $routine:|persist of $routine set aside" notice.log ||
+	fail "notice: $routine's persist neither ended nor was set aside"
 expect_grep "checkpoint step-$saved is durable in the store" notice.log "notice: the notice checkpoint is durable"
 check_store notice "$W/ckpt-notice"
 expect_grep "^\* step-$saved " notice-ls.out "notice: LATEST is the notice checkpoint"
-ok "notice during the persist of step-20 ($(grep -oE 'persisted step-20|step-20 set aside' notice.log | head -n 1)): step-$saved durable $(sed -nE "s/.*step-$saved is durable in the store: (.*) after the notice.*/\1/p" notice.log) after the notice, LATEST, restores identical"
+ok "notice during the persist of $routine ($(grep -oE "persisted $routine|$routine set aside" notice.log | head -n 1)): step-$saved durable $(sed -nE "s/.*step-$saved is durable in the store: (.*) after the notice.*/\1/p" notice.log) after the notice, LATEST, restores identical"
 
 # --- a routine commit lands just as the trainer is asked for the notice checkpoint: the
 # notice waits for the trainer's real answer, the newest commit, not for the routine one
@@ -105,7 +112,8 @@ while :; do sleep 0.1; done
 SH
 chmod +x train-race.sh
 fault '{"method": "PUT", "path": "/chunks/", "action": "stall", "seconds": 3}'
-( wait_for 60 grep -q 'persisting step-1' race.log && touch NOTICE-race ) &
+( wait_for 60 grep -q 'persisting step-1' race.log && touch NOTICE-race && exit 0
+	touch NOTICE-race; exit 1 ) &
 watcher=$!
 run_rr race.log -v --drill-file NOTICE-race --checkpoint-dir ckpt-race --store "s3://$S3_BUCKET/race" -- ./train-race.sh
 wait $watcher || fail "race: the persist of step-1 was never seen"
@@ -120,7 +128,7 @@ ok "a commit just as the trainer is asked, then its answer: the notice waits for
 # --- a second notice (SIGTERM to the agent) while the first notice's checkpoint is being
 # persisted: the persist is not abandoned, the checkpoint becomes durable and restores ---
 fault '{"method": "PUT", "path": "/chunks/", "action": "stall", "seconds": 2}'
-( wait_for 60 grep -q 'training from step' second.log && sleep 0.5 && touch NOTICE-second ) &
+( wait_for 60 grep -q 'training from step' second.log; sleep 0.5; touch NOTICE-second ) &
 "$RR_BIN" -v --precision exact --drill-file NOTICE-second --checkpoint-dir ckpt-second \
 	--store "s3://$S3_BUCKET/second" -- "$PY" "$TRAINER" --steps 100000 --step-time 0.01 \
 	--checkpoint-every 0 --keep-local 0 > second.log 2>&1 &
