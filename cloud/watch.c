@@ -24,7 +24,10 @@ struct rr_cloud_watch {
 	enum rr_cloud cloud;
 	struct rr_cloud_opts o;
 	atomic_int stop;
-	atomic_int durable;          /* set by the event loop, consumed by the thread */
+	/* Notices are numbered as reported (pushed: the last number given, written by the
+	 * thread). durable: the newest notice whose checkpoint the event loop made durable;
+	 * told: the newest the thread has handed to the provider's durable (or passed over). */
+	atomic_uint_fast64_t pushed, durable, told;
 	atomic_int settled;          /* detection done and the identity asked for */
 	atomic_int decided;          /* the cloud once known (enum rr_cloud), AUTO before */
 	atomic_int acks;             /* the provider acknowledges durable checkpoints */
@@ -65,10 +68,17 @@ static void s_push(struct rr_cloud_watch *w, const struct rr_notice *n)
 
 	pthread_mutex_lock(&w->lock);
 	if (w->count < S_QUEUE_MAX) {
-		w->queue[(w->head + w->count) % S_QUEUE_MAX] = *n;
+		struct rr_notice *q = &w->queue[(w->head + w->count) % S_QUEUE_MAX];
+		*q = *n;
+		q->seq = atomic_fetch_add(&w->pushed, 1) + 1;
 		w->count++;
+		n = NULL;
 	}
 	pthread_mutex_unlock(&w->lock);
+	if (n) /* the event loop has not taken the last S_QUEUE_MAX: it is stuck */
+		rr_warn("cloud watcher: %d notices are waiting for the event loop; this %s from "
+			"%s is dropped", S_QUEUE_MAX, rr_notice_kind_name(n->kind),
+			rr_notice_source_name(n->source));
 	if (write(w->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		rr_warn("cloud watcher: cannot wake the event loop: %s", strerror(errno));
 }
@@ -143,12 +153,14 @@ static void *s_main(void *arg)
 			identity_at = rr_mono_ms() + S_IDENTITY_RETRY_MS;
 			s_settle(w);
 		}
-		/* Cleared only once seen set: clearing it unconditionally would lose a mark the
-		 * event loop sets between the load and the store. */
-		if (atomic_load(&w->durable)) {
-			if (p->durable)
+		/* A checkpoint made durable for an older notice than the newest reported
+		 * answers not that one (an Azure Preempt reported just after a Reboot's
+		 * checkpoint was durable must not be approved by it): passed over. */
+		uint64_t d = atomic_load(&w->durable);
+		if (d > atomic_load(&w->told)) {
+			if (p->durable && d == atomic_load(&w->pushed))
 				p->durable(state);
-			atomic_store(&w->durable, 0);
+			atomic_store(&w->told, d);
 		}
 		why[0] = '\0';
 		rc = p->wait(state, &n, why, sizeof(why));
@@ -262,10 +274,15 @@ enum rr_cloud rr_cloud_watch_cloud(struct rr_cloud_watch *w)
 	return w ? (enum rr_cloud)atomic_load(&w->decided) : RR_CLOUD_NONE;
 }
 
-void rr_cloud_watch_durable(struct rr_cloud_watch *w)
+void rr_cloud_watch_durable(struct rr_cloud_watch *w, uint64_t seq)
 {
-	if (w)
-		atomic_store(&w->durable, 1);
+	uint_fast64_t was;
+
+	if (!w)
+		return;
+	was = atomic_load(&w->durable);
+	while (seq > was && !atomic_compare_exchange_weak(&w->durable, &was, seq))
+		;
 }
 
 void rr_cloud_watch_stop(struct rr_cloud_watch *w)
@@ -277,8 +294,9 @@ void rr_cloud_watch_stop(struct rr_cloud_watch *w)
 	/* A durable checkpoint not yet acknowledged (Azure): let the thread send it first,
 	 * within a few seconds, since approving the event is what the user asked for. */
 	give_up = rr_mono_ms() + 3000;
-	while (w->started && atomic_load(&w->acks) && atomic_load(&w->durable) &&
-	       rr_mono_ms() < give_up) {
+	while (w->started && atomic_load(&w->acks) &&
+	       atomic_load(&w->durable) > atomic_load(&w->told) &&
+	       atomic_load(&w->durable) == atomic_load(&w->pushed) && rr_mono_ms() < give_up) {
 		struct timespec ts = { 0, 20 * 1000000L };
 		nanosleep(&ts, NULL);
 	}

@@ -557,7 +557,7 @@ static void s_notice_made_durable(struct s_run *r)
 	s_log_step(r, what);
 	if (r->notice.source == RR_SOURCE_AWS || r->notice.source == RR_SOURCE_GCP ||
 	    r->notice.source == RR_SOURCE_AZURE)
-		rr_cloud_watch_durable(r->cloud);
+		rr_cloud_watch_durable(r->cloud, r->notice.seq);
 	if (s_severity(r->notice.kind) == 1 && !r->terminate_after) {
 		/* A precaution (rebalance, maintenance), from wherever it came: done; training
 		 * goes on and the next notice is handled afresh. */

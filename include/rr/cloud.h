@@ -98,8 +98,10 @@ int rr_cloud_watch_settled(struct rr_cloud_watch *w);
 /* The cloud watched: the one given, or once detection decided (RR_CLOUD_NONE for none, or
  * for a NULL w); RR_CLOUD_AUTO while it has not yet. */
 enum rr_cloud rr_cloud_watch_cloud(struct rr_cloud_watch *w);
-/* Tells the provider that the checkpoint for the last notice is durable. */
-void rr_cloud_watch_durable(struct rr_cloud_watch *w);
+/* The checkpoint asked for by notice seq (its rr_notice.seq) is durable. The provider is
+ * told (Azure: the event is approved) only while seq is the newest notice the watcher has
+ * reported: a durable checkpoint answers no notice that came after it. */
+void rr_cloud_watch_durable(struct rr_cloud_watch *w, uint64_t seq);
 /* Stops the thread (promptly, also in the middle of a hanging GET) and frees. NULL ok. */
 void rr_cloud_watch_stop(struct rr_cloud_watch *w);
 

@@ -21,6 +21,7 @@ struct rr_notice {
 	enum rr_notice_source source;
 	int64_t deadline_unix;   /* seconds; 0 when there is none */
 	int64_t received_unix;
+	uint64_t seq;            /* the cloud watcher's number for it, from 1 (0: not from it) */
 };
 
 const char *rr_notice_kind_name(enum rr_notice_kind k);

@@ -2,8 +2,10 @@
  * in-process HTTP server (http_fixture.h) playing the instance metadata service
  * (Microsoft's "Azure Metadata Service: Scheduled Events" page): Metadata: true required on
  * every request (400 without it), the instance document at /metadata/instance, Scheduled
- * Events at /metadata/scheduledevents (GET to read, POST to approve); and the document and
- * RFC 1123 parsers on their own (cloud/azure_events.h). */
+ * Events at /metadata/scheduledevents (GET to read, POST to approve); the watcher
+ * (cloud/watch.c) approving with it; and the document and RFC 1123 parsers on their own
+ * (cloud/azure_events.h). */
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,6 +280,55 @@ static void test_azure_two_events_give_two_notices_on_consecutive_calls(void)
 	CU_ASSERT_EQUAL(e.n.deadline_unix, 1);
 	CU_ASSERT_EQUAL(fx_server_count(&e.srv, "GET", S_EVENTS_TARGET), 1); /* from the queue */
 	CU_ASSERT_EQUAL(s_wait(&e), 0);
+	s_teardown(&e);
+}
+
+/* The watcher's next notice within ms (polling its eventfd): 1 with *n, or 0. */
+static int s_watch_next(struct rr_cloud_watch *w, struct rr_notice *n, long ms)
+{
+	struct pollfd p = { .fd = rr_cloud_watch_fd(w), .events = POLLIN };
+	int64_t end = rr_mono_ms() + ms;
+
+	while (rr_mono_ms() < end)
+		if (poll(&p, 1, 50) > 0 && rr_cloud_watch_next(w, n) == 1)
+			return 1;
+	return 0;
+}
+
+/* With --azure-ack, a Reboot's checkpoint made durable after a Preempt was reported answers
+ * the Reboot, not the Preempt: approving the Preempt then would let Azure evict the machine
+ * before the checkpoint the Preempt asks for exists. The Preempt is approved once its own
+ * checkpoint is durable. */
+static void test_azure_watch_approves_a_preempt_only_for_its_own_checkpoint(void)
+{
+	struct rr_cloud_watch *w = NULL;
+	struct rr_notice reboot, preempt;
+	struct s_env e;
+	int64_t end;
+
+	s_setup_opts(&e, 1, 20);
+	e.o.stop = NULL; /* the watcher's own */
+	s_events(&e, S_DOC1 "{\"EventId\":\"R1\",\"EventType\":\"Reboot\","
+		     "\"Resources\":[\"trainer-7\"],\"NotBefore\":\"" S_NOT_BEFORE "\"}]}");
+	CU_ASSERT_EQUAL_FATAL(rr_cloud_watch_start(RR_CLOUD_AZURE, &e.o, &w), 0);
+	CU_ASSERT_EQUAL_FATAL(s_watch_next(w, &reboot, 5000), 1);
+	CU_ASSERT_EQUAL(reboot.kind, RR_NOTICE_MAINTENANCE);
+	s_events(&e, s_preempt_doc);
+	CU_ASSERT_EQUAL_FATAL(s_watch_next(w, &preempt, 5000), 1);
+	CU_ASSERT_EQUAL(preempt.kind, RR_NOTICE_PREEMPT);
+	CU_ASSERT(preempt.seq > reboot.seq);
+
+	rr_cloud_watch_durable(w, reboot.seq);
+	fx_sleep_ms(400); /* twenty polls */
+	CU_ASSERT_EQUAL(fx_server_count(&e.srv, "POST", NULL), 0);
+
+	rr_cloud_watch_durable(w, preempt.seq);
+	end = rr_mono_ms() + 5000;
+	while (fx_server_count(&e.srv, "POST", NULL) == 0 && rr_mono_ms() < end)
+		fx_sleep_ms(20);
+	CU_ASSERT_EQUAL_FATAL(fx_server_count(&e.srv, "POST", NULL), 1);
+	rr_cloud_watch_stop(w); /* no request is being handled after it */
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.imds.post_body, "A123BC45-1234-5678-AB90-ABCDEF123456"));
 	s_teardown(&e);
 }
 
@@ -654,6 +705,8 @@ static CU_TestInfo s_tests[] = {
 	  test_azure_no_ack_without_azure_ack_or_a_preempt },
 	{ "azure_ack_refused_with_429_is_tried_again",
 	  test_azure_ack_refused_with_429_is_tried_again },
+	{ "azure_watch_approves_a_preempt_only_for_its_own_checkpoint",
+	  test_azure_watch_approves_a_preempt_only_for_its_own_checkpoint },
 	{ "azure_malformed_document_is_an_error_not_a_crash",
 	  test_azure_malformed_document_is_an_error_not_a_crash },
 	{ "azure_429_and_5xx_are_eio_with_why", test_azure_429_and_5xx_are_eio_with_why },

@@ -151,7 +151,7 @@ static void test_watch_none_has_no_fd_no_notice_and_is_settled(void)
 	CU_ASSERT_EQUAL(rr_cloud_watch_next(w, &n), 0);
 	CU_ASSERT_EQUAL(rr_cloud_watch_settled(w), 1);
 	CU_ASSERT_EQUAL(rr_cloud_watch_identity(w, &id), 0);
-	rr_cloud_watch_durable(w);
+	rr_cloud_watch_durable(w, 1);
 	rr_cloud_watch_stop(w);
 	rr_cloud_watch_stop(NULL);
 }
@@ -294,18 +294,21 @@ static void test_watch_stop_during_the_aws_poll_sleep_is_prompt(void)
 
 static void test_watch_durable_without_a_provider_ack_does_not_hold_stop(void)
 {
+	struct rr_notice n;
 	struct s_env e;
 	int64_t t0;
 
 	s_setup(&e, 60000);
+	e.ec2.spot = S_SPOT;
 	s_start(&e, RR_CLOUD_AWS);
-	CU_ASSERT_EQUAL_FATAL(s_settled_within(e.w, 5000), 1);
+	CU_ASSERT_EQUAL_FATAL(s_next_within(e.w, &n, 5000), 1);
+	CU_ASSERT_EQUAL(n.seq, 1);
 	CU_ASSERT_FATAL(s_requests_within(&e, "GET", S_MD "events/maintenance/scheduled", 1,
 					  5000));
 	/* The thread sleeps until the next poll a minute away, so the durable mark stays
 	 * unconsumed; AWS has nothing to acknowledge, so stop must not wait out the grace
 	 * period (3 s) that an Azure approval gets. */
-	rr_cloud_watch_durable(e.w);
+	rr_cloud_watch_durable(e.w, n.seq);
 	t0 = rr_mono_ms();
 	rr_cloud_watch_stop(e.w);
 	e.w = NULL;
