@@ -327,6 +327,23 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 		rr_error("persist of %s failed (%s); the store's previous checkpoint stays the "
 			 "newest", name, rr_strerror(r.rc));
 
+	/* Multi-node: this node's part is stored; the checkpoint is committed when a commit
+	 * manifest names every part, written by whichever agent sees the last one
+	 * (rr/parts.h). The agent that sees them all and cannot write it reports the persist
+	 * failed: the checkpoint is not durable, whatever its parts are. */
+	if (p->cfg.nnodes > 1 && (r.rc == 0 || r.rc == RR_EEXIST)) {
+		int crc = rr_parts_commit(p->cfg.store, p->cfg.run_id, name, p->cfg.nnodes,
+					  rr_hostname(), &commit);
+		if (crc == RR_PARTS_NOT_YET) {
+			rr_info("part %u of %s is stored; the last node's agent commits it",
+				p->cfg.node_rank, name);
+		} else if (crc) {
+			rr_error("%s could not be committed (%s); the store's previous checkpoint "
+				 "stays the newest", name, rr_strerror(crc));
+			r.rc = crc;
+		}
+	}
+
 	/* The manifest is written: the checkpoint is committed. Report it now, before LATEST,
 	 * the ledger and retention, which a notice's deadline need not wait for. */
 	written = m;
@@ -354,20 +371,8 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 	pthread_mutex_unlock(&p->lock);
 	s_notify(p);
 
-	/* Multi-node: this node's part is stored; LATEST moves only when a commit manifest
-	 * names every part, written by whichever agent sees the last one (rr/parts.h). */
-	if (p->cfg.nnodes > 1 && (r.rc == 0 || r.rc == RR_EEXIST)) {
-		int crc = rr_parts_commit(p->cfg.store, p->cfg.run_id, name, p->cfg.nnodes,
-					  rr_hostname(), &commit);
-		if (crc == RR_PARTS_NOT_YET)
-			rr_info("part %u of %s is stored; the last node's agent commits it",
-				p->cfg.node_rank, name);
-		else if (crc)
-			rr_error("%s could not be committed (%s); the store's previous checkpoint "
-				 "stays the newest", name, rr_strerror(crc));
-		else if (r.rc == RR_EEXIST)
-			s_update_latest(p, commit);
-	}
+	if (r.rc == RR_EEXIST && commit)
+		s_update_latest(p, commit);
 	if (r.rc == 0)
 		s_after_persist(p, written, p->cfg.nnodes > 1 ? commit : written, &r.stats,
 				urgent, ms, durable_ms);

@@ -81,6 +81,7 @@ struct s_gate {
 	/* Like a remote backend: while the store's cancel flag (rr_store_set_cancel) is
 	 * raised, puts fail with RR_ECANCELED, and a put held at the gate ends so. */
 	int honour_cancel;
+	int fail; /* puts of matching keys fail with RR_EIO at once instead of blocking */
 };
 
 static int s_gate_canceled(const struct s_gate *g)
@@ -94,6 +95,10 @@ static int s_gate_put(struct rr_store *s, const char *key, const void *data, siz
 {
 	struct s_gate *g = (struct s_gate *)s;
 	pthread_mutex_lock(&g->lock);
+	if (g->fail && strstr(key, g->match)) {
+		pthread_mutex_unlock(&g->lock);
+		return RR_EIO;
+	}
 	if (strstr(key, g->match)) {
 		g->blocked++;
 		pthread_cond_broadcast(&g->cond);
@@ -925,7 +930,74 @@ static void test_persister_throughput_follows_persists(void)
 	s_teardown(&e);
 }
 
+/* Multi-node: the agent that sees every part in the store but cannot write the commit
+ * manifest reports the persist failed (the checkpoint is not durable: a notice waiting on it
+ * must not be told otherwise); submitted again, the part is found stored and the commit is
+ * written. */
+static void test_persister_multinode_commit_that_fails_is_a_failed_persist(void)
+{
+	struct rr_persister_config cfg;
+	const struct rr_persist_result *r;
+	struct rr_persister *node0 = NULL;
+	struct s_gate g;
+	struct s_env e;
+	char key[RR_KEY_MAX], *text, latest[64];
+
+	s_env_init(&e);
+	s_make(&e, "step-1", 1);
+	/* Node 0's part first, on the store itself: one of two, not committed. */
+	cfg = s_config(&e.f, 0);
+	cfg.nnodes = 2;
+	cfg.node_rank = 0;
+	CU_ASSERT_EQUAL_FATAL(rr_persister_new(&cfg, NULL, &node0), 0);
+	e.p = node0;
+	rr_persister_submit(e.p, "step-1", 1000, 1);
+	r = s_result(&e, "step-1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	rr_persister_destroy(node0);
+	e.p = NULL;
+	e.nres = 0;
+
+	/* Node 1, the last part, where the commit manifest's put fails. */
+	s_gate_init(&g, e.f.s, "/manifest.json");
+	g.fail = 1;
+	cfg.store = &g.base;
+	cfg.node_rank = 1;
+	CU_ASSERT_EQUAL_FATAL(rr_persister_new(&cfg, NULL, &e.p), 0);
+	rr_persister_submit(e.p, "step-1", 1000, 1);
+	r = s_result(&e, "step-1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, RR_EIO);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	CU_ASSERT_EQUAL_FATAL(rr_key_manifest(key, FX_RUN, "step-1"), 0);
+	text = fx_get_str(&e.f, key);
+	CU_ASSERT_PTR_NULL(text);
+	free(text);
+
+	/* The store writes again: the same checkpoint submitted again is committed. */
+	pthread_mutex_lock(&g.lock);
+	g.fail = 0;
+	g.closed = 0;
+	pthread_mutex_unlock(&g.lock);
+	e.nres = 0;
+	rr_persister_submit(e.p, "step-1", 1000, 1);
+	r = s_result(&e, "step-1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT(r->rc == 0 || r->rc == RR_EEXIST);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	text = fx_get_str(&e.f, key);
+	CU_ASSERT_PTR_NOT_NULL(text);
+	free(text);
+	s_latest(&e, latest, sizeof(latest));
+	CU_ASSERT_STRING_EQUAL(latest, "step-1");
+	s_teardown_gated(&e, &g);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "persister_multinode_commit_that_fails_is_a_failed_persist",
+	  test_persister_multinode_commit_that_fails_is_a_failed_persist },
 	{ "persister_persists_commits_after_far_future_name",
 	  test_persister_persists_commits_after_far_future_name },
 	{ "persister_persists_submitted_checkpoint", test_persister_persists_submitted_checkpoint },
