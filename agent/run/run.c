@@ -1324,7 +1324,11 @@ static void s_on_signal(struct s_run *r, int sig)
 			 * already decided stands: a finished trainer's 0 is not lost to a `docker
 			 * stop` during its last upload. */
 			rr_info("SIG%s with no trainer running: leaving", rr_signal_name(sig));
-			s_decide(r, 128 + sig);
+			/* Waiting to restart a failed trainer: its status is the one to leave
+			 * with (--preempted-exit-code 0: "the trainer's own"), decided as the
+			 * machine is found going. */
+			if (r->phase != S_RESTART_WAIT)
+				s_decide(r, 128 + sig);
 		}
 		if (!r->child && r->phase == S_FINISHING) {
 			/* The uploads still running are bounded by the grace as a notice's are; a

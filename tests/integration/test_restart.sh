@@ -71,6 +71,20 @@ expect_grep 'checkpoint step-1 is durable in the store: [0-9.]+ s after the noti
 expect_grep '^\* step-1 +committed' ls5.out "step-1 in the store"
 ok "preemption during the restart backoff: no new attempt, step-1 (its persist had failed) made durable, exit $RR_PREEMPTED"
 
+# SIGTERM during the restart backoff with --preempted-exit-code 0 ("the trainer's own
+# status"): the failed attempt's 3, not 143 for the signal.
+cat > fails3.sh <<'SH'
+exit 3
+SH
+"$RR_BIN" --max-restarts 3 --preempted-exit-code 0 --store "file://$W/s6" --checkpoint-dir "$W/c6" \
+	-- sh fails3.sh > backoff-term.log 2>&1 &
+agent=$!
+wait_for 30 grep -q 'restarting the trainer in 2 s' backoff-term.log || { kill -9 $agent; fail "no second restart scheduled"; }
+kill -TERM $agent
+set +e; wait $agent; rc=$?; set -e
+expect_eq "$rc" 3 "SIGTERM during the backoff, --preempted-exit-code 0: exit status"
+ok "SIGTERM during the restart backoff with --preempted-exit-code 0: the failed attempt's status (3)"
+
 # A rebalance recommendation during the restart backoff: the restarted trainer (which
 # checkpoints only when asked) is asked once it runs, its checkpoint is made durable, and
 # training goes on to the end. Attempt 1 fails at once, so the notice comes in the 2 s before
