@@ -52,7 +52,9 @@ struct s_job {
 	const char *root;      /* where files are written; NULL to only verify */
 	unsigned char *kept;   /* per file: 1 when linked from the existing local copy */
 	const struct rr_restored *rec; /* what earlier restores wrote for lossy chunks */
-	char (*decoded)[RR_XXH128_HEX_LEN + 1]; /* per task: xxh128 of lossy chunks' bytes */
+	/* per task: xxh128 of what the restore wrote where that is not the original bytes (a
+	 * lossy chunk; a plain one a format's finish changed), "" elsewhere */
+	char (*decoded)[RR_XXH128_HEX_LEN + 1];
 	struct s_task *tasks;
 	size_t ntasks;
 	size_t *file_first; /* per file: its first task (a file's tasks are consecutive) */
@@ -253,8 +255,9 @@ static const char *s_record_key(const struct rr_chunk_ref *ref,
 }
 
 /* 1 when the local file open as fd holds exactly the bytes a restore of fe gives (size,
- * permission bits, every chunk's hash): the original bytes' hash, or for a lossy chunk the
- * hash of the rounded values an earlier restore wrote, as its record (rec) remembers. */
+ * permission bits, every chunk's hash): the original bytes' hash, or the hash of what an
+ * earlier restore wrote, as its record (rec) remembers: a lossy chunk's rounded values, or
+ * a plain chunk a format's finish changed (a torch.save zip's CRC fields). */
 static int s_local_identical(int fd, const struct rr_file_entry *fe,
 			     const struct rr_restored *rec)
 {
@@ -278,7 +281,7 @@ static int s_local_identical(int fd, const struct rr_file_entry *fe,
 				got = 0;
 			rr_xxh128_hex(buf, got, xxh);
 			same = got == ref->size && strcmp(xxh, ref->raw_xxh128) == 0;
-			if (!same && got == ref->size && !s_lossless(seg->encoding)) {
+			if (!same && got == ref->size) {
 				char rk[RR_SHA256_HEX_LEN + 1];
 				const char *was = rr_restored_find(rec, s_record_key(ref, rk),
 								   seg->encoding, seg->scale_exp);
@@ -597,9 +600,10 @@ static int s_dir_identical(int dirfd, const struct rr_dir_listing *l,
 	return same;
 }
 
-/* Remembers the bytes this restore left for each lossy chunk: decoded now, or kept from
- * the local copy (whose bytes the old record vouched for). Only saves a download at the
- * next start, so a failure is a warning. */
+/* Remembers the bytes this restore left for each lossy chunk, and each plain chunk a
+ * format's finish changed: written now, or kept from the local copy (whose bytes the old
+ * record vouched for). Only saves a download at the next start, so a failure is a
+ * warning. */
 static void s_save_record(const struct s_job *j, const char *parent)
 {
 	struct rr_restored *now = rr_restored_new();
@@ -612,9 +616,9 @@ static void s_save_record(const struct s_job *j, const char *parent)
 		const struct rr_chunk_ref *ref = &seg->chunks[task->chunk];
 		const char *xxh = j->decoded[t];
 		char rk[RR_SHA256_HEX_LEN + 1];
-		if (s_lossless(seg->encoding))
+		if (s_lossless(seg->encoding) && !j->crc_files[task->file])
 			continue;
-		lossy++;
+		lossy += !s_lossless(seg->encoding);
 		if (!xxh[0])
 			xxh = rr_restored_find(j->rec, s_record_key(ref, rk), seg->encoding,
 					       seg->scale_exp);
@@ -752,6 +756,50 @@ static int s_stage(struct s_target *t, struct s_job *j, unsigned *threads,
 
 /* Fetches and decodes every chunk into the staging directory on the pool, then completes
  * and syncs its files. A cancelled store stops the chunks not yet started. */
+/* A file a format's finish changed (j->crc_files: a torch.save zip whose lossy records'
+ * CRC fields it rewrote): the plain chunks whose bytes are no longer the original's get the
+ * hash of what is there now in j->decoded, for the restore record, so that the next start
+ * recognises them (s_local_identical). Those chunks are the zip's headers and directory,
+ * read back once here; a chunk that cannot be read is simply not recorded. */
+static void s_note_finished(struct s_job *j, const char *root, size_t f)
+{
+	const struct rr_file_entry *fe = &j->m->files[f];
+	size_t end = f + 1 < j->m->nfiles ? j->file_first[f + 1] : j->ntasks;
+	unsigned char *buf = NULL;
+	char path[8192];
+	int fd;
+
+	int lossy = 0;
+
+	for (size_t g = 0; g < fe->nsegs && !lossy; g++)
+		lossy = !s_lossless(fe->segs[g].encoding);
+	if (!j->decoded || !j->crc_files[f] || !lossy)
+		return; /* finish changed nothing */
+	snprintf(path, sizeof(path), "%s/%s", root, fe->path);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (size_t t = j->file_first[f]; t < end; t++) {
+		const struct rr_segment *seg = &fe->segs[j->tasks[t].seg];
+		const struct rr_chunk_ref *ref = &seg->chunks[j->tasks[t].chunk];
+		char xxh[RR_XXH128_HEX_LEN + 1];
+		size_t got = 0;
+
+		if (!s_lossless(seg->encoding))
+			continue;
+		if (!buf && !(buf = malloc(RR_CHUNK_MAX_RAW)))
+			break;
+		if (rr_pread_full(fd, buf, ref->size, (int64_t)j->tasks[t].offset, &got) != 0 ||
+		    got != ref->size)
+			continue;
+		rr_xxh128_hex(buf, got, xxh);
+		if (strcmp(xxh, ref->raw_xxh128) != 0)
+			memcpy(j->decoded[t], xxh, sizeof(xxh));
+	}
+	free(buf);
+	close(fd);
+}
+
 static int s_fetch(struct s_target *t, struct s_job *j, unsigned threads,
 		   struct rr_restore_stats *stats)
 {
@@ -767,8 +815,11 @@ static int s_fetch(struct s_target *t, struct s_job *j, unsigned threads,
 		rc = RR_ECANCELED;
 	rr_progress_destroy(j->progress);
 	for (size_t f = 0; !rc && f < m->nfiles; f++)
-		if (!j->kept[f])
+		if (!j->kept[f]) {
 			rc = s_finish_file(t->tmp, &m->files[f], j->crc + j->file_first[f]);
+			if (!rc)
+				s_note_finished(j, t->tmp, f);
+		}
 	if (!rc)
 		rc = rr_fsync_dir(t->tmp);
 	return rc;

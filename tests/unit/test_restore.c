@@ -16,6 +16,7 @@
 
 #include "ckpt_fixture.h"
 #include "cunit_main.h"
+#include "torch_fixture.h"
 
 #define S_THREADS 2
 
@@ -746,6 +747,43 @@ static void test_restore_of_lossy_checkpoint_again_copies_nothing(void)
 	fx_done(&f);
 }
 
+/* The same for a torch.save zip whose F32 records were stored lossy: the restore rewrote the
+ * CRC fields of those records in the zip's headers (plain chunks), and remembers those
+ * chunks too, so a second start copies nothing; it downloaded the whole file every time. */
+static void test_restore_of_lossy_torch_file_again_copies_nothing(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_persist_stats ps;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_manifest *m = NULL;
+	unsigned char *pt;
+	size_t len = 0;
+	char why[512], *d;
+
+	pt = tf_load("fuzz_torch_zip", "adam_step.pt", &len); /* real torch: two F32 moments */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pt);
+	fx_init(&f);
+	d = fx_ckpt(&f, "step-1");
+	fx_write(d, "optimizer.pt", pt, len, 0644);
+	free(d);
+	free(pt);
+	o.precision = RR_PRECISION_FP16;
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(f.s, f.ckpt_dir, "step-1", 1000, &o, &m, &ps),
+			      0);
+	CU_ASSERT_FATAL(ps.tensors[RR_ENC_FP16] > 0);
+
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)), 0);
+	CU_ASSERT(st.downloaded_bytes > 0);
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(st.already_present, 1);
+	CU_ASSERT_EQUAL(st.downloaded_bytes, 0);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
 static void test_restore_newest_cancelled_does_not_fall_back(void)
 {
 	struct fx f;
@@ -915,6 +953,8 @@ static CU_TestInfo s_tests[] = {
 	{ "test_restore_fetches_each_pack_once", test_restore_fetches_each_pack_once },
 	{ "restore_of_lossy_checkpoint_again_copies_nothing",
 	  test_restore_of_lossy_checkpoint_again_copies_nothing },
+	{ "restore_of_lossy_torch_file_again_copies_nothing",
+	  test_restore_of_lossy_torch_file_again_copies_nothing },
 	{ "restore_round_trip_is_byte_identical_with_modes",
 	  test_restore_round_trip_is_byte_identical_with_modes },
 	{ "restore_drops_setuid_setgid_and_sticky_bits",
