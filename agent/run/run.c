@@ -588,16 +588,28 @@ static void s_set_suspect_aside(struct s_run *r, int restore_before);
 
 static void s_going_between_attempts(struct s_run *r)
 {
+	char suspect[256] = "";
+
 	rr_info("the trainer is not restarted: this machine is going");
 	/* Failed often enough from its checkpoint to mark it: marked as when giving up, so the
 	 * next machine starts from the one before. */
-	if (r->suspect_due)
+	if (r->suspect_due) {
+		snprintf(suspect, sizeof(suspect), "%s", r->rec.from);
 		s_set_suspect_aside(r, 0);
+	}
 	r->preempted = 1;
 	s_decide(r, rr_exit_code_from_status(r->child_status)); /* the failed attempt's */
 	s_transition(r, S_FINISHING, r->nstate);
 	if (!r->newest[0])
 		return;
+	if (strcmp(r->newest, suspect) == 0) {
+		/* Persisted now it would be the store's newest, unmarked (the mark found it not
+		 * there), and the next machine would resume from it and fail again. */
+		rr_warn("the newest checkpoint %s is suspect: not persisted for the notice; the "
+			"store's newest stays %s", suspect, r->persisted[0] ? r->persisted
+							   : r->restored[0] ? r->restored : "none");
+		return;
+	}
 	snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", r->newest);
 	if (!s_newest_durable(r))
 		rr_persister_submit(r->persister, r->newest, r->newest_ms, 1);
@@ -750,7 +762,8 @@ static void s_check_deadline(struct s_run *r, int64_t now)
 	const char *kind = rr_notice_kind_name(r->notice.kind);
 
 	if (!s_notice_active(r) || !r->deadline_mono || now < r->deadline_mono ||
-	    r->terminate_after || r->phase == S_FINISHING)
+	    r->terminate_after ||
+	    (r->phase == S_FINISHING && s_severity(r->notice.kind) == 2))
 		return;
 	if (s_severity(r->notice.kind) == 2 && !s_notice_durable(r)) {
 		rr_warn("the %s notice's deadline passed before its checkpoint was durable, and "
@@ -759,8 +772,9 @@ static void s_check_deadline(struct s_run *r, int64_t now)
 		return;
 	}
 	if (s_severity(r->notice.kind) == 1)
-		rr_warn("the %s notice's deadline passed before its checkpoint was durable; "
-			"training goes on, checkpoints are persisted as usual", kind);
+		rr_warn("the %s notice's deadline passed before its checkpoint was durable; %s"
+			"checkpoints are persisted as usual", kind,
+			r->phase == S_FINISHING ? "" : "training goes on, ");
 	else
 		rr_warn("the %s notice's deadline passed and the trainer is still running; the "
 			"notice is over: checkpoints are persisted as usual, and the trainer's own "
@@ -1033,6 +1047,17 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 	again = s_note_cut(r, res);
 	if (res->rc == 0 || res->rc == RR_EEXIST)
 		snprintf(r->persisted, sizeof(r->persisted), "%s", res->name);
+	if (s_notice_active(r) && !s_notice_durable(r) && r->notice_ckpt[0] &&
+	    strcmp(res->name, r->notice_ckpt) != 0 && strcmp(res->name, r->newest) == 0 &&
+	    (res->rc == 0 || res->rc == RR_EEXIST)) {
+		/* A commit after the notice's checkpoint (which is after the ask) is durable
+		 * first, the notice's own having failed or being still under way: it answers the
+		 * notice, or nothing ever would once the notice's is passed over as not the
+		 * newest. */
+		rr_info("checkpoint %s, committed after the notice's %s, answers the notice",
+			res->name, r->notice_ckpt);
+		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", res->name);
+	}
 	if (!s_notice_active(r) || strcmp(res->name, r->notice_ckpt) != 0 || s_notice_durable(r))
 		return;
 	if (res->rc == 0 || res->rc == RR_EEXIST) {
@@ -1424,9 +1449,14 @@ static int s_finished(struct s_run *r, int64_t now)
 			s_deadline_missed();
 		return 1;
 	}
-	if (r->deadline_mono && now >= r->deadline_mono && !s_notice_durable(r)) {
+	/* The deadline cuts what still uploads only where the machine is going: a signal's
+	 * grace (a second one, or SIGKILL, follows it), or a preemption whose checkpoint is not
+	 * durable yet. A precaution's deadline cuts nothing (s_check_deadline ends it). */
+	if (r->deadline_mono && now >= r->deadline_mono &&
+	    (r->terminate_after || (s_notice_going(r) && !s_notice_durable(r)))) {
 		s_deadline_missed();
-		rr_persister_cancel(r->persister, "the notice's deadline passed");
+		rr_persister_cancel(r->persister, r->terminate_after ? "the signal's grace ran out"
+								      : "the notice's deadline passed");
 		return 1;
 	}
 	return 0;

@@ -10,7 +10,15 @@
 #  3. the notice came while a finished trainer's final checkpoint uploaded, and the deadline
 #     cut it: the agent leaves 75, so the job runs again and makes it again (it left 0, the
 #     job done and its final checkpoint in no store);
-# and, 4, a SIGTERM's --grace is not stretched by a later notice's longer deadline.
+# and, 4, a SIGTERM's --grace is not stretched by a later notice's longer deadline. Then
+# (found by a review of the event loop):
+#  5. a precaution's deadline (a rebalance) does not cut a finished trainer's final upload
+#     (it did, and the agent left 0 with the final checkpoint in no store);
+#  6. SIGTERM's --grace bounds the final upload after an earlier notice was handled (it did
+#     not: the handled notice counted as a durable one, and the agent outlived the grace);
+#  7. the notice's own checkpoint failed, a later commit made durable answers the notice
+#     (nothing did: the notice stood for the rest of the run, and a finished trainer's 0
+#     became 75).
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 . "$RR_SRC/tests/integration/faultlib.sh"
@@ -98,4 +106,78 @@ expect_eq "$RC" 75 "3: exit status"
 expect_grep 'deadline passed with the persist unfinished' three.log "3: the deadline cut the upload"
 expect_grep 'checkpoint step-100000 was not made durable before leaving.*leaving as preempted' three.log "3: the line saying why 75"
 ok "3: a notice that cut a finished trainer's final upload leaves 75"
+
+# --- 5. a rebalance's deadline passes during a finished trainer's final upload ---
+mkdir five && cd five
+fault '{"method": "PUT", "path": "step-100000/manifest", "action": "stall", "seconds": 5}'
+(notice_after 'trainer exited with status 0' ../five.log '{"kind":"rebalance","deadline_in":2}') &
+n=$!
+run_rr ../five.log -v --store "s3://$S3_BUCKET/five" --drill-file NOTICE \
+	-- "$PY" "$T" --run-s 0.5 --final --bytes 300000
+wait $n
+cd ..
+no_faults
+expect_eq "$RC" 0 "5: exit status (a precaution does not stop a finished run)"
+expect_grep 'notice: rebalance from file, deadline in' five.log "5: the notice came"
+expect_grep 'persisted step-100000:' five.log "5: the final checkpoint persisted"
+"$RR_BIN" ls --store "s3://$S3_BUCKET/five" > five-ls.out 2>&1 || fail "5: ls: $(cat five-ls.out)"
+expect_grep 'step-100000 +committed' five-ls.out "5: the final checkpoint is in the store"
+ok "5: a rebalance's deadline does not cut a finished trainer's final upload (exit 0, in the store)"
+
+# --- 6. SIGTERM after a handled notice: --grace bounds the final upload ---
+mkdir six && cd six
+fault '{"method": "PUT", "path": "step-100000/manifest", "action": "stall", "seconds": 20}'
+"$RR_BIN" -v --grace 2 --store "s3://$S3_BUCKET/six" --drill-file NOTICE \
+	-- "$PY" "$T" --run-s 3 --final --bytes 300000 > ../six.log 2>&1 &
+agent=$!
+wait_for 60 grep -q 'started' ../six.log || fail "6: the trainer did not start"
+printf '{"kind":"rebalance"}\n' > NOTICE
+wait_for 30 grep -q 'the notice is over\|is durable in the store' ../six.log || fail "6: the rebalance was not answered"
+wait_for 30 grep -q 'persisting step-100000' ../six.log || fail "6: no final upload"
+t0=$SECONDS
+kill -TERM "$agent"
+set +e; wait "$agent"; RC=$?; set -e
+took=$((SECONDS - t0))
+cd ..
+no_faults
+expect_eq "$RC" 75 "6: exit status"
+[ "$took" -le 8 ] || fail "6: the agent left $took s after SIGTERM with --grace 2 (the upload stalls 20 s)"
+ok "6: after a handled notice, SIGTERM's --grace still bounds the final upload (left after $took s, 75)"
+
+# --- 7. the notice's checkpoint fails; a later commit made durable answers the notice ---
+mkdir seven && cd seven
+cat > twice.sh <<'SH'
+#!/usr/bin/env bash
+# On SIGUSR1: commits step-10 then step-11; step-12 once GO12 exists; exits 0 once STOP does.
+d=$RESUME_RUN_CHECKPOINT_DIR
+commit() { mkdir -p "$d/.step-$1.tmp"; head -c 300000 /dev/urandom > "$d/.step-$1.tmp/f.bin"; mv "$d/.step-$1.tmp" "$d/step-$1"; echo "commit step-$1"; }
+asked=0
+trap 'asked=1' USR1
+commit 1
+done12=0
+while [ ! -e STOP ]; do
+	if [ $asked = 1 ]; then asked=0; commit 10; sleep 0.3; commit 11; fi
+	if [ -e GO12 ] && [ $done12 = 0 ]; then commit 12; done12=1; fi
+	sleep 0.1
+done
+exit 0
+SH
+chmod +x twice.sh
+"$RR_BIN" -v --store "s3://$S3_BUCKET/seven" --drill-file NOTICE -- ./twice.sh > ../seven.log 2>&1 &
+agent=$!
+wait_for 60 grep -q 'persisted step-1:' ../seven.log || fail "7: no step-1"
+# chunk PUTs answered 503 with Retry-After 30: the persists bounded by the notice fail at once
+fault '{"method": "PUT", "path": "/chunks/", "action": "error", "status": 503, "retry_after": 30}'
+printf '{"kind":"preempt","deadline_in":8}\n' > NOTICE
+wait_for 30 grep -q 'persist of step-11 failed' ../seven.log || fail "7: step-11's persist did not fail"
+no_faults
+touch GO12
+wait_for 30 grep -q 'persisted step-12:' ../seven.log || fail "7: step-12 was not persisted"
+wait_for 15 grep -q 'checkpoint step-12 is durable in the store' ../seven.log || fail "7: step-12 did not answer the notice"
+sleep 9 # past the deadline: the machine is still here, the notice is over
+touch STOP
+set +e; wait "$agent"; RC=$?; set -e
+cd ..
+expect_eq "$RC" 0 "7: exit status (the notice outlived, the trainer's own)"
+ok "7: the notice's checkpoint failed; step-12, committed after it, answered the notice; the trainer's 0 stands"
 finish

@@ -87,7 +87,7 @@ routine=$(sed -nE 's/.*persisting (step-[0-9]+)$/\1/p' notice.log | head -n 1)
 line_of() { grep -nE -m 1 -- "$1" notice.log | cut -d: -f1 || true; }
 started=$(line_of "persisting $routine\$")
 notice_line=$(line_of 'notice: preempt from file')
-ended=$(line_of "persist(ed)? (of )?$routine[: ]")
+ended=$(line_of "persist(ed)? (of )?${routine}[: ]")
 [ -n "$started" ] && [ -n "$notice_line" ] && [ "$started" -lt "$notice_line" ] &&
 	{ [ -z "$ended" ] || [ "$notice_line" -lt "$ended" ]; } ||
 	fail "notice: the notice did not come during the persist of $routine"

@@ -5,7 +5,9 @@
 # trainer commits the name again and that commit replaces the suspect one; a new machine passes
 # a suspect checkpoint over; the checkpoint resumed from is proven, and retention keeps it; `ls`
 # and `report` say so, `unmark` clears a mark; a command that cannot start (127) marks nothing;
-# a local copy of a suspect checkpoint is set aside at the next start.
+# a local copy of a suspect checkpoint is set aside at the next start; a suspect checkpoint
+# still uploading when a preemption comes in the restart backoff is not what the notice
+# persists.
 . "$(dirname "$0")/lib.sh"
 
 POISON="$RR_SRC/tests/integration/trainers/poison.py"
@@ -123,4 +125,37 @@ expect_eq "$RC" 127 "status passed through"
 expect_eq "$(grep -c 'trainer exited with status 127' x.log)" 3 "three attempts"
 ls "$W/store/default/checkpoints/"*/suspect.json >/dev/null 2>&1 && fail "127 marked a checkpoint suspect"
 ok "exit 127 three times: nothing marked"
+
+# A preemption in the restart backoff when the suspect checkpoint is this machine's newest,
+# its upload still running (the S3 test server holds its manifest): the upload is set aside
+# and the checkpoint is not persisted for the notice; persisted, it was the store's newest,
+# unmarked (the mark had found it not there), and the next machine crashed on it again.
+. "$RR_SRC/tests/integration/s3lib.sh"
+. "$RR_SRC/tests/integration/faultlib.sh"
+start_s3
+s3_env
+start_faults
+# shellcheck disable=SC2154 # assigned inside the trap string itself
+trap 's_rc=$?; stop_faults; stop_s3; cleanup $s_rc' EXIT
+fault '{"method": "PUT", "path": "step-2/manifest", "nth": 1, "action": "stall", "seconds": 30}'
+cat > crash2.sh <<'SH'
+d=$RESUME_RUN_CHECKPOINT_DIR
+if [ -z "$RESUME_RUN_RESTORE_DIR" ]; then
+	mkdir -p "$d/.step-2.tmp"; head -c 300000 /dev/urandom > "$d/.step-2.tmp/w.bin"
+	mv "$d/.step-2.tmp" "$d/step-2"; sleep 0.2
+fi
+echo "attempt $RESUME_RUN_ATTEMPT crashes"
+exit 1
+SH
+"$RR_BIN" -v --store "s3://$S3_BUCKET/uploading" --checkpoint-dir "$W/u1" --max-restarts 5 \
+	--drill-file "$W/u1.drill" -- sh crash2.sh > u1.log 2>&1 &
+pid=$!
+wait_for 30 grep -q 'restarting the trainer in 4 s' u1.log || { kill -9 $pid; fail "no third backoff: $(cat u1.log)"; }
+echo '{"kind":"preempt","deadline_in":60}' > "$W/u1.drill"
+set +e; wait "$pid"; RC=$?; set -e
+expect_eq "$RC" "$RR_PREEMPTED" "preempted in the backoff"
+expect_grep 'newest checkpoint step-2 is suspect: not persisted for the notice' u1.log "said so"
+"$RR_BIN" ls --store "s3://$S3_BUCKET/uploading" > u1-ls.out 2>&1 || true
+expect_no_grep 'step-2' u1-ls.out "the suspect step-2 in the store"
+ok "a suspect checkpoint still uploading at a preemption in the backoff is not persisted for the notice"
 finish
