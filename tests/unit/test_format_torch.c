@@ -209,8 +209,8 @@ static void s_finish_case(int lossy, int crcs, int *ok)
 	struct rr_segment segs[3];
 	struct rr_file_entry fe = { 0 };
 	const struct rr_zip_entry *e;
-	struct rr_chunk_ref chunks[2] = { { .size = 0 } };
-	uint32_t chunk_crc[2];
+	struct rr_chunk_ref head[1] = { { .size = 0 } }, chunks[2] = { { .size = 0 } };
+	uint32_t chunk_crc[3]; /* per chunk of the file: the head's (plain, never read), the record's two */
 	int fd;
 
 	m.p = tf_load("fuzz_torch_zip", "optimizer.pt", &m.n);
@@ -221,14 +221,17 @@ static void s_finish_case(int lossy, int crcs, int *ok)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
 	m.p[e->data_off + 5] ^= 0x01; /* a rounded mantissa bit */
 	memset(segs, 0, sizeof(segs));
-	segs[0] = (struct rr_segment){ .offset = 0, .length = e->data_off };
+	head[0].size = e->data_off;
+	segs[0] = (struct rr_segment){ .offset = 0, .length = e->data_off, .nchunks = 1,
+				       .chunks = head };
+	chunk_crc[0] = 0xdeadbeefu; /* counted, not used: a plain chunk */
 	chunks[0].size = e->usize / 2;
 	chunks[1].size = e->usize - chunks[0].size;
 	segs[1] = (struct rr_segment){ .offset = e->data_off, .length = e->usize,
 				       .encoding = lossy ? RR_ENC_FP16 : RR_ENC_SHUFFLE_ZSTD,
 				       .nchunks = 2, .chunks = chunks };
-	chunk_crc[0] = crcs == 2 ? 0x12345678u : rr_crc32(0, m.p + e->data_off, chunks[0].size);
-	chunk_crc[1] = crcs == 2 ? 0x9abcdef0u
+	chunk_crc[1] = crcs == 2 ? 0x12345678u : rr_crc32(0, m.p + e->data_off, chunks[0].size);
+	chunk_crc[2] = crcs == 2 ? 0x9abcdef0u
 				 : rr_crc32(0, m.p + e->data_off + chunks[0].size, chunks[1].size);
 	segs[2] = (struct rr_segment){ .offset = e->data_off + e->usize,
 				       .length = m.n - e->data_off - e->usize };
@@ -245,7 +248,7 @@ static void s_finish_case(int lossy, int crcs, int *ok)
 	close(fd);
 	unlink(path);
 	if (lossy) {
-		uint32_t crc = crcs == 2 ? rr_crc32_combine(chunk_crc[0], chunk_crc[1],
+		uint32_t crc = crcs == 2 ? rr_crc32_combine(chunk_crc[1], chunk_crc[2],
 							     chunks[1].size)
 					 : rr_crc32(0, after.p + e->data_off, (size_t)e->usize);
 		/* the zip checks again, and only the three CRC fields of that record moved */
