@@ -421,7 +421,10 @@ int rr_s3_put(struct rr_store *s, const char *key, const void *data, size_t len,
 	struct rr_http_response resp;
 	int rc, maybe_applied = 0, checked = 0;
 
-	if (len > s3->r.part_size)
+	/* GCS takes no precondition on a multipart upload (its completion overwrites whatever
+	 * is there): a conditional put goes up whole, as one PUT takes up to 5 TiB there. */
+	if (len > s3->r.part_size &&
+	    !(s3->gcs && opts && (opts->if_none_match || opts->if_match)))
 		return s_put_multipart(s3, key, data, len, opts, etag_out);
 	if (opts && opts->sha256_hex)
 		q.payload_sha256 = opts->sha256_hex;

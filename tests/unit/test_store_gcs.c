@@ -205,6 +205,30 @@ static void test_create_only_is_generation_zero_and_412_is_eexist(void)
 	s_close(&srv, s);
 }
 
+/* A create-only or compare-and-swap put bigger than a multipart part (a manifest of a very
+ * large checkpoint) goes up as one PUT with its precondition: GCS takes none on a multipart
+ * upload, whose completion overwrote whatever was there, and the put reported success. */
+static void test_a_big_conditional_put_is_one_put_with_its_precondition(void)
+{
+	struct rr_put_opts once = { .if_none_match = 1 }, cas = { .if_match = "999" };
+	size_t big = (9u << 20) + 7;
+	struct fx_server srv;
+	struct s_gcs g;
+	struct rr_store *s = s_open(&srv, &g, NULL);
+	char *data = malloc(big);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+	memset(data, 'B', big);
+	CU_ASSERT_EQUAL(rr_store_put(s, "k", "one", 3, &once, NULL), 0);
+	CU_ASSERT_EQUAL(rr_store_put(s, "k", data, big, &once, NULL), RR_EEXIST);
+	CU_ASSERT_EQUAL(rr_store_put(s, "k", data, big, &cas, NULL), RR_EPRECOND);
+	CU_ASSERT_EQUAL(fx_server_count(&srv, "POST", "/bkt"), 0); /* no multipart upload */
+	CU_ASSERT_STRING_EQUAL(g.body, "one");
+	free(data);
+	s_close(&srv, s);
+}
+
 static void test_version_tags_are_generations_for_compare_and_swap(void)
 {
 	char gen[RR_ETAG_MAX], got[RR_ETAG_MAX];
@@ -329,6 +353,8 @@ static void test_hmac_keys_sign_with_sigv4_in_the_auto_region(void)
 }
 
 static CU_TestInfo s_tests[] = {
+	{ "a_big_conditional_put_is_one_put_with_its_precondition",
+	  test_a_big_conditional_put_is_one_put_with_its_precondition },
 	{ "every_request_carries_the_bearer_token_and_no_aws_headers",
 	  test_every_request_carries_the_bearer_token_and_no_aws_headers },
 	{ "create_only_is_generation_zero_and_412_is_eexist",
