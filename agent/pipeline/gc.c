@@ -60,36 +60,47 @@ static int s_consider(struct s_sweep *w, const struct rr_catalog_chunk *ch)
 	return 0;
 }
 
-/* Collects the chunk digests of every manifest that stays. */
-static int s_live_chunks(const struct rr_catalog *c, const unsigned char *doomed,
-			 struct s_sweep *w)
+/* Adds the chunk digests m names to w->live (unsorted). */
+static int s_add_live(struct s_sweep *w, const struct rr_manifest *m, size_t *cap)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < c->n; i++)
-		if (!doomed[i] && c->entries[i].manifest)
-			for (size_t f = 0; f < c->entries[i].manifest->nfiles; f++)
-				for (size_t g = 0; g < c->entries[i].manifest->files[f].nsegs; g++)
-					n += c->entries[i].manifest->files[f].segs[g].nchunks;
-	w->live = malloc((n ? n : 1) * sizeof(*w->live));
-	if (!w->live)
-		return RR_ENOMEM;
-	for (size_t i = 0; i < c->n; i++) {
-		const struct rr_manifest *m = c->entries[i].manifest;
-		if (doomed[i] || !m)
-			continue;
-		for (size_t f = 0; f < m->nfiles; f++)
-			for (size_t g = 0; g < m->files[f].nsegs; g++)
-				for (size_t k = 0; k < m->files[f].segs[g].nchunks; k++)
-					memcpy(w->live[w->nlive++], m->files[f].segs[g].chunks[k].sha256,
-					       RR_SHA256_HEX_LEN + 1);
-	}
-	if (w->nlive)
-		qsort(w->live, w->nlive, sizeof(*w->live), s_cmp);
+	for (size_t f = 0; f < m->nfiles; f++)
+		for (size_t g = 0; g < m->files[f].nsegs; g++)
+			for (size_t k = 0; k < m->files[f].segs[g].nchunks; k++) {
+				if (w->nlive == *cap) {
+					size_t n = *cap ? *cap * 2 : 1024;
+					void *p = realloc(w->live, n * sizeof(*w->live));
+					if (!p)
+						return RR_ENOMEM;
+					w->live = p;
+					*cap = n;
+				}
+				memcpy(w->live[w->nlive++], m->files[f].segs[g].chunks[k].sha256,
+				       RR_SHA256_HEX_LEN + 1);
+			}
 	return 0;
+}
+
+/* Collects the chunk digests of every manifest that stays, and of every part no commit
+ * names yet (multi-node: its last node may still commit it, naming them). */
+static int s_live_chunks(const struct rr_catalog *c, const unsigned char *doomed,
+			 const struct rr_parts_pending *pending, struct s_sweep *w)
+{
+	size_t cap = 0;
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < c->n; i++)
+		if (!doomed[i] && c->entries[i].manifest)
+			rc = s_add_live(w, c->entries[i].manifest, &cap);
+	for (size_t i = 0; !rc && i < pending->n; i++)
+		rc = s_add_live(w, pending->parts[i], &cap);
+	if (!rc && w->nlive)
+		qsort(w->live, w->nlive, sizeof(*w->live), s_cmp);
+	return rc;
 }
 
 struct s_appeared {
 	const struct rr_catalog *c;
+	const struct rr_parts_pending *pending;
 	const char *run_id;
 	const unsigned char *doomed;
 	int64_t now_ms;
@@ -111,6 +122,13 @@ static int s_on_manifest(const struct rr_store_entry *e, void *ud)
 		memcpy(a->name, name, sizeof(name));
 		return 1;
 	}
+	unsigned rank;
+	/* A part stored since (multi-node): its chunks were not counted live. */
+	if (rr_key_parse_part(e->key, a->run_id, name, sizeof(name), &rank) &&
+	    !rr_catalog_find(a->c, name) && !rr_parts_pending_has(a->pending, e->key)) {
+		memcpy(a->name, name, sizeof(name));
+		return 1;
+	}
 	if (!rr_key_parse_manifest(e->key, a->run_id, name, sizeof(name)) ||
 	    rr_catalog_find(a->c, name))
 		return 0;
@@ -118,15 +136,18 @@ static int s_on_manifest(const struct rr_store_entry *e, void *ud)
 	return 1; /* one is enough */
 }
 
-/* Another writer may commit a checkpoint after the catalog was read; its manifest can name
- * chunks that looked unreferenced (and, deduplicated, old). Listing the manifests again
- * after the chunks closes that window: such a run deletes no chunk, the next one decides
- * with the manifest in view. Returns 1 and the name when one appeared, 0, or an error. */
+/* Another writer may commit a checkpoint (or store a part of one) after the catalog was
+ * read; its manifest can name chunks that looked unreferenced (and, deduplicated, old).
+ * Listing the manifests again after the chunks closes that window: such a run deletes no
+ * chunk, the next one decides with the manifest in view. Returns 1 and the name when one
+ * appeared, 0, or an error. */
 static int s_manifest_appeared(struct rr_store *s, const char *run_id,
-			       const struct rr_catalog *c, const unsigned char *doomed,
-			       int64_t now_ms, char *name, size_t cap)
+			       const struct rr_catalog *c, const struct rr_parts_pending *pending,
+			       const unsigned char *doomed, int64_t now_ms, char *name,
+			       size_t cap)
 {
-	struct s_appeared a = { .c = c, .run_id = run_id, .doomed = doomed, .now_ms = now_ms };
+	struct s_appeared a = { .c = c, .pending = pending, .run_id = run_id, .doomed = doomed,
+				.now_ms = now_ms };
 	char key[RR_KEY_MAX];
 	int rc = rr_key_checkpoints_prefix(key, run_id);
 
@@ -169,9 +190,10 @@ static int s_delete_chunks_if_old(struct rr_store *s, const char *run_id,
  * batch after the first: that narrows the window to one batch, and a persist that renewed a
  * chunk checks after its manifest that the chunk is still there (persist.c). */
 static int s_delete_chunks_batched(struct rr_store *s, const char *run_id,
-				   const struct rr_catalog *c, const unsigned char *doomed,
-				   int64_t now_ms, const struct s_sweep *w,
-				   struct rr_gc_stats *stats)
+				   const struct rr_catalog *c,
+				   const struct rr_parts_pending *pending,
+				   const unsigned char *doomed, int64_t now_ms,
+				   const struct s_sweep *w, struct rr_gc_stats *stats)
 {
 	char (*keys)[RR_KEY_MAX] = malloc(S_DELETE_BATCH * sizeof(*keys));
 	const char *ptrs[S_DELETE_BATCH];
@@ -181,8 +203,8 @@ static int s_delete_chunks_batched(struct rr_store *s, const char *run_id,
 
 	for (i = 0; !rc && i < w->ndoomed; i += n) {
 		n = w->ndoomed - i < S_DELETE_BATCH ? w->ndoomed - i : S_DELETE_BATCH;
-		if (i > 0 && (rc = s_manifest_appeared(s, run_id, c, doomed, now_ms, name,
-						       sizeof(name))) == 1) {
+		if (i > 0 && (rc = s_manifest_appeared(s, run_id, c, pending, doomed, now_ms,
+						       name, sizeof(name))) == 1) {
 			rr_info("retention: checkpoint %s appeared meanwhile (another machine); the "
 				"other %zu chunks are not deleted this time", name, w->ndoomed - i);
 			stats->chunks_young += w->ndoomed - i;
@@ -382,6 +404,7 @@ int rr_gc_run_policy(struct rr_store *s, const char *run_id, const struct rr_gc_
 {
 	struct rr_catalog *c = NULL;
 	struct s_sweep w = { .stats = stats };
+	struct rr_parts_pending pending = { 0 };
 	unsigned char *doomed = NULL;
 	size_t unreadable;
 	const char *leased;
@@ -417,7 +440,10 @@ int rr_gc_run_policy(struct rr_store *s, const char *run_id, const struct rr_gc_
 		goto out;
 	}
 
-	rc = s_live_chunks(c, doomed, &w);
+	if (c->has_parts)
+		rc = rr_parts_pending(s, run_id, &pending);
+	if (!rc)
+		rc = s_live_chunks(c, doomed, &pending, &w);
 	if (rc)
 		goto out;
 	/* The catalog's listing of the chunks came after its listing of the manifests, and
@@ -427,7 +453,8 @@ int rr_gc_run_policy(struct rr_store *s, const char *run_id, const struct rr_gc_
 		rc = s_consider(&w, &c->chunks[i]);
 	if (!rc && w.ndoomed) {
 		char name[256];
-		rc = s_manifest_appeared(s, run_id, c, doomed, now_ms, name, sizeof(name));
+		rc = s_manifest_appeared(s, run_id, c, &pending, doomed, now_ms, name,
+					 sizeof(name));
 		if (rc == 1) {
 			rr_info("retention: checkpoint %s appeared or is being restored meanwhile "
 				"(another machine); no chunk is deleted this time", name);
@@ -439,12 +466,13 @@ int rr_gc_run_policy(struct rr_store *s, const char *run_id, const struct rr_gc_
 	if (!rc)
 		rc = s_delete_chunks_if_old(s, run_id, &w, stats);
 	if (rc == RR_EUNSUPPORTED)
-		rc = s_delete_chunks_batched(s, run_id, c, doomed, now_ms, &w, stats);
+		rc = s_delete_chunks_batched(s, run_id, c, &pending, doomed, now_ms, &w, stats);
 	/* Multi-node: parts no commit names (a node that never finished, or a checkpoint
 	 * deleted above) go once past the grace. Single-node runs have none to list. */
 	if (!rc && c->has_parts)
 		rc = rr_parts_sweep(s, run_id, pol->grace_ms, NULL);
 out:
+	rr_parts_pending_free(&pending);
 	free(w.live);
 	free(w.doomed);
 	free(w.doomed_size);

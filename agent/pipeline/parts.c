@@ -476,3 +476,76 @@ out:
 	free(doomed);
 	return rc;
 }
+
+/* Whether name is among the n committed names. */
+static int s_committed(const struct s_sweep *w, const char *name)
+{
+	for (size_t k = 0; k < w->ncommitted; k++)
+		if (strcmp(w->committed[k], name) == 0)
+			return 1;
+	return 0;
+}
+
+static int s_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int rr_parts_pending(struct rr_store *s, const char *run_id, struct rr_parts_pending *out)
+{
+	struct s_sweep w = { .run_id = run_id };
+	char key[RR_KEY_MAX];
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = rr_key_checkpoints_prefix(key, run_id);
+	if (!rc)
+		rc = rr_store_list(s, key, s_on_key, &w);
+	if (!rc && w.nparts) {
+		out->parts = calloc(w.nparts, sizeof(*out->parts));
+		out->keys = calloc(w.nparts, sizeof(*out->keys));
+		if (!out->parts || !out->keys)
+			rc = RR_ENOMEM;
+	}
+	for (size_t i = 0; !rc && i < w.nparts; i++) {
+		unsigned rank;
+		char name[256];
+		if (s_committed(&w, w.parts[i].name) ||
+		    !rr_key_parse_part(w.parts[i].key, run_id, name, sizeof(name), &rank))
+			continue;
+		rc = s_load_part(s, run_id, name, rank, &out->parts[out->n]);
+		if (rc == RR_ENOENT) { /* swept (or committed and retired) since the listing */
+			rc = 0;
+			continue;
+		}
+		if (!rc) {
+			out->keys[out->n++] = w.parts[i].key;
+			w.parts[i].key = NULL;
+		}
+	}
+	if (!rc && out->n)
+		qsort(out->keys, out->n, sizeof(*out->keys), s_cmp_str);
+	for (size_t i = 0; i < w.nparts; i++)
+		free(w.parts[i].key);
+	free(w.parts);
+	free(w.committed);
+	if (rc)
+		rr_parts_pending_free(out);
+	return rc;
+}
+
+int rr_parts_pending_has(const struct rr_parts_pending *p, const char *key)
+{
+	return p->n && bsearch(&key, p->keys, p->n, sizeof(*p->keys), s_cmp_str) != NULL;
+}
+
+void rr_parts_pending_free(struct rr_parts_pending *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		rr_manifest_destroy(p->parts[i]);
+		free(p->keys[i]);
+	}
+	free(p->parts);
+	free(p->keys);
+	memset(p, 0, sizeof(*p));
+}

@@ -52,4 +52,18 @@ int rr_parts_catalog_view(struct rr_store *s, struct rr_catalog *c, unsigned nno
  * checkpoints whose manifest retention deleted. *deleted (may be NULL) counts keys. */
 int rr_parts_sweep(struct rr_store *s, const char *run_id, int64_t grace_ms, size_t *deleted);
 
+/* The parts of checkpoints no commit manifest names yet (their last node may still commit
+ * them): for gc, which keeps every chunk they name. keys (sorted) are the parts' keys. */
+struct rr_parts_pending {
+	struct rr_manifest **parts;
+	char **keys;
+	size_t n;
+};
+
+/* Lists and reads them. 0, or an error (a part that cannot be read: gc deletes no chunk). */
+int rr_parts_pending(struct rr_store *s, const char *run_id, struct rr_parts_pending *out);
+/* 1 when key is one of them. */
+int rr_parts_pending_has(const struct rr_parts_pending *p, const char *key);
+void rr_parts_pending_free(struct rr_parts_pending *p);
+
 #endif

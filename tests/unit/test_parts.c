@@ -9,6 +9,8 @@
 
 #include "rr/catalog.h"
 #include "rr/clock.h"
+#include "rr/gc.h"
+#include "rr/layout.h"
 #include "rr/parts.h"
 #include "rr/restore.h"
 
@@ -497,6 +499,52 @@ static void test_sweep_ages_parts_by_the_store_clock(void)
 	s_two_done(&t);
 }
 
+/* Ages every chunk in the store by age_ms (their files' times: a file store's clock). */
+static void s_age_all_chunks(struct s_two *t, int64_t age_ms)
+{
+	char key[RR_KEY_MAX], cmd[1024], *dir;
+	int64_t then = rr_wall_ms() - age_ms;
+
+	CU_ASSERT_EQUAL_FATAL(rr_key_chunk(key, FX_RUN, "00"), 0);
+	dir = fx_join(t->f.store_dir, key);
+	*strrchr(dir, '/') = '\0'; /* .../chunks/00 */
+	*strrchr(dir, '/') = '\0'; /* .../chunks */
+	snprintf(cmd, sizeof(cmd), "find '%s' -type f -exec touch -m -d @%lld {} +", dir,
+		 (long long)(then / 1000));
+	CU_ASSERT_EQUAL(system(cmd), 0);
+	free(dir);
+}
+
+/* gc keeps the chunks a part names while no commit names them yet: the part's node reused
+ * old chunks (unchanged tensors), and its last node commits later. Before, only commit
+ * manifests counted, gc deleted those chunks, and the commit that followed named chunks no
+ * longer in the store: the newest checkpoint of the job could not be restored. */
+static void test_gc_keeps_the_chunks_of_a_part_no_commit_names_yet(void)
+{
+	struct s_two t;
+	struct rr_gc_stats gs;
+	struct rr_catalog *c = NULL;
+	const struct rr_catalog_entry *e;
+
+	s_two_init(&t);
+	s_write_step(&t, 0, "step-1", 1);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 0, "step-1", 1000), 0); /* node 1 not yet */
+	s_age_all_chunks(&t, 2 * 3600 * 1000); /* older than the grace: as reused old chunks */
+	CU_ASSERT_EQUAL(rr_gc_run(t.f.s, FX_RUN, 1, 3600 * 1000, &gs), 0);
+	CU_ASSERT_EQUAL(gs.chunks_deleted, 0);
+
+	s_write_step(&t, 1, "step-1", 1);
+	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 1, "step-1", 1000), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", S_NODES, "h", NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(t.f.s, FX_RUN, &c), 0);
+	e = rr_catalog_find(c, "step-1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_EQUAL(e->committed, 1);
+	CU_ASSERT_STRING_EQUAL(e->problem, "");
+	rr_catalog_destroy(c);
+	s_two_done(&t);
+}
+
 static void test_part_keys_parse_back_and_refuse_lookalikes(void)
 {
 	char key[RR_KEY_MAX], name[256];
@@ -520,6 +568,8 @@ static void test_part_keys_parse_back_and_refuse_lookalikes(void)
 }
 
 static CU_TestInfo s_tests[] = {
+	{ "gc_keeps_the_chunks_of_a_part_no_commit_names_yet",
+	  test_gc_keeps_the_chunks_of_a_part_no_commit_names_yet },
 	{ "commit_waits_for_the_last_part_and_each_node_restores_its_own",
 	  test_commit_waits_for_the_last_part_and_each_node_restores_its_own },
 	{ "both_agents_seeing_the_last_part_both_commit_the_same",
