@@ -1069,17 +1069,20 @@ static int s_check_still_stored(struct s_job *j)
 	return rc;
 }
 
-/* After the manifest: a chunk this persist wrote again to renew it may still be deleted by a
- * gc elsewhere that listed it as old and unreferenced before, and the manifests before this
- * one landed (gc.c, s_delete_chunks_batched); a store that deletes only what was not
- * written since (rr_store_has_del_if_old) rules that out. Elsewhere the chunks are listed
- * once more; 1 when one is missing (the caller stores it again). */
-static int s_renewed_chunk_lost(struct s_job *j)
+/* After the manifest, 1 when a chunk it names is missing (the caller stores it again). Two
+ * cases ask: a chunk this persist wrote again to renew it may still be deleted by a gc
+ * elsewhere that listed it as old and unreferenced before, and the manifests before this one
+ * landed (gc.c, s_delete_chunks_batched), which a store that deletes only what was not
+ * written since (rr_store_has_del_if_old) rules out; and a persist that outlasted its margin
+ * relied on chunks it did not write, which such a gc may delete after the persist's last
+ * look (s_check_still_stored) and before its manifest, on any store. */
+static int s_chunk_lost_after_manifest(struct s_job *j)
 {
 	size_t missing = 0;
+	int renewed = atomic_load(&j->refreshed) && !rr_store_has_del_if_old(j->store);
+	int outlasted = rr_store_now_ms(j->store) - j->known.start_ms > j->known.margin_ms;
 
-	if (!atomic_load(&j->refreshed) || j->opts->gc_grace_ms <= 0 ||
-	    rr_store_has_del_if_old(j->store))
+	if (j->opts->gc_grace_ms <= 0 || (!renewed && !outlasted))
 		return 0;
 	return s_count_missing(j, &missing) == 0 && missing > 0;
 }
@@ -1555,7 +1558,7 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	if (opts->chunks)
 		s_index_add_written(opts->chunks, &j.known);
 	s_fill_stats(&j, &json, stats);
-	lost = s_renewed_chunk_lost(&j);
+	lost = s_chunk_lost_after_manifest(&j);
 	if (manifest_out) {
 		*manifest_out = j.m;
 		j.m = NULL;

@@ -776,6 +776,46 @@ static void test_gc_long_persist_checks_its_chunks_before_the_manifest(void)
 }
 
 
+/* At the manifest's put: lets the persist outlast half the grace, then deletes doomed_key
+ * (another machine's retention, after any listing the persist made before its manifest). */
+static void s_hook_late_delete(struct s_hook *h)
+{
+	struct timespec ts = { .tv_sec = 1, .tv_nsec = 100 * 1000000 };
+	nanosleep(&ts, NULL);
+	CU_ASSERT_EQUAL(rr_store_del(h->inner, h->doomed_key), 0);
+}
+
+/* A persist that outlasted half the grace relied on a young chunk it did not write again;
+ * another machine's retention deleted it between the persist's last look and its manifest.
+ * The persist lists its chunks once more after the manifest and stores the missing one
+ * again, so the checkpoint it reports durable is whole. Before, it named a missing chunk. */
+static void test_gc_long_persist_checks_its_chunks_after_the_manifest(void)
+{
+	struct s_run r;
+	struct s_hook h;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_stats ps;
+	char key[RR_KEY_MAX], *d;
+
+	s_setup(&r, 1);
+	d = fx_ckpt(&r.f, "step-6");
+	fx_write_random(d, "shared/tokenizer.bin", 32 * 1024, 424242, 0644); /* relied on */
+	fx_write_random(d, "weights.bin", 64 * 1024, 77, 0644);
+	free(d);
+	s_age_chunks(&r, 0); /* young: the persist relies on them */
+	s_hook_init(&h, r.f.s, s_hook_late_delete);
+	CU_ASSERT_EQUAL_FATAL(rr_key_manifest(key, FX_RUN, "step-6"), 0);
+	h.put_match = key;
+	CU_ASSERT_EQUAL_FATAL(rr_key_chunk(h.doomed_key, FX_RUN, r.shared), 0);
+	o.gc_grace_ms = 2000; /* relied on below 1 s; the hook makes the persist last longer */
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(&h.base, r.f.ckpt_dir, "step-6", 6000, &o, NULL,
+					      &ps), 0);
+	CU_ASSERT_EQUAL(h.fired, 1);
+	CU_ASSERT_TRUE(fx_chunk_exists(&r.f, r.shared));
+	CU_ASSERT_TRUE(s_committed(r.f.s, "step-6"));
+	s_teardown(&r);
+}
+
 /* Packs: step-2 changes one of step-1's small files, so it points into step-1's pack for
  * the others and into a new pack for the changed one. gc keeping one checkpoint deletes
  * step-1's manifest but not the pack step-2 still reads from; step-2 restores. */
@@ -836,6 +876,8 @@ static CU_TestInfo s_tests[] = {
 	  test_gc_keeps_a_pack_a_newer_checkpoint_reads_from },
 	{ "gc_urgent_persist_relies_on_older_chunks_than_a_routine_one",
 	  test_gc_urgent_persist_relies_on_older_chunks_than_a_routine_one },
+	{ "gc_long_persist_checks_its_chunks_after_the_manifest",
+	  test_gc_long_persist_checks_its_chunks_after_the_manifest },
 	{ "gc_long_persist_checks_its_chunks_before_the_manifest",
 	  test_gc_long_persist_checks_its_chunks_before_the_manifest },
 	{ "gc_handover_keeps_old_chunks_a_new_manifest_deduplicated",
