@@ -1344,6 +1344,24 @@ static void s_on_signal(struct s_run *r, int sig)
 		return;
 	}
 	if (sig == SIGTERM || sig == SIGINT) {
+		/* A trainer that finished (exit 0) before the signal came, both read in one batch
+		 * (the signal first: signalfd gives lower numbers first): its exit is seen first,
+		 * after the commits it made, as when they come in that order. One the signal
+		 * itself ended (Ctrl-C to the terminal's foreground group) was stopped by it. */
+		if (r->child && !r->child_exited) {
+			int exited = 0, status = 0;
+			rr_supervisor_reap(r->child, &exited, &status);
+			if (exited) {
+				r->child_exited = 1;
+				r->child_status = status;
+			}
+		}
+		if (r->child && r->child_exited && WIFEXITED(r->child_status) &&
+		    WEXITSTATUS(r->child_status) == 0) {
+			if (rr_watcher_process(r->watcher, s_on_commit, r) != 0)
+				rr_warn("checkpoint watcher error; rescanning");
+			s_on_child_exit(r);
+		}
 		if (!r->child) {
 			/* No trainer running (waiting to restart, or leaving): leave. A status
 			 * already decided stands: a finished trainer's 0 is not lost to a `docker

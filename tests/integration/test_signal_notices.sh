@@ -64,4 +64,28 @@ expect_grep 'no trainer process handles SIGUSR1 yet; the checkpoint request wait
 expect_grep 'checkpointed on request' late.log "delivered once the handler existed"
 expect_grep 'checkpoint step-1 is durable' late.log "persisted"
 ok "early notice waited for the handler, then the checkpoint was made durable"
+
+# 6. The trainer finishes (exit 0, its last checkpoint durable) and SIGTERM comes before the
+# agent has seen the exit: both wait for it at once (the agent stopped while they come). The
+# trainer left on its own, so its 0 stands; it was taken for a trainer stopped by the
+# signal (75), and the job ran again.
+cat > finish_then.sh <<'SH'
+d=$RESUME_RUN_CHECKPOINT_DIR
+mkdir -p "$d/.step-1.tmp"; echo w > "$d/.step-1.tmp/w.bin"; mv "$d/.step-1.tmp" "$d/step-1"
+while [ ! -e GO ]; do sleep 0.05; done
+exit 0
+SH
+"$RR_BIN" -v --checkpoint-dir "$W/c6" --store "file://$W/s6" -- sh finish_then.sh > batch.log 2>&1 &
+agent=$!
+wait_for 30 grep -q 'persisted step-1:' batch.log || fail "6: step-1 was not persisted"
+trainer=$(sed -nE 's/.*started .*\(pid ([0-9]+),.*/\1/p' batch.log)
+[ -n "$trainer" ] || fail "6: no trainer pid in the log"
+kill -STOP $agent
+touch GO
+wait_for 10 sh -c "ps -o stat= -p $trainer | grep -q Z" || { kill -CONT $agent; fail "6: the trainer did not exit"; }
+kill -TERM $agent
+kill -CONT $agent
+set +e; wait $agent; rc=$?; set -e
+expect_eq "$rc" 0 "6: exit status (the trainer finished before the signal)"
+ok "a trainer that finished just before SIGTERM (one batch): its 0 stands"
 finish
