@@ -73,13 +73,14 @@ int rr_commit_takes_renames(const struct rr_commit_rule *r)
 	return r->kind == RR_COMMIT_AUTO || r->kind == RR_COMMIT_RENAME;
 }
 
-int rr_commit_is_marker(const struct rr_commit_rule *r, const char *name)
+int rr_commit_is_marker(const struct rr_commit_rule *r, const char *dir, const char *name)
 {
 	if (r->kind == RR_COMMIT_MARKER)
 		return strcmp(name, r->name) == 0;
 	if (r->kind == RR_COMMIT_AUTO)
 		return strcmp(name, RR_COMMIT_HF_MARKER) == 0 ||
-		       strcmp(name, RR_COMMIT_DCP_MARKER) == 0;
+		       strcmp(name, RR_COMMIT_DCP_MARKER) == 0 ||
+		       (strcmp(name, RR_COMMIT_DS_DIR_MARKER) == 0 && s_ends_with(dir, ".ckpt"));
 	return 0;
 }
 
@@ -161,7 +162,9 @@ int rr_commit_in_place(const struct rr_commit_rule *r, const char *dir, const ch
 	if (r->kind != RR_COMMIT_AUTO)
 		return 1;
 	return !rr_commit_scan_takes_dir(r, name) || s_holds(dir, name, RR_COMMIT_HF_MARKER) ||
-	       s_holds(dir, name, RR_COMMIT_DCP_MARKER);
+	       s_holds(dir, name, RR_COMMIT_DCP_MARKER) ||
+	       (rr_commit_is_marker(r, name, RR_COMMIT_DS_DIR_MARKER) &&
+		s_holds(dir, name, RR_COMMIT_DS_DIR_MARKER));
 }
 
 const char *rr_commit_pointer_for(const struct rr_commit_rule *r, const char *name)

@@ -242,7 +242,9 @@ static int s_has_marker(const struct rr_watcher *w, int dirfd, const char *name,
 		return s_marker_time(dirfd, name, w->rule.name, ms);
 	if (w->rule.kind == RR_COMMIT_AUTO)
 		return s_marker_time(dirfd, name, RR_COMMIT_HF_MARKER, ms) ||
-		       s_marker_time(dirfd, name, RR_COMMIT_DCP_MARKER, ms);
+		       s_marker_time(dirfd, name, RR_COMMIT_DCP_MARKER, ms) ||
+		       (rr_commit_is_marker(&w->rule, name, RR_COMMIT_DS_DIR_MARKER) &&
+			s_marker_time(dirfd, name, RR_COMMIT_DS_DIR_MARKER, ms));
 	return 0;
 }
 
@@ -557,7 +559,7 @@ static int s_on_sub_event(struct rr_watcher *w, struct s_sub *sub,
 		return 0;
 	}
 	if (!name || !(ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO)) || (ev->mask & IN_ISDIR) ||
-	    !rr_commit_is_marker(&w->rule, name))
+	    !rr_commit_is_marker(&w->rule, sub->name, name))
 		return 0;
 	rc = s_dirfd(w, dirfd);
 	if (rc)

@@ -17,6 +17,11 @@ struct rr_commit_rule {
  * writes `latest` after the tag directory). */
 #define RR_COMMIT_HF_MARKER "trainer_state.json"
 #define RR_COMMIT_DCP_MARKER ".metadata"
+/* Lightning's DeepSpeed strategy saves epoch=E-step=S.ckpt/ as a DeepSpeed checkpoint
+ * directory (engine.save_checkpoint(path, tag="checkpoint")): the tag's directory inside it,
+ * then `latest` naming the tag, in place: inside a *.ckpt directory that file is its marker
+ * (beside the checkpoints, DeepSpeed's own layout, it is the pointer). */
+#define RR_COMMIT_DS_DIR_MARKER "latest"
 #define RR_COMMIT_DS_POINTER "latest"
 
 /* Parses "auto", "rename", "marker:NAME" or "pointer:NAME" (NAME a plain file name: no
@@ -30,9 +35,11 @@ int rr_commit_is_temp_name(const char *name);
 /* 1 when a regular file or directory renamed into the checkpoint dir is a commit. */
 int rr_commit_takes_renames(const struct rr_commit_rule *r);
 
-/* 1 when a file called name, closed after writing inside a directory of the checkpoint
- * dir, commits that directory. */
-int rr_commit_is_marker(const struct rr_commit_rule *r, const char *name);
+/* 1 when file name, inside the checkpoint directory dir (its name), is the rule's marker:
+ * auto's trainer_state.json and .metadata anywhere, and `latest` in a directory named
+ * *.ckpt (Lightning's DeepSpeed strategy; in checkpoint-N, HF Trainer with DeepSpeed, it
+ * comes before trainer_state.json, which stays the marker there). */
+int rr_commit_is_marker(const struct rr_commit_rule *r, const char *dir, const char *name);
 
 /* 1 when the file called name in the checkpoint dir names the committed directory. */
 int rr_commit_is_pointer(const struct rr_commit_rule *r, const char *name);

@@ -64,12 +64,18 @@ static void test_auto_knows_the_framework_markers_and_pointer(void)
 	rr_commit_rule_parse("marker:DONE", &m);
 	rr_commit_rule_parse("pointer:CURRENT", &p);
 	rr_commit_rule_parse("rename", &r);
-	CU_ASSERT(rr_commit_is_marker(&a, "trainer_state.json"));
-	CU_ASSERT(rr_commit_is_marker(&a, ".metadata"));
-	CU_ASSERT(!rr_commit_is_marker(&a, "DONE"));
-	CU_ASSERT(rr_commit_is_marker(&m, "DONE"));
-	CU_ASSERT(!rr_commit_is_marker(&m, "trainer_state.json"));
-	CU_ASSERT(!rr_commit_is_marker(&r, "trainer_state.json"));
+	CU_ASSERT(rr_commit_is_marker(&a, "checkpoint-5", "trainer_state.json"));
+	CU_ASSERT(rr_commit_is_marker(&a, "step-5", ".metadata"));
+	CU_ASSERT(!rr_commit_is_marker(&a, "step-5", "DONE"));
+	CU_ASSERT(rr_commit_is_marker(&m, "step-5", "DONE"));
+	CU_ASSERT(!rr_commit_is_marker(&m, "step-5", "trainer_state.json"));
+	CU_ASSERT(!rr_commit_is_marker(&r, "step-5", "trainer_state.json"));
+	/* `latest` marks a Lightning DeepSpeed *.ckpt directory only: in HF's checkpoint-N it
+	 * comes before trainer_state.json */
+	CU_ASSERT(rr_commit_is_marker(&a, "epoch=0-step=20.ckpt", "latest"));
+	CU_ASSERT(!rr_commit_is_marker(&a, "checkpoint-500", "latest"));
+	CU_ASSERT(!rr_commit_is_marker(&a, "global_step10", "latest"));
+	CU_ASSERT(!rr_commit_is_marker(&m, "epoch=0-step=20.ckpt", "latest"));
 	CU_ASSERT(rr_commit_is_pointer(&a, "latest"));
 	CU_ASSERT(rr_commit_is_pointer(&p, "CURRENT") && !rr_commit_is_pointer(&p, "latest"));
 	CU_ASSERT(!rr_commit_is_pointer(&r, "latest"));

@@ -812,6 +812,45 @@ static void test_auto_commits_a_deepspeed_directory_when_latest_names_it(void)
 	s_rm_rf(e.root);
 }
 
+/* Lightning's DeepSpeed strategy (DeepSpeedStrategy.save_checkpoint ->
+ * engine.save_checkpoint(filepath, tag="checkpoint")): epoch=E-step=S.ckpt/ made in place,
+ * checkpoint/ and its shards, then `latest` naming the tag, then zero_to_fp32.py. Never
+ * committed before (no marker). HF Trainer with DeepSpeed writes the same `latest` into
+ * checkpoint-N before trainer_state.json: that directory still waits for its own marker. */
+static void test_auto_commits_a_lightning_deepspeed_directory_when_latest_lands(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	char d[PATH_MAX];
+
+	s_env_init(&e);
+	w = s_new_with(e.dir, "auto");
+	s_mkdir(e.dir, "epoch=0-step=20.ckpt");
+	s_path(d, sizeof(d), e.dir, "epoch=0-step=20.ckpt");
+	s_mkdir(d, "checkpoint");
+	s_write_in(d, "checkpoint", "mp_rank_00_model_states.pt", "m");
+	s_write_in(d, "checkpoint", "zero_pp_rank_0_mp_rank_00_optim_states.pt", "o");
+	s_sync_as(w, &r, e.dir, "sentinel-ld1");
+	CU_ASSERT(s_count(&r, "epoch=0-step=20.ckpt") == 0);
+	s_write(d, "latest", "checkpoint");
+	s_pump_until(w, &r, "epoch=0-step=20.ckpt");
+	CU_ASSERT(r.ms[s_index(&r, "epoch=0-step=20.ckpt")] == s_ctime_ms(d, "latest"));
+
+	s_mkdir(e.dir, "checkpoint-500");
+	s_path(d, sizeof(d), e.dir, "checkpoint-500");
+	s_mkdir(d, "global_step500");
+	s_write_in(d, "global_step500", "mp_rank_00_model_states.pt", "m");
+	s_write(d, "latest", "global_step500");
+	r.n = 0;
+	s_sync_as(w, &r, e.dir, "sentinel-ld2");
+	CU_ASSERT(s_count(&r, "checkpoint-500") == 0);
+	s_write(d, "trainer_state.json", "{}");
+	s_pump_until(w, &r, "checkpoint-500");
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
 /* torch.distributed.checkpoint (FileSystemWriter): *.distcp shards, then .metadata
  * (written to .metadata.tmp and renamed in recent torch). */
 static void test_auto_commits_a_dcp_directory_when_metadata_lands(void)
@@ -958,6 +997,8 @@ static CU_TestInfo s_tests[] = {
 	  test_auto_commits_an_hf_directory_when_trainer_state_is_closed },
 	{ "test_auto_commits_a_deepspeed_directory_when_latest_names_it",
 	  test_auto_commits_a_deepspeed_directory_when_latest_names_it },
+	{ "test_auto_commits_a_lightning_deepspeed_directory_when_latest_lands",
+	  test_auto_commits_a_lightning_deepspeed_directory_when_latest_lands },
 	{ "test_auto_commits_a_dcp_directory_when_metadata_lands",
 	  test_auto_commits_a_dcp_directory_when_metadata_lands },
 	{ "test_auto_commits_a_lightning_file_moved_from_a_tmp_name",
