@@ -121,21 +121,28 @@ int rr_commit_scan_takes_dir(const struct rr_commit_rule *r, const char *name)
 	return !s_prefix_number(name, "checkpoint-") && !s_prefix_number(name, "global_step");
 }
 
-int rr_commit_scan_takes_file(const struct rr_commit_rule *r, const char *name)
+int rr_commit_file_looks_like_checkpoint(const char *name)
 {
 	static const char *const exts[] = { ".ckpt", ".pt", ".pth", ".bin", ".safetensors",
 					    ".tar" };
 	uint64_t step;
 
-	if (!rr_commit_takes_renames(r) || rr_commit_is_pointer(r, name) ||
-	    rr_commit_is_temp_name(name))
+	if (rr_commit_is_temp_name(name))
 		return 0;
-	if (r->kind == RR_COMMIT_RENAME || rr_checkpoint_step(name, &step))
+	if (rr_checkpoint_step(name, &step))
 		return 1;
 	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
 		if (s_ends_with(name, exts[i]))
 			return 1;
 	return 0;
+}
+
+int rr_commit_scan_takes_file(const struct rr_commit_rule *r, const char *name)
+{
+	if (!rr_commit_takes_renames(r) || rr_commit_is_pointer(r, name) ||
+	    rr_commit_is_temp_name(name))
+		return 0;
+	return r->kind == RR_COMMIT_RENAME || rr_commit_file_looks_like_checkpoint(name);
 }
 
 /* 1 when dir/name holds a regular file of that name (not followed through a symlink). */

@@ -116,6 +116,7 @@ struct s_run {
 	char newest[256];
 	int64_t newest_ms;
 	int scanned; /* the start-up scan is done: commits are ordered by commit time too */
+	int same_name_warned; /* a name committed again was said once */
 	char persisted[256]; /* the last checkpoint a persist found or made durable in the store */
 
 	/* notice */
@@ -976,6 +977,16 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	if (r->newest[0] &&
 	    (r->scanned ? !rr_checkpoint_later(name, ms, r->newest, r->newest_ms)
 			: rr_checkpoint_compare(name, ms, r->newest, r->newest_ms) <= 0)) {
+		if (r->scanned && strcmp(name, r->newest) == 0 && ms > r->newest_ms &&
+		    !r->same_name_warned) {
+			/* A store keeps a name's first commit (its manifest is create-only): the
+			 * newer state would never reach a new machine, silently. Said once. */
+			r->same_name_warned = 1;
+			rr_warn("checkpoint %s committed again under the same name: the store keeps "
+				"a name's first commit, so this one is not persisted and a new "
+				"machine would resume from the first; commit each checkpoint under a "
+				"new name (step-N, as the trainer contract says)", name);
+		}
 		rr_debug("checkpoint %s committed (not newer than %s)", name, r->newest);
 		return;
 	}

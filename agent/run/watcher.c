@@ -463,7 +463,7 @@ int rr_watcher_scan(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_ud)
 }
 
 /* Warns about a directory made under a final name, once per name, for S_WARN_MAX names. */
-static void s_warn_direct_create(struct rr_watcher *w, const char *name)
+static void s_warn_direct_create(struct rr_watcher *w, const char *name, int file)
 {
 	if (w->n_warned >= S_WARN_MAX)
 		return;
@@ -473,11 +473,12 @@ static void s_warn_direct_create(struct rr_watcher *w, const char *name)
 	/* Counted even if strdup fails: the limit still holds, only the dedup is lost. */
 	char q[RR_QUOTE_CAP];
 	w->warned[w->n_warned++] = strdup(name);
-	rr_warn("%s in %s was created directly instead of renamed from a dot-name, so it will not "
-		"be persisted: write a checkpoint under a name starting with '.' and rename it "
-		"when complete (see the trainer contract)%s",
-		rr_quote_str(q, name), w->dir,
-		w->n_warned == S_WARN_MAX ? "; further such directories are not logged" : "");
+	rr_warn("%s in %s was %s instead of renamed from a dot-name, so it will not be "
+		"persisted: write a checkpoint under a name starting with '.' and rename it when "
+		"complete%s (see the trainer contract)%s",
+		rr_quote_str(q, name), w->dir, file ? "written in place" : "created directly",
+		file ? " (torch.save to '.ckpt.pt.tmp', then os.replace)" : "",
+		w->n_warned == S_WARN_MAX ? "; further such names are not logged" : "");
 }
 
 /* Opens the watched directory for a batch of events (closed by the caller). 0 with *dirfd
@@ -528,7 +529,7 @@ static int s_on_dir_created(struct rr_watcher *w, int dirfd, const char *name,
 	int rc;
 
 	if (w->rule.kind == RR_COMMIT_RENAME) {
-		s_warn_direct_create(w, name);
+		s_warn_direct_create(w, name, 0);
 		return 0;
 	}
 	if (!rr_commit_has_markers(&w->rule))
@@ -600,9 +601,15 @@ static int s_handle(struct rr_watcher *w, const struct inotify_event *ev, const 
 		return rc > 0 ? 0 : rc;
 	if (ev->mask & IN_MOVED_TO)
 		return s_on_moved_in(w, *dirfd, name, cb, ud);
-	if (ev->mask & IN_CLOSE_WRITE)
-		return rr_commit_is_pointer(&w->rule, name) ?
-			       s_pointer_commit(w, *dirfd, name, cb, ud) : 0;
+	if ((ev->mask & IN_CLOSE_WRITE) && rr_commit_is_pointer(&w->rule, name))
+		return s_pointer_commit(w, *dirfd, name, cb, ud);
+	/* A checkpoint-like file written under its final name (torch.save(path) in place) is
+	 * never committed: said once, or a run that saves only so stores nothing, silently. */
+	if (ev->mask & IN_CLOSE_WRITE) {
+		if (rr_commit_takes_renames(&w->rule) && rr_commit_file_looks_like_checkpoint(name))
+			s_warn_direct_create(w, name, 1);
+		return 0;
+	}
 	return s_on_dir_created(w, *dirfd, name, cb, ud);
 }
 

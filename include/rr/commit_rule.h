@@ -32,6 +32,10 @@ int rr_commit_rule_parse(const char *text, struct rr_commit_rule *out);
  * as Python's tempfile and fsspec make them, *.tmp, *.temp, *.part, *.partial, *~). */
 int rr_commit_is_temp_name(const char *name);
 
+/* 1 when a file's name is a checkpoint's by itself: a step number in it, or a checkpoint
+ * extension (.ckpt .pt .pth .bin .safetensors .tar); never a temporary name. */
+int rr_commit_file_looks_like_checkpoint(const char *name);
+
 /* 1 when a regular file or directory renamed into the checkpoint dir is a commit. */
 int rr_commit_takes_renames(const struct rr_commit_rule *r);
 

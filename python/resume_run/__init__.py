@@ -336,6 +336,8 @@ class Checkpointer:
         is first moved aside to `.<name>.old` and removed afterwards, so `<name>` only ever
         holds a complete checkpoint.  Pending requests seen before the block are cleared.  If
         the block raises, the temporary directory is removed and the exception propagates.
+        The agent stores a name once: commit each checkpoint under a new name (step-N); a
+        name committed again replaces the local copy only.
         """
         _check_name(name)
         os.makedirs(self.directory, exist_ok=True)

@@ -4,7 +4,8 @@
 # flight); a drill file left from an earlier start is not a new notice; the default store is
 # this machine's disk, said loudly on a cloud; wrong inputs (a run or store that is not there,
 # a checkpoint dir under a missing parent, --keep 0) fail with one clear line instead of
-# looking like success.
+# looking like success; a checkpoint saved again under the same name, or written in place,
+# is said (the store keeps a name's first commit; an in-place file is never committed).
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/metalib.sh"
 T="$RR_SRC/tests/integration/trainers/ticker.py"
@@ -134,4 +135,21 @@ expect_grep "^resume-run: error: invalid value '0' for --keep: must be 1-1000000
 run_rr keep0gc.log gc --keep 0
 expect_grep "^resume-run: error: gc: invalid value '0' for --keep: must be 1-1000000$" keep0gc.log "gc --keep 0"
 ok "--keep 0: one prefix and the valid range"
+
+# The same name committed three times (Checkpointer.commit("latest") does so, moving the old
+# one aside), and torch.save to a final name in place (nanoGPT's ckpt.pt): each said once.
+cat > samename.sh <<'SH'
+d=$RESUME_RUN_CHECKPOINT_DIR
+for i in 1 2 3; do
+	mkdir -p "$d/.latest.tmp"; echo "state $i" > "$d/.latest.tmp/s.txt"
+	[ ! -e "$d/latest" ] || mv "$d/latest" "$d/.latest.old"
+	mv "$d/.latest.tmp" "$d/latest"; rm -rf "$d/.latest.old"; sleep 1.2
+done
+echo model > "$d/ckpt.pt"; echo model2 > "$d/ckpt.pt"; sleep 0.5
+SH
+run_rr samename.log --store "file://$W/samename" --checkpoint-dir "$W/ck-same" -- sh samename.sh
+expect_eq "$RC" 0 "same name: exit status"
+expect_eq "$(grep -c 'checkpoint latest committed again under the same name' samename.log)" 1 "the same name said once"
+expect_eq "$(grep -c '"ckpt.pt" in .* was written in place' samename.log)" 1 "the in-place file said once"
+ok "a name committed again, and a checkpoint file written in place, are each said once"
 finish

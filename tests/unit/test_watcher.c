@@ -546,8 +546,35 @@ static void test_direct_create_warns_once_per_name_and_for_at_most_ten_names(voi
 	CU_ASSERT(s_count_substr(log, "\"step-0\" in ") == 1);
 	CU_ASSERT(s_count_substr(log, "\"step-9\" in ") == 1);
 	CU_ASSERT(s_count_substr(log, "/step-10 was") == 0);
-	CU_ASSERT(s_count_substr(log, "further such directories are not logged") == 1);
+	CU_ASSERT(s_count_substr(log, "further such names are not logged") == 1);
 	free(log);
+	s_fx_end(&f);
+}
+
+/* A checkpoint-like file written under its final name (nanoGPT's torch.save(ckpt.pt) in
+ * place) is never committed, and is said once: a run that only saves so stored nothing,
+ * silently. Other files written there (a log) say nothing; one renamed in commits. */
+static void test_a_checkpoint_file_written_in_place_is_warned_once(void)
+{
+	struct s_fx f;
+	struct s_capture c;
+	char *log;
+
+	s_fx_start(&f);
+	s_capture_begin(&c);
+	s_write(f.dir, "ckpt.pt", "one");
+	s_write(f.dir, "ckpt.pt", "two");
+	s_write(f.dir, "train.log", "not a checkpoint");
+	s_sync(f.w, &f.r, f.dir);
+	log = s_capture_end(&c);
+	CU_ASSERT(f.r.n == 1); /* the sentinel only */
+	CU_ASSERT(s_count_substr(log, "\"ckpt.pt\" in ") == 1);
+	CU_ASSERT(s_count_substr(log, "written in place") == 1);
+	CU_ASSERT(s_count_substr(log, "train.log") == 0);
+	free(log);
+	s_write(f.dir, ".ckpt.pt.tmp", "three");
+	s_rename(f.dir, ".ckpt.pt.tmp", "ckpt.pt");
+	s_pump_until(f.w, &f.r, "ckpt.pt");
 	s_fx_end(&f);
 }
 
@@ -1037,6 +1064,8 @@ static CU_TestInfo s_tests[] = {
 	  test_commit_that_vanished_before_processing_is_skipped },
 	{ "test_directory_created_directly_with_final_name_is_not_reported",
 	  test_directory_created_directly_with_final_name_is_not_reported },
+	{ "test_a_checkpoint_file_written_in_place_is_warned_once",
+	  test_a_checkpoint_file_written_in_place_is_warned_once },
 	{ "test_direct_create_warns_once_per_name_and_for_at_most_ten_names",
 	  test_direct_create_warns_once_per_name_and_for_at_most_ten_names },
 	{ "test_watcher_survives_the_directory_being_deleted",
