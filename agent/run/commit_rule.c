@@ -118,7 +118,10 @@ int rr_commit_scan_takes_dir(const struct rr_commit_rule *r, const char *name)
 		return 1;
 	if (r->kind != RR_COMMIT_AUTO)
 		return 0;
-	return !s_prefix_number(name, "checkpoint-") && !s_prefix_number(name, "global_step");
+	/* checkpoint-N (HF), global_stepN (DeepSpeed) and *.ckpt (Lightning's DeepSpeed
+	 * strategy) are written in place: only their marker or pointer commits them. */
+	return !s_prefix_number(name, "checkpoint-") && !s_prefix_number(name, "global_step") &&
+	       !s_ends_with(name, ".ckpt");
 }
 
 int rr_commit_file_looks_like_checkpoint(const char *name)

@@ -847,7 +847,7 @@ static void test_auto_commits_a_deepspeed_directory_when_latest_names_it(void)
 static void test_auto_commits_a_lightning_deepspeed_directory_when_latest_lands(void)
 {
 	struct s_env e;
-	struct rr_watcher *w;
+	struct rr_watcher *w, *w2;
 	struct s_rec r = { .n = 0 };
 	char d[PATH_MAX];
 
@@ -860,9 +860,20 @@ static void test_auto_commits_a_lightning_deepspeed_directory_when_latest_lands(
 	s_write_in(d, "checkpoint", "zero_pp_rank_0_mp_rank_00_optim_states.pt", "o");
 	s_sync_as(w, &r, e.dir, "sentinel-ld1");
 	CU_ASSERT(s_count(&r, "epoch=0-step=20.ckpt") == 0);
+	/* nor does a scan take it (a crash mid-write, then a restart on the same disk) */
+	w2 = s_new_with(e.dir, "auto");
+	r.n = 0;
+	CU_ASSERT(rr_watcher_scan(w2, s_record, &r) == 0);
+	CU_ASSERT(s_count(&r, "epoch=0-step=20.ckpt") == 0);
+	rr_watcher_destroy(w2);
 	s_write(d, "latest", "checkpoint");
 	s_pump_until(w, &r, "epoch=0-step=20.ckpt");
 	CU_ASSERT(r.ms[s_index(&r, "epoch=0-step=20.ckpt")] == s_ctime_ms(d, "latest"));
+	w2 = s_new_with(e.dir, "auto");
+	r.n = 0;
+	CU_ASSERT(rr_watcher_scan(w2, s_record, &r) == 0);
+	CU_ASSERT(s_count(&r, "epoch=0-step=20.ckpt") == 1);
+	rr_watcher_destroy(w2);
 
 	s_mkdir(e.dir, "checkpoint-500");
 	s_path(d, sizeof(d), e.dir, "checkpoint-500");
