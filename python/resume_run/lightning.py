@@ -68,6 +68,7 @@ class _Mixin:
         self.checkpointer = checkpointer
         self.dirpath = checkpointer.directory if dirpath is None else dirpath
         self._restored_rng = None
+        self._seen_step = None
 
     def state_dict(self):
         # Called on every rank for each checkpoint the Trainer writes (rank 0 writes it).
@@ -80,6 +81,7 @@ class _Mixin:
         self._restored_rng = states[rank] if rank < len(states) else None
 
     def on_train_start(self, trainer, pl_module):
+        self._seen_step = trainer.global_step
         if self._restored_rng is not None:
             set_rng_state(self._restored_rng)
             self._restored_rng = None
@@ -92,6 +94,13 @@ class _Mixin:
             signal.signal(ck.signum, ck._on_signal)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        # Only where the optimizer stepped (the same global_step on every rank): inside a
+        # gradient-accumulation window the gradients so far are in no checkpoint, and the
+        # resumed run would differ from an uninterrupted one. The request stays pending.
+        stepped = trainer.global_step != self._seen_step
+        self._seen_step = trainer.global_step
+        if not stepped:
+            return
         ck = self.checkpointer
         strategy = trainer.strategy
         if not strategy.reduce_boolean_decision(ck.requested(), all=False):
@@ -108,6 +117,9 @@ class _Mixin:
             _fsync_dir(self.dirpath)
         strategy.barrier("resume_run.lightning.save")
         if leave:
+            # should_stop alone waits for min_epochs / min_steps; this machine is going.
+            trainer.fit_loop.min_epochs = 0
+            trainer.fit_loop.epoch_loop.min_steps = None
             trainer.should_stop = True
 
 

@@ -7,7 +7,8 @@
 # optimizer, scheduler, loops, the resumable loader's position) and ends with the weights of an
 # uninterrupted run (--precision exact), or within the documented bound (auto). A crash in the
 # middle of Lightning's atomic save (before its temp file is moved onto the name) is never
-# persisted.
+# persisted. With gradient accumulation the save waits for the optimizer step, and
+# min_epochs does not keep a Trainer leaving for a notice.
 . "$(dirname "$0")/fwlib.sh"
 L=("$FPY" "$T/lightning_trainer.py")
 STEPS=24
@@ -25,4 +26,12 @@ TMPDIR="$W/lightning-crash" crash lightning 3 "${L[@]}"
 # the drill below fails on it, and this name needs its own reference again.
 cp "$W/lightning.ref" "$W/pl.ref"
 drill_exact pl $STEPS "${L[@]}" --package pytorch_lightning
+# Gradient accumulation (4 batches a step): the notice comes just after step 3, inside the
+# next window; the save waits for the window's optimizer step, so the resumed run still ends
+# bit-identical (it saved mid-window before, the gradients so far in no checkpoint). And
+# min_epochs above what the run reaches: the Trainer still stops for the notice (it trained
+# on to the deadline before, should_stop waiting for min_epochs).
+reference accum $STEPS "${L[@]}" --accumulate 4 --min-epochs 50
+drill_exact accum $STEPS "${L[@]}" --accumulate 4 --min-epochs 50
+[ "$SAVED" -gt 3 ] || fail "accum: saved at step $SAVED, not after the window the notice came in"
 finish

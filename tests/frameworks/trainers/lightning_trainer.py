@@ -1,7 +1,8 @@
 """Lightning's Trainer with resume_run.lightning.ResumeRunCallback: a small MLP with dropout
 (the RNG states matter) on shuffled data read through a resumable loader (the data position
 matters), AdamW and a step scheduler. --package picks the import name: lightning.pytorch or
-pytorch_lightning. The lines a user adds are marked "resume-run"."""
+pytorch_lightning; --accumulate and --min-epochs are the Trainer's. The lines a user adds
+are marked "resume-run"."""
 import common  # noqa: I100 (sets seeds and threads first)
 
 import importlib
@@ -16,6 +17,8 @@ from resume_run.training import ResumableSampler
 def package_arg(ap):
     ap.add_argument("--package", default="lightning.pytorch",
                     choices=["lightning.pytorch", "pytorch_lightning"])
+    ap.add_argument("--accumulate", type=int, default=1, help="accumulate_grad_batches")
+    ap.add_argument("--min-epochs", type=int, default=None, help="Trainer's min_epochs")
 
 
 a = common.parse(package_arg)
@@ -59,7 +62,12 @@ class ResumableLoader(torch.utils.data.DataLoader):
 
 class Pace(pl.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        common.pace(a, trainer.global_step)
+        if a.accumulate > 1 and (batch_idx + 2) % a.accumulate == 0:
+            # The batch before a window's last takes no time, the others do: a notice's
+            # signal is seen (at the next batch's end) inside a window, not at its end.
+            common.log("step %d" % trainer.global_step)
+        else:
+            common.pace(a, trainer.global_step)
 
     def on_save_checkpoint(self, trainer, pl_module, checkpoint):
         common.log("saved at step %d" % trainer.global_step)
@@ -84,6 +92,7 @@ def main():
                          devices=1, logger=False,
                          enable_progress_bar=False, enable_model_summary=False,
                          enable_checkpointing=bool(a.save_every), callbacks=callbacks,
+                         accumulate_grad_batches=a.accumulate, min_epochs=a.min_epochs,
                          deterministic=True)
     model = Net()
     restored = resume_run.restore_dir()
