@@ -50,9 +50,20 @@ class ResumeRunCallback(TrainerCallback):
         save, leave = agree(self.checkpointer)
         if save:
             control.should_save = True
+            # The Trainer evaluates before it saves, and under save_strategy="best" sets
+            # should_save from the metric: the notice's save would be dropped. That step's
+            # evaluation is skipped then (its RNG draw too: the run goes on as it would have,
+            # less that draw). Other strategies keep it: nothing overrides the save there.
+            if _strategy(args.save_strategy) == "best":
+                control.should_evaluate = False
             if leave:
                 control.should_training_stop = True
         return control
+
+
+def _strategy(value):
+    """A TrainingArguments strategy as its string ("steps", "best", ...), enum or not."""
+    return str(getattr(value, "value", value))
 
 
 def _same_dir(a, b):

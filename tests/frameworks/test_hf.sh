@@ -17,4 +17,12 @@ for f in model.safetensors optimizer.pt scheduler.pt rng_state.pth trainer_state
 done
 drill_auto hf $STEPS "${HF[@]}"
 crash hf 3 "${HF[@]}"
+# save_strategy="best" with an evaluation every step: the Trainer evaluates before it saves
+# and sets should_save from the metric, which never improves here: the notice's save was
+# dropped and the Trainer left with none. The callback skips that step's evaluation, so the
+# save is made, durable and resumed to the end. (Not compared with an uninterrupted run: the
+# skipped evaluation's DataLoader would have drawn from the global RNG, which dropout uses.)
+drill hfbest $STEPS "${HF[@]}" --save-best
+expect_eq "$CKPT" "checkpoint-$SAVED" "hfbest: the notice's save"
+ok "hfbest: save_strategy best, an evaluation every step: the notice's save at step $SAVED was made, durable, restored, resumed to the end"
 finish

@@ -33,8 +33,13 @@ class Pace(TrainerCallback):
         common.log("saved at step %d" % state.global_step)
 
 
+def best_arg(ap):
+    ap.add_argument("--save-best", action="store_true",
+                    help="evaluate every step, save_strategy best (a metric that never improves)")
+
+
 def main():
-    a = common.parse()
+    a = common.parse(best_arg)
     callback = ResumeRunCallback()  # resume-run: the handler, before training starts
     config = GPT2Config(vocab_size=32, n_positions=8, n_embd=16, n_layer=2, n_head=2,
                         resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1)
@@ -43,10 +48,16 @@ def main():
         output_dir=resume_run.checkpoint_dir(),  # resume-run: where the agent looks
         max_steps=a.steps, per_device_train_batch_size=4, learning_rate=1e-2,
         warmup_steps=2, lr_scheduler_type="linear", weight_decay=0.01,
-        save_strategy="steps" if a.save_every else "no", save_steps=a.save_every or 500,
+        save_strategy="best" if a.save_best else "steps" if a.save_every else "no",
+        save_steps=a.save_every or 500,
+        # --save-best: eval loss called better when greater, so after the first evaluation
+        # no step is "best": only the notice's save is
+        eval_strategy="steps" if a.save_best else "no", eval_steps=1,
+        metric_for_best_model="loss" if a.save_best else None, greater_is_better=True,
         logging_strategy="no", report_to=[], use_cpu=common.DEVICE == "cpu", seed=1, data_seed=2,
         dataloader_num_workers=0, disable_tqdm=True)
     trainer = Trainer(model=model, args=args, train_dataset=Tokens(),
+                      eval_dataset=Tokens(n=8) if a.save_best else None,
                       callbacks=[callback, Pace(a)])
     if a.crash_at_save:
         # The Trainer's save: model.safetensors, then optimizer.pt (torch.save), ...,
