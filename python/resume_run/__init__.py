@@ -337,7 +337,8 @@ class Checkpointer:
         holds a complete checkpoint.  Pending requests seen before the block are cleared.  If
         the block raises, the temporary directory is removed and the exception propagates.
         The agent stores a name once: commit each checkpoint under a new name (step-N); a
-        name committed again replaces the local copy only.
+        name committed again replaces the local copy only.  One process per node commits a
+        name: two commits of one name at once race on the temporary directory.
         """
         _check_name(name)
         os.makedirs(self.directory, exist_ok=True)

@@ -36,7 +36,7 @@ import os
 import signal
 import sys
 
-from . import Checkpointer, _fsync_dir, _fsync_path
+from . import Checkpointer, _fsync_dir, _fsync_path, _fsync_tree
 from .training import rng_state, set_rng_state
 
 __all__ = ["ResumeRunCallback", "callback_for"]
@@ -112,7 +112,11 @@ class _Mixin:
         tmp = os.path.join(self.dirpath, "." + name + ".tmp")
         trainer.save_checkpoint(tmp)  # every rank calls it; rank 0 writes
         if trainer.is_global_zero:
-            _fsync_path(tmp)
+            # A directory (the DeepSpeed and FSDP strategies' shards) down to every file.
+            if os.path.isdir(tmp):
+                _fsync_tree(tmp)
+            else:
+                _fsync_path(tmp)
             os.replace(tmp, final)
             _fsync_dir(self.dirpath)
         strategy.barrier("resume_run.lightning.save")
