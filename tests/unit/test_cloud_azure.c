@@ -21,6 +21,7 @@
 
 #include "cunit_main.h"
 #include "http_fixture.h"
+#include "watch_fixture.h"
 
 #define S_INSTANCE_TARGET "/metadata/instance?api-version=2021-02-01"
 #define S_EVENTS_TARGET "/metadata/scheduledevents?api-version=2020-07-01"
@@ -283,18 +284,6 @@ static void test_azure_two_events_give_two_notices_on_consecutive_calls(void)
 	s_teardown(&e);
 }
 
-/* The watcher's next notice within ms (polling its eventfd): 1 with *n, or 0. */
-static int s_watch_next(struct rr_cloud_watch *w, struct rr_notice *n, long ms)
-{
-	struct pollfd p = { .fd = rr_cloud_watch_fd(w), .events = POLLIN };
-	int64_t end = rr_mono_ms() + ms;
-
-	while (rr_mono_ms() < end)
-		if (poll(&p, 1, 50) > 0 && rr_cloud_watch_next(w, n) == 1)
-			return 1;
-	return 0;
-}
-
 /* With --azure-ack, a Reboot's checkpoint made durable after a Preempt was reported answers
  * the Reboot, not the Preempt: approving the Preempt then would let Azure evict the machine
  * before the checkpoint the Preempt asks for exists. The Preempt is approved once its own
@@ -311,10 +300,10 @@ static void test_azure_watch_approves_a_preempt_only_for_its_own_checkpoint(void
 	s_events(&e, S_DOC1 "{\"EventId\":\"R1\",\"EventType\":\"Reboot\","
 		     "\"Resources\":[\"trainer-7\"],\"NotBefore\":\"" S_NOT_BEFORE "\"}]}");
 	CU_ASSERT_EQUAL_FATAL(rr_cloud_watch_start(RR_CLOUD_AZURE, &e.o, &w), 0);
-	CU_ASSERT_EQUAL_FATAL(s_watch_next(w, &reboot, 5000), 1);
+	CU_ASSERT_EQUAL_FATAL(wf_next_within(w, &reboot, 5000), 1);
 	CU_ASSERT_EQUAL(reboot.kind, RR_NOTICE_MAINTENANCE);
 	s_events(&e, s_preempt_doc);
-	CU_ASSERT_EQUAL_FATAL(s_watch_next(w, &preempt, 5000), 1);
+	CU_ASSERT_EQUAL_FATAL(wf_next_within(w, &preempt, 5000), 1);
 	CU_ASSERT_EQUAL(preempt.kind, RR_NOTICE_PREEMPT);
 	CU_ASSERT(preempt.seq > reboot.seq);
 

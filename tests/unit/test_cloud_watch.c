@@ -20,6 +20,7 @@
 
 #include "cunit_main.h"
 #include "http_fixture.h"
+#include "watch_fixture.h"
 
 #define S_MD "/latest/meta-data/"
 #define S_SPOT_PATH S_MD "spot/instance-action"
@@ -105,18 +106,6 @@ static void s_teardown(struct s_env *e)
 	pthread_mutex_destroy(&e->ec2.mu);
 }
 
-/* Waits (polling the eventfd) for the next notice; 1 with *n filled, or 0 after ms. */
-static int s_next_within(struct rr_cloud_watch *w, struct rr_notice *n, long ms)
-{
-	struct pollfd p = { .fd = rr_cloud_watch_fd(w), .events = POLLIN };
-	int64_t end = rr_mono_ms() + ms;
-
-	while (rr_mono_ms() < end)
-		if (poll(&p, 1, 50) > 0 && rr_cloud_watch_next(w, n) == 1)
-			return 1;
-	return 0;
-}
-
 static int s_settled_within(struct rr_cloud_watch *w, long ms)
 {
 	int64_t end = rr_mono_ms() + ms;
@@ -165,7 +154,7 @@ static void test_watch_aws_notice_arrives_on_the_eventfd_once(void)
 	s_setup(&e, 100);
 	e.ec2.spot = S_SPOT;
 	s_start(&e, RR_CLOUD_AWS);
-	CU_ASSERT_EQUAL_FATAL(s_next_within(e.w, &n, 5000), 1);
+	CU_ASSERT_EQUAL_FATAL(wf_next_within(e.w, &n, 5000), 1);
 	CU_ASSERT_EQUAL(n.kind, RR_NOTICE_PREEMPT);
 	CU_ASSERT_EQUAL(n.source, RR_SOURCE_AWS);
 	CU_ASSERT_EQUAL(n.deadline_unix, S_SPOT_TIME_UNIX);
@@ -185,8 +174,8 @@ static void test_watch_aws_spot_and_rebalance_both_come_out_in_order(void)
 	e.ec2.spot = S_SPOT;
 	e.ec2.rebalance = "{\"noticeTime\":\"2026-01-01T00:00:00Z\"}";
 	s_start(&e, RR_CLOUD_AWS);
-	CU_ASSERT_EQUAL_FATAL(s_next_within(e.w, &n1, 5000), 1);
-	CU_ASSERT_EQUAL_FATAL(s_next_within(e.w, &n2, 5000), 1);
+	CU_ASSERT_EQUAL_FATAL(wf_next_within(e.w, &n1, 5000), 1);
+	CU_ASSERT_EQUAL_FATAL(wf_next_within(e.w, &n2, 5000), 1);
 	CU_ASSERT_EQUAL(n1.kind, RR_NOTICE_PREEMPT);
 	CU_ASSERT_EQUAL(n2.kind, RR_NOTICE_REBALANCE);
 	CU_ASSERT_EQUAL(rr_cloud_watch_next(e.w, &n1), 0);
@@ -219,7 +208,7 @@ static void test_watch_auto_detects_aws_from_the_metadata_service(void)
 	s_setup(&e, 100);
 	e.ec2.spot = S_SPOT;
 	s_start(&e, RR_CLOUD_AUTO);
-	CU_ASSERT_EQUAL_FATAL(s_next_within(e.w, &n, 5000), 1);
+	CU_ASSERT_EQUAL_FATAL(wf_next_within(e.w, &n, 5000), 1);
 	CU_ASSERT_EQUAL(n.source, RR_SOURCE_AWS);
 	CU_ASSERT_EQUAL(n.kind, RR_NOTICE_PREEMPT);
 	CU_ASSERT_EQUAL_FATAL(s_settled_within(e.w, 5000), 1);
@@ -301,7 +290,7 @@ static void test_watch_durable_without_a_provider_ack_does_not_hold_stop(void)
 	s_setup(&e, 60000);
 	e.ec2.spot = S_SPOT;
 	s_start(&e, RR_CLOUD_AWS);
-	CU_ASSERT_EQUAL_FATAL(s_next_within(e.w, &n, 5000), 1);
+	CU_ASSERT_EQUAL_FATAL(wf_next_within(e.w, &n, 5000), 1);
 	CU_ASSERT_EQUAL(n.seq, 1);
 	CU_ASSERT_FATAL(s_requests_within(&e, "GET", S_MD "events/maintenance/scheduled", 1,
 					  5000));

@@ -747,19 +747,35 @@ static void test_restore_of_lossy_checkpoint_again_copies_nothing(void)
 	fx_done(&f);
 }
 
+/* Restores m into the fixture's restore directory twice: the first downloads, the second
+ * finds the same bytes there (the restore record vouching for what no manifest hash
+ * describes) and copies nothing. */
+static void s_restore_twice_second_copies_nothing(struct fx *f, const struct rr_manifest *m)
+{
+	struct rr_restore_stats st;
+	char why[512];
+
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f->s, FX_RUN, m, f->restore_dir, S_THREADS, &st,
+						    why, sizeof(why)), 0);
+	CU_ASSERT(st.downloaded_bytes > 0);
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f->s, FX_RUN, m, f->restore_dir, S_THREADS, &st,
+						    why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(st.already_present, 1);
+	CU_ASSERT_EQUAL(st.downloaded_bytes, 0);
+}
+
 /* The same for a torch.save zip whose F32 records were stored lossy: the restore rewrote the
  * CRC fields of those records in the zip's headers (plain chunks), and remembers those
  * chunks too, so a second start copies nothing; it downloaded the whole file every time. */
 static void test_restore_of_lossy_torch_file_again_copies_nothing(void)
 {
 	struct fx f;
-	struct rr_restore_stats st;
 	struct rr_persist_stats ps;
 	struct rr_persist_opts o = fx_opts();
 	struct rr_manifest *m = NULL;
 	unsigned char *pt;
 	size_t len = 0;
-	char why[512], *d;
+	char *d;
 
 	pt = tf_load("fuzz_torch_zip", "adam_step.pt", &len); /* real torch: two F32 moments */
 	CU_ASSERT_PTR_NOT_NULL_FATAL(pt);
@@ -773,13 +789,7 @@ static void test_restore_of_lossy_torch_file_again_copies_nothing(void)
 			      0);
 	CU_ASSERT_FATAL(ps.tensors[RR_ENC_FP16] > 0);
 
-	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
-						    why, sizeof(why)), 0);
-	CU_ASSERT(st.downloaded_bytes > 0);
-	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
-						    why, sizeof(why)), 0);
-	CU_ASSERT_EQUAL(st.already_present, 1);
-	CU_ASSERT_EQUAL(st.downloaded_bytes, 0);
+	s_restore_twice_second_copies_nothing(&f, m);
 	rr_manifest_destroy(m);
 	fx_done(&f);
 }
@@ -870,11 +880,10 @@ static void test_restore_fetches_each_pack_once(void)
 static void test_restore_of_lossy_packed_checkpoint_again_copies_nothing(void)
 {
 	struct fx f;
-	struct rr_restore_stats st;
 	struct rr_persist_stats ps;
 	struct rr_persist_opts o = fx_opts();
 	struct rr_manifest *m = NULL;
-	char why[512], *d;
+	char *d;
 
 	fx_init(&f);
 	d = fx_ckpt(&f, "step-1");
@@ -888,13 +897,7 @@ static void test_restore_of_lossy_packed_checkpoint_again_copies_nothing(void)
 			      0);
 	CU_ASSERT_EQUAL_FATAL(ps.tensors[RR_ENC_FP16], 3);
 	CU_ASSERT_EQUAL_FATAL(fx_count_chunks(&f), 1); /* headers and tensors: one pack */
-	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
-						    why, sizeof(why)), 0);
-	CU_ASSERT(st.downloaded_bytes > 0);
-	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
-						    why, sizeof(why)), 0);
-	CU_ASSERT_EQUAL(st.already_present, 1);
-	CU_ASSERT_EQUAL(st.downloaded_bytes, 0);
+	s_restore_twice_second_copies_nothing(&f, m);
 	rr_manifest_destroy(m);
 	fx_done(&f);
 }

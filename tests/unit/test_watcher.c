@@ -839,6 +839,19 @@ static void test_auto_commits_a_deepspeed_directory_when_latest_names_it(void)
 	s_rm_rf(e.root);
 }
 
+/* How many times a fresh watcher's start-up scan (rule auto) reports name. */
+static int s_scan_count(const char *dir, const char *name)
+{
+	struct rr_watcher *w = s_new_with(dir, "auto");
+	struct s_rec r = { .n = 0 };
+	int n;
+
+	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
+	n = s_count(&r, name);
+	rr_watcher_destroy(w);
+	return n;
+}
+
 /* Lightning's DeepSpeed strategy (DeepSpeedStrategy.save_checkpoint ->
  * engine.save_checkpoint(filepath, tag="checkpoint")): epoch=E-step=S.ckpt/ made in place,
  * checkpoint/ and its shards, then `latest` naming the tag, then zero_to_fp32.py. Never
@@ -847,7 +860,7 @@ static void test_auto_commits_a_deepspeed_directory_when_latest_names_it(void)
 static void test_auto_commits_a_lightning_deepspeed_directory_when_latest_lands(void)
 {
 	struct s_env e;
-	struct rr_watcher *w, *w2;
+	struct rr_watcher *w;
 	struct s_rec r = { .n = 0 };
 	char d[PATH_MAX];
 
@@ -861,19 +874,11 @@ static void test_auto_commits_a_lightning_deepspeed_directory_when_latest_lands(
 	s_sync_as(w, &r, e.dir, "sentinel-ld1");
 	CU_ASSERT(s_count(&r, "epoch=0-step=20.ckpt") == 0);
 	/* nor does a scan take it (a crash mid-write, then a restart on the same disk) */
-	w2 = s_new_with(e.dir, "auto");
-	r.n = 0;
-	CU_ASSERT(rr_watcher_scan(w2, s_record, &r) == 0);
-	CU_ASSERT(s_count(&r, "epoch=0-step=20.ckpt") == 0);
-	rr_watcher_destroy(w2);
+	CU_ASSERT(s_scan_count(e.dir, "epoch=0-step=20.ckpt") == 0);
 	s_write(d, "latest", "checkpoint");
 	s_pump_until(w, &r, "epoch=0-step=20.ckpt");
 	CU_ASSERT(r.ms[s_index(&r, "epoch=0-step=20.ckpt")] == s_ctime_ms(d, "latest"));
-	w2 = s_new_with(e.dir, "auto");
-	r.n = 0;
-	CU_ASSERT(rr_watcher_scan(w2, s_record, &r) == 0);
-	CU_ASSERT(s_count(&r, "epoch=0-step=20.ckpt") == 1);
-	rr_watcher_destroy(w2);
+	CU_ASSERT(s_scan_count(e.dir, "epoch=0-step=20.ckpt") == 1);
 
 	s_mkdir(e.dir, "checkpoint-500");
 	s_path(d, sizeof(d), e.dir, "checkpoint-500");
@@ -894,7 +899,7 @@ static void test_auto_commits_a_lightning_deepspeed_directory_when_latest_lands(
 static void test_auto_commits_a_dcp_directory_when_metadata_lands(void)
 {
 	struct s_env e;
-	struct rr_watcher *w, *w2;
+	struct rr_watcher *w;
 	struct s_rec r = { .n = 0 };
 	char d[PATH_MAX];
 
@@ -906,11 +911,7 @@ static void test_auto_commits_a_dcp_directory_when_metadata_lands(void)
 	s_sync_as(w, &r, e.dir, "sentinel-5");
 	CU_ASSERT(s_count(&r, "step-30") == 0);
 	/* a fresh scan does not take it by rename either: it holds shards, no .metadata */
-	w2 = s_new_with(e.dir, "auto");
-	r.n = 0;
-	CU_ASSERT(rr_watcher_scan(w2, s_record, &r) == 0);
-	CU_ASSERT(s_count(&r, "step-30") == 0);
-	rr_watcher_destroy(w2);
+	CU_ASSERT(s_scan_count(e.dir, "step-30") == 0);
 	s_write_in(e.dir, "step-30", ".metadata.tmp", "meta");
 	s_path(d, sizeof(d), e.dir, "step-30");
 	s_rename(d, ".metadata.tmp", ".metadata");
