@@ -92,31 +92,31 @@ expect_grep "persisted $name:" two.log "2: then durable"
 expect_grep "$name +committed" two-ls.out "2: the notice's checkpoint is in the store"
 ok "2: the notice's checkpoint cut at the deadline was persisted again once it passed"
 
+# notice_in_final_upload NAME FAULT NOTICE: the trainer commits its final step-100000 and
+# exits 0; while that upload is held by FAULT (a proxy rule), the drill NOTICE comes. Sets RC.
+notice_in_final_upload() {
+	mkdir "$1" && cd "$1"
+	fault "$2"
+	(notice_after 'trainer exited with status 0' "../$1.log" "$3") &
+	local n=$!
+	run_rr "../$1.log" -v --store "s3://$S3_BUCKET/$1" --drill-file NOTICE \
+		-- "$PY" "$T" --run-s 0.5 --final --bytes 300000
+	wait $n
+	cd ..
+	no_faults
+}
+
 # --- 3. a notice cuts a finished trainer's final upload ---
-mkdir three && cd three
-fault '{"method": "PUT", "path": "/chunks/", "nth": 1, "action": "stall", "seconds": 8}'
-(notice_after 'trainer exited with status 0' ../three.log '{"kind":"preempt","deadline_in":2}') &
-n=$!
-run_rr ../three.log -v --store "s3://$S3_BUCKET/three" --drill-file NOTICE \
-	-- "$PY" "$T" --run-s 0.5 --final --bytes 300000
-wait $n
-cd ..
-no_faults
+notice_in_final_upload three '{"method": "PUT", "path": "/chunks/", "nth": 1, "action": "stall", "seconds": 8}' \
+	'{"kind":"preempt","deadline_in":2}'
 expect_eq "$RC" 75 "3: exit status"
 expect_grep 'deadline passed with the persist unfinished' three.log "3: the deadline cut the upload"
 expect_grep 'checkpoint step-100000 was not made durable before leaving.*leaving as preempted' three.log "3: the line saying why 75"
 ok "3: a notice that cut a finished trainer's final upload leaves 75"
 
 # --- 5. a rebalance's deadline passes during a finished trainer's final upload ---
-mkdir five && cd five
-fault '{"method": "PUT", "path": "step-100000/manifest", "action": "stall", "seconds": 5}'
-(notice_after 'trainer exited with status 0' ../five.log '{"kind":"rebalance","deadline_in":2}') &
-n=$!
-run_rr ../five.log -v --store "s3://$S3_BUCKET/five" --drill-file NOTICE \
-	-- "$PY" "$T" --run-s 0.5 --final --bytes 300000
-wait $n
-cd ..
-no_faults
+notice_in_final_upload five '{"method": "PUT", "path": "step-100000/manifest", "action": "stall", "seconds": 5}' \
+	'{"kind":"rebalance","deadline_in":2}'
 expect_eq "$RC" 0 "5: exit status (a precaution does not stop a finished run)"
 expect_grep 'notice: rebalance from file, deadline in' five.log "5: the notice came"
 expect_grep 'persisted step-100000:' five.log "5: the final checkpoint persisted"
