@@ -1300,6 +1300,29 @@ static int s_open_checkpoint(const char *ckpt_dir, const char *name, int *root_f
 	return rc;
 }
 
+/* After the encoding, before the manifest: every listed file is still there. A framework
+ * that deletes an older checkpoint (HF Trainer's save_total_limit rotation) while it is
+ * persisted may have removed files before the listing saw them, and the rest by now: the
+ * checkpoint would be stored without them, and restore would bring back a partial one. */
+static int s_files_still_there(struct s_job *j, const char *name)
+{
+	char q[RR_QUOTE_CAP], q2[RR_QUOTE_CAP];
+	struct stat st;
+
+	if (j->m->single_file)
+		return 0; /* its one file's size and time are checked as it is read */
+	for (size_t f = 0; f < j->l->n; f++) {
+		if (fstatat(j->root_fd, j->l->files[f].path, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+		    errno != ENOENT)
+			continue;
+		rr_reason_set(&j->why, "%s was deleted while being persisted (%s is gone: a "
+			      "framework's rotation of old checkpoints?)", rr_quote_str(q, name),
+			      rr_quote_str(q2, j->l->files[f].path));
+		return RR_ENOENT;
+	}
+	return 0;
+}
+
 /* The reader's own check on what is about to be stored: a manifest the parser refuses
  * would be a checkpoint that is "durable" and never restorable. */
 static int s_reader_accepts(const struct rr_buf *json, const char *name)
@@ -1536,6 +1559,8 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	rc = s_prepare(&j, ckpt_dir, name, committed_ms, theirs, threads, &l);
 	if (!rc)
 		rc = s_encode_all(&j, name, threads);
+	if (!rc && (rc = s_files_still_there(&j, name)) != 0)
+		rr_debug("persist of %s: %s", name, j.why.text); /* the caller says it is gone */
 	if (rc)
 		goto out;
 	if (theirs) {

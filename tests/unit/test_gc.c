@@ -816,6 +816,45 @@ static void test_gc_long_persist_checks_its_chunks_after_the_manifest(void)
 	s_teardown(&r);
 }
 
+/* At the first chunk put: the framework's rotation deletes the checkpoint being persisted
+ * (HF Trainer's save_total_limit, right after the next checkpoint's commit). */
+static char s_rotated_dir[4096];
+static void s_hook_rotate(struct s_hook *h)
+{
+	char cmd[4200];
+
+	(void)h;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s_rotated_dir);
+	CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
+/* A checkpoint deleted while it is persisted is not stored: the files the listing saw are
+ * read through descriptors held since, but others may have gone before the listing, and
+ * the stored checkpoint would lack them. Before, it was committed (with the files its
+ * listing saw) and restore brought back a partial checkpoint. */
+static void test_gc_a_checkpoint_deleted_while_persisted_is_not_stored(void)
+{
+	struct s_run r;
+	struct s_hook h;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_stats ps;
+	char *d;
+
+	s_setup(&r, 1);
+	d = fx_ckpt(&r.f, "step-6");
+	fx_write_random(d, "weights.bin", 64 * 1024, 66, 0644);
+	fx_write_random(d, "optimizer.bin", 64 * 1024, 67, 0644);
+	snprintf(s_rotated_dir, sizeof(s_rotated_dir), "%s", d);
+	free(d);
+	s_hook_init(&h, r.f.s, s_hook_rotate);
+	h.put_match = "/chunks/";
+	CU_ASSERT_NOT_EQUAL(rr_persist_checkpoint(&h.base, r.f.ckpt_dir, "step-6", 6000, &o, NULL,
+						  &ps), 0);
+	CU_ASSERT_EQUAL(h.fired, 1);
+	CU_ASSERT_FALSE(s_has(&r, 6));
+	s_teardown(&r);
+}
+
 /* Packs: step-2 changes one of step-1's small files, so it points into step-1's pack for
  * the others and into a new pack for the changed one. gc keeping one checkpoint deletes
  * step-1's manifest but not the pack step-2 still reads from; step-2 restores. */
@@ -876,6 +915,8 @@ static CU_TestInfo s_tests[] = {
 	  test_gc_keeps_a_pack_a_newer_checkpoint_reads_from },
 	{ "gc_urgent_persist_relies_on_older_chunks_than_a_routine_one",
 	  test_gc_urgent_persist_relies_on_older_chunks_than_a_routine_one },
+	{ "gc_a_checkpoint_deleted_while_persisted_is_not_stored",
+	  test_gc_a_checkpoint_deleted_while_persisted_is_not_stored },
 	{ "gc_long_persist_checks_its_chunks_after_the_manifest",
 	  test_gc_long_persist_checks_its_chunks_after_the_manifest },
 	{ "gc_long_persist_checks_its_chunks_before_the_manifest",
