@@ -41,6 +41,8 @@
 
 #define EXIT_AGENT_ERROR 125
 #define NOTICE_FILE_NAME ".resume-run-notice.json"
+/* Which run last used the checkpoint directory: its checkpoints are that run's. */
+#define OWNER_FILE_NAME ".resume-run-run-id"
 #define HANDLER_RETRY_MS 100
 #define NOTICE_FILE_POLL_MS 200
 #define FANOUT_LAST_LOOK_MS 5000 /* the store's listing of notices as the trainer exits 0 */
@@ -107,6 +109,7 @@ struct s_run {
 	int retention_stopped;   /* leaving: retention was told to stop (rr_persister_leaving) */
 
 	char restored[256]; /* what the start-up restore put back, "" when nothing */
+	char other_run[256]; /* the run the checkpoint directory was last used by, when not this */
 	/* Checkpoints the start-up restore passed over as suspect: a local copy of one of them
 	 * (this machine's, or a shared directory's) is set aside by the start-up scan, not
 	 * resumed from again. */
@@ -962,6 +965,60 @@ static int s_set_aside_if_passed_over(struct s_run *r, const char *name)
 	return 0;
 }
 
+/* A checkpoint another run left in the checkpoint directory (the same directory given to a
+ * new --run-id): not this run's to resume from or to store under its name, which a "fresh
+ * start" would have done. Moved aside under a dot-name, nothing deleted. */
+static void s_move_aside_other_run(struct s_run *r, const char *name)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+
+	snprintf(from, sizeof(from), "%s/%s", r->ckpt_dir, name);
+	snprintf(to, sizeof(to), "%s/.%s.run-%s-%lld", r->ckpt_dir, name, r->other_run,
+		 (long long)rr_wall_ms());
+	if (rename(from, to) == 0)
+		rr_warn("checkpoint %s in the checkpoint directory is run '%s''s, not '%s''s: moved "
+			"aside to %s, not resumed from or stored", name, r->other_run,
+			r->cfg->run_id, to);
+	else if (errno != ENOENT)
+		rr_warn("cannot move run '%s''s checkpoint %s aside (%s); the trainer may still "
+			"find it", r->other_run, name, strerror(errno));
+}
+
+/* Reads which run last used the checkpoint directory (OWNER_FILE_NAME) into
+ * r->other_run when it is another one. No file (a directory from before 0.2.0, or a new
+ * one): its checkpoints are taken as this run's, as before. */
+static void s_read_dir_owner(struct s_run *r)
+{
+	char path[PATH_MAX], buf[256];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", r->ckpt_dir, OWNER_FILE_NAME);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)buf[i] < 0x21 || buf[i] == '/' || buf[i] == 0x7f)
+			return; /* not a run id: not trusted to say anything */
+	if (n && strcmp(buf, r->cfg->run_id) != 0)
+		snprintf(r->other_run, sizeof(r->other_run), "%s", buf);
+}
+
+static void s_write_dir_owner(struct s_run *r)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", r->ckpt_dir, OWNER_FILE_NAME);
+	if (rr_write_file_durable(path, r->cfg->run_id, strlen(r->cfg->run_id), 0644) != 0)
+		rr_warn("could not write %s: a later start cannot tell this run's checkpoints "
+			"from another's", path);
+}
+
 static void s_on_commit(const char *name, int64_t ms, void *ud)
 {
 	struct s_run *r = ud;
@@ -969,6 +1026,10 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 
 	if (!r->scanned && s_set_aside_if_passed_over(r, name))
 		return;
+	if (!r->scanned && r->other_run[0] && strcmp(name, r->restored) != 0) {
+		s_move_aside_other_run(r, name);
+		return;
+	}
 
 	/* At start-up the newest by name is what the trainer resumes from
 	 * (docs/trainer-contract.md, "The trainer contract"); once it runs, what it commits
@@ -2042,8 +2103,10 @@ static int s_start_watching(struct s_run *r, struct rr_manifest *baseline,
 	/* Checkpoints already here: the newest is what the trainer resumes from, and is
 	 * persisted if the store does not have it yet. */
 	rr_watcher_set_rule(r->watcher, &r->cfg->commit);
+	s_read_dir_owner(r);
 	rr_watcher_scan(r->watcher, s_on_commit, r);
 	r->scanned = 1;
+	s_write_dir_owner(r);
 	rc = s_cadence_start(r);
 	if (rc) {
 		rr_error("cannot start: %s", rr_strerror(rc));

@@ -152,4 +152,27 @@ expect_eq "$RC" 0 "same name: exit status"
 expect_eq "$(grep -c 'checkpoint latest committed again under the same name' samename.log)" 1 "the same name said once"
 expect_eq "$(grep -c '"ckpt.pt" in .* was written in place' samename.log)" 1 "the in-place file said once"
 ok "a name committed again, and a checkpoint file written in place, are each said once"
+
+# The same checkpoint directory given to a new --run-id (a new job on the same volume): the
+# old run's checkpoints are not the new run's. They are moved aside; the new run starts
+# fresh, as its log says, and stores nothing of them. Before, it resumed from them and
+# stored them under the new run's name after saying "fresh start".
+cat > twosteps.sh <<'SH'
+d=$RESUME_RUN_CHECKPOINT_DIR
+echo "restore dir: ${RESUME_RUN_RESTORE_DIR:-none}"
+for i in 1 2; do
+	mkdir -p "$d/.step-$i.tmp"; echo "run $RESUME_RUN_ID step $i" > "$d/.step-$i.tmp/s.txt"
+	mv "$d/.step-$i.tmp" "$d/step-$i"
+done
+SH
+run_rr owner1.log --run-id first --store "file://$W/owner" --checkpoint-dir "$W/ck-owner" -- sh twosteps.sh
+expect_eq "$RC" 0 "run 'first'"
+run_rr owner2.log --run-id second --store "file://$W/owner" --checkpoint-dir "$W/ck-owner" -- true
+expect_eq "$RC" 0 "run 'second'"
+expect_grep "no checkpoint of run 'second' .*fresh start" owner2.log "second: a fresh start"
+expect_grep "checkpoint step-2 in the checkpoint directory is run 'first''s, not 'second''s: moved aside" owner2.log "second: first's step-2 moved aside"
+expect_no_grep 'resuming from step-' owner2.log "second: resumed from first's checkpoint"
+"$RR_BIN" ls --run-id second --store "file://$W/owner" > owner2-ls.out 2>&1 || true
+expect_no_grep 'step-' owner2-ls.out "second: first's checkpoints stored under second"
+ok "a new --run-id on a used checkpoint directory starts fresh: the other run's checkpoints are moved aside, not resumed from or stored"
 finish
