@@ -110,6 +110,7 @@ struct s_run {
 
 	char restored[256]; /* what the start-up restore put back, "" when nothing */
 	char other_run[256]; /* the run the checkpoint directory was last used by, when not this */
+	int dir_owned;       /* the directory's owner file names this run already */
 	/* Checkpoints the start-up restore passed over as suspect: a local copy of one of them
 	 * (this machine's, or a shared directory's) is set aside by the start-up scan, not
 	 * resumed from again. */
@@ -1007,12 +1008,15 @@ static void s_read_dir_owner(struct s_run *r)
 			return; /* not a run id: not trusted to say anything */
 	if (n && strcmp(buf, r->cfg->run_id) != 0)
 		snprintf(r->other_run, sizeof(r->other_run), "%s", buf);
+	r->dir_owned = n && !r->other_run[0];
 }
 
 static void s_write_dir_owner(struct s_run *r)
 {
 	char path[PATH_MAX];
 
+	if (r->dir_owned)
+		return; /* no write (and fsync) at every start */
 	snprintf(path, sizeof(path), "%s/%s", r->ckpt_dir, OWNER_FILE_NAME);
 	if (rr_write_file_durable(path, r->cfg->run_id, strlen(r->cfg->run_id), 0644) != 0)
 		rr_warn("could not write %s: a later start cannot tell this run's checkpoints "
