@@ -15,7 +15,6 @@
 #include "rr/layout.h"
 #include "rr/log.h"
 
-#define S_SEEN_MAX 64 /* notice keys remembered; a job sees a handful */
 
 struct rr_fanout {
 	struct rr_store *store;
@@ -34,8 +33,9 @@ struct rr_fanout {
 	struct rr_notice announce;
 	int have_incoming;
 	struct rr_notice incoming;
-	char seen[S_SEEN_MAX][64]; /* the thread's: keys' names already taken */
-	unsigned nseen;
+	char (*seen)[64];        /* the thread's: keys' names already taken (a job of many
+				  * nodes may write one each) */
+	size_t nseen, capseen;
 };
 
 int rr_fanout_publish(struct rr_store *s, const char *run_id, unsigned rank,
@@ -86,10 +86,25 @@ static int s_on_notice(const struct rr_store_entry *e, void *ud)
 	if (w->name[0] || strlen(e->key) <= w->prefix_len ||
 	    !s_parse_notice_name(rest, &ms, &rank) || rank == w->f->rank || ms < w->f->since_ms)
 		return 0;
-	for (unsigned i = 0; i < w->f->nseen; i++)
+	for (size_t i = 0; i < w->f->nseen; i++)
 		if (strcmp(w->f->seen[i], rest) == 0)
 			return 0;
 	snprintf(w->name, sizeof(w->name), "%s", rest);
+	return 0;
+}
+
+/* Remembers name as taken. 0, or RR_ENOMEM (then it may be taken again). */
+static int s_seen_add(struct rr_fanout *f, const char *name)
+{
+	if (f->nseen == f->capseen) {
+		size_t n = f->capseen ? f->capseen * 2 : 64;
+		void *p = realloc(f->seen, n * sizeof(*f->seen));
+		if (!p)
+			return RR_ENOMEM;
+		f->seen = p;
+		f->capseen = n;
+	}
+	snprintf(f->seen[f->nseen++], sizeof(f->seen[0]), "%s", name);
 	return 0;
 }
 
@@ -115,11 +130,17 @@ static void s_poll_once(struct rr_fanout *f)
 	rr_buf_free(&b);
 	if (rc == RR_ENOENT || rc == RR_ECANCELED || rc == RR_EIO)
 		return; /* tried again next time */
-	if (f->nseen < S_SEEN_MAX)
-		snprintf(f->seen[f->nseen++], sizeof(f->seen[0]), "%s", w.name);
+	if (s_seen_add(f, w.name) != 0)
+		return; /* out of memory: taken again at the next listing */
 	if (rc) {
 		rr_warn("notice %s in the store is unreadable (%s); ignored", w.name,
 			why[0] ? why : rr_strerror(rc));
+		return;
+	}
+	/* Its deadline passed already (a notice of an earlier run of the job, whose writer's
+	 * clock was ahead of this node's start): nothing to answer any more. */
+	if (n.deadline_unix && n.deadline_unix < rr_wall_ms() / 1000) {
+		rr_info("notice %s of another node ignored: its deadline has passed", w.name);
 		return;
 	}
 	n.source = RR_SOURCE_NODE;
@@ -222,6 +243,7 @@ fail:
 		close(f->pipe[0]);
 	if (f->pipe[1] >= 0)
 		close(f->pipe[1]);
+	free(f->seen);
 	free(f->run_id);
 	free(f);
 	return rc;
@@ -295,6 +317,7 @@ void rr_fanout_stop(struct rr_fanout *f)
 	pthread_mutex_destroy(&f->lock);
 	close(f->pipe[0]);
 	close(f->pipe[1]);
+	free(f->seen);
 	free(f->run_id);
 	free(f);
 }

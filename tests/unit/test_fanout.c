@@ -1,7 +1,8 @@
 /* CUnit suite "fanout": multi-node notices through a real file store. A notice another
  * node wrote reaches this node's watcher with its deadline; this node's own notices and
- * notices from before the agent started do not; an announced notice is written to
- * notices/ under this node's rank; a listing asked for now lists at once. */
+ * notices from before the agent started, and notices past their deadline, do not; an
+ * announced notice is written to notices/ under this node's rank; a listing asked for now
+ * lists at once; each of many nodes' notices is taken once. */
 #include <poll.h>
 
 #include "rr/clock.h"
@@ -111,7 +112,55 @@ static void test_poll_now_lists_at_once(void)
 	fx_done(&f);
 }
 
+/* A notice from each of 70 other nodes (one spot reclaim across a large job) is taken once
+ * each. Before, past 64 remembered, the 65th was taken again at every listing, for ever. */
+static void test_many_nodes_notices_are_each_taken_once(void)
+{
+	struct fx f;
+	struct rr_fanout *w = NULL;
+	struct rr_notice in = { .kind = RR_NOTICE_PREEMPT, .source = RR_SOURCE_AWS,
+				.deadline_unix = rr_wall_ms() / 1000 + 600,
+				.received_unix = rr_wall_ms() / 1000 };
+	struct rr_notice got;
+	int taken = 0;
+
+	fx_init(&f);
+	CU_ASSERT_EQUAL_FATAL(rr_fanout_start(f.s, FX_RUN, 0, rr_wall_ms() - 1000, &w), 0);
+	for (unsigned rank = 1; rank <= 70; rank++)
+		CU_ASSERT_EQUAL(rr_fanout_publish(f.s, FX_RUN, rank, &in), 0);
+	for (int i = 0; i < 75; i++) { /* a listing takes one new notice */
+		CU_ASSERT_EQUAL(rr_fanout_poll_now(w, 5000), 0);
+		taken += rr_fanout_next(w, &got);
+	}
+	CU_ASSERT_EQUAL(taken, 70);
+	rr_fanout_stop(w);
+	fx_done(&f);
+}
+
+/* A notice whose deadline has passed (an earlier run of the job, written by a machine whose
+ * clock was ahead of this one's start) is not taken: a fresh node left at once for it. */
+static void test_a_notice_past_its_deadline_is_not_taken(void)
+{
+	struct fx f;
+	struct rr_fanout *w = NULL;
+	struct rr_notice old = { .kind = RR_NOTICE_PREEMPT, .source = RR_SOURCE_AWS,
+				 .deadline_unix = rr_wall_ms() / 1000 - 25,
+				 .received_unix = rr_wall_ms() / 1000 - 30 };
+	struct rr_notice got;
+
+	fx_init(&f);
+	CU_ASSERT_EQUAL_FATAL(rr_fanout_start(f.s, FX_RUN, 0, rr_wall_ms() - 1000, &w), 0);
+	CU_ASSERT_EQUAL(rr_fanout_publish(f.s, FX_RUN, 1, &old), 0);
+	CU_ASSERT_EQUAL(rr_fanout_poll_now(w, 5000), 0);
+	CU_ASSERT_EQUAL(rr_fanout_poll_now(w, 5000), 0);
+	CU_ASSERT_EQUAL(rr_fanout_next(w, &got), 0);
+	rr_fanout_stop(w);
+	fx_done(&f);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "many_nodes_notices_are_each_taken_once", test_many_nodes_notices_are_each_taken_once },
+	{ "a_notice_past_its_deadline_is_not_taken", test_a_notice_past_its_deadline_is_not_taken },
 	{ "poll_now_lists_at_once", test_poll_now_lists_at_once },
 	{ "another_nodes_notice_arrives_with_its_deadline",
 	  test_another_nodes_notice_arrives_with_its_deadline },
