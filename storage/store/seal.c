@@ -222,6 +222,12 @@ int rr_seal_open(const struct rr_seal_key *k, const char *name, unsigned char *o
 	int n, rc;
 
 	*plain_len = 0;
+	/* Shorter than the magic, and its start: a sealed object cut down (damage), not one
+	 * written without a key. */
+	if (len < RR_SEAL_MAGIC_LEN && memcmp(obj, RR_SEAL_MAGIC, len) == 0)
+		return rr_fail(why, why_len, RR_ECORRUPT,
+			       "%s is truncated (%zu bytes, a sealed object has at least %d)",
+			       name, len, RR_SEAL_OVERHEAD);
 	if (!rr_seal_is_sealed(obj, len))
 		return rr_fail(why, why_len, RR_EKEY, "%s is not encrypted (written without "
 			       "--encryption-key-file?)", name);
