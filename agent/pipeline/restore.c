@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -644,22 +646,57 @@ struct s_target {
 	struct stat st;               /* its lstat */
 	int local_fd;                 /* the local copy's directory, -1: none usable */
 	struct rr_dir_listing local;
+	int lock_fd;                  /* parent, locked for this restore; -1 */
 };
 
-static int s_target_open(struct s_target *t, const char *parent, const struct rr_manifest *m)
+/* One restore at a time into a parent: another's staging directory (its name is fixed) is
+ * neither removed by this one nor renamed into place half-written. A second agent or a
+ * `resume-run restore` beside the agent waits here, unless the store is stopped. */
+static int s_lock_parent(struct s_target *t, atomic_int *stopped)
+{
+	int said = 0;
+
+	t->lock_fd = open(t->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t->lock_fd < 0)
+		return rr_error_from_errno(errno);
+	while (flock(t->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			/* A file system without locks on directories (NFS takes flock as a POSIX
+			 * lock, which needs a file open for writing): restored unlocked, as before. */
+			rr_debug("cannot lock %s (%s); restoring without the lock", t->parent,
+				 strerror(errno));
+			return 0;
+		}
+		if (atomic_load(stopped))
+			return RR_ECANCELED;
+		if (!said++)
+			rr_info("waiting for another restore into %s to finish", t->parent);
+		poll(NULL, 0, 20);
+	}
+	return 0;
+}
+
+static int s_target_open(struct s_target *t, const char *parent, const struct rr_manifest *m,
+			 atomic_int *stopped)
 {
 	char tmp_name[300];
+	int rc;
 
 	memset(t, 0, sizeof(*t));
 	t->parent = parent;
 	t->local_fd = -1;
+	t->lock_fd = -1;
 	snprintf(tmp_name, sizeof(tmp_name), ".%s.restoring", m->checkpoint);
 	t->final = rr_path_join(parent, m->checkpoint);
 	t->tmp = rr_path_join(parent, tmp_name);
 	if (!t->final || !t->tmp)
 		return RR_ENOMEM;
-	t->exists = lstat(t->final, &t->st) == 0;
-	return rr_mkdir_p(parent);
+	rc = rr_mkdir_p(parent);
+	if (!rc)
+		rc = s_lock_parent(t, stopped);
+	if (!rc)
+		t->exists = lstat(t->final, &t->st) == 0;
+	return rc;
 }
 
 static void s_target_close(struct s_target *t)
@@ -667,6 +704,8 @@ static void s_target_close(struct s_target *t)
 	rr_dir_listing_free(&t->local);
 	if (t->local_fd >= 0)
 		close(t->local_fd);
+	if (t->lock_fd >= 0)
+		close(t->lock_fd); /* and with it the lock */
 	free(t->final);
 	free(t->tmp);
 	free(t->aside);
@@ -800,6 +839,53 @@ static void s_note_finished(struct s_job *j, const char *root, size_t f)
 	close(fd);
 }
 
+static int s_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Syncs root and every directory below it that m's files are in: a file's name lives in
+ * its directory (fsync(2)), and a name linked from the local copy is as new as a file
+ * written. */
+static int s_sync_dirs(const char *root, const struct rr_manifest *m)
+{
+	char **dirs = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	for (size_t f = 0; !rc && f < m->nfiles; f++) {
+		const char *rel = m->files[f].path;
+		for (const char *c = strchr(rel, '/'); !rc && c; c = strchr(c + 1, '/')) {
+			if (n == cap) {
+				char **grown = realloc(dirs, (cap = cap ? 2 * cap : 16) * sizeof(*dirs));
+				if (!grown) {
+					rc = RR_ENOMEM;
+					break;
+				}
+				dirs = grown;
+			}
+			if (!(dirs[n] = strndup(rel, (size_t)(c - rel))))
+				rc = RR_ENOMEM;
+			else
+				n++;
+		}
+	}
+	if (n)
+		qsort(dirs, n, sizeof(*dirs), s_cmp_str);
+	for (size_t i = 0; !rc && i < n; i++) {
+		char *path;
+		if (i > 0 && strcmp(dirs[i], dirs[i - 1]) == 0)
+			continue;
+		path = rr_path_join(root, dirs[i]);
+		rc = path ? rr_fsync_dir(path) : RR_ENOMEM;
+		free(path);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(dirs[i]);
+	free(dirs);
+	return rc ? rc : rr_fsync_dir(root);
+}
+
 static int s_fetch(struct s_target *t, struct s_job *j, unsigned threads,
 		   struct rr_restore_stats *stats)
 {
@@ -821,7 +907,7 @@ static int s_fetch(struct s_target *t, struct s_job *j, unsigned threads,
 				s_note_finished(j, t->tmp, f);
 		}
 	if (!rc)
-		rc = rr_fsync_dir(t->tmp);
+		rc = s_sync_dirs(t->tmp, m);
 	return rc;
 }
 
@@ -864,7 +950,12 @@ static int s_swap_into_place(struct s_target *t, const struct rr_manifest *m)
 	if (m->single_file)
 		rr_remove_tree(t->tmp);
 	rc = rr_fsync_dir(t->parent);
-	if (t->aside) {
+	if (t->aside && rc) {
+		/* Not known to be on disk: after a crash the name may still be the old copy's,
+		 * whose other files are only in the copy set aside. */
+		rr_warn("%s existed locally with other contents; the old copy is kept at %s (the "
+			"directory could not be synced: %s)", t->final, t->aside, rr_strerror(rc));
+	} else if (t->aside) {
 		/* The store's copy is in place: the old one was set aside only so that a crash
 		 * before that left one of them under the name. (Its files that matched were
 		 * linked into the new copy, which keeps them.) */
@@ -892,7 +983,7 @@ int rr_restore_checkpoint(struct rr_store *s, const char *run_id, const struct r
 	memset(stats, 0, sizeof(*stats));
 	stats->files = m->nfiles;
 	stats->bytes = rr_manifest_total_size(m);
-	rc = s_target_open(&t, parent, m);
+	rc = s_target_open(&t, parent, m, &s->stopped);
 	if (!rc && !(rec = rr_restored_load(parent)))
 		rc = RR_ENOMEM;
 	j.rec = rec;

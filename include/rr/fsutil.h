@@ -13,6 +13,16 @@
  * or the new. mode is the new file's permission bits. Returns 0 or an rr_error. */
 int rr_write_file_durable(const char *path, const void *data, size_t len, mode_t mode);
 
+/* Room rr_temp_path needs beyond dir and base. */
+#define RR_TEMP_PATH_EXTRA 64
+
+/* A temp name beside a target: "<dir>/.<base>.<tag>.<pid>.<16 hex>", the last part random,
+ * so that another process with the same pid (a PID-1 agent in another container, one
+ * killed before it removed its temp file) does not choose it too; an O_EXCL create that
+ * still meets EEXIST takes a new name. out holds strlen(dir) + strlen(base) +
+ * RR_TEMP_PATH_EXTRA bytes. */
+void rr_temp_path(char *out, size_t cap, const char *dir, const char *base, const char *tag);
+
 /* Writes all len bytes (retrying short writes and EINTR), at offset off, or at the file
  * position when off is negative. Returns 0 or an rr_error. */
 int rr_pwrite_all(int fd, const void *data, size_t len, int64_t off);

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rr/error.h"
@@ -20,9 +22,11 @@
 #define S_IO_CHUNK ((size_t)1 << 30)
 #define S_READ_STEP ((size_t)64 * 1024)
 
-/* Temp names are ".<base>.tmp.<pid>.<n>": the pid separates processes, this counter the
- * threads of one process writing beside the same target. */
+/* Tells temp names apart where random bytes are not to be had. */
 static atomic_uint_fast64_t s_tmp_counter;
+
+/* Attempts at a temp name before giving up on EEXIST (each name is new and random). */
+#define S_TEMP_TRIES 8
 
 /* Splits path into a malloc'd directory ("." when there is none) and its last component. */
 static int s_split(const char *path, char **dir_out, const char **base_out)
@@ -102,6 +106,20 @@ static int s_close_checked(int fd)
 	return 0;
 }
 
+void rr_temp_path(char *out, size_t cap, const char *dir, const char *base, const char *tag)
+{
+	uint64_t r;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r = ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^
+		    (atomic_fetch_add(&s_tmp_counter, 1) << 40);
+	}
+	snprintf(out, cap, "%s/.%s.%s.%ld.%016llx", dir, base, tag, (long)getpid(),
+		 (unsigned long long)r);
+}
+
 int rr_write_file_durable(const char *path, const void *data, size_t len, mode_t mode)
 {
 	char *dir = NULL, *tmp = NULL;
@@ -114,17 +132,17 @@ int rr_write_file_durable(const char *path, const void *data, size_t len, mode_t
 	rc = s_split(path, &dir, &base);
 	if (rc)
 		goto out;
-	/* dir + "/." + base + ".tmp." + pid + "." + counter */
-	tmp_size = strlen(dir) + strlen(base) + 64;
+	tmp_size = strlen(dir) + strlen(base) + RR_TEMP_PATH_EXTRA;
 	tmp = malloc(tmp_size);
 	if (!tmp) {
 		rc = RR_ENOMEM;
 		goto out;
 	}
-	snprintf(tmp, tmp_size, "%s/.%s.tmp.%ld.%llu", dir, base, (long)getpid(),
-		 (unsigned long long)atomic_fetch_add(&s_tmp_counter, 1));
-
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	for (int tries = 0; fd < 0 && (tries == 0 || (errno == EEXIST && tries < S_TEMP_TRIES));
+	     tries++) {
+		rr_temp_path(tmp, tmp_size, dir, base, "tmp");
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	}
 	if (fd < 0) {
 		rc = rr_error_from_errno(errno);
 		goto out;

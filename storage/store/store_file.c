@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,10 +59,6 @@ static void s_modes(struct s_file_store *fs, const struct stat *root)
 	fs->dir_mode = 0700 | (root->st_mode & 0077);
 	fs->file_mode = 0600 | (root->st_mode & 0066);
 }
-
-/* Temp names ".<base>.put.<pid>.<n>": the pid separates processes, the counter threads. The
- * "put" infix keeps them apart from rr_write_file_durable's ".tmp." names. */
-static atomic_uint_fast64_t s_tmp_counter;
 
 /* A key is '/'-separated non-empty components, none starting with '.': that rejects "",
  * "/abs", "a//b", "a/", "." and "..", and reserves dot-names for temp files and locks. */
@@ -206,16 +201,17 @@ static int s_write_temp(const struct s_file_store *fs, const char *path, const v
 	int fd = -1, rc = 0, attempt, created = 0;
 
 	dir = strndup(path, (size_t)(slash - path));
-	tmp_size = strlen(path) + 64;
+	tmp_size = strlen(path) + RR_TEMP_PATH_EXTRA;
 	tmp = malloc(tmp_size);
 	if (!dir || !tmp) {
 		rc = RR_ENOMEM;
 		goto out;
 	}
-	snprintf(tmp, tmp_size, "%s/.%s.put.%ld.%llu", dir, slash + 1, (long)getpid(),
-		 (unsigned long long)atomic_fetch_add(&s_tmp_counter, 1));
 
+	/* ".<base>.put.<pid>.<random>": the "put" infix keeps them apart from
+	 * rr_write_file_durable's ".tmp." names. */
 	for (attempt = 0;; attempt++) {
+		rr_temp_path(tmp, tmp_size, dir, slash + 1, "put");
 		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, fs->file_mode);
 		if (fd >= 0)
 			break;
@@ -223,6 +219,8 @@ static int s_write_temp(const struct s_file_store *fs, const char *path, const v
 			rc = RR_EINVAL; /* a key's directory is an object: "a/b" with "a" stored */
 			goto out;
 		}
+		if (errno == EEXIST && attempt < S_PUT_DIR_RETRIES)
+			continue; /* another writer's temp file by chance: a new name */
 		if (errno != ENOENT || attempt == S_PUT_DIR_RETRIES) {
 			rc = rr_error_from_errno(errno);
 			goto out;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,27 @@ static void test_write_file_durable_replaces_and_leaves_no_temp(void)
 	CU_ASSERT_EQUAL(s_count_entries(dir, &dots), 1);
 	CU_ASSERT_EQUAL(dots, 0);
 
+	CU_ASSERT_EQUAL(rr_remove_tree(dir), 0);
+	free(path);
+	free(dir);
+}
+
+/* A temp file named as this process's would be, left by another (a PID-1 agent in another
+ * container, killed mid-write): the write goes beside it. */
+static void test_write_file_durable_writes_beside_another_writer_temp_files(void)
+{
+	char *dir = s_mkdtemp();
+	char *path = rr_path_join(dir, "f"), litter[PATH_MAX];
+
+	for (int i = 0; i < 5000; i++) {
+		FILE *f;
+		snprintf(litter, sizeof(litter), "%s/.f.tmp.%ld.%d", dir, (long)getpid(), i);
+		f = fopen(litter, "w");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		fclose(f);
+	}
+	CU_ASSERT_EQUAL(rr_write_file_durable(path, "x", 1, 0644), 0);
+	CU_ASSERT(s_file_is(path, "x", 1));
 	CU_ASSERT_EQUAL(rr_remove_tree(dir), 0);
 	free(path);
 	free(dir);
@@ -492,6 +514,8 @@ static void test_path_join_uses_exactly_one_separator(void)
 }
 
 static CU_TestInfo s_tests[] = {
+	{ "write_file_durable_writes_beside_another_writer_temp_files",
+	  test_write_file_durable_writes_beside_another_writer_temp_files },
 	{ "test_write_file_durable_round_trip", test_write_file_durable_round_trip },
 	{ "test_write_file_durable_replaces_and_leaves_no_temp",
 	  test_write_file_durable_replaces_and_leaves_no_temp },

@@ -1,12 +1,16 @@
 /* CUnit suite "restore": rr_restore_checkpoint, rr_verify_checkpoint and rr_restore_newest
  * against a real file store in a temp dir. Damage is made by flipping or deleting chunk
  * files in the store directly. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rr/catalog.h"
@@ -26,6 +30,11 @@
  * statically); every other call goes on to the C library's. */
 static int s_fail_staged_rename;
 
+/* A restore in a child process, paused at its last step (the staging directory's rename
+ * into place) until the parent writes a byte to s_pause_in or a second has passed; it
+ * writes one to s_pause_out when it gets there. */
+static int s_pause_at_swap, s_pause_in = -1, s_pause_out = -1;
+
 int rename(const char *from, const char *to)
 {
 	static int (*real)(const char *, const char *);
@@ -34,9 +43,79 @@ int rename(const char *from, const char *to)
 		errno = EIO;
 		return -1;
 	}
+	if (s_pause_at_swap && strstr(from, ".restoring") && !strstr(from, ".restoring/")) {
+		struct pollfd pfd = { .fd = s_pause_in, .events = POLLIN };
+		char c;
+		s_pause_at_swap = 0;
+		if (write(s_pause_out, "x", 1) != 1 ||
+		    (poll(&pfd, 1, 1000) == 1 && read(s_pause_in, &c, 1) != 1))
+			_exit(3);
+	}
 	if (!real)
 		*(void **)&real = dlsym(RTLD_NEXT, "rename");
 	return real(from, to);
+}
+
+/* Every directory synced is noted (its path, from /proc/self/fd); one whose path is
+ * s_fail_sync_of fails with EIO while that directory also holds an entry starting with
+ * s_fail_sync_when (the old copy set aside: the sync after the swap). */
+static pthread_mutex_t s_sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static char s_synced[128][512];
+static int s_nsynced;
+static const char *s_fail_sync_of, *s_fail_sync_when;
+
+static int s_holds_prefix(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+
+	while (d && !found && (e = readdir(d)))
+		found = strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+	if (d)
+		closedir(d);
+	return found;
+}
+
+int fsync(int fd)
+{
+	static int (*real)(int);
+	char link[64], path[512];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    (n = readlink(link, path, sizeof(path) - 1)) > 0) {
+		path[n] = '\0';
+		pthread_mutex_lock(&s_sync_lock);
+		if (s_nsynced < 128)
+			snprintf(s_synced[s_nsynced++], sizeof(s_synced[0]), "%s", path);
+		pthread_mutex_unlock(&s_sync_lock);
+		if (s_fail_sync_of && strcmp(path, s_fail_sync_of) == 0 &&
+		    s_holds_prefix(path, s_fail_sync_when)) {
+			errno = EIO;
+			return -1;
+		}
+	}
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "fsync");
+	return real(fd);
+}
+
+static int s_was_synced(const char *dir, const char *rel)
+{
+	char want[512];
+	int found = 0;
+
+	snprintf(want, sizeof(want), "%s/%s", dir, rel);
+	pthread_mutex_lock(&s_sync_lock);
+	for (int i = 0; i < s_nsynced && !found; i++)
+		found = strcmp(s_synced[i], want) == 0;
+	pthread_mutex_unlock(&s_sync_lock);
+	if (!found)
+		fprintf(stderr, "\n  %s was never synced\n", want);
+	return found;
 }
 
 /* A checkpoint with nested files, an empty file, a multi-segment file and several modes;
@@ -948,7 +1027,161 @@ static void test_restore_of_one_file_puts_the_local_file_back_when_its_last_rena
 	fx_done(&f);
 }
 
+/* The directories inside the staging directory are synced before it takes the final name:
+ * a file's name lives in its own directory, and a crash after the rename must not lose it
+ * (fsync(2)); a file linked from the local copy is a new name there too. */
+static void test_restore_syncs_every_staged_directory_before_the_swap(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m;
+	char why[512];
+
+	fx_init(&f);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	s_nsynced = 0;
+	CU_ASSERT_EQUAL_FATAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st,
+						    why, sizeof(why)),
+			      0);
+	CU_ASSERT(s_was_synced(f.restore_dir, ".step-1.restoring"));
+	CU_ASSERT(s_was_synced(f.restore_dir, ".step-1.restoring/bin"));
+	CU_ASSERT(s_was_synced(f.restore_dir, ".step-1.restoring/model/sub"));
+	CU_ASSERT(s_was_synced(f.restore_dir, ".step-1.restoring/optim"));
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+/* The sync of the parent after the swap fails: the store's copy may not be under the name
+ * after a crash, so the local copy set aside (with a file the store's copy lacks) is kept,
+ * not deleted. */
+static void test_restore_keeps_the_old_copy_when_the_sync_after_the_swap_fails(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m;
+	char why[512], *local, names[1024], *aside;
+
+	fx_init(&f);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	local = fx_join(f.restore_dir, "step-1");
+	CU_ASSERT_EQUAL_FATAL(rr_mkdir_p(local), 0);
+	fx_write_str(local, "notes.txt", "mine\n", 0644);
+
+	s_fail_sync_of = f.restore_dir;
+	s_fail_sync_when = ".step-1.local-";
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st, why,
+					      sizeof(why)), RR_EIO);
+	s_fail_sync_of = NULL;
+	CU_ASSERT_EQUAL(fx_dir_names(f.restore_dir, names, sizeof(names)), 2);
+	aside = strchr(names, ',');
+	CU_ASSERT_FATAL(aside != NULL && strncmp(names, ".step-1.local-", 14) == 0);
+	*aside = '\0';
+	CU_ASSERT_STRING_EQUAL(aside + 1, "step-1");
+	aside = fx_join(f.restore_dir, names);
+	CU_ASSERT(fx_exists_in(aside, "notes.txt"));
+	free(aside);
+	free(local);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
+/* Set while the parent's restore runs: its first write of a chunk lets the paused child
+ * finish and checks what the child then left under the final name. */
+static struct {
+	int armed, go, child;
+	const char *final_file;
+	unsigned char *want;
+	size_t want_len;
+	int child_status, final_ok;
+} s_race;
+
+ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	static ssize_t (*real)(int, const void *, size_t, off_t);
+
+	if (__atomic_exchange_n(&s_race.armed, 0, __ATOMIC_SEQ_CST)) {
+		size_t got_len = 0;
+		unsigned char *got;
+		if (write(s_race.go, "g", 1) != 1 || waitpid(s_race.child, &s_race.child_status, 0) < 0)
+			s_race.child_status = -1;
+		s_race.child = 0;
+		got = fx_slurp(s_race.final_file, &got_len);
+		s_race.final_ok = got && got_len == s_race.want_len &&
+				  memcmp(got, s_race.want, got_len) == 0;
+		free(got);
+	}
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "pwrite");
+	return real(fd, buf, len, off);
+}
+
+/* Two restores of one checkpoint into one directory at once (a second agent, a manual
+ * `resume-run restore` beside the agent's): the second waits for the first, and finds the
+ * checkpoint in place; it never takes the first's staging directory from under it, which
+ * put the second's files, created but not yet written, under the final name. */
+static void test_two_restores_into_one_directory_at_once_leave_the_checkpoint_whole(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m;
+	char why[512], *src, *dst;
+	int to_child[2], from_child[2];
+	char c;
+
+	fx_init(&f);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	src = fx_ckpt(&f, "step-1");
+	dst = fx_join(f.restore_dir, "step-1");
+	CU_ASSERT_EQUAL_FATAL(pipe(to_child), 0);
+	CU_ASSERT_EQUAL_FATAL(pipe(from_child), 0);
+	s_race.child = fork();
+	CU_ASSERT_FATAL(s_race.child >= 0);
+	if (s_race.child == 0) {
+		s_pause_at_swap = 1;
+		s_pause_in = to_child[0];
+		s_pause_out = from_child[1];
+		_exit(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, 1, &st, why,
+					    sizeof(why)) == 0 ? 0 : 1);
+	}
+	/* The child's staging directory is complete; it waits at the rename. */
+	CU_ASSERT_EQUAL_FATAL(read(from_child[0], &c, 1), 1);
+	s_race.go = to_child[1];
+	s_race.final_file = fx_join(dst, "model/weights.bin");
+	{
+		char *w = fx_join(src, "model/weights.bin");
+		s_race.want = fx_slurp(w, &s_race.want_len);
+		free(w);
+	}
+	s_race.final_ok = 1;
+	s_race.armed = 1;
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, 1, &st, why,
+					      sizeof(why)), 0);
+	s_race.armed = 0;
+	if (s_race.child > 0 && waitpid(s_race.child, &s_race.child_status, 0) < 0)
+		s_race.child_status = -1;
+	CU_ASSERT(WIFEXITED(s_race.child_status) && WEXITSTATUS(s_race.child_status) == 0);
+	CU_ASSERT(s_race.final_ok); /* what the first left under the name was whole */
+	FX_ASSERT_SAME_TREE(src, dst);
+	s_assert_names(f.restore_dir, "step-1");
+	close(to_child[0]);
+	close(to_child[1]);
+	close(from_child[0]);
+	close(from_child[1]);
+	free((void *)s_race.final_file);
+	free(s_race.want);
+	free(src);
+	free(dst);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "restore_syncs_every_staged_directory_before_the_swap",
+	  test_restore_syncs_every_staged_directory_before_the_swap },
+	{ "restore_keeps_the_old_copy_when_the_sync_after_the_swap_fails",
+	  test_restore_keeps_the_old_copy_when_the_sync_after_the_swap_fails },
+	{ "two_restores_into_one_directory_at_once_leave_the_checkpoint_whole",
+	  test_two_restores_into_one_directory_at_once_leave_the_checkpoint_whole },
 	{ "restore_of_one_file_puts_the_local_file_back_when_its_last_rename_fails",
 	  test_restore_of_one_file_puts_the_local_file_back_when_its_last_rename_fails },
 	{ "test_restore_of_lossy_packed_checkpoint_again_copies_nothing",

@@ -93,6 +93,44 @@ static int s_temp_files_under(const char *root)
 	return s_dot_count;
 }
 
+/* Temp files another writer left (a PID-1 agent in another container, SIGKILLed mid-put,
+ * had this process's pid and counters): n of them, named as this process's would be. */
+static void s_litter_like_ours(const char *dir, const char *base, const char *tag, int n)
+{
+	char path[PATH_MAX];
+
+	CU_ASSERT_EQUAL_FATAL(rr_mkdir_p(dir), 0);
+	for (int i = 0; i < n; i++) {
+		FILE *f;
+		snprintf(path, sizeof(path), "%s/.%s.%s.%ld.%d", dir, base, tag, (long)getpid(), i);
+		f = fopen(path, "w");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		fclose(f);
+	}
+}
+
+/* Such temp files are not this put's: it writes beside them, and a create-only put of a
+ * new key is not refused as if the key existed. */
+static void test_put_writes_beside_temp_files_another_writer_left(void)
+{
+	char *root, *dir;
+	struct rr_store *s = s_new_store(&root);
+	struct rr_put_opts create = { .if_none_match = 1 };
+
+	dir = rr_path_join(root, "run");
+	s_litter_like_ours(dir, "LATEST", "put", 5000);
+	free(dir);
+	dir = rr_path_join(root, "run/checkpoints/c1");
+	s_litter_like_ours(dir, "manifest.json", "put", 5000);
+	free(dir);
+	CU_ASSERT_EQUAL(s_put_str(s, "run/LATEST", "c1"), 0);
+	CU_ASSERT(s_holds(s, "run/LATEST", "c1"));
+	CU_ASSERT_EQUAL(rr_store_put(s, "run/checkpoints/c1/manifest.json", "{}", 2, &create,
+				     NULL), 0);
+	CU_ASSERT(s_holds(s, "run/checkpoints/c1/manifest.json", "{}"));
+	s_done(s, root);
+}
+
 static void test_put_get_round_trip(void)
 {
 	char *root;
@@ -977,6 +1015,8 @@ static void test_existing_root_group_bits_are_followed(void)
 }
 
 static CU_TestInfo s_tests[] = {
+	{ "put_writes_beside_temp_files_another_writer_left",
+	  test_put_writes_beside_temp_files_another_writer_left },
 	{ "test_new_root_keeps_objects_private", test_new_root_keeps_objects_private },
 	{ "test_existing_root_group_bits_are_followed", test_existing_root_group_bits_are_followed },
 	{ "test_put_get_round_trip", test_put_get_round_trip },
