@@ -351,6 +351,10 @@ static int s_launch(struct s_run *r)
 		free(*e);
 	free(env);
 	if (rc) {
+		/* No trainer: not the -1 spawn leaves, which every "r->child" test takes for a
+		 * running one (the last attempt's exit taken again, kill(-1, ...)). */
+		r->child = 0;
+		r->child_exited = 0;
 		rr_error("cannot run '%s': %s", r->cfg->argv[0], strerror(exec_errno));
 		return rc == RR_ENOENT ? 127 : 126;
 	}
@@ -451,7 +455,7 @@ static void s_forward_term(struct s_run *r, const char *why)
 	rr_info("%s; sending SIGTERM to the trainer", why);
 	/* The whole process group, wrappers and workers alike, and the workers a launcher
 	 * started in sessions of their own (torchrun). */
-	if (rr_supervisor_signal_tree(r->child, SIGTERM, RR_TREE_ALL) < 0)
+	if (rr_supervisor_signal_tree(r->child, SIGTERM, RR_TREE_ALL) < 0 && r->child > 0)
 		kill(-r->child, SIGTERM);
 	r->term_forwarded = 1;
 }
@@ -1347,6 +1351,7 @@ static void s_on_child_exit(struct s_run *r)
 	else
 		rr_info("trainer exited with status %d", code);
 	r->child = 0;
+	r->child_exited = 0; /* taken: the next loop pass does not take it again */
 	r->ask_pending = 0;
 	if (code == 0 && r->fanout && !s_notice_active(r))
 		s_last_look_for_notices(r);
@@ -1462,7 +1467,7 @@ static void s_on_signal(struct s_run *r, int sig)
 		if (r->terminate_after) {
 			rr_info("SIG%s again: no more waiting, forwarding it to the trainer",
 				rr_signal_name(sig));
-			if (rr_supervisor_signal_tree(r->child, sig, RR_TREE_ALL) < 0)
+			if (rr_supervisor_signal_tree(r->child, sig, RR_TREE_ALL) < 0 && r->child > 0)
 				kill(-r->child, sig);
 			r->term_forwarded = 1;
 			return;
@@ -1484,8 +1489,17 @@ static void s_on_signal(struct s_run *r, int sig)
 		s_start_notice(r, &n); /* waiting to restart: the trainer is not restarted */
 		return;
 	}
-	if (r->child && !r->child_exited)
-		kill(r->child, sig);
+	if (r->child <= 0 || r->child_exited)
+		return;
+	if (sig == r->cfg->checkpoint_signal) {
+		/* `kill -USR1` to the agent, Slurm's --signal=B:USR1: a checkpoint request, sent
+		 * where the agent's own go (processes with a handler), not to a wrapper (sh -c,
+		 * torchrun) that would die of it. */
+		rr_info("SIG%s: asking the trainer for a checkpoint", rr_signal_name(sig));
+		s_ask_checkpoint(r);
+		return;
+	}
+	kill(r->child, sig);
 }
 
 static void s_collect_results(struct s_run *r)

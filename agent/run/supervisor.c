@@ -242,13 +242,40 @@ static int s_tty_take_back(pid_t pgid)
 	return held;
 }
 
+/* Signals the agent was started with ignored (nohup's SIGHUP): the trainer gets them
+ * ignored too, as tini and dumb-init leave them, or the SIGHUP the agent passes on would
+ * kill a `nohup`ed trainer. Noted before main, before the agent changes any disposition
+ * of its own (SIGPIPE). Not passed on ignored: SIGCHLD (children would vanish unwaited),
+ * SIGTERM (how the agent stops the trainer), SIGINT and SIGQUIT (a non-interactive shell
+ * ignores them for every job it puts in the background: Ctrl-C and a second SIGINT to the
+ * agent must still reach the trainer). */
+static sigset_t s_inherited_ignored;
+
+__attribute__((constructor)) static void s_note_inherited_ignored(void)
+{
+	sigemptyset(&s_inherited_ignored);
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+		if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD || sig == SIGTERM ||
+		    sig == SIGINT || sig == SIGQUIT)
+			continue;
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			sigaddset(&s_inherited_ignored, sig);
+	}
+}
+
+/* The most of a process's environment read to tell whose it is (ARG_MAX-sized, 2 MiB, in
+ * all but odd cases is far more than an environment holds). */
+#define RR_PROC_ENVIRON_MAX (2u << 20)
+
 /* What the child needs, all prepared before fork. */
 struct s_child_ctx {
 	const char *path;
 	char *const *argv;
 	char *const *envp;
 	int err_fd;
-	struct sigaction dfl;
+	struct sigaction dfl, ign;
+	sigset_t ignored;     /* s_inherited_ignored */
 	sigset_t empty;
 	pid_t parent;         /* the agent's pid, to catch its death before PDEATHSIG was set */
 	int take_tty;         /* make the child's group the terminal's foreground group */
@@ -278,12 +305,12 @@ static void __attribute__((noreturn)) s_child(const struct s_child_ctx *c)
 	int sig, e;
 
 	/* Every signal is still blocked (see the parent), so no inherited handler can run
-	 * here before it is reset. Ignored signals would stay ignored across execve. */
+	 * here before it is reset: to the default, or ignored as the agent found it. */
 	for (sig = 1; sig < NSIG; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP)
 			continue;
 		/* glibc refuses its internal real-time signals with EINVAL; that is fine. */
-		(void)sigaction(sig, &c->dfl, NULL);
+		(void)sigaction(sig, sigismember(&c->ignored, sig) == 1 ? &c->ign : &c->dfl, NULL);
 	}
 	/* Cannot fail for a fresh child of ours; the parent does the same to close the race. */
 	(void)setpgid(0, 0);
@@ -353,6 +380,9 @@ int rr_supervisor_spawn(const char *path, char *const argv[], char *const envp[]
 	c.envp = envp;
 	c.dfl.sa_handler = SIG_DFL;
 	sigemptyset(&c.dfl.sa_mask);
+	c.ign.sa_handler = SIG_IGN;
+	sigemptyset(&c.ign.sa_mask);
+	c.ignored = s_inherited_ignored;
 	sigemptyset(&c.empty);
 	sigfillset(&all);
 	c.parent = getpid();
@@ -510,6 +540,27 @@ int rr_proc_handles_signal(pid_t pid, int sig)
 
 /* ---- leftovers ------------------------------------------------------------------- */
 
+/* 1 when process pid's environment holds what the agent gives the trainer
+ * (RESUME_RUN_ATTEMPT), or cannot be read: the trainer's, or one of its processes. 0 when
+ * it holds none (a process the agent did not start), or it is gone. b: scratch. */
+static int s_carries_trainer_env(pid_t pid, struct rr_buf *b)
+{
+	static const char marker[] = "RESUME_RUN_ATTEMPT=";
+	char path[64];
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%ld/environ", (long)pid);
+	rc = rr_procfs_read(path, b);
+	if (rc == RR_ENOENT)
+		return 0;
+	if (rc)
+		return 1;
+	for (size_t at = 0; at < b->len; at += strlen((const char *)b->data + at) + 1)
+		if (strncmp((const char *)b->data + at, marker, sizeof(marker) - 1) == 0)
+			return 1;
+	return 0;
+}
+
 int rr_supervisor_signal_descendants(pid_t pgid, int sig)
 {
 	struct rr_proc_stat *v;
@@ -536,16 +587,21 @@ int rr_supervisor_signal_descendants(pid_t pgid, int sig)
 		free(v);
 		return RR_ENOMEM;
 	}
-	rr_buf_init(&b, RR_PROC_STAT_MAX);
+	rr_buf_init(&b, RR_PROC_ENVIRON_MAX);
 	/* The parent links form a tree rooted at us; as a subreaper (or PID 1) every orphan
-	 * of the trainer hangs below us too, whatever session or group it moved to. */
+	 * of the trainer hangs below us too, whatever session or group it moved to. As PID 1
+	 * so does any other orphan of the container (`kubectl exec -- sh -c 'cmd &'`): there a
+	 * child of ours is the trainer's when it leads the trainer's group or carries its
+	 * environment. */
 	while (changed) {
 		changed = 0;
 		for (i = 0; i < n; i++) {
 			if (mine[i])
 				continue;
 			if (v[i].ppid == self) {
-				mine[i] = changed = 1;
+				if (self != 1 || v[i].pid == pgid ||
+				    s_carries_trainer_env(v[i].pid, &b))
+					mine[i] = changed = 1;
 				continue;
 			}
 			for (k = 0; k < n; k++)

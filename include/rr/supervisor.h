@@ -12,7 +12,9 @@
 int rr_supervisor_resolve(const char *cmd, char **path_out);
 
 /* Forks and execs path with argv/envp. The child gets an empty signal mask, default
- * dispositions for every signal, and its own process group (pgid == pid); its
+ * dispositions for every signal but those the agent was started with ignored (they stay
+ * ignored, as tini leaves them; not SIGINT, SIGQUIT, SIGTERM or SIGCHLD), and its own
+ * process group (pgid == pid); its
  * stdin/stdout/stderr are the agent's own and every other fd is closed. When stdin is a
  * terminal whose foreground group is the caller's, the child's group becomes its foreground
  * group (as a shell's job; rr_supervisor_reap gives it back), and the caller ignores
@@ -41,7 +43,9 @@ int rr_proc_send(pid_t pid, int pidfd, int sig);
 int rr_supervisor_protect_secrets(void);
 
 /* Sends sig to every living descendant of the calling process (as a subreaper, the
- * trainer's orphans are among them, whatever group or session they moved to), and first
+ * trainer's orphans are among them, whatever group or session they moved to; as PID 1,
+ * only those that lead group pgid or carry the trainer's environment, RESUME_RUN_ATTEMPT,
+ * and their own descendants: another orphan of the container is not the trainer's), and first
  * to process group pgid as a whole when one of them is in it (pgid <= 0: none). sig 0
  * only counts. Returns how many living descendants there were, or an RR_E... error. */
 int rr_supervisor_signal_descendants(pid_t pgid, int sig);

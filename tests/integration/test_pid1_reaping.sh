@@ -38,4 +38,28 @@ ok "resume-run as PID 1 reaps orphaned zombies"
 run_rr sub.log --max-restarts 0 --store "file://$W/store" --checkpoint-dir "$W/ck" -- sh orphans.sh
 expect_eq "$RC" 0 "zombies under resume-run as a subreaper"
 ok "resume-run as a subreaper reaps orphaned zombies"
+
+# As PID 1, an orphan that is not the trainer's (`kubectl exec pod -- sh -c 'cmd &'`: its
+# shell exits, the kernel gives cmd to PID 1) is reaped when it ends but never taken for the
+# trainer's leftover and killed when the trainer exits.
+cat > waits.sh <<'SH'
+while [ ! -e ORPHAN_STARTED ]; do sleep 0.05; done
+exit 1
+SH
+rm -f ORPHAN_STARTED orphan.pid
+unshare --pid --fork --mount-proc "$RR_BIN" --max-restarts 0 --store "file://$W/store2" \
+	--checkpoint-dir "$W/ck2" -- sh waits.sh > foreign.log 2>&1 &
+ns=$!
+# On a failure the trainer is let go, so that the agent (PID 1 of the namespace) ends too.
+give_up() { touch "$W/ORPHAN_STARTED"; wait $ns || true; fail "$1"; }
+wait_for 30 grep -q 'started sh' foreign.log || give_up "the agent did not start its trainer"
+agent=$(pgrep -P $ns) || give_up "no agent under unshare"
+nsenter -t "$agent" -p -m sh -c "sh -c 'sleep 30 & echo \$! > \"$W/orphan.pid\"'" ||
+	give_up "nsenter"
+wait_for 10 test -s orphan.pid || give_up "the orphan did not start"
+touch ORPHAN_STARTED
+set +e; wait $ns; rc=$?; set -e
+expect_eq "$rc" 1 "the trainer's status"
+expect_no_grep 'of the trainer still running' foreign.log "another process's orphan taken for the trainer's"
+ok "resume-run as PID 1 leaves an orphan that is not the trainer's alone"
 finish

@@ -88,4 +88,39 @@ kill -CONT $agent
 set +e; wait $agent; rc=$?; set -e
 expect_eq "$rc" 0 "6: exit status (the trainer finished before the signal)"
 ok "a trainer that finished just before SIGTERM (one batch): its 0 stands"
+
+# 7. The checkpoint signal sent to the agent itself (`kill -USR1`, Slurm's
+# --signal=B:USR1@...) is a checkpoint request: it goes where the agent's own do (the
+# process with a handler), not raw to its child, an sh wrapper that would die of it.
+"$RR_BIN" --store "file://$W/s7" --checkpoint-dir "$W/c7" -- \
+	sh -c "'$PY' '$TRAINER' --steps 400 --step-time 0.01 --checkpoint-every 0; echo wrapper survived with \$?" > usr1.log 2>&1 &
+agent=$!
+wait_for 30 grep -q 'training from step 0' usr1.log || { kill -9 $agent; fail "7: training did not start"; }
+kill -USR1 $agent
+set +e; wait $agent; rc=$?; set -e
+expect_eq "$rc" 0 "7: exit status"
+expect_grep 'SIGUSR1: asking the trainer for a checkpoint' usr1.log "7: taken as a request"
+expect_grep 'wrapper survived with 0' usr1.log "7: the sh wrapper was not signalled"
+[ "$(grep -c '^checkpoint step-' usr1.log)" -ge 2 ] || fail "7: no checkpoint before the final one: $(cat usr1.log)"
+ok "SIGUSR1 to the agent: a checkpoint request to the handler, the sh wrapper survived"
+
+# 8. Started with SIGHUP ignored (nohup): the trainer has it ignored too, as under tini, so
+# the SIGHUP the agent passes on when the session hangs up does not kill it.
+cat > hup.sh <<'SH'
+grep '^SigIgn:' /proc/$$/status > sigign.txt
+while [ ! -e HUP_SENT ]; do sleep 0.05; done
+sleep 0.3
+echo trainer alive
+SH
+(trap '' HUP; exec "$RR_BIN" --max-restarts 0 --store "file://$W/s8" --checkpoint-dir "$W/c8" -- sh hup.sh) > hup.log 2>&1 &
+agent=$!
+wait_for 30 test -s sigign.txt || { kill -9 $agent; fail "8: the trainer did not start"; }
+kill -HUP $agent
+touch HUP_SENT
+set +e; wait $agent; rc=$?; set -e
+mask=$(awk '{ print $2 }' sigign.txt)
+[ $((0x$mask & 1)) = 1 ] || fail "8: SIGHUP not ignored in the trainer (SigIgn $mask)"
+expect_eq "$rc" 0 "8: exit status"
+expect_grep 'trainer alive' hup.log "8: the trainer survived the SIGHUP"
+ok "started with SIGHUP ignored (nohup): the trainer ignores it too and survives a hang-up"
 finish
