@@ -224,17 +224,25 @@ int rr_remote_url(const struct rr_remote *r, const struct rr_remote_req *q,
 }
 
 /* Authorizes q into p (initialised here; rr_remote_signed_free after). */
+/* *again: the signing failed for want of credentials a metadata service or token endpoint
+ * could not give just now (a 5xx, a 429, no answer: RR_EIO; a refusal is RR_EACCES, none
+ * configured RR_ENOENT), to be tried again under the request's own policy, as Google,
+ * Microsoft and AWS advise for their metadata services, which answer 503 for a moment
+ * during a host's maintenance (reference/protocols.md): when notices come. */
 static int s_sign(struct rr_remote *r, const struct rr_remote_req *q, int refresh,
-		  struct rr_remote_signed *p)
+		  struct rr_remote_signed *p, int *again)
 {
 	int rc;
 
+	*again = 0;
 	memset(p, 0, sizeof(*p));
 	rr_buf_init(&p->url, 16384);
 	rc = s_may_send(r, q);
 	if (rc)
 		return rc;
-	return r->ops->sign(r, q, refresh, p);
+	rc = r->ops->sign(r, q, refresh, p);
+	*again = rc == RR_EIO;
+	return rc;
 }
 
 const char *rr_remote_what(const struct rr_remote_req *q)
@@ -303,10 +311,16 @@ int rr_remote_send_policy(struct rr_remote *r, const struct rr_remote_req *q,
 	for (;;) {
 		int unknown_before = q->maybe_applied && *q->maybe_applied;
 
-		rc = s_sign(r, q, refresh, &p);
+		rc = s_sign(r, q, refresh, &p, &again);
 		if (rc) {
 			rr_remote_signed_free(&p);
-			return rc;
+			if (!again || (delay = s_next_delay(retry, 0)) < 0)
+				return rc;
+			rr_debug("%s %s %s: no credentials yet (%s); retrying in %lld ms", r->label,
+				 q->method, rr_remote_what(q), rr_store_strerror(rc),
+				 (long long)delay);
+			rr_remote_sleep_ms(r, delay);
+			continue;
 		}
 		rr_http_perform(r->http, &p.http, resp);
 		if (q->maybe_applied && resp->resent)
@@ -352,7 +366,7 @@ static int s_start_jobs(struct rr_remote *r, struct rr_http_batch *b,
 			struct rr_remote_job *jobs, size_t n, size_t *flying, int64_t now,
 			int64_t *next)
 {
-	int rc;
+	int rc, again;
 
 	for (size_t i = 0; i < n && *flying < RR_REMOTE_PARALLEL; i++) {
 		struct rr_remote_job *j = &jobs[i];
@@ -363,7 +377,17 @@ static int s_start_jobs(struct rr_remote *r, struct rr_http_batch *b,
 				*next = j->ready_at;
 			continue;
 		}
-		rc = s_sign(r, &j->q, j->refresh, &j->p);
+		rc = s_sign(r, &j->q, j->refresh, &j->p, &again);
+		if (rc && again) {
+			int64_t delay = s_next_delay(&j->retry, 0);
+			rr_remote_signed_free(&j->p);
+			if (delay < 0)
+				return rc;
+			j->ready_at = now + delay;
+			if (j->ready_at < *next)
+				*next = j->ready_at;
+			continue;
+		}
 		if (!rc)
 			rc = rr_http_batch_add(b, &j->p.http, &j->resp, j);
 		if (rc) {

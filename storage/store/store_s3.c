@@ -325,6 +325,10 @@ out:
 	return rc;
 }
 
+/* Completions of one multipart upload, each of up to two tries (the second ends it when the
+ * first's outcome is unknown, for the object to be read back): S3's 5xx bursts pass. */
+#define S_COMPLETE_ROUNDS 4
+
 static int s_put_multipart(struct rr_s3 *s3, const char *key, const unsigned char *data,
 			   size_t len, const struct rr_put_opts *opts, char *etag_out)
 {
@@ -370,21 +374,38 @@ static int s_put_multipart(struct rr_s3 *s3, const char *key, const unsigned cha
 	if (!rc) {
 		rr_http_response_free(&resp);
 		rr_http_response_init(&resp);
+		struct rr_retry rounds;
+
+		rr_retry_init(&rounds, s3->r.base.deadline_mono_ms);
+		rounds.max_attempts = S_COMPLETE_ROUNDS;
 		rc = s_complete(s3, key, upload_id, parts, n, opts, &resp, &maybe_applied);
 		/* A completion applied whose answer was lost: the retry finds the object there
-		 * (412), the upload gone (S3: 404 NoSuchUpload; s3rver: 500), or the like. */
-		if (rc && maybe_applied) {
+		 * (412), the upload gone (S3: 404 NoSuchUpload; s3rver: 500), or the like, and
+		 * the object read back says. Not there: it was not applied (a 500, then a 503
+		 * SlowDown: S3's errors come in bursts), and is tried again. */
+		while (rc && maybe_applied) {
 			char why[512];
 			int failed = rc;
+			int64_t delay;
 
 			snprintf(why, sizeof(why), "%s", rr_store_strerror(rc));
 			rc = rr_remote_check_ours(&s3->r, key, data, len, etag_out);
 			if (rc == 0) {
 				upload_id[0] = '\0'; /* complete: nothing to abort */
 				etag_out = NULL;     /* filled from the object read */
-			} else if (rc == RR_ENOENT) {
-				rc = rr_store_fail(failed, "%s", why);
+				break;
 			}
+			if (rc != RR_ENOENT)
+				break;
+			rc = rr_store_fail(failed, "%s", why);
+			delay = rr_retry_next(&rounds, rr_mono_ms());
+			if (delay < 0)
+				break;
+			rr_remote_sleep_ms(&s3->r, delay);
+			maybe_applied = 0;
+			rr_http_response_free(&resp);
+			rr_http_response_init(&resp);
+			rc = s_complete(s3, key, upload_id, parts, n, opts, &resp, &maybe_applied);
 		}
 		rc = rr_remote_precondition_rc(rc, opts);
 	}

@@ -28,6 +28,7 @@ struct s_gcs {
 	char body[64];
 	time_t modified;      /* its Last-Modified */
 	int written_before_delete; /* another writer's PUT lands between a HEAD and a DELETE */
+	int token_503;        /* answer this many token requests 503 first */
 };
 
 static void s_handler(const struct fx_request *req, struct fx_response *resp, void *ud)
@@ -35,6 +36,11 @@ static void s_handler(const struct fx_request *req, struct fx_response *resp, vo
 	struct s_gcs *g = ud;
 	const char *cond;
 
+	if (strcmp(req->target, "/token") == 0 && g->token_503 > 0) {
+		g->token_503--;
+		fx_resp_text(resp, 503, "Service Unavailable");
+		return;
+	}
 	if (strcmp(req->target, "/token") == 0) {
 		g->tokens++;
 		fx_resp_header(resp, "Content-Type", "application/json");
@@ -271,6 +277,25 @@ static void test_a_401_gets_a_fresh_token_and_one_retry(void)
 	s_close(&srv, s);
 }
 
+/* The token endpoint answers 503 once when a token is needed (here the fresh one after a
+ * 401; a metadata server during a host's maintenance does the same): the request waits and
+ * asks again, as a 503 from the bucket would, instead of failing at once. */
+static void test_a_token_endpoint_503_is_retried(void)
+{
+	struct fx_server srv;
+	struct s_gcs g;
+	struct rr_store *s = s_open(&srv, &g, NULL);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	g.expire_next = 1;
+	g.token_503 = 1;
+	CU_ASSERT_EQUAL(rr_store_put(s, "k", "x", 1, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(g.token_503, 0);
+	CU_ASSERT_EQUAL(g.tokens, 2);
+	CU_ASSERT_STRING_EQUAL(g.body, "x");
+	s_close(&srv, s);
+}
+
 static void test_batch_delete_goes_key_by_key(void)
 {
 	static const char *const keys[] = { "a", "b", "c" };
@@ -362,6 +387,7 @@ static CU_TestInfo s_tests[] = {
 	{ "version_tags_are_generations_for_compare_and_swap",
 	  test_version_tags_are_generations_for_compare_and_swap },
 	{ "a_401_gets_a_fresh_token_and_one_retry", test_a_401_gets_a_fresh_token_and_one_retry },
+	{ "a_token_endpoint_503_is_retried", test_a_token_endpoint_503_is_retried },
 	{ "batch_delete_goes_key_by_key", test_batch_delete_goes_key_by_key },
 	{ "delete_if_old_deletes_only_what_was_not_written_since",
 	  test_delete_if_old_deletes_only_what_was_not_written_since },

@@ -2109,6 +2109,37 @@ static void test_complete_200_with_padded_internal_error_is_retried(void)
 	free(data);
 }
 
+/* The completion is refused with a 500 (not applied), then throttled (503 SlowDown): S3's
+ * errors come in bursts. The object is not there after them, so the completion is tried
+ * again under the usual policy instead of the upload being aborted after two tries. */
+static int s_hook_complete_500_then_503(struct s_fake *m, const struct s_target *t,
+					const struct fx_request *req, struct fx_response *resp)
+{
+	if (strcmp(req->method, "POST") != 0 || !strstr(t->query, "uploadId=") || m->hook_n >= 2)
+		return 0;
+	if (m->hook_n++ == 0)
+		s_error(resp, 500, "InternalError", "We encountered an internal error.");
+	else
+		s_error(resp, 503, "SlowDown", "Please reduce your request rate.");
+	return 1;
+}
+
+static void test_complete_refused_500_then_503_is_tried_again_not_aborted(void)
+{
+	struct s_env e;
+	unsigned char *data = s_pattern(S_BIG, 6);
+
+	s_setup(&e);
+	e.m.hook = s_hook_complete_500_then_503;
+	CU_ASSERT_EQUAL(rr_store_put(e.s, "big", data, S_BIG, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(s_count_query(&e.srv, "POST", "uploadId="), 3);
+	CU_ASSERT_EQUAL(e.m.completes, 1);
+	CU_ASSERT_EQUAL(e.m.aborts, 0);
+	CU_ASSERT_PTR_NOT_NULL(s_find(&e.m, "pre/fix/big"));
+	s_teardown(&e);
+	free(data);
+}
+
 static void test_complete_200_with_access_denied_fails_and_aborts(void)
 {
 	struct s_env e;
@@ -2484,6 +2515,8 @@ static CU_TestInfo s_tests[] = {
 	  test_complete_200_with_padded_internal_error_is_retried },
 	{ "complete_200_with_access_denied_fails_and_aborts",
 	  test_complete_200_with_access_denied_fails_and_aborts },
+	{ "complete_refused_500_then_503_is_tried_again_not_aborted",
+	  test_complete_refused_500_then_503_is_tried_again_not_aborted },
 	{ "failed_abort_keeps_the_reason_of_the_failed_upload",
 	  test_failed_abort_keeps_the_reason_of_the_failed_upload },
 	{ "multipart_if_none_match_goes_on_the_completion",
