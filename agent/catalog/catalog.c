@@ -288,12 +288,17 @@ static int s_open_range(struct rr_catalog *c, struct rr_store *s, size_t from, s
 		if (c->entries[i].opened)
 			continue;
 		rc = s_check_entry(s, c->run_id, c, &c->entries[i]);
-		if (rc == RR_EKEY && !c->key_failures++)
-			snprintf(c->key_why, sizeof(c->key_why), "%s", rr_store_strerror(RR_EKEY));
-		else if (rc)
+		if (rc == RR_EKEY) {
+			/* Damage unless no entry opens at all (s_key_verdict): the first reason
+			 * is kept for that verdict. */
+			if (!c->key_failures++)
+				snprintf(c->key_why, sizeof(c->key_why), "%s",
+					 rr_store_strerror(RR_EKEY));
+		} else if (rc) {
 			return rc;
-		else
+		} else {
 			c->opened_ok += c->entries[i].manifest != NULL;
+		}
 	}
 	if (to - from > 1)
 		qsort(c->entries + from, to - from, sizeof(*c->entries), s_cmp_entry);

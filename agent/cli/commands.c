@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "rr/error.h"
 #include "rr/gc.h"
+#include "rr/layout.h"
 #include "rr/log.h"
 #include "rr/marks.h"
 #include "rr/progress.h"
@@ -178,11 +179,22 @@ out:
 	return rc ? EXIT_ERROR : 0;
 }
 
+/* 1 when checkpoint name's manifest is no longer in the store (retention deleted it while
+ * verify read it), 0 when it is there or the store cannot say. */
+static int s_deleted_meanwhile(struct rr_store *s, const char *run_id, const char *name)
+{
+	char key[RR_KEY_MAX];
+	uint64_t size;
+
+	return rr_key_manifest(key, run_id, name) == 0 &&
+	       rr_store_head(s, key, &size) == RR_ENOENT;
+}
+
 int rr_cmd_verify(const struct rr_config *cfg)
 {
 	struct rr_store *s;
 	struct rr_catalog *c;
-	int damaged = 0, checked = 0;
+	int damaged = 0, checked = 0, unverified = 0;
 
 	if (s_open(cfg, &s, &c))
 		return EXIT_ERROR;
@@ -201,9 +213,21 @@ int rr_cmd_verify(const struct rr_config *cfg)
 					      sizeof(why));
 		if (rc == 0) {
 			printf("%s: ok\n", e->name);
-		} else {
+		} else if (rc == RR_ECORRUPT && s_deleted_meanwhile(s, cfg->run_id, e->name)) {
+			/* Retention (this run's agent, a gc) took it while it was read: its
+			 * chunks went with it, which is no damage. */
+			printf("%s: deleted while verified (retention)\n", e->name);
+		} else if (rc == RR_ECORRUPT) {
 			printf("%s: DAMAGED (%s)\n", e->name, why);
 			damaged++;
+		} else {
+			/* The store could not answer (after its retries), or refused: nothing
+			 * is known about the checkpoint's bytes. */
+			printf("%s: NOT VERIFIED (%s)\n", e->name, why);
+			rr_error("cannot verify %s: %s", e->name, why);
+			unverified++;
+			if (rc == RR_ECANCELED)
+				break;
 		}
 	}
 	if (cfg->checkpoint && !checked) {
@@ -217,7 +241,9 @@ int rr_cmd_verify(const struct rr_config *cfg)
 	}
 	rr_catalog_destroy(c);
 	rr_store_destroy(s);
-	return damaged < 0 ? EXIT_ERROR : damaged ? 1 : 0;
+	/* Damage found is said whatever else happened; else a checkpoint that could not be
+	 * read is an error, not "all intact". */
+	return damaged < 0 ? EXIT_ERROR : damaged ? 1 : unverified ? EXIT_ERROR : 0;
 }
 
 int rr_cmd_gc(const struct rr_config *cfg)

@@ -1055,6 +1055,36 @@ static void s_pass_over(const char *name, const struct rr_suspect *m)
 		m->host[0] ? ", on " : "", m->host, name);
 }
 
+/* Marks e suspect for what was found damaged in it (m->why): 0 or the store's error. */
+static int s_mark_damaged(struct rr_store *s, const char *run_id,
+			  const struct rr_catalog_entry *e, struct rr_suspect *m)
+{
+	m->for_committed_ms = e->manifest->committed_unix_ms;
+	m->exit_status = -1;
+	if (gethostname(m->host, sizeof(m->host) - 1) != 0)
+		m->host[0] = '\0';
+	return rr_mark_suspect(s, run_id, e->name, m);
+}
+
+/* Single node: e was found damaged and the restore falls back. e is marked suspect, so that
+ * retention does not count it among the checkpoints it keeps (it would delete the one
+ * restored instead, the only good one left with --keep 1), the next start passes it over
+ * without reading it again, and the trainer may commit its name again. */
+static void s_damaged_fall_back(struct rr_store *s, struct rr_catalog *c,
+				const struct rr_catalog_entry *e, const char *why)
+{
+	struct rr_suspect m = { 0 };
+	int rc;
+
+	snprintf(m.why, sizeof(m.why), "found damaged by a restore: %s", why);
+	rc = s_mark_damaged(s, c->run_id, e, &m);
+	if (!rc)
+		rc = rr_catalog_set_suspect(c, e->name, &m);
+	if (rc)
+		rr_warn("checkpoint %s cannot be marked suspect (%s): retention may count it among "
+			"the checkpoints it keeps", e->name, rr_store_strerror(rc));
+}
+
 /* Multi-node: node rank found its part of e damaged. Falling back alone would resume the nodes
  * from different steps, each from its own shards, so e is marked suspect for every node (each
  * passes it over from its next start) and this start fails. Returns RR_ECORRUPT. */
@@ -1062,15 +1092,12 @@ static int s_damaged_for_every_node(struct rr_store *s, const char *run_id,
 				    const struct rr_catalog_entry *e, unsigned nnodes,
 				    unsigned rank, const char *why)
 {
-	struct rr_suspect m = { .for_committed_ms = e->manifest->committed_unix_ms,
-				.exit_status = -1 };
+	struct rr_suspect m = { 0 };
 	int rc;
 
-	if (gethostname(m.host, sizeof(m.host) - 1) != 0)
-		m.host[0] = '\0';
 	snprintf(m.why, sizeof(m.why), "node %u of %u found its part damaged: %s", rank, nnodes,
 		 why);
-	rc = rr_mark_suspect(s, run_id, e->name, &m);
+	rc = s_mark_damaged(s, run_id, e, &m);
 	if (rc)
 		rr_error("checkpoint %s cannot be marked suspect for every node (%s), and no node "
 			 "may fall back alone: this start fails, and the next one finds the damage "
@@ -1167,6 +1194,7 @@ int rr_restore_newest_leased(struct rr_store *s, struct rr_catalog *c, unsigned 
 		rr_error("checkpoint %s is DAMAGED: %s", e->name, why);
 		if (nnodes > 1)
 			return s_damaged_for_every_node(s, c->run_id, e, nnodes, rank, why);
+		s_damaged_fall_back(s, c, e, why);
 		damaged = e->name;
 		fallbacks++;
 	}

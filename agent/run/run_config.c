@@ -63,5 +63,11 @@ int rr_config_finish(struct rr_config *cfg, char *why, size_t why_len)
 		snprintf(why, why_len, "invalid checkpoint name '%s'", cfg->checkpoint);
 		return RR_EINVAL;
 	}
+	if (cfg->keep_for_ms && !cfg->keep_every_ms) {
+		/* Alone it would keep nothing more than --keep N, silently. */
+		snprintf(why, why_len, "--keep-for (RESUME_RUN_KEEP_FOR) says how long the "
+			 "checkpoints kept by --keep-every stay: give --keep-every DURATION too");
+		return RR_EINVAL;
+	}
 	return 0;
 }

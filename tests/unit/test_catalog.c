@@ -336,6 +336,19 @@ static void test_catalog_encrypted_run_needs_its_key(void)
 	CU_ASSERT_FALSE(e->committed);
 	CU_ASSERT_PTR_NOT_NULL(strstr(e->problem, "another key"));
 	rr_catalog_destroy(c);
+
+	/* Two damaged so, beside step-1 intact: still damage, not a wrong key for the run (the
+	 * second failure ended the listing: ls, gc and restore failed with no fallback). */
+	s_ckpt_drop(&f, "step-3", 3, 3000);
+	CU_ASSERT_EQUAL_FATAL(rr_key_manifest(key, FX_RUN, "step-3"), 0);
+	rr_buf_reset(&raw);
+	CU_ASSERT_EQUAL_FATAL(rr_store_get(plain, key, &raw, NULL), 0);
+	raw.data[RR_SEAL_MAGIC_LEN + 1] ^= 1;
+	CU_ASSERT_EQUAL_FATAL(rr_store_put(plain, key, raw.data, raw.len, NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
+	CU_ASSERT_STRING_EQUAL(rr_catalog_newest(c)->name, "step-1");
+	CU_ASSERT(rr_catalog_find(c, "step-3") && !rr_catalog_find(c, "step-3")->committed);
+	rr_catalog_destroy(c);
 	rr_buf_free(&raw);
 	rr_store_destroy(plain);
 	rr_store_destroy(other);

@@ -805,6 +805,25 @@ static void test_parse_keep_every_off_keeps_no_periodic_checkpoints(void)
 	s_clear_env();
 }
 
+/* --keep-for only bounds what --keep-every keeps: alone it kept nothing beyond --keep N,
+ * and gc exited 0. Refused, by flag or variable. */
+static void test_parse_keep_for_without_keep_every_is_refused(void)
+{
+	struct s_parsed p;
+
+	s_clear_env();
+	p = s_parse(ARGV("resume-run", "gc", "--keep-for", "1h"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	CU_ASSERT(s_has(p.err, "give --keep-every DURATION too"));
+	setenv("RESUME_RUN_KEEP_FOR", "48h", 1);
+	p = s_parse(ARGV("resume-run", "--", "train"));
+	CU_ASSERT_EQUAL(p.rc, RR_EINVAL);
+	p = s_parse(ARGV("resume-run", "gc", "--keep-every", "1h"));
+	CU_ASSERT_EQUAL_FATAL(p.rc, 0);
+	CU_ASSERT_EQUAL(p.cfg.keep_for_ms, 48LL * 3600 * 1000);
+	s_clear_env();
+}
+
 static void test_parse_every_below_one_second_is_refused(void)
 {
 	struct s_parsed p;
@@ -1626,6 +1645,8 @@ static CU_TestInfo s_tests[] = {
 	  test_parse_every_off_means_no_periodic_checkpoints },
 	{ "test_parse_keep_every_off_keeps_no_periodic_checkpoints",
 	  test_parse_keep_every_off_keeps_no_periodic_checkpoints },
+	{ "parse_keep_for_without_keep_every_is_refused",
+	  test_parse_keep_for_without_keep_every_is_refused },
 	{ "test_parse_every_below_one_second_is_refused",
 	  test_parse_every_below_one_second_is_refused },
 	{ "test_parse_run_options_set_their_fields", test_parse_run_options_set_their_fields },

@@ -15,6 +15,8 @@
 
 #include "rr/catalog.h"
 #include "rr/error.h"
+#include "rr/gc.h"
+#include "rr/marks.h"
 #include "rr/persist.h"
 #include "rr/restore.h"
 
@@ -593,6 +595,22 @@ static void test_restore_newest_falls_back_to_older_when_newest_is_damaged(void)
 	free(src);
 	free(dst);
 	rr_catalog_destroy(c);
+
+	/* The damaged one is marked suspect in the store: retention keeping one checkpoint
+	 * keeps the one restored (it deleted it, the damaged one counting as the newest), and
+	 * the next start passes step-2 over without reading it again. */
+	{
+		struct rr_suspect mark;
+		struct rr_gc_stats gs;
+		CU_ASSERT_EQUAL(rr_mark_read_suspect(f.s, FX_RUN, "step-2", &mark), 0);
+		CU_ASSERT_EQUAL(mark.for_committed_ms, m2->committed_unix_ms);
+		CU_ASSERT_PTR_NOT_NULL(strstr(mark.why, "damaged"));
+		CU_ASSERT_EQUAL(rr_gc_run(f.s, FX_RUN, 1, 0, &gs), 0);
+		CU_ASSERT_EQUAL_FATAL(rr_catalog_load(f.s, FX_RUN, &c), 0);
+		CU_ASSERT_PTR_NOT_NULL(rr_catalog_find(c, "step-1"));
+		CU_ASSERT(rr_catalog_find(c, "step-1") && rr_catalog_find(c, "step-1")->committed);
+		rr_catalog_destroy(c);
+	}
 	rr_manifest_destroy(m1);
 	rr_manifest_destroy(m2);
 	fx_done(&f);
