@@ -37,9 +37,21 @@ static int s_fail_staged_rename;
  * writes one to s_pause_out when it gets there. */
 static int s_pause_at_swap, s_pause_in = -1, s_pause_out = -1;
 
+/* The C library's functions behind the stand-ins below, found before any thread runs (a
+ * lazy lookup from the pool's threads would race). */
+static int (*s_real_rename)(const char *, const char *);
+static int (*s_real_fsync)(int);
+static ssize_t (*s_real_pwrite)(int, const void *, size_t, off_t);
+
+__attribute__((constructor)) static void s_find_real(void)
+{
+	*(void **)&s_real_rename = dlsym(RTLD_NEXT, "rename");
+	*(void **)&s_real_fsync = dlsym(RTLD_NEXT, "fsync");
+	*(void **)&s_real_pwrite = dlsym(RTLD_NEXT, "pwrite");
+}
+
 int rename(const char *from, const char *to)
 {
-	static int (*real)(const char *, const char *);
 
 	if (s_fail_staged_rename && strstr(from, ".restoring/")) {
 		errno = EIO;
@@ -53,9 +65,7 @@ int rename(const char *from, const char *to)
 		    (poll(&pfd, 1, 1000) == 1 && read(s_pause_in, &c, 1) != 1))
 			_exit(3);
 	}
-	if (!real)
-		*(void **)&real = dlsym(RTLD_NEXT, "rename");
-	return real(from, to);
+	return s_real_rename(from, to);
 }
 
 /* Every directory synced is noted (its path, from /proc/self/fd); one whose path is
@@ -81,7 +91,6 @@ static int s_holds_prefix(const char *dir, const char *prefix)
 
 int fsync(int fd)
 {
-	static int (*real)(int);
 	char link[64], path[512];
 	struct stat st;
 	ssize_t n;
@@ -100,9 +109,7 @@ int fsync(int fd)
 			return -1;
 		}
 	}
-	if (!real)
-		*(void **)&real = dlsym(RTLD_NEXT, "fsync");
-	return real(fd);
+	return s_real_fsync(fd);
 }
 
 static int s_was_synced(const char *dir, const char *rel)
@@ -1115,7 +1122,6 @@ static struct {
 
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 {
-	static ssize_t (*real)(int, const void *, size_t, off_t);
 
 	if (__atomic_exchange_n(&s_race.armed, 0, __ATOMIC_SEQ_CST)) {
 		size_t got_len = 0;
@@ -1128,9 +1134,7 @@ ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 				  memcmp(got, s_race.want, got_len) == 0;
 		free(got);
 	}
-	if (!real)
-		*(void **)&real = dlsym(RTLD_NEXT, "pwrite");
-	return real(fd, buf, len, off);
+	return s_real_pwrite(fd, buf, len, off);
 }
 
 /* Two restores of one checkpoint into one directory at once (a second agent, a manual
