@@ -61,7 +61,18 @@ class ResumeRun:
         if acc.is_main_process:
             _remove(tmp)
         acc.wait_for_everyone()
-        acc.save_state(tmp, **kwargs)
+        # ProjectConfiguration(automatic_checkpoint_naming=True) makes save_state ignore the
+        # directory given and write project_dir/checkpoints/checkpoint_<n> in place, which
+        # nothing commits (and the rename below failed): off for this save.
+        config = getattr(acc, "project_configuration", None)
+        automatic = getattr(config, "automatic_checkpoint_naming", False)
+        if automatic:
+            config.automatic_checkpoint_naming = False
+        try:
+            acc.save_state(tmp, **kwargs)
+        finally:
+            if automatic:
+                config.automatic_checkpoint_naming = True
         acc.wait_for_everyone()
         if acc.is_main_process:
             _fsync_tree(tmp)

@@ -37,6 +37,7 @@ class ResumeRunCallback(TrainerCallback):
 
     def __init__(self, checkpointer=None):
         self.checkpointer = checkpointer if checkpointer is not None else Checkpointer()
+        self.leaving = False
 
     def on_train_begin(self, args, state, control, **kwargs):
         # A save elsewhere is never seen by the agent: say so once, at the start.
@@ -53,11 +54,26 @@ class ResumeRunCallback(TrainerCallback):
             # The Trainer evaluates before it saves, and under save_strategy="best" sets
             # should_save from the metric: the notice's save would be dropped. That step's
             # evaluation is skipped then (its RNG draw too: the run goes on as it would have,
-            # less that draw). Other strategies keep it: nothing overrides the save there.
-            if _strategy(args.save_strategy) == "best":
+            # less that draw), and whenever the machine is going: an evaluation there spent
+            # the notice's window (30 s on GCP and Azure) before the save. Otherwise it stays.
+            if _strategy(args.save_strategy) == "best" or leave:
                 control.should_evaluate = False
             if leave:
                 control.should_training_stop = True
+                self.leaving = True
+                # With save_total_limit=1 and a best checkpoint, the end of train() deletes
+                # every checkpoint but the best: the notice's with them, before the agent
+                # could store it.
+                if getattr(args, "save_total_limit", None) is not None:
+                    object.__setattr__(args, "save_total_limit", None)
+        return control
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        # Leaving ends the epoch: its save and evaluation (save_strategy="epoch") would
+        # evaluate and write checkpoint-N again, in place, after its commit.
+        if self.leaving:
+            control.should_save = False
+            control.should_evaluate = False
         return control
 
 

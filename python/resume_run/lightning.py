@@ -112,6 +112,7 @@ class _Mixin:
         tmp = os.path.join(self.dirpath, "." + name + ".tmp")
         trainer.save_checkpoint(tmp)  # every rank calls it; rank 0 writes
         if trainer.is_global_zero:
+            _wait_for_async_io(strategy)
             # A directory (the DeepSpeed and FSDP strategies' shards) down to every file.
             if os.path.isdir(tmp):
                 _fsync_tree(tmp)
@@ -125,6 +126,20 @@ class _Mixin:
             trainer.fit_loop.min_epochs = 0
             trainer.fit_loop.epoch_loop.min_steps = None
             trainer.should_stop = True
+
+
+def _wait_for_async_io(strategy):
+    """Under AsyncCheckpointIO, save_checkpoint only queued the write on the plugin's one
+    worker thread: a no-op queued behind it returns once the file is written (and its
+    error, if any, is raised), so that it is synced and renamed whole."""
+    io = getattr(strategy, "checkpoint_io", None)
+    executor = getattr(io, "_executor", None)
+    if executor is None or not hasattr(executor, "submit"):
+        return
+    executor.submit(lambda: None).result()
+    error = getattr(io, "_error", None)
+    if error is not None:
+        raise error
 
 
 def _dist():

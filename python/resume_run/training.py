@@ -90,6 +90,10 @@ class ResumableSampler:
     def __iter__(self):
         """One epoch: from the saved position to its end; the next iteration is the next
         epoch."""
+        if self.position >= self.n:
+            # The last epoch was handed out whole but its iterator never ran to its end (a
+            # loop that takes len(loader) batches, as Lightning's does): this is the next.
+            self.epoch, self.position = self.epoch + 1, 0
         order = self._order(self.epoch)
         while self.position < self.n:
             i = order[self.position]

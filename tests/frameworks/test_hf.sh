@@ -22,7 +22,9 @@ crash hf 3 "${HF[@]}"
 # dropped and the Trainer left with none. The callback skips that step's evaluation, so the
 # save is made, durable and resumed to the end. (Not compared with an uninterrupted run: the
 # skipped evaluation's DataLoader would have drawn from the global RNG, which dropout uses.)
-drill hfbest $STEPS "${HF[@]}" --save-best
+# With save_total_limit=1 the end of train() deleted every checkpoint but the best (step
+# 1's) before the agent could store the notice's: the callback lifts the limit when leaving.
+drill hfbest $STEPS "${HF[@]}" --save-best --keep-one
 expect_eq "$CKPT" "checkpoint-$SAVED" "hfbest: the notice's save"
-ok "hfbest: save_strategy best, an evaluation every step: the notice's save at step $SAVED was made, durable, restored, resumed to the end"
+ok "hfbest: save_strategy best, an evaluation every step, save_total_limit 1: the notice's save at step $SAVED was made, durable, restored, resumed to the end"
 finish

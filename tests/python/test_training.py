@@ -51,6 +51,20 @@ class TestResumableSampler(unittest.TestCase):
         self.assertEqual(list(ResumableSampler(4, shuffle=False)), [0, 1, 2, 3])
         self.assertEqual(s.state_dict(), {"epoch": 2, "position": 0})
 
+    def test_an_epoch_taken_by_count_leaves_no_empty_epoch(self):
+        # Lightning takes len(loader) batches and never asks for one more: the sampler's
+        # iterator is left at its end without finishing. The next epoch still has batches
+        # (it had none, every other epoch), each a permutation of its own.
+        s = ResumableSampler(12, seed=2)
+        loader = torch.utils.data.DataLoader(list(range(12)), batch_size=3, sampler=s)
+        epochs = []
+        for _ in range(4):
+            it = iter(loader)
+            epochs.append(sorted(i for _ in range(len(loader)) for i in next(it).tolist()))
+            del it
+        self.assertEqual(epochs, [list(range(12))] * 4)
+        self.assertEqual(s.state_dict(), {"epoch": 4, "position": 0})
+
     def test_sampler_leaves_the_global_rng_alone(self):
         torch.manual_seed(3)
         expect = torch.rand(2)

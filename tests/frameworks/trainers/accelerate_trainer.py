@@ -5,20 +5,33 @@ position (with a seedable sampler, so the resumed epoch has the same order). Run
 are marked "resume-run"."""
 import common  # noqa: I100 (sets seeds and threads first)
 
+import os
+
 import torch
 from accelerate import Accelerator
-from accelerate.utils import DataLoaderConfiguration, set_seed
+from accelerate.utils import DataLoaderConfiguration, ProjectConfiguration, set_seed
 from torch import nn
 
+import resume_run
 from resume_run.accelerate import ResumeRun
 
 
+def naming_arg(ap):
+    ap.add_argument("--auto-naming", action="store_true",
+                    help="ProjectConfiguration(automatic_checkpoint_naming=True)")
+
+
 def main():
-    a = common.parse()
+    a = common.parse(naming_arg)
+    # automatic_checkpoint_naming makes save_state write project_dir/checkpoints/checkpoint_<n>
+    # whatever directory it is given: ResumeRun's save must still land under its own name.
+    project = ProjectConfiguration(
+        project_dir=os.path.join(resume_run.checkpoint_dir(), ".project"),
+        automatic_checkpoint_naming=True) if a.auto_naming else None
     # A seedable sampler: each epoch's order comes from (seed, epoch), so the resumed epoch
     # is shuffled as it was and skip_first_batches lands where the save was.
-    accelerator = Accelerator(cpu=True, dataloader_config=DataLoaderConfiguration(
-        use_seedable_sampler=True))
+    accelerator = Accelerator(cpu=True, project_config=project,
+                              dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True))
     rr = ResumeRun(accelerator)  # resume-run: the handler, on every process
     set_seed(11)
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.2), nn.Linear(32, 1))

@@ -36,6 +36,8 @@ class Pace(TrainerCallback):
 def best_arg(ap):
     ap.add_argument("--save-best", action="store_true",
                     help="evaluate every step, save_strategy best (a metric that never improves)")
+    ap.add_argument("--keep-one", action="store_true",
+                    help="save_total_limit=1: the end of train() keeps the best checkpoint only")
 
 
 def main():
@@ -54,6 +56,7 @@ def main():
         # no step is "best": only the notice's save is
         eval_strategy="steps" if a.save_best else "no", eval_steps=1,
         metric_for_best_model="loss" if a.save_best else None, greater_is_better=True,
+        save_total_limit=1 if a.keep_one else None,
         logging_strategy="no", report_to=[], use_cpu=common.DEVICE == "cpu", seed=1, data_seed=2,
         dataloader_num_workers=0, disable_tqdm=True)
     trainer = Trainer(model=model, args=args, train_dataset=Tokens(),

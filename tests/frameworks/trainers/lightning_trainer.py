@@ -1,7 +1,7 @@
 """Lightning's Trainer with resume_run.lightning.ResumeRunCallback: a small MLP with dropout
 (the RNG states matter) on shuffled data read through a resumable loader (the data position
 matters), AdamW and a step scheduler. --package picks the import name: lightning.pytorch or
-pytorch_lightning; --accumulate and --min-epochs are the Trainer's. The lines a user adds
+pytorch_lightning; --accumulate, --min-epochs and --async-io are the Trainer's. The lines a user adds
 are marked "resume-run"."""
 import common  # noqa: I100 (sets seeds and threads first)
 
@@ -19,6 +19,8 @@ def package_arg(ap):
                     choices=["lightning.pytorch", "pytorch_lightning"])
     ap.add_argument("--accumulate", type=int, default=1, help="accumulate_grad_batches")
     ap.add_argument("--min-epochs", type=int, default=None, help="Trainer's min_epochs")
+    ap.add_argument("--async-io", action="store_true",
+                    help="plugins=[AsyncCheckpointIO()]: saves written on a thread of their own")
 
 
 a = common.parse(package_arg)
@@ -93,6 +95,8 @@ def main():
                          enable_progress_bar=False, enable_model_summary=False,
                          enable_checkpointing=bool(a.save_every), callbacks=callbacks,
                          accumulate_grad_batches=a.accumulate, min_epochs=a.min_epochs,
+                         plugins=[importlib.import_module(a.package + ".plugins.io")
+                                  .AsyncCheckpointIO()] if a.async_io else None,
                          deterministic=True)
     model = Net()
     restored = resume_run.restore_dir()
