@@ -17,7 +17,11 @@
 #include "rr/log.h"
 
 #define S_QUEUE_MAX 16
-#define S_BACKOFF_MAX_MS 30000
+/* The longest wait between tries while the metadata service fails: well under the 30 s a
+ * GCP or Azure notice leaves (at 30 s, a notice posted as the service came back was seen up
+ * to 30 s late: its whole window). One request every 2.5-5 s is far below the services'
+ * rate limits (IMDS: 5 a second). */
+#define S_BACKOFF_MAX_MS 5000
 #define S_IDENTITY_RETRY_MS 30000
 
 struct rr_cloud_watch {

@@ -63,6 +63,12 @@
 /* The start-up restore's lease is given back within this much of the store's time; a slow
  * store's delete does not hold the trainer up (a lease left behind expires). */
 #define LEASE_RELEASE_MS 2000
+/* The least a cloud's preemption leaves, counted from when the agent saw it: one already due
+ * (Azure's event first seen Started, its NotBefore blank; an AWS time past because the
+ * agent looked late) still gets GCP's and Azure's window for its checkpoint, and its
+ * deadline is not "passed" on arrival, which took a machine about to go for one that
+ * outlived the notice (the trainer's 0 then stood, and nothing relaunched the job). */
+#define CLOUD_NOTICE_MIN_MS 30000
 
 extern char **environ;
 
@@ -648,6 +654,13 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 		rr_fanout_announce(r->fanout, n);
 	r->notice_mono = rr_mono_ms();
 	left_ms = s_notice_left_ms(r, n);
+	if (n->deadline_unix && s_severity(n->kind) == 2 && left_ms < CLOUD_NOTICE_MIN_MS &&
+	    (n->source == RR_SOURCE_AWS || n->source == RR_SOURCE_GCP ||
+	     n->source == RR_SOURCE_AZURE)) {
+		rr_info("notice: its deadline is %lld s away as seen; taken as %d s from now",
+			(long long)(left_ms / 1000), CLOUD_NOTICE_MIN_MS / 1000);
+		left_ms = CLOUD_NOTICE_MIN_MS;
+	}
 	if (r->terminate_after && r->deadline_mono && r->deadline_mono > r->notice_mono &&
 	    (!n->deadline_unix || r->deadline_mono - r->notice_mono < left_ms)) {
 		/* After SIGTERM/SIGINT its --grace stays the limit: a later notice's longer

@@ -125,6 +125,31 @@ wait_for 10 sh -c "curl -fsS '$META_CTL/_test/state' | grep -q '\"acks\": *\\[ *
 expect_eq "$(ledger_instance store-azure cloud)" "azure" "Azure in the ledger"
 ok "azure: Preempt event for this VM -> checkpoint durable -> event acknowledged"
 
+# A Preempt first seen already Started (approved before this agent polled: NotBefore blank,
+# due now). Its checkpoint still gets a window (30 s), and the trainer's 0, some seconds after
+# that checkpoint is durable, is not taken for a machine that outlived the notice: it was
+# (the deadline was "passed" on arrival, and the job left with 0, never relaunched).
+approve_first_event() {
+	local id
+	id=$(curl -fsS -H 'Metadata: true' "$META_URL/metadata/scheduledevents?api-version=2020-07-01" |
+		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["Events"][0]["EventId"])') &&
+		curl -fsS -X POST -H 'Metadata: true' -H 'Content-Type: application/json' \
+			-d "{\"StartRequests\":[{\"EventId\":\"$id\"}]}" \
+			"$META_URL/metadata/scheduledevents?api-version=2020-07-01" > /dev/null
+}
+ctl reset
+rm -rf ck store-azure-started
+( wait_for 60 has_checkpoint && ctl "announce?in=0" && approve_first_event ) &
+announcer=$!
+run_rr azure-started.log --cloud azure --metadata-endpoint "$META_URL" --poll-interval 5s \
+	--checkpoint-dir ck --store "file://$W/store-azure-started" -- sh -c \
+	"'$PY' '$TRAINER' --steps 100000 --step-time 0.01 --checkpoint-every 20 --out out.json; rc=\$?; sleep 6; exit \$rc"
+wait $announcer || fail "the event was not announced and approved"
+expect_grep 'notice: preempt from azure' azure-started.log "the Started event seen"
+expect_eq "$RC" "$RR_PREEMPTED" "a Preempt seen Started: exit status"
+expect_no_grep 'outliving the notice' azure-started.log "not taken for an outlived notice"
+ok "azure: Preempt first seen Started (due now) -> a 30 s window, checkpoint durable, exit $RR_PREEMPTED"
+
 run_rr auto-azure.log --cloud auto --metadata-endpoint "$META_URL" --checkpoint-dir ck-auto \
 	--store "file://$W/store-auto" -- sleep 3
 expect_grep 'cloud: azure' auto-azure.log "auto chose azure"
