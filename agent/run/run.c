@@ -1601,6 +1601,8 @@ static int s_poll_timeout(const struct s_run *r, int64_t now)
 		timeout = s_min_timeout(timeout, r->next_every, now);
 	if (r->phase == S_RESTART_WAIT)
 		timeout = s_min_timeout(timeout, r->restart_at, now);
+	if (rr_watcher_rescan_at(r->watcher))
+		timeout = s_min_timeout(timeout, rr_watcher_rescan_at(r->watcher), now);
 	/* Woken at the deadline (once: past it, nothing waits for it). */
 	if (r->deadline_mono > now && (s_notice_active(r) || r->terminate_after ||
 				       r->phase == S_FINISHING))

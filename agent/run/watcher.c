@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rr/clock.h"
 #include "rr/commit_rule.h"
 #include "rr/error.h"
 #include "rr/fsutil.h"
@@ -37,6 +38,9 @@
 
 struct s_sub;
 
+/* How often a directory that could not be watched for its marker is looked at. */
+#define S_RESCAN_MS 1000
+
 struct rr_watcher {
 	char *dir;
 	int ifd;   /* inotify instance, lives as long as the watcher */
@@ -50,6 +54,10 @@ struct rr_watcher {
 	struct rr_commit_rule rule;
 	struct s_sub *subs; /* directories watched for their marker */
 	size_t nsubs, cap_subs;
+	/* A directory could not be watched for its marker (the kernel's inotify watches used
+	 * up): the directory is scanned again by then (monotonic ms; 0: none due). */
+	int64_t rescan_at;
+	int unwatched_warned;
 };
 
 struct s_sub {
@@ -180,6 +188,30 @@ static void s_subs_clear(struct rr_watcher *w)
 {
 	while (w->nsubs)
 		s_sub_drop_at(w, w->nsubs - 1);
+}
+
+static int s_sub_add(struct rr_watcher *w, const char *name);
+
+/* Watches directory name for its marker (s_sub_add). One that cannot be watched (ENOSPC:
+ * fs.inotify.max_user_watches reached) is not an error that ends a scan or loses the
+ * checkpoint: its marker is looked for by a scan of the checkpoint directory every
+ * S_RESCAN_MS instead, said once. The caller checks for the marker either way. */
+static int s_watch_for_marker(struct rr_watcher *w, const char *name)
+{
+	int rc = s_sub_add(w, name);
+
+	if (!rc || rc == RR_ENOMEM || rc == RR_ETOOBIG)
+		return rc;
+	if (!w->unwatched_warned) {
+		w->unwatched_warned = 1;
+		rr_warn("cannot watch %s/%s for its commit (%s; the kernel's inotify watches may "
+			"be used up: raise sysctl fs.inotify.max_user_watches): the checkpoint "
+			"directory is looked at every second instead", w->dir, name,
+			rr_strerror(rc));
+	}
+	if (!w->rescan_at)
+		w->rescan_at = rr_mono_ms() + S_RESCAN_MS;
+	return 0;
 }
 
 /* Watches directory name for its marker. inotify returns the same wd for a path already
@@ -416,7 +448,7 @@ static int s_scan_entry(struct rr_watcher *w, int fd, const char *name, const ch
 		return 0;
 	}
 	if (rr_commit_has_markers(&w->rule)) {
-		int rc = s_sub_add(w, name); /* its marker may still come */
+		int rc = s_watch_for_marker(w, name); /* its marker may still come */
 		if (rc)
 			return rc;
 		if (s_has_marker(w, fd, name, &ms)) /* it came meanwhile */
@@ -512,7 +544,7 @@ static int s_on_moved_in(struct rr_watcher *w, int dirfd, const char *name, rr_w
 		return 0;
 	}
 	if (S_ISDIR(st.st_mode) && rr_commit_has_markers(&w->rule)) {
-		int rc = s_sub_add(w, name);
+		int rc = s_watch_for_marker(w, name);
 		if (!rc && s_has_marker(w, dirfd, name, &ms))
 			cb(name, ms, ud);
 		return rc;
@@ -534,7 +566,7 @@ static int s_on_dir_created(struct rr_watcher *w, int dirfd, const char *name,
 	}
 	if (!rr_commit_has_markers(&w->rule))
 		return 0; /* pointer: it commits when the pointer names it */
-	rc = s_sub_add(w, name);
+	rc = s_watch_for_marker(w, name);
 	/* Files may have landed before the watch was added: a marker already there is the
 	 * commit (the agent is far behind the trainer if so). */
 	if (!rc && s_has_marker(w, dirfd, name, &ms))
@@ -689,12 +721,21 @@ int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_u
 			"missing and watching it again", w->dir);
 		need_scan = 1;
 	}
+	if (w->rescan_at && rr_mono_ms() >= w->rescan_at) {
+		w->rescan_at = 0; /* set again by the scan while a directory stays unwatched */
+		need_scan = 1;
+	}
 	if (need_scan) {
 		int src = rr_watcher_scan(w, user_cb, user_ud);
 		if (!rc)
 			rc = src;
 	}
 	return rc;
+}
+
+int64_t rr_watcher_rescan_at(const struct rr_watcher *w)
+{
+	return w ? w->rescan_at : 0;
 }
 
 int rr_watcher_stop(struct rr_watcher *w, rr_watcher_cb cb, void *ud)

@@ -62,6 +62,11 @@ int rr_watcher_scan(struct rr_watcher *w, rr_watcher_cb cb, void *ud);
  * this call may have been reported already. */
 int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb cb, void *ud);
 
+/* When rr_watcher_process should be called even with nothing to read (monotonic ms; 0:
+ * never): a directory that could not be watched for its marker (the kernel's inotify
+ * watches used up) is looked for by a scan then. */
+int64_t rr_watcher_rescan_at(const struct rr_watcher *w);
+
 /* Reports what is still queued (as rr_watcher_process), then removes every watch: nothing
  * is reported afterwards, and rr_watcher_process only drains the descriptor. Closing an
  * inotify instance that still has watches waits for the kernel to retire them (an RCU

@@ -2,6 +2,7 @@
  * sentinel after X and wait for it: inotify keeps events in order, so anything X would
  * report arrives before the sentinel. No sleeps, no timing thresholds; each wait for an
  * event is bounded (poll, 2 s) so a broken watcher fails instead of hanging. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -14,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "rr/clock.h"
 #include "rr/commit_rule.h"
 #include "watcher.h"
 #include "cunit_main.h"
@@ -1031,7 +1033,69 @@ static void test_stop_reports_what_is_queued_then_watches_nothing(void)
 	s_rm_rf(e.root);
 }
 
+/* While set, watching a directory whose path holds "/checkpoint-" fails as when the
+ * kernel's inotify watches are used up (fs.inotify.max_user_watches). */
+static int s_watches_used_up;
+static int (*s_real_add_watch)(int, const char *, uint32_t);
+
+__attribute__((constructor)) static void s_find_real(void)
+{
+	*(void **)&s_real_add_watch = dlsym(RTLD_NEXT, "inotify_add_watch");
+}
+
+int inotify_add_watch(int fd, const char *path, uint32_t mask)
+{
+	if (s_watches_used_up && strstr(path, "/checkpoint-")) {
+		errno = ENOSPC;
+		return -1;
+	}
+	return s_real_add_watch(fd, path, mask);
+}
+
+/* HF checkpoints when no directory can be watched for its marker: the start-up scan goes on
+ * past one that cannot (it stopped there, and the complete ones after it in the listing were
+ * never persisted), and one committed later is found by a scan about every second (it was
+ * never found: no event comes from a directory not watched). */
+static void test_auto_finds_markers_when_no_watch_is_left(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	char name[64];
+
+	s_env_init(&e);
+	w = s_new_with(e.dir, "auto");
+	s_watches_used_up = 1;
+	for (int i = 1; i <= 20; i++) {
+		snprintf(name, sizeof(name), "checkpoint-%d", i * 100);
+		s_mkdir(e.dir, name);
+		if (i != 7) /* one written in place, its marker not there yet */
+			s_write_in(e.dir, name, "trainer_state.json", "{}");
+	}
+	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
+	CU_ASSERT_EQUAL(r.n, 19);
+	CU_ASSERT(s_count(&r, "checkpoint-700") == 0);
+	CU_ASSERT(s_count(&r, "checkpoint-2000") == 1);
+	r.n = 0;
+	s_write_in(e.dir, "checkpoint-700", "trainer_state.json", "{}");
+	s_mkdir(e.dir, "checkpoint-2100");
+	s_write_in(e.dir, "checkpoint-2100", "trainer_state.json", "{}");
+	for (int64_t until = rr_mono_ms() + 5000;
+	     rr_mono_ms() < until && (s_index(&r, "checkpoint-700") < 0 ||
+				      s_index(&r, "checkpoint-2100") < 0);) {
+		poll(NULL, 0, 100);
+		CU_ASSERT(rr_watcher_process(w, s_record, &r) == 0);
+	}
+	CU_ASSERT(s_index(&r, "checkpoint-700") >= 0);
+	CU_ASSERT(s_index(&r, "checkpoint-2100") >= 0);
+	s_watches_used_up = 0;
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
 static CU_TestInfo s_tests[] = {
+	{ "auto_finds_markers_when_no_watch_is_left",
+	  test_auto_finds_markers_when_no_watch_is_left },
 	{ "test_auto_commits_an_hf_directory_when_trainer_state_is_closed",
 	  test_auto_commits_an_hf_directory_when_trainer_state_is_closed },
 	{ "test_auto_commits_a_deepspeed_directory_when_latest_names_it",
