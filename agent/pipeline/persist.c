@@ -1155,13 +1155,18 @@ static int s_same_content(const struct rr_manifest *a, const struct rr_manifest 
 			return 0;
 		for (size_t g = 0; g < x->nsegs; g++) {
 			const struct rr_segment *sx = &x->segs[g], *sy = &y->segs[g];
+			/* The original bytes' hashes and the scale too: scaled FP16 stores x and
+			 * 2x (a scale of 2^k and 2^(k-1)) as the very same bytes. */
 			if (sx->offset != sy->offset || sx->length != sy->length ||
-			    sx->encoding != sy->encoding || sx->nchunks != sy->nchunks)
+			    sx->encoding != sy->encoding || sx->nchunks != sy->nchunks ||
+			    sx->scale_exp != sy->scale_exp || strcmp(sx->dtype, sy->dtype) != 0)
 				return 0;
 			for (size_t c = 0; c < sx->nchunks; c++)
 				if (strcmp(sx->chunks[c].sha256, sy->chunks[c].sha256) != 0 ||
 				    sx->chunks[c].packed != sy->chunks[c].packed ||
-				    sx->chunks[c].pack_offset != sy->chunks[c].pack_offset)
+				    sx->chunks[c].pack_offset != sy->chunks[c].pack_offset ||
+				    sx->chunks[c].size != sy->chunks[c].size ||
+				    strcmp(sx->chunks[c].raw_xxh128, sy->chunks[c].raw_xxh128) != 0)
 					return 0;
 		}
 	}
@@ -1472,6 +1477,15 @@ static int s_write_manifest(struct s_job *j, const char *key, const char *name, 
 		return rc;
 	j->m->created_unix_ms = rr_wall_ms();
 	rc = rr_manifest_to_json(j->m, json);
+	if (rc == RR_ETOOBIG) {
+		size_t segs = 0;
+		for (size_t f = 0; f < j->m->nfiles; f++)
+			segs += j->m->files[f].nsegs;
+		rr_error("checkpoint %s cannot be persisted: its manifest would be over %u MiB "
+			 "(%zu files, %zu tensors and other segments): too many tensors for one "
+			 "checkpoint (docs/limitations.md)", name,
+			 (unsigned)(RR_MANIFEST_MAX_BYTES >> 20), j->m->nfiles, segs);
+	}
 	if (!rc)
 		rc = s_reader_accepts(json, name);
 	/* The suspect one goes first (create-only below): until the new one is written the

@@ -168,6 +168,37 @@ static float *s_weights(size_t n, uint32_t seed)
 /* Adam's step past 2048 (FP16 makes 4097 4096), position ids, counters past F32's 2^24
  * and F64 values: every one comes back bit for bit under auto, fp16 and bf16; the weight
  * beside them is still rounded. */
+/* Two writers of one name whose F32 tensors differ by a power of two (a constant buffer, a
+ * gradient under another loss scale): scaled FP16 stores x and 2x as the very same bytes
+ * (scale 2^k and 2^(k-1)), so the same chunks. The second persist is told the name holds
+ * other content, not that the store has its checkpoint (its values would come back halved). */
+static void test_a_tensor_twice_as_large_is_other_content_under_the_same_name(void)
+{
+	enum { N = 4096 };
+	static float x[N], twice[N];
+	struct fx f;
+	struct rr_persist_opts o = fx_opts();
+	struct rr_persist_stats ps;
+	char *d;
+
+	for (int i = 0; i < N; i++) {
+		x[i] = 0.001f * (float)((i * 37) % 1000 - 500) + 0.0001f;
+		twice[i] = 2.0f * x[i];
+	}
+	fx_init(&f);
+	o.precision = RR_PRECISION_AUTO;
+	d = fx_ckpt(&f, S_NAME);
+	s_write_st(d, "model.safetensors", &(struct s_tensor){ "w", "F32", 1, N, x }, 1);
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(f.s, f.ckpt_dir, S_NAME, 1000, &o, NULL, &ps),
+			      0);
+	CU_ASSERT_EQUAL(ps.tensors[RR_ENC_FP16], 1);
+	s_write_st(d, "model.safetensors", &(struct s_tensor){ "w", "F32", 1, N, twice }, 1);
+	CU_ASSERT_EQUAL(rr_persist_checkpoint(f.s, f.ckpt_dir, S_NAME, 2000, &o, NULL, &ps),
+			RR_EPRECOND);
+	free(d);
+	fx_done(&f);
+}
+
 static void test_integer_valued_f32_tensors_come_back_exact_under_every_precision(void)
 {
 	float step = 4097.0f, big[1000], *pos = malloc(2100 * sizeof(*pos));
@@ -331,6 +362,8 @@ static void test_torch_save_steps_positions_and_small_records_come_back_exact(vo
 }
 
 static CU_TestInfo s_tests[] = {
+	{ "a_tensor_twice_as_large_is_other_content_under_the_same_name",
+	  test_a_tensor_twice_as_large_is_other_content_under_the_same_name },
 	{ "integer_valued_f32_tensors_come_back_exact_under_every_precision",
 	  test_integer_valued_f32_tensors_come_back_exact_under_every_precision },
 	{ "tensors_of_at_most_256_elements_come_back_exact_under_every_precision",
