@@ -442,8 +442,11 @@ static int s_scan_entry(struct rr_watcher *w, int fd, const char *name, const ch
 		cb(name, pointer_ms, ud);
 		return 0;
 	}
+	/* Under auto, a pointer file (DeepSpeed's `latest`) says the directories beside it are
+	 * written in place under their tags: one it does not name may be half-written (the
+	 * trainer died saving it), and is not taken for a renamed one. */
 	if (rr_commit_scan_takes_dir(&w->rule, name) &&
-	    !(w->rule.kind == RR_COMMIT_AUTO && s_has_distcp(fd, name))) {
+	    !(w->rule.kind == RR_COMMIT_AUTO && (pointed || s_has_distcp(fd, name)))) {
 		cb(name, s_ctime_ms(&st), ud);
 		return 0;
 	}
