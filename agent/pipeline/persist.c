@@ -1567,7 +1567,9 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	if (rc)
 		goto out;
 	if (opts->settle_ms > 0) {
-		rr_persist_settle(ckpt_dir, name, committed_ms, opts->settle_ms, opts->cancel);
+		rr_persist_settle(ckpt_dir, name, committed_ms, opts->settle_ms,
+				  opts->urgent ? RR_PERSIST_SETTLE_URGENT_MAX_MS
+					       : RR_PERSIST_SETTLE_MAX_MS, opts->cancel);
 		t0 = rr_mono_ms(); /* the wait is no part of the link's throughput (logged itself) */
 	}
 	rc = s_prepare(&j, ckpt_dir, name, committed_ms, theirs, threads, &l);

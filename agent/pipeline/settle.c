@@ -26,10 +26,10 @@ static int64_t s_mtime_ms(const struct stat *st)
 }
 
 unsigned rr_persist_settle(const char *ckpt_dir, const char *name, int64_t committed_unix_ms,
-			   int64_t settle_ms, const atomic_int *cancel)
+			   int64_t settle_ms, int64_t max_ms, const atomic_int *cancel)
 {
 	char *dir = rr_path_join(ckpt_dir, name);
-	int64_t give_up = committed_unix_ms + RR_PERSIST_SETTLE_MAX_MS, start = rr_wall_ms();
+	int64_t give_up = committed_unix_ms + max_ms, start = rr_wall_ms();
 	unsigned after = 0;
 
 	while (dir && !(cancel && atomic_load(cancel))) {

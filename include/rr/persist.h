@@ -99,14 +99,19 @@ int rr_persist_compare_existing(const struct rr_manifest *ours,
 /* Files a trainer writes into a checkpoint after its commit (agent/pipeline/settle.c):
  * transformers 4.3x wrote rng_state.pth 0.2 s after trainer_state.json, its marker. */
 #define RR_PERSIST_SETTLE_MS 1000      /* quiet this long: the checkpoint is complete */
-#define RR_PERSIST_SETTLE_MAX_MS 10000 /* after its commit, never wait longer */
+/* After its commit, never wait longer while its files keep changing: DeepSpeed's rank 0
+ * writes `latest` before the other ranks have written their shards (no barrier between),
+ * which takes as long as the ranks' skew on a large model. A notice's persist waits less:
+ * its window is short, and a routine one comes after it. */
+#define RR_PERSIST_SETTLE_MAX_MS 120000
+#define RR_PERSIST_SETTLE_URGENT_MAX_MS 10000
 
 /* Waits until no regular file under <ckpt_dir>/<name> has been written for settle_ms, at
- * most RR_PERSIST_SETTLE_MAX_MS after committed_unix_ms (sooner when *cancel is set), so
- * that files closed just after the commit are persisted with it. Logs when it took any.
- * Returns how many files were written after the commit. */
+ * most max_ms after committed_unix_ms (sooner when *cancel is set), so that files closed
+ * just after the commit are persisted with it. Logs when it took any. Returns how many
+ * files were written after the commit. */
 unsigned rr_persist_settle(const char *ckpt_dir, const char *name, int64_t committed_unix_ms,
-			   int64_t settle_ms, const atomic_int *cancel);
+			   int64_t settle_ms, int64_t max_ms, const atomic_int *cancel);
 
 /* Compares <ckpt_dir>/<m->checkpoint> on disk with m, the manifest stored for it: a file
  * there that m does not hold, or holds with another size, came after the checkpoint was

@@ -48,9 +48,44 @@ expect_grep "checkpoint \"checkpoint-2\": \"rng_state.pth\" was written after th
 	b.log "the late file of the last checkpoint is named when the agent leaves"
 ok "a file written after its checkpoint was persisted is named in a warning"
 
-# --- 3. A checkpoint committed by a rename is complete: no wait, no warning ---
-run_rr c.log --store "file://$W/store-c" --checkpoint-dir "$W/ck-c" -- "$PY" "$TRAINER" --steps 100 --step-time 0 --checkpoint-every 50
+# --- 3. DeepSpeed: rank 0 writes `latest` before the other ranks finish their shards (no
+# barrier between: engine.save_checkpoint). Rank 1's shard is still being written 13 s after
+# `latest`: the persist waits while it changes (it stopped waiting 10 s after the commit and
+# stored the shard half-written, as the newest checkpoint) ---
+cat > ds_like.py <<'PY'
+import os, time
+ck = os.environ["RESUME_RUN_CHECKPOINT_DIR"]
+d = os.path.join(ck, "global_step10")
+os.makedirs(d)
+with open(os.path.join(d, "zero_pp_rank_0_mp_rank_00_optim_states.pt"), "wb") as f:
+    f.write(os.urandom(65536))
+slow = open(os.path.join(d, "zero_pp_rank_1_mp_rank_00_optim_states.pt"), "wb")
+slow.write(os.urandom(4096))
+slow.flush()
+with open(os.path.join(ck, "latest"), "w") as f:
+    f.write("global_step10")
+print("latest written", flush=True)
+for _ in range(26):  # rank 1 goes on for 13 s
+    time.sleep(0.5)
+    slow.write(os.urandom(4096))
+    slow.flush()
+slow.close()
+print("rank 1 done", flush=True)
+time.sleep(3)
+PY
+run_rr d.log --store "file://$W/store-d" --checkpoint-dir "$W/ck-d" -- "$PY" ds_like.py
 expect_eq "$RC" 0 "trainer 3: exit status"
+expect_no_grep "after the checkpoint was persisted" d.log "nothing written after the persist"
+run_rr restore-d.log restore --store "file://$W/store-d" --to "$W/back-d"
+expect_eq "$RC" 0 "restore: exit status"
+cmp -s "$W/ck-d/global_step10/zero_pp_rank_1_mp_rank_00_optim_states.pt" \
+	"$W/back-d/global_step10/zero_pp_rank_1_mp_rank_00_optim_states.pt" ||
+	fail "rank 1's shard, written for 13 s after latest, is not whole in the store"
+ok "a shard still written 13 s after latest is persisted whole"
+
+# --- 4. A checkpoint committed by a rename is complete: no wait, no warning ---
+run_rr c.log --store "file://$W/store-c" --checkpoint-dir "$W/ck-c" -- "$PY" "$TRAINER" --steps 100 --step-time 0 --checkpoint-every 50
+expect_eq "$RC" 0 "trainer 4: exit status"
 expect_no_grep "written after its commit|after the checkpoint was persisted" c.log "renamed checkpoints"
 ok "renamed checkpoints: no wait, no warning"
 finish
