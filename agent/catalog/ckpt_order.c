@@ -5,8 +5,10 @@
 #include "rr/ckpt_order.h"
 
 /* The names frameworks put before a step number: the Python helper (step-N), HF Trainer
- * (checkpoint-N), DeepSpeed (global_stepN), Lightning (epoch=E-step=S.ckpt). */
-static const char *const s_step_keys[] = { "step-", "step=", "checkpoint-", "global_step" };
+ * (checkpoint-N), DeepSpeed (global_stepN), Lightning (epoch=E-step=S.ckpt), accelerate's
+ * automatic naming (checkpoint_N), Megatron (iter_0000300), and step_N. */
+static const char *const s_step_keys[] = { "step-",       "step=",  "checkpoint-", "global_step",
+					   "checkpoint_", "step_", "iter_" };
 
 /* A key counts only at the start of the name or after a separator, so "xstep-1" or
  * "epoch=3-mystep=9" do not borrow a number that means something else. */

@@ -66,6 +66,8 @@ struct rr_persister {
 	char done[256];
 	int64_t done_ms;
 	char warned[256]; /* the far-future name already warned about */
+	char dropped[256]; /* the last submission warned about as not newer */
+	int done_elsewhere; /* done is the store's newest as found at start, not persisted here */
 	/* Only this thread reads, replaces and frees previous while it runs (a persist uses it
 	 * throughout); rr_persister_rewind leaves its manifest in rewound, taken over here
 	 * before the next piece of work. */
@@ -348,9 +350,11 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 	 * the ledger and retention, which a notice's deadline need not wait for. */
 	written = m;
 	pthread_mutex_lock(&p->lock);
-	if ((r.rc == 0 || r.rc == RR_EEXIST) && s_newer(name, ms, p->done, p->done_ms)) {
+	if ((r.rc == 0 || r.rc == RR_EEXIST) &&
+	    (s_newer(name, ms, p->done, p->done_ms) || (urgent && p->done_elsewhere))) {
 		snprintf(p->done, sizeof(p->done), "%s", name);
 		p->done_ms = ms;
+		p->done_elsewhere = 0;
 		if (m) {
 			rr_manifest_destroy(p->previous);
 			p->previous = m; /* only this thread frees it, so written stays valid */
@@ -506,6 +510,7 @@ int rr_persister_new(const struct rr_persister_config *cfg, struct rr_manifest *
 			bytes += baseline->files[i].size;
 		snprintf(p->done, sizeof(p->done), "%s", baseline->checkpoint);
 		p->done_ms = baseline->committed_unix_ms;
+		p->done_elsewhere = 1;
 		rr_throughput_baseline(&p->throughput, baseline->checkpoint, bytes);
 	}
 	pthread_mutex_init(&p->lock, NULL);
@@ -539,9 +544,25 @@ static void s_slot_set(struct s_slot *q, const char *name, int64_t ms)
 void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, int urgent)
 {
 	pthread_mutex_lock(&p->lock);
-	if (!s_newer(name, ms, p->done, p->done_ms) ||
-	    (p->running && !s_newer(name, ms, p->running_name, p->running_ms))) {
-		rr_debug("%s is not newer than what is persisted or persisting; skipped", name);
+	if (p->running && strcmp(name, p->running_name) == 0) {
+		rr_debug("%s is persisting already", name);
+		goto out;
+	}
+	/* A notice's checkpoint is the newest the agent's loop knows of: persisted even when the
+	 * store's newest, from another machine (whose clock may have been ahead), sorts after it;
+	 * never when this agent persisted a newer one itself. */
+	if ((!urgent || !p->done_elsewhere) &&
+	    (!s_newer(name, ms, p->done, p->done_ms) ||
+	     (p->running && !s_newer(name, ms, p->running_name, p->running_ms)))) {
+		if (strcmp(name, p->done) != 0 && strcmp(name, p->dropped) != 0) {
+			snprintf(p->dropped, sizeof(p->dropped), "%s", name);
+			rr_warn("checkpoint %s is not persisted: %s, persisted or persisting, is newer "
+				"by its name or commit time (a machine whose clock was ahead committed "
+				"it?); name checkpoints by their step (step-N) to order them by it",
+				name, p->running ? p->running_name : p->done);
+		} else {
+			rr_debug("%s is not newer than what is persisted or persisting; skipped", name);
+		}
 		goto out;
 	}
 	s_warn_outranked(p, name, ms);

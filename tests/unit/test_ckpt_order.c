@@ -37,7 +37,7 @@ static void test_step_may_be_followed_by_a_suffix(void)
 static void test_names_that_are_not_steps_are_recognised(void)
 {
 	static const char *const not_steps[] = {
-		"step-", "step", "steps-1", "Step-1", "step_1", "step--1", "step-x1", "xstep-1",
+		"step-", "step", "steps-1", "Step-1", "step__1", "step--1", "step-x1", "xstep-1",
 		"best", "", "step-+1", " step-1",
 	};
 	uint64_t n = 777;
@@ -196,12 +196,17 @@ static void test_framework_names_give_their_step_numbers(void)
 	/* the last key in the name counts */
 	CU_ASSERT(rr_checkpoint_step("step-5-checkpoint-7", &n) == 1 && n == 7);
 	CU_ASSERT(rr_checkpoint_step("run_global_step42", &n) == 1 && n == 42);
+	/* accelerate's automatic naming, Megatron, step_N */
+	CU_ASSERT(rr_checkpoint_step("checkpoint_3", &n) == 1 && n == 3);
+	CU_ASSERT(rr_checkpoint_step("iter_0000300", &n) == 1 && n == 300);
+	CU_ASSERT(rr_checkpoint_step("step_1", &n) == 1 && n == 1);
 }
 
 static void test_framework_keys_need_a_boundary_and_digits(void)
 {
 	static const char *const not_steps[] = {
-		"mycheckpoint-3", "checkpoint-", "checkpoint_3", "global_step", "xglobal_step3",
+		"mycheckpoint-3", "checkpoint-", "checkpoint_", "global_step", "xglobal_step3",
+		"myiter_3", "iter_", "Iter_3",
 		"epoch=3-mystep=9.ckpt", "epoch=3.ckpt", "last.ckpt", "latest", "Checkpoint-3",
 	};
 	uint64_t n = 777;

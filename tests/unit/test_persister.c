@@ -891,6 +891,41 @@ static void test_persister_persists_commits_after_far_future_name(void)
 	s_teardown(&e);
 }
 
+/* The store's newest came from a machine whose clock was 2 minutes ahead of this one's.
+ * A later checkpoint named by a step in a form the order did not know (Megatron's
+ * iter_0000300, accelerate's checkpoint_3) sorted before it by commit time and was dropped
+ * as "not newer", and so was a notice's checkpoint: never persisted, nothing said. */
+static void test_persister_persists_commits_after_a_newest_from_a_clock_ahead(void)
+{
+	struct s_env e;
+	struct rr_manifest *ahead = NULL;
+	const struct rr_persist_result *r;
+
+	s_env_init(&e);
+	s_make(&e, "iter_0000200", 1);
+	s_make(&e, "iter_0000300", 2);
+	s_make(&e, "final", 3);
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&e.f, "iter_0000200", 120000 + 5000, NULL, &ahead, NULL),
+			      0);
+	s_start(&e, 3, ahead); /* taken over */
+
+	rr_persister_submit(e.p, "iter_0000300", 5000, 0);
+	r = s_result(&e, "iter_0000300");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
+
+	/* No step number at all, older by the clock: a notice's checkpoint is persisted all
+	 * the same (the agent's loop took it for the newest). */
+	rr_persister_submit(e.p, "final", 6000, 1);
+	r = s_result(&e, "final");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_EQUAL(r->urgent, 1);
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "final"));
+	s_teardown(&e);
+}
+
 /* The throughput a notice's estimate starts from: the baseline until the first persist,
  * then the newest persisted checkpoint with its changed share. */
 static void test_persister_throughput_follows_persists(void)
@@ -996,6 +1031,8 @@ static void test_persister_multinode_commit_that_fails_is_a_failed_persist(void)
 }
 
 static CU_TestInfo s_tests[] = {
+	{ "persister_persists_commits_after_a_newest_from_a_clock_ahead",
+	  test_persister_persists_commits_after_a_newest_from_a_clock_ahead },
 	{ "persister_multinode_commit_that_fails_is_a_failed_persist",
 	  test_persister_multinode_commit_that_fails_is_a_failed_persist },
 	{ "persister_persists_commits_after_far_future_name",
