@@ -146,6 +146,8 @@ struct s_run {
 	off_t notice_file_size;
 	struct timespec notice_file_mtime;
 	int outlived;               /* a going notice's deadline passed with the trainer running */
+	struct rr_notice early_notice; /* a precaution that came during the start-up restore */
+	int has_early_notice;
 	/* The newest checkpoint, when its persist failed while a notice's deadline bounded the
 	 * store's requests: persisted once more when the deadline no longer does (s_lift_deadline). */
 	char cut[256];
@@ -1866,21 +1868,50 @@ struct s_restore_guard {
 	pthread_t tid;
 	int running;
 	volatile int sig; /* the SIGINT/SIGTERM that stopped the restore, or 0 */
+	/* A cloud's notice during the restore: a preemption stops it (going); a precaution
+	 * waits for the trainer (pending). Read by the main thread after the join. */
+	struct rr_notice going, pending;
+	int has_going, has_pending;
 };
+
+/* A cloud's notices read during the restore (the guard's thread). */
+static void s_guard_notices(struct s_restore_guard *g)
+{
+	struct rr_notice n;
+
+	while (rr_cloud_watch_next(g->r->cloud, &n)) {
+		if (s_severity(n.kind) == 2 && !g->has_going && !g->sig) {
+			g->going = n;
+			g->has_going = 1;
+			rr_info("notice: %s from %s during the restore: stopping it; the trainer "
+				"will not be started", rr_notice_kind_name(n.kind),
+				rr_notice_source_name(n.source));
+			rr_store_cancel(g->r->store);
+		} else if (s_severity(n.kind) == 1 && !g->has_pending) {
+			g->pending = n;
+			g->has_pending = 1;
+			rr_info("notice: %s from %s during the restore: the trainer is asked once "
+				"it runs", rr_notice_kind_name(n.kind), rr_notice_source_name(n.source));
+		}
+	}
+}
 
 static void *s_guard_main(void *arg)
 {
 	struct s_restore_guard *g = arg;
-	struct pollfd fds[2] = { { .fd = g->r->sfd, .events = POLLIN },
-				 { .fd = g->stop[0], .events = POLLIN } };
+	struct pollfd fds[3] = { { .fd = g->r->sfd, .events = POLLIN },
+				 { .fd = g->stop[0], .events = POLLIN },
+				 { .fd = rr_cloud_watch_fd(g->r->cloud), .events = POLLIN } };
 
 	for (;;) {
 		struct signalfd_siginfo si;
 
-		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+		if (poll(fds, 3, -1) < 0 && errno != EINTR)
 			break;
 		if (fds[1].revents)
 			break;
+		if (fds[2].revents & POLLIN)
+			s_guard_notices(g);
 		while (read(g->r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			int sig = (int)si.ssi_signo;
 			if ((sig == SIGINT || sig == SIGTERM) && !g->sig) {
@@ -1946,6 +1977,23 @@ static int s_restore_watched(struct s_run *r, struct rr_manifest **baseline,
 	}
 	failed = s_restore_at_start(r, baseline, chunks) != 0;
 	sig = s_guard_stop(&g);
+	if (g.has_pending) {
+		r->early_notice = g.pending;
+		r->has_early_notice = 1;
+	}
+	if (g.has_going && !sig) {
+		/* This machine is going: the next one restores; nothing here is newer than the
+		 * store's (this one only restored from it). */
+		int code = r->cfg->preempted_exit_code ? r->cfg->preempted_exit_code : 128 + SIGTERM;
+		rr_manifest_destroy(*baseline);
+		*baseline = NULL;
+		rr_chunk_index_destroy(*chunks);
+		*chunks = NULL;
+		r->preempted = 1;
+		rr_info("leaving with status %d: the %s notice came before the trainer started",
+			code, rr_notice_kind_name(g.going.kind));
+		return code;
+	}
 	if (sig || failed) {
 		rr_manifest_destroy(*baseline);
 		*baseline = NULL;
@@ -2207,6 +2255,8 @@ int rr_run(const struct rr_config *cfg)
 	if (s_start_watching(&r, baseline, chunks) != 0)
 		goto out;
 	code = s_launch(&r);
+	if (code == 0 && r.has_early_notice)
+		s_on_cloud_notice(&r, &r.early_notice); /* a precaution seen during the restore */
 	if (code == 0)
 		code = s_loop(&r);
 out:
