@@ -81,6 +81,28 @@ run_rr() {
 	set -e
 }
 
+# hold_store_locks STORE_DIR SECONDS: a process holds every lock of the file store at
+# STORE_DIR for SECONDS, so that its puts wait (a persist in flight, a restore's lease);
+# returns once they are held, the process's pid in LOCKER.
+hold_store_locks() {
+	local out
+	out=$(mktemp "$W/locks.XXXXXX")
+	"$PY" - "$1/.locks" "$2" >"$out" 2>&1 <<'PY' &
+import fcntl, os, sys, time
+os.makedirs(sys.argv[1], exist_ok=True)
+fds = []
+for i in range(256):
+    fd = os.open(os.path.join(sys.argv[1], "%02x" % i), os.O_RDONLY | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    fds.append(fd)
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+PY
+	# shellcheck disable=SC2034 # the pid, for the test that sourced this file
+	LOCKER=$!
+	wait_for 30 grep -q held "$out" || fail "the store's locks were not taken"
+}
+
 # Final state of an uninterrupted example training run (same seed and steps).
 reference_run() {
 	local steps=$1 out=$2

@@ -110,26 +110,14 @@ rm -rf ck-restore
 run_rr seed.log --cloud none --checkpoint-dir "$W/ck-seed" --store "file://$W/store-restore" \
 	-- "$PY" "$TRAINER" --steps 40 --step-time 0 --checkpoint-every 20 --out out.json
 expect_eq "$RC" 0 "the run that stored a checkpoint"
-"$PY" - "$W/store-restore/.locks" > locks.out 2>&1 <<'PYLOCK' &
-import fcntl, os, sys, time
-os.makedirs(sys.argv[1], exist_ok=True)
-fds = []
-for i in range(256):
-    fd = os.open(os.path.join(sys.argv[1], "%02x" % i), os.O_RDONLY | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    fds.append(fd)
-print("held", flush=True)
-time.sleep(6)
-PYLOCK
-locker=$!
-wait_for 30 grep -q held locks.out || fail "the store's locks were not taken"
+hold_store_locks "$W/store-restore" 6
 ( sleep 1 && ctl "announce?in=0" ) &
 announcer=$!
 run_rr restoring.log --cloud aws --metadata-endpoint "$META_URL" --poll-interval 1s \
 	--checkpoint-dir "$W/ck-restore" --store "file://$W/store-restore" \
 	-- "$PY" "$TRAINER" --steps 100000 --step-time 0.01 --checkpoint-every 20 --out out.json
 wait $announcer || true
-wait $locker || true
+wait "$LOCKER" || true
 expect_eq "$RC" "$RR_PREEMPTED" "a preemption during the restore: exit status"
 expect_grep 'notice: preempt from aws during the restore: stopping it' restoring.log "said"
 expect_no_grep '^resume-run: started ' restoring.log "the trainer was started on a machine going"

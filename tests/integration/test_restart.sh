@@ -134,19 +134,7 @@ ok "a rebalance request the trainer dropped: --every asked again, its checkpoint
 # the failed attempt's exit is not taken again for another (a phantom "restart 2 of 3" in
 # the log and the ledger). The persist of the checkpoint it committed is still running then:
 # a process holds every lock of the file store, so the loop goes on after the failed start.
-mkdir -p s8/.locks
-"$PY" - s8/.locks > locks.out 2>&1 <<'PYLOCK' &
-import fcntl, os, sys, time
-fds = []
-for i in range(256):
-    fd = os.open(os.path.join(sys.argv[1], "%02x" % i), os.O_RDONLY | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    fds.append(fd)
-print("held", flush=True)
-time.sleep(4)
-PYLOCK
-locker=$!
-wait_for 30 grep -q held locks.out || fail "the store's locks were not taken"
+hold_store_locks "$W/s8" 4
 cat > gone.sh <<'SH'
 #!/bin/sh
 mkdir "$RESUME_RUN_CHECKPOINT_DIR/.step-1.tmp"
@@ -157,7 +145,7 @@ exit 1
 SH
 chmod +x gone.sh
 run_rr gone.log --max-restarts 3 --store "file://$W/s8" --checkpoint-dir "$W/c8" -- "$W/gone.sh"
-wait $locker || true
+wait "$LOCKER" || true
 expect_eq "$RC" 127 "a restart whose command is gone: exit status"
 expect_grep "cannot run '$W/gone.sh': No such file" gone.log "the failed start was said"
 expect_eq "$(grep -c 'trainer exited with status' gone.log)" 1 "exits logged"
