@@ -35,7 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	a[n] = '\0';
 	if (rr_checkpoint_step(a, &step)) {
 		snprintf(digits, sizeof(digits), "%" PRIu64, step);
-		S_CHECK(strstr(a, "step") || strstr(a, "checkpoint-"), "a step without a key");
+		S_CHECK(strstr(a, "step") || strstr(a, "checkpoint-") || strstr(a, "checkpoint_") ||
+				strstr(a, "iter_"),
+			"a step without a key");
 		S_CHECK(step == 0 || strstr(a, digits), "a step number the name does not spell");
 	} else {
 		S_CHECK(step == 7, "a refused name changed the step");
