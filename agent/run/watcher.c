@@ -58,6 +58,16 @@ struct rr_watcher {
 	 * up): the directory is scanned again by then (monotonic ms; 0: none due). */
 	int64_t rescan_at;
 	int unwatched_warned;
+	/* Names reported so far and the commit time each was reported with: a scan reports a
+	 * name it has seen with that time, not the directory's ctime now, which a file created
+	 * or removed inside it since moves (an older checkpoint then sorted as the newest). */
+	struct s_known_name *known;
+	size_t nknown, cap_known;
+};
+
+struct s_known_name {
+	char *name;
+	int64_t ms;
 };
 
 struct s_sub {
@@ -92,14 +102,41 @@ struct s_report {
 	struct rr_watcher *w;
 	rr_watcher_cb cb;
 	void *ud;
+	int scan; /* reports of a scan, not of events */
 };
+
+/* The commit time to report for name: a scan's, of a name reported before, is the time it
+ * was reported with then; an event's is its own, remembered for the scans to come. */
+static int64_t s_known_ms(struct rr_watcher *w, const char *name, int64_t ms, int scan)
+{
+	struct s_known_name *k;
+
+	for (size_t i = 0; i < w->nknown; i++)
+		if (strcmp(w->known[i].name, name) == 0) {
+			if (scan)
+				return w->known[i].ms;
+			w->known[i].ms = ms;
+			return ms;
+		}
+	if (w->nknown == w->cap_known) {
+		size_t cap = w->cap_known ? 2 * w->cap_known : 64;
+		k = realloc(w->known, cap * sizeof(*k));
+		if (!k)
+			return ms; /* not remembered: as before */
+		w->known = k;
+		w->cap_known = cap;
+	}
+	if ((w->known[w->nknown].name = strdup(name)) != NULL)
+		w->known[w->nknown++].ms = ms;
+	return ms;
+}
 
 static void s_report(const char *name, int64_t committed_unix_ms, void *arg)
 {
 	struct s_report *r = arg;
 
 	if (!s_refused(r->w, name))
-		r->cb(name, committed_unix_ms, r->ud);
+		r->cb(name, s_known_ms(r->w, name, committed_unix_ms, r->scan), r->ud);
 }
 
 /* mkdir -p with mode 0755. Kept local: it needs nothing more than this. */
@@ -478,7 +515,7 @@ static int s_scan_one(int dfd, const char *name, unsigned char type, void *ud)
 
 int rr_watcher_scan(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_ud)
 {
-	struct s_report rep = { w, user_cb, user_ud };
+	struct s_report rep = { w, user_cb, user_ud, 1 };
 	char pointed[NAME_MAX + 1] = "";
 	struct s_scan sc = { w, NULL, 0, s_report, &rep };
 	int fd;
@@ -701,7 +738,7 @@ static int s_drain(struct rr_watcher *w, int *dirfd, rr_watcher_cb cb, void *ud,
 
 int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_ud)
 {
-	struct s_report rep = { w, user_cb, user_ud };
+	struct s_report rep = { w, user_cb, user_ud, 0 };
 	rr_watcher_cb cb = s_report;
 	void *ud = &rep;
 	int need_scan = 0, dirfd = -1;
@@ -769,6 +806,9 @@ void rr_watcher_destroy(struct rr_watcher *w)
 		free(w->refused[i]);
 	s_subs_clear(w);
 	free(w->subs);
+	for (size_t i = 0; i < w->nknown; i++)
+		free(w->known[i].name);
+	free(w->known);
 	free(w->dir);
 	free(w);
 }

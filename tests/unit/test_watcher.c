@@ -1043,6 +1043,34 @@ static void test_stop_reports_what_is_queued_then_watches_nothing(void)
 	s_rm_rf(e.root);
 }
 
+/* A rescan (after the event queue overflowed) reports a checkpoint seen before with the
+ * commit time it had then, not its directory's ctime now: a file removed from an older
+ * checkpoint moved that forward, and it was taken for a commit newer than the newest. */
+static void test_rescan_keeps_the_commit_time_of_a_name_seen_before(void)
+{
+	struct s_env e;
+	struct rr_watcher *w;
+	struct s_rec r = { .n = 0 };
+	char d[PATH_MAX];
+	int64_t first;
+
+	s_env_init(&e);
+	w = s_new_with(e.dir, "rename");
+	s_commit(e.dir, "step-400");
+	s_pump_until(w, &r, "step-400");
+	first = r.ms[s_index(&r, "step-400")];
+	poll(NULL, 0, 20);
+	s_path(d, sizeof(d), e.dir, "step-400");
+	s_write(d, "notes.txt", "x"); /* the directory's ctime moves */
+	CU_ASSERT(s_ctime_ms(e.dir, "step-400") > first);
+	r.n = 0;
+	CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
+	CU_ASSERT_FATAL(s_index(&r, "step-400") >= 0);
+	CU_ASSERT_EQUAL(r.ms[s_index(&r, "step-400")], first);
+	rr_watcher_destroy(w);
+	s_rm_rf(e.root);
+}
+
 /* While set, watching a directory whose path holds "/checkpoint-" fails as when the
  * kernel's inotify watches are used up (fs.inotify.max_user_watches). */
 static int s_watches_used_up;
@@ -1104,6 +1132,8 @@ static void test_auto_finds_markers_when_no_watch_is_left(void)
 }
 
 static CU_TestInfo s_tests[] = {
+	{ "rescan_keeps_the_commit_time_of_a_name_seen_before",
+	  test_rescan_keeps_the_commit_time_of_a_name_seen_before },
 	{ "auto_finds_markers_when_no_watch_is_left",
 	  test_auto_finds_markers_when_no_watch_is_left },
 	{ "test_auto_commits_an_hf_directory_when_trainer_state_is_closed",
