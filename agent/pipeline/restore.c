@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -676,6 +677,26 @@ static int s_lock_parent(struct s_target *t, atomic_int *stopped)
 	return 0;
 }
 
+/* A copy a restore set aside and never removed (it was killed between its two renames): kept,
+ * never deleted here (it may hold the user's only copy of some file), but said, or such copies
+ * pile up unseen. Under the parent's lock, so no restore is between its renames now. */
+static void s_say_left_aside(const struct s_target *t, const char *name)
+{
+	char prefix[300], q[RR_QUOTE_CAP];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(prefix, sizeof(prefix), ".%s.local-", name);
+	d = opendir(t->parent);
+	while (d && (e = readdir(d)))
+		if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+			rr_warn("%s/%s is a copy of %s set aside by a restore that was interrupted; it "
+				"is kept (remove it once nothing in it is needed)", t->parent,
+				e->d_name, rr_quote_str(q, name));
+	if (d)
+		closedir(d);
+}
+
 static int s_target_open(struct s_target *t, const char *parent, const struct rr_manifest *m,
 			 atomic_int *stopped)
 {
@@ -696,6 +717,8 @@ static int s_target_open(struct s_target *t, const char *parent, const struct rr
 		rc = s_lock_parent(t, stopped);
 	if (!rc)
 		t->exists = lstat(t->final, &t->st) == 0;
+	if (!rc)
+		s_say_left_aside(t, m->checkpoint);
 	return rc;
 }
 

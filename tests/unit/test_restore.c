@@ -16,6 +16,7 @@
 #include "rr/catalog.h"
 #include "rr/error.h"
 #include "rr/gc.h"
+#include "rr/log.h"
 #include "rr/marks.h"
 #include "rr/persist.h"
 #include "rr/restore.h"
@@ -1110,6 +1111,43 @@ static void test_restore_keeps_the_old_copy_when_the_sync_after_the_swap_fails(v
 	fx_done(&f);
 }
 
+/* A copy a killed restore left set aside (between its two renames) is kept, and said at the
+ * next restore into that directory instead of piling up unseen. */
+static void test_restore_says_a_copy_an_interrupted_restore_left_aside(void)
+{
+	struct fx f;
+	struct rr_restore_stats st;
+	struct rr_manifest *m;
+	char why[512], *aside, path[] = "/tmp/rr_restore_err_XXXXXX", said[4096];
+	int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+	ssize_t n;
+
+	CU_ASSERT_FATAL(fd >= 0 && saved >= 0);
+	fx_init(&f);
+	m = s_make_and_persist(&f, "step-1", 1, 1000);
+	aside = fx_join(f.restore_dir, ".step-1.local-1795781397602");
+	CU_ASSERT_EQUAL_FATAL(rr_mkdir_p(aside), 0);
+	fx_write_str(aside, "notes.txt", "mine\n", 0644);
+	fflush(stderr);
+	dup2(fd, STDERR_FILENO);
+	rr_log_init(0, RR_LOG_WARN); /* the fixture keeps errors only */
+	CU_ASSERT_EQUAL(rr_restore_checkpoint(f.s, FX_RUN, m, f.restore_dir, S_THREADS, &st, why,
+					      sizeof(why)), 0);
+	rr_log_init(0, RR_LOG_ERROR);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	n = pread(fd, said, sizeof(said) - 1, 0);
+	said[n > 0 ? n : 0] = '\0';
+	close(fd);
+	unlink(path);
+	CU_ASSERT_PTR_NOT_NULL(strstr(said, ".step-1.local-1795781397602 is a copy of"));
+	CU_ASSERT(fx_exists_in(aside, "notes.txt")); /* kept */
+	free(aside);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
 /* Set while the parent's restore runs: its first write of a chunk lets the paused child
  * finish and checks what the child then left under the final name. */
 static struct {
@@ -1198,6 +1236,8 @@ static void test_two_restores_into_one_directory_at_once_leave_the_checkpoint_wh
 }
 
 static CU_TestInfo s_tests[] = {
+	{ "restore_says_a_copy_an_interrupted_restore_left_aside",
+	  test_restore_says_a_copy_an_interrupted_restore_left_aside },
 	{ "restore_syncs_every_staged_directory_before_the_swap",
 	  test_restore_syncs_every_staged_directory_before_the_swap },
 	{ "restore_keeps_the_old_copy_when_the_sync_after_the_swap_fails",
