@@ -138,10 +138,11 @@ int rr_write_file_durable(const char *path, const void *data, size_t len, mode_t
 		rc = RR_ENOMEM;
 		goto out;
 	}
-	for (int tries = 0; fd < 0 && (tries == 0 || (errno == EEXIST && tries < S_TEMP_TRIES));
-	     tries++) {
+	for (int tries = 0; tries < S_TEMP_TRIES; tries++) {
 		rr_temp_path(tmp, tmp_size, dir, base, "tmp");
 		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+		if (fd >= 0 || errno != EEXIST)
+			break; /* EEXIST: another writer's temp file by chance, a new name */
 	}
 	if (fd < 0) {
 		rc = rr_error_from_errno(errno);
