@@ -87,9 +87,11 @@ int rr_checkpoint_compare(const char *a, int64_t a_ms, const char *b, int64_t b_
 
 int rr_checkpoint_later(const char *a, int64_t a_ms, const char *b, int64_t b_ms)
 {
+	uint64_t step;
+
 	if (!b[0])
 		return 1;
 	if (strcmp(a, b) == 0)
-		return 0;
+		return !rr_checkpoint_step(a, &step) && a_ms > b_ms;
 	return a_ms > b_ms || rr_checkpoint_compare(a, a_ms, b, b_ms) > 0;
 }

@@ -27,6 +27,7 @@
 #include "packer.h"
 #include "rr/persist.h"
 #include "rr/pool.h"
+#include "rr/ckpt_order.h"
 #include "rr/progress.h"
 #include "rr/quote.h"
 
@@ -1089,17 +1090,17 @@ static int s_chunk_lost_after_manifest(struct s_job *j)
 
 /* Reads and checks the manifest at key (another writer's, or this one's from before). */
 static int s_load_manifest(struct rr_store *s, const char *key, const char *name,
-			   struct rr_manifest **out)
+			   struct rr_manifest **out, char *etag_out)
 {
 	struct rr_buf b;
 	char why[200] = "";
 	int rc;
 
 	rr_buf_init(&b, RR_MANIFEST_MAX_BYTES);
-	rc = rr_store_get(s, key, &b, NULL);
+	rc = rr_store_get(s, key, &b, etag_out);
 	if (!rc)
 		rc = rr_manifest_parse((const char *)b.data, b.len, out, why, sizeof(why));
-	if (rc)
+	if (rc && rc != RR_ENOENT)
 		rr_error("%s is in the store but its manifest cannot be read (%s); not written "
 			 "over it", name, why[0] ? why : rr_store_strerror(rc));
 	rr_buf_free(&b);
@@ -1180,12 +1181,34 @@ static int s_same_content(const struct rr_manifest *a, const struct rr_manifest 
 int rr_persist_compare_existing(const struct rr_manifest *ours,
 				const struct rr_manifest *theirs)
 {
+	uint64_t step;
+
 	if (s_same_content(ours, theirs))
 		return RR_EEXIST;
+	if (!rr_checkpoint_step(ours->checkpoint, &step) &&
+	    theirs->committed_unix_ms >= ours->committed_unix_ms) {
+		rr_warn("%s: the store holds a later commit of it (by %s): this older one is not "
+			"stored", ours->checkpoint, theirs->host ? theirs->host : "another machine");
+		return RR_EPRECOND;
+	}
 	rr_error("%s is already in the store with other content (written by %s): this "
 		 "machine's %s is not stored; the next checkpoint is", ours->checkpoint,
 		 theirs->host ? theirs->host : "another machine", ours->checkpoint);
 	return RR_EPRECOND;
+}
+
+/* A name without a step number committed again after the commit the store holds (a
+ * `last.ckpt`, a `ckpt.pt` that os.replace() put in place again): its newest commit is the
+ * checkpoint, so this persist replaces the stored one (compare-and-swap on the version read).
+ * A step-numbered name keeps its first commit (two writers of step-N: the first stays); so
+ * does a multi-node part, whose commit manifest names the parts once. */
+static int s_recommit(const struct rr_persist_opts *o, const char *name, int64_t committed_ms,
+		      const struct rr_manifest *theirs)
+{
+	uint64_t step;
+
+	return o->nnodes <= 1 && theirs && !rr_checkpoint_step(name, &step) &&
+	       committed_ms > theirs->committed_unix_ms;
 }
 
 static int s_workers_new(struct s_job *j, unsigned threads)
@@ -1346,10 +1369,12 @@ static int s_reader_accepts(const struct rr_buf *json, const char *name)
 }
 
 /* Where the checkpoint's manifest goes (key) and what that name holds already: *theirs, a
- * manifest stored under it before (another writer's, or this machine's before a restart);
- * *replace when that one is suspect and this persist replaces it. */
+ * manifest stored under it before (another writer's, or this machine's before a restart),
+ * and its version tag (etag); *replace when that one is suspect and this persist replaces
+ * it. */
 static int s_find_existing(struct rr_store *s, const struct rr_persist_opts *opts,
-			   const char *name, char *key, struct rr_manifest **theirs, int *replace)
+			   const char *name, char *key, struct rr_manifest **theirs, int *replace,
+			   char *etag)
 {
 	int rc;
 
@@ -1360,10 +1385,8 @@ static int s_find_existing(struct rr_store *s, const struct rr_persist_opts *opt
 		rc = rr_key_manifest(key, opts->run_id, name);
 	if (rc)
 		return rc;
-	rc = rr_store_head(s, key, NULL);
-	if (rc == 0)
-		rc = s_load_manifest(s, key, name, theirs);
-	else if (rc == RR_ENOENT)
+	rc = s_load_manifest(s, key, name, theirs, etag);
+	if (rc == RR_ENOENT)
 		rc = 0;
 	if (!rc && *theirs && opts->nnodes <= 1)
 		rc = s_replaces_suspect(s, opts->run_id, theirs, replace);
@@ -1395,7 +1418,7 @@ static int s_theirs_chunks(struct s_job *j, const struct rr_manifest *theirs)
  * be reused from theirs or the previous checkpoint, the chunks the store holds, and the
  * workers. A failure the job explained is logged here. */
 static int s_prepare(struct s_job *j, const char *ckpt_dir, const char *name,
-		     int64_t committed_ms, struct rr_manifest *theirs, unsigned threads,
+		     int64_t committed_ms, struct rr_manifest *theirs, int dry, unsigned threads,
 		     struct rr_dir_listing *l)
 {
 	char q[RR_QUOTE_CAP];
@@ -1419,8 +1442,8 @@ static int s_prepare(struct s_job *j, const char *ckpt_dir, const char *name,
 		j->m->single_file = single;
 	if (!rc)
 		rc = s_reuse_init(&j->reuse, theirs ? theirs : j->opts->previous);
-	j->dry = theirs != NULL;
-	if (!rc && theirs)
+	j->dry = dry;
+	if (!rc && dry)
 		rc = s_theirs_chunks(j, theirs);
 	if (!rc)
 		rc = s_known_load(j->store, j->opts, &j->known);
@@ -1464,11 +1487,14 @@ static int s_encode_all(struct s_job *j, const char *name, unsigned threads)
 
 /* Stores the manifest under key, create-only, once every chunk it names is known to be
  * there: the step that makes the checkpoint durable. A suspect one it replaces is deleted
- * first. When another writer's manifest landed meanwhile, the result is the comparison
- * with it (loaded into *theirs). */
+ * first; an earlier commit of the name it replaces (if_match: its version tag) is written
+ * over in one step, so the name never holds nothing. When another writer's manifest landed
+ * meanwhile, the result is the comparison with it (loaded into *theirs), unless this one is
+ * a later commit of the name, which takes its place in turn. */
 static int s_write_manifest(struct s_job *j, const char *key, const char *name, int replace,
-			    struct rr_buf *json, struct rr_manifest **theirs)
+			    const char *if_match, struct rr_buf *json, struct rr_manifest **theirs)
 {
+	char etag[RR_ETAG_MAX];
 	struct rr_store *s = j->store;
 	int rc;
 
@@ -1492,15 +1518,30 @@ static int s_write_manifest(struct s_job *j, const char *key, const char *name, 
 	 * name holds nothing, and restore takes the checkpoint before, as it did. */
 	if (!rc && replace)
 		rc = rr_store_del(s, key);
-	if (!rc)
+	for (int tries = 0; !rc; tries++) {
 		rc = rr_store_put(s, key, json->data, json->len,
-				  &(struct rr_put_opts){ .if_none_match = 1 }, NULL);
-	if (!rc && replace)
+				  &(struct rr_put_opts){ .if_none_match = !if_match,
+							 .if_match = if_match }, NULL);
+		if (rc != RR_EEXIST && rc != RR_EPRECOND && (rc != RR_ENOENT || !if_match))
+			break;
+		/* Another manifest of the name landed meanwhile (or the one replaced is gone). */
+		rr_manifest_destroy(*theirs);
+		*theirs = NULL;
+		rc = s_load_manifest(s, key, name, theirs, etag);
+		if (rc == RR_ENOENT && tries < 3) {
+			if_match = NULL; /* gone: created afresh */
+			rc = 0;
+		} else if (rc) {
+			rc = RR_EPRECOND;
+		} else if (tries < 3 && s_recommit(j->opts, name, j->m->committed_unix_ms, *theirs) &&
+			   !s_same_content(j->m, *theirs)) {
+			if_match = etag; /* an earlier commit still: this one replaces it */
+		} else {
+			rc = rr_persist_compare_existing(j->m, *theirs);
+		}
+	}
+	if (!rc && (replace || if_match))
 		s_clear_replaced_marks(s, j->opts->run_id, name);
-	if (rc == RR_EEXIST && s_load_manifest(s, key, name, theirs) == 0)
-		rc = rr_persist_compare_existing(j->m, *theirs); /* another writer's landed meanwhile */
-	else if (rc == RR_EEXIST)
-		rc = RR_EPRECOND;
 	return rc;
 }
 
@@ -1553,8 +1594,9 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 	unsigned threads = opts->threads ? opts->threads : 1;
 	struct rr_buf json;
 	struct rr_manifest *theirs = NULL;
+	char etag[RR_ETAG_MAX] = "";
 	int64_t t0 = rr_mono_ms();
-	int replace = 0, lost = 0, rc;
+	int replace = 0, recommit = 0, lost = 0, rc;
 
 	rr_buf_init(&json, RR_MANIFEST_MAX_BYTES);
 	memset(stats, 0, sizeof(*stats));
@@ -1563,23 +1605,28 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 
 	rc = s_names_ok(name, &l);
 	if (!rc)
-		rc = s_find_existing(s, opts, name, key, &theirs, &replace);
+		rc = s_find_existing(s, opts, name, key, &theirs, &replace, etag);
 	if (rc)
 		goto out;
+	recommit = s_recommit(opts, name, committed_ms, theirs);
 	if (opts->settle_ms > 0) {
 		rr_persist_settle(ckpt_dir, name, committed_ms, opts->settle_ms,
 				  opts->urgent ? RR_PERSIST_SETTLE_URGENT_MAX_MS
 					       : RR_PERSIST_SETTLE_MAX_MS, opts->cancel);
 		t0 = rr_mono_ms(); /* the wait is no part of the link's throughput (logged itself) */
 	}
-	rc = s_prepare(&j, ckpt_dir, name, committed_ms, theirs, threads, &l);
+	rc = s_prepare(&j, ckpt_dir, name, committed_ms, theirs, theirs && !recommit, threads, &l);
 	if (!rc)
 		rc = s_encode_all(&j, name, threads);
 	if (!rc && (rc = s_files_still_there(&j, name)) != 0)
 		rr_debug("persist of %s: %s", name, j.why.text); /* the caller says it is gone */
 	if (rc)
 		goto out;
-	if (theirs) {
+	if (recommit && s_same_content(j.m, theirs)) {
+		rc = RR_EEXIST; /* saved again unchanged: the store has it */
+		goto out;
+	}
+	if (theirs && !recommit) {
 		/* Encoded and hashed only: identical segments were taken from it, the chunks it
 		 * names that the store had lost were stored again. */
 		rc = rr_persist_compare_existing(j.m, theirs);
@@ -1592,9 +1639,16 @@ int rr_persist_checkpoint(struct rr_store *s, const char *ckpt_dir, const char *
 		}
 		goto out;
 	}
-	rc = s_write_manifest(&j, key, name, replace, &json, &theirs);
+	rc = s_write_manifest(&j, key, name, replace, recommit ? etag : NULL, &json, &theirs);
 	if (rc)
 		goto out;
+	if (recommit) {
+		char q[RR_QUOTE_CAP];
+		rr_info("%s was committed again: its store copy is this commit now (the one before "
+			"was committed %.1f s earlier)", rr_quote_str(q, name),
+			(double)(committed_ms - (theirs ? theirs->committed_unix_ms : committed_ms)) /
+				1000.0);
+	}
 
 	if (opts->chunks)
 		s_index_add_written(opts->chunks, &j.known);

@@ -276,10 +276,12 @@ static void s_after_persist(struct rr_persister *p, struct rr_manifest *m,
 }
 
 /* Files the trainer closed in the last persisted checkpoint after it was persisted are not
- * in the store's copy: named once, when the next checkpoint comes or the agent leaves. */
-static void s_check_late(struct rr_persister *p)
+ * in the store's copy: named once, when the next checkpoint comes (unless that is the same
+ * name committed again, which holds them) or the agent leaves. */
+static void s_check_late(struct rr_persister *p, const char *next)
 {
-	if (p->previous && !p->previous_checked)
+	if (p->previous && !p->previous_checked &&
+	    (!next || strcmp(next, p->previous->checkpoint) != 0))
 		rr_persist_late_files(p->cfg.checkpoint_dir, p->previous);
 	p->previous_checked = 1;
 }
@@ -297,12 +299,12 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 								 name) ? RR_PERSIST_SETTLE_MS : 0,
 	};
 	struct rr_manifest *commit = NULL;
-	struct rr_persist_result r = { .urgent = urgent };
+	struct rr_persist_result r = { .urgent = urgent, .committed_ms = ms };
 	struct rr_manifest *m = NULL, *written;
 
 	snprintf(r.name, sizeof(r.name), "%s", name);
 	if (!urgent) /* a notice's persist spends nothing on it: the next one, or the exit, does */
-		s_check_late(p);
+		s_check_late(p, name);
 	rr_info("persisting %s%s", name, urgent ? " (notice: ahead of everything else)" : "");
 	pthread_mutex_lock(&p->lock);
 	p->persisting = 1;
@@ -544,7 +546,8 @@ static void s_slot_set(struct s_slot *q, const char *name, int64_t ms)
 void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, int urgent)
 {
 	pthread_mutex_lock(&p->lock);
-	if (p->running && strcmp(name, p->running_name) == 0) {
+	if (p->running && strcmp(name, p->running_name) == 0 &&
+	    !s_newer(name, ms, p->running_name, p->running_ms)) {
 		rr_debug("%s is persisting already", name);
 		goto out;
 	}
@@ -725,7 +728,7 @@ void rr_persister_destroy(struct rr_persister *p)
 		free(e);
 	}
 	close(p->efd);
-	s_check_late(p); /* the thread is gone: what it persisted last is this thread's now */
+	s_check_late(p, NULL); /* the thread is gone: what it persisted last is this thread's now */
 	rr_manifest_destroy(p->previous);
 	rr_manifest_destroy(p->rewound);
 	rr_chunk_index_destroy(p->chunks);

@@ -46,6 +46,7 @@ struct rr_persister_config {
 
 struct rr_persist_result {
 	char name[256];
+	int64_t committed_ms; /* the commit it persisted (a name may be committed again) */
 	int rc;       /* 0, RR_EEXIST (already in the store), RR_ECANCELED, or an error */
 	int urgent;
 	struct rr_persist_stats stats;

@@ -115,6 +115,7 @@ struct s_run {
 	int retention_stopped;   /* leaving: retention was told to stop (rr_persister_leaving) */
 
 	char restored[256]; /* what the start-up restore put back, "" when nothing */
+	int64_t restored_ms; /* when it finished: a commit of that name until then is its copy */
 	char other_run[256]; /* the run the checkpoint directory was last used by, when not this */
 	int dir_owned;       /* the directory's owner file names this run already */
 	/* Checkpoints the start-up restore passed over as suspect: a local copy of one of them
@@ -128,6 +129,7 @@ struct s_run {
 	int scanned; /* the start-up scan is done: commits are ordered by commit time too */
 	int same_name_warned; /* a name committed again was said once */
 	char persisted[256]; /* the last checkpoint a persist found or made durable in the store */
+	int64_t persisted_ms; /* its commit (a name without a step number may be committed again) */
 
 	/* notice */
 	enum s_notice_state nstate;
@@ -138,6 +140,7 @@ struct s_run {
 	int64_t asked_mono;
 	int ask_pending, ask_warned;
 	char notice_ckpt[256];      /* the checkpoint written for it */
+	int64_t notice_ckpt_ms;     /* its commit */
 	int notice_retaken;         /* a second commit took notice_ckpt's place (only once) */
 	int terminate_after;        /* SIGTERM/SIGINT notice: SIGTERM the trainer when durable */
 	int term_forwarded;
@@ -151,7 +154,9 @@ struct s_run {
 	/* The newest checkpoint, when its persist failed while a notice's deadline bounded the
 	 * store's requests: persisted once more when the deadline no longer does (s_lift_deadline). */
 	char cut[256];
+	int64_t cut_ms;
 	char cut_retried[256];        /* the last one persisted again: once each */
+	int64_t cut_retried_ms;
 	int64_t deadline_lifted_mono; /* when the notice's deadline last stopped bounding them */
 	int store_checked;          /* s_warn_local_store has looked at the cloud */
 	int watch_stopped;          /* s_stop_watching ran */
@@ -224,15 +229,23 @@ static int s_notice_durable(const struct s_run *r)
  * that no longer bounds the store's requests (the machine outlived it, or the notice is
  * over): a routine persist in flight at the deadline fails there, and were it the trainer's
  * last checkpoint, nothing would persist it again. */
+/* The same commit: a name without a step number may be committed again, each commit its own
+ * checkpoint (rr_checkpoint_later). */
+static int s_same_commit(const char *a, int64_t a_ms, const char *b, int64_t b_ms)
+{
+	return strcmp(a, b) == 0 && a_ms == b_ms;
+}
+
 static void s_persist_cut_again(struct s_run *r)
 {
-	if (!r->cut[0] || strcmp(r->cut, r->newest) != 0) {
+	if (!r->cut[0] || !s_same_commit(r->cut, r->cut_ms, r->newest, r->newest_ms)) {
 		r->cut[0] = '\0';
 		return;
 	}
 	rr_info("persisting %s again: its persist was cut at the notice's deadline, which no "
 		"longer bounds the store's requests", r->cut);
 	snprintf(r->cut_retried, sizeof(r->cut_retried), "%s", r->cut);
+	r->cut_retried_ms = r->cut_ms;
 	r->cut[0] = '\0';
 	rr_persister_submit(r->persister, r->newest, r->newest_ms, 0);
 }
@@ -559,8 +572,9 @@ static int s_notice_going(const struct s_run *r)
 /* The newest checkpoint is in the store: restored from it, or persisted since. */
 static int s_newest_durable(const struct s_run *r)
 {
-	return r->newest[0] && (strcmp(r->newest, r->restored) == 0 ||
-				strcmp(r->newest, r->persisted) == 0);
+	return r->newest[0] &&
+	       ((strcmp(r->newest, r->restored) == 0 && r->newest_ms <= r->restored_ms) ||
+		(strcmp(r->newest, r->persisted) == 0 && r->newest_ms <= r->persisted_ms));
 }
 
 /* The notice's checkpoint (notice_ckpt) is durable: a precaution is done, and a cloud that
@@ -628,6 +642,7 @@ static void s_going_between_attempts(struct s_run *r)
 		return;
 	}
 	snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", r->newest);
+	r->notice_ckpt_ms = r->newest_ms;
 	if (!s_newest_durable(r))
 		rr_persister_submit(r->persister, r->newest, r->newest_ms, 1);
 	else if (s_notice_active(r))
@@ -1046,7 +1061,15 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 {
 	struct s_run *r = ud;
 	int urgent = 0;
+	/* The restored copy itself, in the store already: the start-up scan finding it, or the
+	 * rename of a restore between attempts (the trainer down), not the trainer's commit. */
+	int restored_copy = r->restored[0] && strcmp(name, r->restored) == 0 &&
+			    ms <= r->restored_ms;
 
+	if (r->scanned && restored_copy) {
+		rr_debug("checkpoint %s (just restored) is in the checkpoint directory", name);
+		return;
+	}
 	if (!r->scanned && s_set_aside_if_passed_over(r, name))
 		return;
 	if (!r->scanned && r->other_run[0] && strcmp(name, r->restored) != 0) {
@@ -1058,18 +1081,22 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	 * (docs/trainer-contract.md, "The trainer contract"); once it runs, what it commits
 	 * last is newest, whatever its name, so a stray far-future name cannot hide every later
 	 * commit, the notice's included (the persister warns). */
+	int again = strcmp(name, r->newest) == 0 && ms > r->newest_ms;
 	if (r->newest[0] &&
-	    (r->scanned ? !rr_checkpoint_later(name, ms, r->newest, r->newest_ms)
+	    (r->scanned ? !rr_checkpoint_later(name, ms, r->newest, r->newest_ms) ||
+				  (again && r->cfg->nnodes > 1)
 			: rr_checkpoint_compare(name, ms, r->newest, r->newest_ms) <= 0)) {
-		if (r->scanned && strcmp(name, r->newest) == 0 && ms > r->newest_ms &&
-		    !r->same_name_warned) {
-			/* A store keeps a name's first commit (its manifest is create-only): the
-			 * newer state would never reach a new machine, silently. Said once. */
+		if (r->scanned && again && !r->same_name_warned) {
+			/* The store keeps a step-numbered name's first commit, and a multi-node
+			 * checkpoint's (its parts are committed once): the newer state would never
+			 * reach a new machine, silently. Said once. */
 			r->same_name_warned = 1;
 			rr_warn("checkpoint %s committed again under the same name: the store keeps "
-				"a name's first commit, so this one is not persisted and a new "
+				"the first commit of a %s, so this one is not persisted and a new "
 				"machine would resume from the first; commit each checkpoint under a "
-				"new name (step-N, as the trainer contract says)", name);
+				"new name (step-N, as the trainer contract says)", name,
+				r->cfg->nnodes > 1 ? "name in a multi-node run"
+						   : "step-numbered name");
 		}
 		rr_debug("checkpoint %s committed (not newer than %s)", name, r->newest);
 		return;
@@ -1088,6 +1115,7 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 			"answer (%s may have been a save under way when it was asked)", name,
 			r->notice_ckpt, r->notice_ckpt);
 		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", name);
+		r->notice_ckpt_ms = ms;
 		r->notice_retaken = 1;
 		urgent = 1;
 	} else if (s_notice_active(r) && r->notice_ckpt[0] && !s_notice_durable(r)) {
@@ -1096,12 +1124,13 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	} else if (s_notice_active(r) && r->asked_wall_ms && !r->notice_ckpt[0] &&
 		   ms >= r->asked_wall_ms - 20) {
 		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", name);
+		r->notice_ckpt_ms = ms;
 		urgent = 1;
 		char what[300];
 		snprintf(what, sizeof(what), "checkpoint %s committed by the trainer (%.1f s after "
 			 "asking)", name, (double)(rr_mono_ms() - r->asked_mono) / 1000.0);
 		s_log_step(r, what);
-	} else if (!r->scanned && strcmp(name, r->restored) == 0) {
+	} else if (restored_copy) {
 		rr_debug("checkpoint %s (just restored) is in the checkpoint directory", name);
 	} else if (!r->scanned) {
 		rr_info("checkpoint %s found in the checkpoint directory", name);
@@ -1110,7 +1139,8 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	}
 	if (r->scanned && r->child)
 		rr_recovery_commit(&r->rec, name);
-	rr_persister_submit(r->persister, name, ms, urgent);
+	if (!restored_copy)
+		rr_persister_submit(r->persister, name, ms, urgent);
 }
 
 /* A failed persist of the newest checkpoint with the notice's deadline bounding the store's
@@ -1124,11 +1154,14 @@ static int s_note_cut(struct s_run *r, const struct rr_persist_result *res)
 	int just_lifted = r->deadline_lifted_mono &&
 			  rr_mono_ms() - r->deadline_lifted_mono <= CUT_RESULT_MS;
 
-	if (res->rc == 0 || res->rc == RR_EEXIST || strcmp(res->name, r->newest) != 0 ||
-	    strcmp(res->name, r->cut_retried) == 0 || (!bounded && !just_lifted) ||
+	if (res->rc == 0 || res->rc == RR_EEXIST ||
+	    !s_same_commit(res->name, res->committed_ms, r->newest, r->newest_ms) ||
+	    s_same_commit(res->name, res->committed_ms, r->cut_retried, r->cut_retried_ms) ||
+	    (!bounded && !just_lifted) ||
 	    r->phase == S_FINISHING)
 		return 0;
 	snprintf(r->cut, sizeof(r->cut), "%s", res->name);
+	r->cut_ms = res->committed_ms;
 	if (!bounded)
 		s_persist_cut_again(r);
 	return 1;
@@ -1140,10 +1173,13 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 
 	s_cadence_persisted(r, res);
 	again = s_note_cut(r, res);
-	if (res->rc == 0 || res->rc == RR_EEXIST)
+	if (res->rc == 0 || res->rc == RR_EEXIST) {
 		snprintf(r->persisted, sizeof(r->persisted), "%s", res->name);
+		r->persisted_ms = res->committed_ms;
+	}
 	if (s_notice_active(r) && !s_notice_durable(r) && r->notice_ckpt[0] &&
-	    strcmp(res->name, r->notice_ckpt) != 0 && strcmp(res->name, r->newest) == 0 &&
+	    !s_same_commit(res->name, res->committed_ms, r->notice_ckpt, r->notice_ckpt_ms) &&
+	    s_same_commit(res->name, res->committed_ms, r->newest, r->newest_ms) &&
 	    (res->rc == 0 || res->rc == RR_EEXIST)) {
 		/* A commit after the notice's checkpoint (which is after the ask) is durable
 		 * first, the notice's own having failed or being still under way: it answers the
@@ -1152,16 +1188,20 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 		rr_info("checkpoint %s, committed after the notice's %s, answers the notice",
 			res->name, r->notice_ckpt);
 		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", res->name);
+		r->notice_ckpt_ms = res->committed_ms;
 	}
-	if (!s_notice_active(r) || strcmp(res->name, r->notice_ckpt) != 0 || s_notice_durable(r))
+	if (!s_notice_active(r) ||
+	    !s_same_commit(res->name, res->committed_ms, r->notice_ckpt, r->notice_ckpt_ms) ||
+	    s_notice_durable(r))
 		return;
 	if (res->rc == 0 || res->rc == RR_EEXIST) {
 		s_notice_made_durable(r);
-	} else if (strcmp(r->newest, res->name) != 0) {
+	} else if (!s_same_commit(res->name, res->committed_ms, r->newest, r->newest_ms)) {
 		/* It failed, and a newer commit followed it: that one answers the notice now. */
 		rr_warn("the notice's checkpoint %s was not persisted; the notice takes the newer "
 			"%s", res->name, r->newest);
 		snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", r->newest);
+		r->notice_ckpt_ms = r->newest_ms;
 		rr_persister_submit(r->persister, r->newest, r->newest_ms, 1);
 		return;
 	} else if (!again) {
@@ -1265,6 +1305,7 @@ static int s_restore_before(struct s_run *r, const char *x, char *instead, size_
 	s_move_aside(r, x);
 	snprintf(r->newest, sizeof(r->newest), "%s", instead);
 	snprintf(r->restored, sizeof(r->restored), "%s", instead);
+	r->restored_ms = rr_wall_ms();
 	r->newest_ms = 0;
 	e = instead[0] ? rr_catalog_find(c, instead) : NULL;
 	if (e && e->manifest) {
@@ -1822,6 +1863,7 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 	}
 	char b1[16], b2[16], b3[16], shared[80] = "";
 	snprintf(r->restored, sizeof(r->restored), "%s", name);
+	r->restored_ms = rr_wall_ms();
 	s_write_pointer(r, name);
 	if (st.unused_bytes)
 		snprintf(shared, sizeof(shared), ", %s of it other checkpoints' data in shared "

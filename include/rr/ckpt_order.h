@@ -21,10 +21,13 @@ int rr_checkpoint_compare(const char *a, int64_t a_committed_ms, const char *b,
 			  int64_t b_committed_ms);
 
 /* The order of commits within one run of the agent: 1 when a (committed at a_ms) should be
- * persisted after b, i.e. when a is newer by rr_checkpoint_compare OR was committed later,
- * and a is not b; else 0. Commit time counts too so that one stray far-future name
- * ("step-9999999999") cannot make every later commit look old and be skipped: what the
- * trainer committed last is what it would resume from. An empty b is older than anything. */
+ * persisted after b, i.e. when a is newer by rr_checkpoint_compare OR was committed later;
+ * else 0. Commit time counts too so that one stray far-future name ("step-9999999999")
+ * cannot make every later commit look old and be skipped: what the trainer committed last
+ * is what it would resume from. The same name is later only when it has no step number and
+ * was committed again later (`last.ckpt`, a `ckpt.pt` replaced: its newest commit is the
+ * checkpoint); a step-numbered name is one checkpoint, its first commit. An empty b is older
+ * than anything. */
 int rr_checkpoint_later(const char *a, int64_t a_committed_ms, const char *b,
 			int64_t b_committed_ms);
 

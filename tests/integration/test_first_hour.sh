@@ -4,8 +4,9 @@
 # flight); a drill file left from an earlier start is not a new notice; the default store is
 # this machine's disk, said loudly on a cloud; wrong inputs (a run or store that is not there,
 # a checkpoint dir under a missing parent, --keep 0) fail with one clear line instead of
-# looking like success; a checkpoint saved again under the same name, or written in place,
-# is said (the store keeps a name's first commit; an in-place file is never committed).
+# looking like success; a checkpoint saved again under the same name is persisted again
+# (a step-numbered one is said: the store keeps its first commit), one written in place is
+# said (never committed).
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/metalib.sh"
 T="$RR_SRC/tests/integration/trainers/ticker.py"
@@ -137,7 +138,11 @@ expect_grep "^resume-run: error: gc: invalid value '0' for --keep: must be 1-100
 ok "--keep 0: one prefix and the valid range"
 
 # The same name committed three times (Checkpointer.commit("latest") does so, moving the old
-# one aside), and torch.save to a final name in place (nanoGPT's ckpt.pt): each said once.
+# one aside; so do Lightning's last.ckpt and a ckpt.pt that os.replace() puts in place):
+# each commit is persisted in its turn, and a new machine resumes from the third (before,
+# the store kept the first, and the run went back to it). A step-numbered name committed
+# again keeps its first commit, said once; torch.save to a final name in place (nanoGPT's
+# ckpt.pt) is never committed, said once.
 cat > samename.sh <<'SH'
 d=$RESUME_RUN_CHECKPOINT_DIR
 for i in 1 2 3; do
@@ -149,9 +154,20 @@ echo model > "$d/ckpt.pt"; echo model2 > "$d/ckpt.pt"; sleep 0.5
 SH
 run_rr samename.log --store "file://$W/samename" --checkpoint-dir "$W/ck-same" -- sh samename.sh
 expect_eq "$RC" 0 "same name: exit status"
-expect_eq "$(grep -c 'checkpoint latest committed again under the same name' samename.log)" 1 "the same name said once"
+expect_eq "$(grep -c 'committed again under the same name' samename.log)" 0 "a name without a step committed again: no warning"
+expect_eq "$(grep -c '^resume-run: persisted latest:' samename.log)" 3 "each commit of latest persisted"
 expect_eq "$(grep -c '"ckpt.pt" in .* was written in place' samename.log)" 1 "the in-place file said once"
-ok "a name committed again, and a checkpoint file written in place, are each said once"
+run_rr samename-restore.log restore --store "file://$W/samename" --to "$W/new-machine"
+expect_eq "$RC" 0 "same name: restore"
+expect_eq "$(cat "$W/new-machine/latest/s.txt")" "state 3" "a new machine resumes from the third commit of latest"
+cat > samestep.sh <<'SH'
+d=$RESUME_RUN_CHECKPOINT_DIR
+for i in 1 2; do echo "state $i" > "$d/.s.tmp"; mv "$d/.s.tmp" "$d/step-5"; sleep 1.2; done
+SH
+run_rr samestep.log --store "file://$W/samestep" --checkpoint-dir "$W/ck-step" -- sh samestep.sh
+expect_eq "$RC" 0 "same step name: exit status"
+expect_eq "$(grep -c 'checkpoint step-5 committed again under the same name' samestep.log)" 1 "a step-numbered name committed again said once"
+ok "a name without a step committed again is persisted each time (a new machine gets the last); a step name again and an in-place file are each said once"
 
 # The same checkpoint directory given to a new --run-id (a new job on the same volume): the
 # old run's checkpoints are not the new run's. They are moved aside; the new run starts

@@ -177,8 +177,12 @@ static void test_later_commit_follows_a_far_future_name_within_a_run(void)
 	CU_ASSERT_EQUAL(rr_checkpoint_later("step-100", 3000, "step-200", 5000), 0);
 	/* Newer by name though committed earlier (a rescan of an older directory). */
 	CU_ASSERT_EQUAL(rr_checkpoint_later("step-300", 3000, "step-200", 5000), 1);
-	/* The same checkpoint reported again is never later than itself. */
+	/* A step-numbered name is one checkpoint: committed again, it is not later. */
 	CU_ASSERT_EQUAL(rr_checkpoint_later("step-200", 9000, "step-200", 5000), 0);
+	/* A name without one (last.ckpt, a ckpt.pt replaced) committed again later is. */
+	CU_ASSERT_EQUAL(rr_checkpoint_later("ckpt.pt", 9000, "ckpt.pt", 5000), 1);
+	CU_ASSERT_EQUAL(rr_checkpoint_later("ckpt.pt", 5000, "ckpt.pt", 5000), 0);
+	CU_ASSERT_EQUAL(rr_checkpoint_later("ckpt.pt", 4000, "ckpt.pt", 5000), 0);
 	/* Nothing yet: anything is later. */
 	CU_ASSERT_EQUAL(rr_checkpoint_later("step-1", 0, "", 0), 1);
 }

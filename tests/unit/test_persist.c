@@ -145,6 +145,97 @@ static void test_persist_same_name_again_is_eexist_or_eprecond_and_changes_nothi
 	fx_done(&f);
 }
 
+/* The stored manifest of name, parsed (the caller destroys it). */
+static struct rr_manifest *s_stored(struct fx *f, const char *name)
+{
+	struct rr_manifest *m = NULL;
+	char key[RR_KEY_MAX], *json;
+
+	if (rr_key_manifest(key, FX_RUN, name) != 0 || !(json = fx_get_str(f, key)))
+		return NULL;
+	if (rr_manifest_parse(json, strlen(json), &m, NULL, 0) != 0)
+		m = NULL;
+	free(json);
+	return m;
+}
+
+static int64_t s_stored_committed(struct fx *f, const char *name)
+{
+	struct rr_manifest *m = s_stored(f, name);
+	int64_t ms = m ? m->committed_unix_ms : -1;
+
+	rr_manifest_destroy(m);
+	return ms;
+}
+
+/* A name without a step number committed again later (Lightning's last.ckpt, a ckpt.pt that
+ * os.replace() puts in place every N steps): its newest commit is the checkpoint, and a new
+ * machine must resume from it, not from the first. The stored copy is replaced; an older
+ * commit never replaces a newer one; the same bytes again are the store's already. */
+static void test_persist_stepless_name_committed_again_replaces_its_store_copy(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_catalog *c = NULL;
+	struct rr_restore_stats rs;
+	char name[64], *d, *back;
+	size_t len = 0;
+
+	fx_init(&f);
+	s_make_mixed(&f, "last.ckpt");
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "last.ckpt", 1000, NULL, NULL, &st), 0);
+	d = fx_ckpt(&f, "last.ckpt");
+	fx_write_str(d, "run.sh", "#!/bin/sh\necho second\n", 0755);
+	CU_ASSERT_EQUAL(fx_persist(&f, "last.ckpt", 2000, NULL, NULL, &st), 0);
+	CU_ASSERT_EQUAL(s_stored_committed(&f, "last.ckpt"), 2000);
+	/* Only what changed was written (the unchanged segments taken from the first). */
+	CU_ASSERT(st.new_bytes < 64 * 1024);
+
+	/* An older commit of it (a machine behind) does not go over the newer one. */
+	fx_write_str(d, "run.sh", "#!/bin/sh\necho older\n", 0755);
+	CU_ASSERT_EQUAL(fx_persist(&f, "last.ckpt", 1500, NULL, NULL, &st), RR_EPRECOND);
+	CU_ASSERT_EQUAL(s_stored_committed(&f, "last.ckpt"), 2000);
+
+	/* Saved again unchanged: the store has it. */
+	fx_write_str(d, "run.sh", "#!/bin/sh\necho second\n", 0755);
+	CU_ASSERT_EQUAL(fx_persist(&f, "last.ckpt", 3000, NULL, NULL, &st), RR_EEXIST);
+	CU_ASSERT_EQUAL(s_stored_committed(&f, "last.ckpt"), 2000);
+
+	/* A new machine restores the second commit. */
+	CU_ASSERT_EQUAL_FATAL(rr_catalog_list(f.s, FX_RUN, &c), 0);
+	CU_ASSERT_EQUAL_FATAL(rr_restore_newest(f.s, c, 1, 0, f.restore_dir, 2, name, sizeof(name),
+						&rs), 0);
+	CU_ASSERT_STRING_EQUAL(name, "last.ckpt");
+	{
+		char *path = fx_join(f.restore_dir, "last.ckpt/run.sh");
+		back = (char *)fx_slurp(path, &len);
+		free(path);
+	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+	CU_ASSERT_EQUAL(len, strlen("#!/bin/sh\necho second\n"));
+	CU_ASSERT(memcmp(back, "#!/bin/sh\necho second\n", len) == 0);
+	free(back);
+	rr_catalog_destroy(c);
+
+	/* A one-file checkpoint replaced in place of itself (torch.save + os.replace). */
+	fx_write_random(f.ckpt_dir, "ckpt.pt", 3 * FX_MIB, 7, 0644);
+	CU_ASSERT_EQUAL(fx_persist(&f, "ckpt.pt", 1000, NULL, NULL, &st), 0);
+	fx_write_random(f.ckpt_dir, "ckpt.pt", 3 * FX_MIB, 8, 0644);
+	CU_ASSERT_EQUAL(fx_persist(&f, "ckpt.pt", 2000, NULL, NULL, &st), 0);
+	CU_ASSERT_EQUAL(s_stored_committed(&f, "ckpt.pt"), 2000);
+
+	/* A step-numbered name keeps its first commit (two writers of step-N). */
+	s_make_mixed(&f, "step-7");
+	CU_ASSERT_EQUAL(fx_persist(&f, "step-7", 1000, NULL, NULL, &st), 0);
+	free(d);
+	d = fx_ckpt(&f, "step-7");
+	fx_write_str(d, "run.sh", "#!/bin/sh\necho other\n", 0755);
+	CU_ASSERT_EQUAL(fx_persist(&f, "step-7", 2000, NULL, NULL, &st), RR_EPRECOND);
+	CU_ASSERT_EQUAL(s_stored_committed(&f, "step-7"), 1000);
+	free(d);
+	fx_done(&f);
+}
+
 /* Every chunk of m (packs included) in the store: 1, else 0. delete_them: removes them. */
 static int s_all_chunks(struct fx *f, const struct rr_manifest *m, int delete_them)
 {
@@ -1053,6 +1144,8 @@ static CU_TestInfo s_tests[] = {
 	  test_persist_writes_manifest_every_chunk_and_stats },
 	{ "persist_same_name_again_is_eexist_or_eprecond_and_changes_nothing",
 	  test_persist_same_name_again_is_eexist_or_eprecond_and_changes_nothing },
+	{ "persist_stepless_name_committed_again_replaces_its_store_copy",
+	  test_persist_stepless_name_committed_again_replaces_its_store_copy },
 	{ "persist_same_name_again_stores_the_chunks_the_store_lost",
 	  test_persist_same_name_again_stores_the_chunks_the_store_lost },
 	{ "persist_with_previous_reuses_unchanged_segments",
