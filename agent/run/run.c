@@ -381,7 +381,7 @@ static int s_launch(struct s_run *r)
 	}
 	r->child_exited = 0;
 	r->pgid = r->child;
-	rr_recovery_launch(&r->rec, r->newest);
+	rr_recovery_launch(&r->rec, r->newest, r->newest_ms);
 	rr_info("started %s (pid %d, attempt %u)%s%s", r->cfg->argv[0], (int)r->child, r->attempt,
 		r->newest[0] ? ", resuming from " : "", r->newest);
 	return 0;
@@ -1138,7 +1138,7 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 		rr_info("checkpoint %s committed", name);
 	}
 	if (r->scanned && r->child)
-		rr_recovery_commit(&r->rec, name);
+		rr_recovery_commit(&r->rec, name, ms);
 	if (!restored_copy)
 		rr_persister_submit(r->persister, name, ms, urgent);
 }
@@ -1235,7 +1235,7 @@ static void s_note_proven(struct s_run *r, const struct rr_persist_result *res)
 {
 	cJSON *ev;
 
-	if ((res->rc != 0 && res->rc != RR_EEXIST) || !rr_recovery_durable(&r->rec, res->name))
+	if ((res->rc != 0 && res->rc != RR_EEXIST) || !rr_recovery_durable(&r->rec, res->name, res->committed_ms))
 		return;
 	ev = cJSON_CreateObject();
 	if (!ev)

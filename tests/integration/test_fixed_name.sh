@@ -30,4 +30,19 @@ expect_grep "resumed from step $saved\$" m2.log "the trainer resumed from the no
 expect_eq "$(json_field m2.json sha256)" "$(json_field ref.json sha256)" "final weights"
 expect_eq "$(json_field m2.json loss_history_sha256)" "$(json_field ref.json loss_history_sha256)" "loss history"
 ok "new machine: resumed from step $saved (the last commit of ckpt.pt), final state identical to an uninterrupted run"
+
+# A trainer that fails now and then, after progress: every attempt resumes from ckpt.pt and
+# saves it again before it fails. Those are newer commits, so the one it resumed from is not
+# suspect (before, the name alone was compared: two failures marked the newest state suspect).
+run_rr m3.log --store "file://$W/crashy" --checkpoint-dir "$W/ck-crashy" --precision exact \
+	--max-restarts 3 --suspect-after 2 -- "${T[@]}" --crash-after 30
+expect_eq "$RC" 1 "a trainer failing after each save: exit status once the restarts are spent"
+expect_eq "$(grep -c '^resumed from step' m3.log)" 3 "each restart resumed from ckpt.pt"
+expect_eq "$(grep -c -i 'suspect' m3.log)" 0 "nothing marked suspect"
+run_rr m3r.log restore --store "file://$W/crashy" --to "$W/crashy-new"
+expect_eq "$RC" 0 "restore after the failures"
+last=$(sed -nE 's/^saved step ([0-9]+)$/\1/p' m3.log | tail -1)
+"$PY" -c 'import sys, torch; print("step %d" % torch.load(sys.argv[1])["step"])' "$W/crashy-new/ckpt.pt" > m3.step
+expect_eq "$(cat m3.step)" "step $last" "a new machine gets the last save"
+ok "a trainer failing after progress: ckpt.pt committed again each attempt, never marked suspect; a new machine gets step $last"
 finish

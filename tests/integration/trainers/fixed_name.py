@@ -4,6 +4,7 @@ onto ckpt.pt (--every steps), resumed from it at start. A small MLP on fixed syn
 seeded, one thread: a run resumed from a step ends bit-identical to one never stopped when the
 checkpoint comes back exact (--precision exact).
 
+With --crash-after K an attempt exits 1 after K steps (its saves made on the way).
 On the checkpoint signal (SIGUSR1) it saves at the end of the step and exits 0 if the notice
 file says the machine is going. Prints "resumed from step S", "saved step S",
 "checkpointed at step S, exiting for preemption" and writes --out (final step, weights'
@@ -21,6 +22,8 @@ p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=120)
 p.add_argument("--every", type=int, default=20)
 p.add_argument("--step-time", type=float, default=0.0)
+p.add_argument("--crash-after", type=int, default=0,
+               help="exit 1 after this many steps of this attempt (a crash after progress)")
 p.add_argument("--out")
 a = p.parse_args()
 
@@ -62,7 +65,11 @@ def going():
         return False
 
 
+first = step
 while step < a.steps:
+    if a.crash_after and step - first == a.crash_after:
+        print("crash at step %d" % step, flush=True)
+        raise SystemExit(1)
     i = torch.arange(step * 32, step * 32 + 32) % x.shape[0]
     loss = torch.nn.functional.mse_loss(model(x[i]), y[i])
     opt.zero_grad()
