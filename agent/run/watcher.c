@@ -17,6 +17,7 @@
 #include "rr/clock.h"
 #include "rr/commit_rule.h"
 #include "rr/error.h"
+#include "rr/format.h"
 #include "rr/fsutil.h"
 #include "rr/log.h"
 #include "rr/manifest.h"
@@ -452,6 +453,40 @@ int rr_watcher_fd(const struct rr_watcher *w)
 	return w->ifd;
 }
 
+/* What a checkpoint file written in place holds, by its own format's reader. */
+enum s_file_state {
+	S_FILE_OTHER, /* of no format it can check (a legacy pickle, a .tar) */
+	S_FILE_WHOLE, /* a torch.save zip or safetensors file, every record accounted for */
+	S_FILE_CUT    /* a zip or safetensors file its reader refuses: a save cut short */
+};
+
+static enum s_file_state s_file_state(int dirfd, const char *name)
+{
+	const struct rr_format *used, *refused;
+	struct rr_format_plan plan;
+	unsigned char head[4] = { 0 };
+	enum s_file_state state = S_FILE_OTHER;
+	struct stat st;
+	char why[200];
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return S_FILE_OTHER;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    rr_format_plan_fd(fd, name, (uint64_t)st.st_size, &plan, &used, &refused, why,
+			      sizeof(why)) == 0) {
+		if (used != &rr_format_plain)
+			state = S_FILE_WHOLE;
+		else if (refused == &rr_format_safetensors ||
+			 (refused == &rr_format_torch && pread(fd, head, 4, 0) == 4 &&
+			  memcmp(head, "PK\x03\x04", 4) == 0))
+			state = S_FILE_CUT;
+		rr_format_plan_free(&plan);
+	}
+	close(fd);
+	return state;
+}
+
 /* One entry found by a scan: reported when committed by the rule. */
 static int s_scan_entry(struct rr_watcher *w, int fd, const char *name, const char *pointed,
 			int64_t pointer_ms, rr_watcher_cb cb, void *ud)
@@ -465,8 +500,15 @@ static int s_scan_entry(struct rr_watcher *w, int fd, const char *name, const ch
 	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		return errno == ENOENT ? 0 : rr_error_from_errno(errno);
 	if (S_ISREG(st.st_mode)) {
-		if (rr_commit_scan_takes_file(&w->rule, name))
-			cb(name, s_ctime_ms(&st), ud);
+		if (!rr_commit_scan_takes_file(&w->rule, name))
+			return 0;
+		if (s_file_state(fd, name) == S_FILE_CUT) {
+			char q[RR_QUOTE_CAP];
+			rr_warn("%s in %s is not whole (a save cut short?): not taken as a checkpoint",
+				rr_quote_str(q, name), w->dir);
+			return 0;
+		}
+		cb(name, s_ctime_ms(&st), ud);
 		return 0;
 	}
 	if (!S_ISDIR(st.st_mode))
@@ -592,6 +634,32 @@ static int s_on_moved_in(struct rr_watcher *w, int dirfd, const char *name, rr_w
 	return 0;
 }
 
+/* A checkpoint-like file written under its final name and closed (nanoGPT's
+ * torch.save(checkpoint, "ckpt.pt"), safetensors' save_file): under auto, committed when its
+ * own format's reader finds it whole, a torch.save zip with its end records and every record
+ * there or a safetensors file whose header accounts for every byte, so a save cut short
+ * (the trainer killed mid-write, whose close comes all the same) commits nothing. A file of
+ * no such format (a legacy pickle) is never committed: said once, or a run that saves only
+ * so stores nothing, silently. */
+static int s_on_closed_in_place(struct rr_watcher *w, int dirfd, const char *name,
+				rr_watcher_cb cb, void *ud)
+{
+	enum s_file_state state;
+	struct stat st;
+
+	if (!rr_commit_takes_renames(&w->rule) || !rr_commit_file_looks_like_checkpoint(name))
+		return 0;
+	state = w->rule.kind == RR_COMMIT_AUTO ? s_file_state(dirfd, name) : S_FILE_OTHER;
+	if (state == S_FILE_WHOLE && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		cb(name, s_ctime_ms(&st), ud);
+	else if (state == S_FILE_CUT)
+		rr_debug("%s closed in %s, not whole (rewritten meanwhile, or cut short): not a "
+			 "commit", name, w->dir);
+	else
+		s_warn_direct_create(w, name, 1);
+	return 0;
+}
+
 /* A directory was made under a final name: under a marker rule its marker is awaited;
  * under rename alone this is the classic mistake, worth a warning. */
 static int s_on_dir_created(struct rr_watcher *w, int dirfd, const char *name,
@@ -675,13 +743,8 @@ static int s_handle(struct rr_watcher *w, const struct inotify_event *ev, const 
 		return s_on_moved_in(w, *dirfd, name, cb, ud);
 	if ((ev->mask & IN_CLOSE_WRITE) && rr_commit_is_pointer(&w->rule, name))
 		return s_pointer_commit(w, *dirfd, name, cb, ud);
-	/* A checkpoint-like file written under its final name (torch.save(path) in place) is
-	 * never committed: said once, or a run that saves only so stores nothing, silently. */
-	if (ev->mask & IN_CLOSE_WRITE) {
-		if (rr_commit_takes_renames(&w->rule) && rr_commit_file_looks_like_checkpoint(name))
-			s_warn_direct_create(w, name, 1);
-		return 0;
-	}
+	if (ev->mask & IN_CLOSE_WRITE)
+		return s_on_closed_in_place(w, *dirfd, name, cb, ud);
 	return s_on_dir_created(w, *dirfd, name, cb, ud);
 }
 

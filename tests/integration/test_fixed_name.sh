@@ -31,6 +31,25 @@ expect_eq "$(json_field m2.json sha256)" "$(json_field ref.json sha256)" "final 
 expect_eq "$(json_field m2.json loss_history_sha256)" "$(json_field ref.json loss_history_sha256)" "loss history"
 ok "new machine: resumed from step $saved (the last commit of ckpt.pt), final state identical to an uninterrupted run"
 
+# nanoGPT's way: torch.save straight to ckpt.pt, no temp name. Each save is committed when
+# its file is whole (a torch.save zip with every record and its end records), so the same
+# holds: a new machine resumes from the notice's save.
+rm -rf .resume-run NOTICE
+( wait_for 60 sh -c "[ \$(grep -c '^resume-run: persisted ckpt.pt:' m4.log) -ge 2 ]" && touch NOTICE ) &
+run_rr m4.log --precision exact --drill-file NOTICE -- "${T[@]}" --in-place --step-time 0.03 --out m4.json
+wait
+expect_eq "$RC" "$RR_PREEMPTED" "in place, machine 1 exit status"
+saved=$(sed -nE 's/.*checkpointed at step ([0-9]+), exiting for preemption.*/\1/p' m4.log)
+[ -n "$saved" ] && [ "$saved" -gt 40 ] || fail "in place: the trainer did not checkpoint on the notice (saved='$saved')"
+expect_grep 'checkpoint ckpt.pt is durable in the store' m4.log "in place: the notice's save durable"
+[ "$(grep -c 'written in place' m4.log)" = 0 ] || fail "in place: warned as never committed"
+rm -rf .resume-run/checkpoints NOTICE
+run_rr m5.log --precision exact -- "${T[@]}" --in-place --out m5.json
+expect_eq "$RC" 0 "in place, machine 2 exit status"
+expect_grep "resumed from step $saved\$" m5.log "in place: the trainer resumed from the notice's save"
+expect_eq "$(json_field m5.json sha256)" "$(json_field ref.json sha256)" "in place: final weights"
+ok "torch.save in place (nanoGPT): every save committed once whole; a new machine resumed from step $saved, identical to an uninterrupted run"
+
 # A trainer that fails now and then, after progress: every attempt resumes from ckpt.pt and
 # saves it again before it fails. Those are newer commits, so the one it resumed from is not
 # suspect (before, the name alone was compared: two failures marked the newest state suspect).

@@ -19,6 +19,7 @@
 #include "rr/commit_rule.h"
 #include "watcher.h"
 #include "cunit_main.h"
+#include "torch_fixture.h"
 
 #define S_REC_MAX 64
 #define S_WAIT_MS 2000
@@ -482,6 +483,102 @@ static void test_file_renamed_to_a_final_name_is_a_one_file_checkpoint(void)
 	CU_ASSERT(f.r.n == 2);
 	CU_ASSERT(s_count(&f.r, "model.bin") == 1);
 	CU_ASSERT(s_count(&f.r, "written-in-place.pt") == 0);
+	s_fx_end(&f);
+}
+
+/* Writes len bytes of data to dir/name in place (one open, one close, as torch.save does). */
+static void s_write_bytes(const char *dir, const char *name, const void *data, size_t len)
+{
+	char p[PATH_MAX];
+	FILE *f;
+
+	s_path(p, sizeof(p), dir, name);
+	f = fopen(p, "wb");
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT_FATAL(fwrite(data, 1, len, f) == len);
+	CU_ASSERT_FATAL(fclose(f) == 0);
+}
+
+/* A tiny safetensors file: one F32 tensor of 2 values (8-byte prefix, JSON header, data). */
+static size_t s_safetensors(unsigned char *out)
+{
+	static const char hdr[] = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+	uint64_t n = sizeof(hdr) - 1;
+
+	for (int i = 0; i < 8; i++)
+		out[i] = (unsigned char)(n >> (8 * i));
+	memcpy(out + 8, hdr, n);
+	memset(out + 8 + n, 0x3f, 8);
+	return 8 + n + 8;
+}
+
+/* Processes events until name has been reported n times; fails after 2 s without one. */
+static void s_pump_until_count(struct rr_watcher *w, struct s_rec *r, const char *name,
+			       size_t n)
+{
+	struct pollfd pfd = { .fd = rr_watcher_fd(w), .events = POLLIN };
+
+	for (int i = 0; i < 1000 && (size_t)s_count(r, name) < n; i++) {
+		int k = poll(&pfd, 1, S_WAIT_MS);
+		if (k < 0 && errno == EINTR)
+			continue;
+		CU_ASSERT_FATAL(k == 1);
+		CU_ASSERT_FATAL(rr_watcher_process(w, s_record, r) == 0);
+	}
+	CU_ASSERT_FATAL((size_t)s_count(r, name) >= n);
+}
+
+/* nanoGPT saves torch.save(checkpoint, "ckpt.pt") in place; safetensors' save_file writes in
+ * place too. Under auto such a file commits when it is whole by its own format; one cut short
+ * (the trainer killed mid-write: its close comes all the same) commits nothing and warns
+ * nothing; a scan does not take a cut one either. Before, an in-place file never committed. */
+static void test_whole_file_written_in_place_commits_a_cut_one_does_not(void)
+{
+	struct s_fx f;
+	struct s_capture c;
+	unsigned char st[256];
+	size_t len = 0, stlen = s_safetensors(st);
+	unsigned char *pt = tf_load("fuzz_torch_zip", "little.pt", &len);
+	char *log;
+	struct s_rec r = { .n = 0 };
+	struct rr_commit_rule rule;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pt);
+	s_fx_start(&f);
+	CU_ASSERT_FATAL(rr_commit_rule_parse("auto", &rule) == 0);
+	rr_watcher_set_rule(f.w, &rule);
+	s_capture_begin(&c);
+	s_write_bytes(f.dir, "cut.pt", pt, len / 2);
+	s_write_bytes(f.dir, "cut.safetensors", st, stlen - 4);
+	s_write_bytes(f.dir, "ckpt.pt", pt, len);
+	s_write_bytes(f.dir, "model.safetensors", st, stlen);
+	s_sync(f.w, &f.r, f.dir);
+	log = s_capture_end(&c);
+	CU_ASSERT(s_count(&f.r, "ckpt.pt") == 1);
+	CU_ASSERT(s_index(&f.r, "ckpt.pt") >= 0 &&
+		  f.r.ms[s_index(&f.r, "ckpt.pt")] == s_ctime_ms(f.dir, "ckpt.pt"));
+	CU_ASSERT(s_count(&f.r, "model.safetensors") == 1);
+	CU_ASSERT(s_count(&f.r, "cut.pt") == 0);
+	CU_ASSERT(s_count(&f.r, "cut.safetensors") == 0);
+	CU_ASSERT(s_count_substr(log, "written in place") == 0);
+	free(log);
+
+	/* Saved again in place: committed again. */
+	usleep(20000);
+	s_write_bytes(f.dir, "ckpt.pt", pt, len);
+	s_pump_until_count(f.w, &f.r, "ckpt.pt", 2);
+
+	/* At start-up, a cut one is not taken (said), a whole one is. */
+	s_capture_begin(&c);
+	CU_ASSERT(rr_watcher_scan(f.w, s_record, &r) == 0);
+	log = s_capture_end(&c);
+	CU_ASSERT(s_count(&r, "ckpt.pt") == 1);
+	CU_ASSERT(s_count(&r, "model.safetensors") == 1);
+	CU_ASSERT(s_count(&r, "cut.pt") == 0);
+	CU_ASSERT(s_count(&r, "cut.safetensors") == 0);
+	CU_ASSERT(s_count_substr(log, "is not whole") == 2);
+	free(log);
+	free(pt);
 	s_fx_end(&f);
 }
 
@@ -1174,6 +1271,8 @@ static CU_TestInfo s_tests[] = {
 	  test_final_name_renamed_to_another_final_name_is_a_commit },
 	{ "test_directory_moved_in_from_elsewhere_is_a_commit",
 	  test_directory_moved_in_from_elsewhere_is_a_commit },
+	{ "test_whole_file_written_in_place_commits_a_cut_one_does_not",
+	  test_whole_file_written_in_place_commits_a_cut_one_does_not },
 	{ "test_file_renamed_to_a_final_name_is_a_one_file_checkpoint",
 	  test_file_renamed_to_a_final_name_is_a_one_file_checkpoint },
 	{ "test_commit_that_vanished_before_processing_is_skipped",

@@ -4,7 +4,7 @@ onto ckpt.pt (--every steps), resumed from it at start. A small MLP on fixed syn
 seeded, one thread: a run resumed from a step ends bit-identical to one never stopped when the
 checkpoint comes back exact (--precision exact).
 
-With --crash-after K an attempt exits 1 after K steps (its saves made on the way).
+With --in-place it saves straight to ckpt.pt (nanoGPT's way). With --crash-after K an attempt exits 1 after K steps (its saves made on the way).
 On the checkpoint signal (SIGUSR1) it saves at the end of the step and exits 0 if the notice
 file says the machine is going. Prints "resumed from step S", "saved step S",
 "checkpointed at step S, exiting for preemption" and writes --out (final step, weights'
@@ -24,6 +24,8 @@ p.add_argument("--every", type=int, default=20)
 p.add_argument("--step-time", type=float, default=0.0)
 p.add_argument("--crash-after", type=int, default=0,
                help="exit 1 after this many steps of this attempt (a crash after progress)")
+p.add_argument("--in-place", action="store_true",
+               help="torch.save straight to ckpt.pt, as nanoGPT does (no temp name)")
 p.add_argument("--out")
 a = p.parse_args()
 
@@ -50,9 +52,14 @@ if restore and os.path.isfile(restore):
 
 
 def save():
+    state = {"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+             "losses": losses}
+    if a.in_place:
+        torch.save(state, path)
+        print("saved step %d" % step, flush=True)
+        return
     tmp = path + ".tmp"
-    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
-                "losses": losses}, tmp)
+    torch.save(state, tmp)
     os.replace(tmp, path)
     print("saved step %d" % step, flush=True)
 
