@@ -1208,7 +1208,8 @@ static int s_recommit(const struct rr_persist_opts *o, const char *name, int64_t
 	uint64_t step;
 
 	return o->nnodes <= 1 && theirs && !rr_checkpoint_step(name, &step) &&
-	       committed_ms > theirs->committed_unix_ms;
+	       (committed_ms > theirs->committed_unix_ms ||
+		(o->supersedes_ms && theirs->committed_unix_ms == o->supersedes_ms));
 }
 
 static int s_workers_new(struct s_job *j, unsigned threads)

@@ -356,7 +356,7 @@ static void s_lead_observe(struct rr_cadence *c, const struct rr_lead_verdict *v
 	}
 }
 
-void rr_cadence_persisted(struct rr_cadence *c, const char *name,
+void rr_cadence_persisted(struct rr_cadence *c, const char *name, int64_t commit_wall_ms,
 			  const struct rr_persist_stats *st, double rate_bps)
 {
 	int64_t commit_ms = 0;
@@ -368,8 +368,8 @@ void rr_cadence_persisted(struct rr_cadence *c, const char *name,
 	if (!c || !c->o.every_auto)
 		return;
 	for (unsigned i = 0; i < S_COMMITS; i++)
-		if (c->commits[i].wall_ms && strcmp(c->commits[i].name, name) == 0)
-			commit_ms = c->commits[i].wall_ms;
+		if (c->commits[i].wall_ms == commit_wall_ms && strcmp(c->commits[i].name, name) == 0)
+			commit_ms = c->commits[i].wall_ms; /* a name may be committed again */
 	if (!commit_ms)
 		return;
 	frac = st->stored_bytes ? (double)st->new_bytes / (double)st->stored_bytes : 1.0;

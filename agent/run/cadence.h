@@ -72,8 +72,9 @@ void rr_cadence_asked(struct rr_cadence *c, int64_t mono_ms, int for_notice);
  * an outstanding ask (a stall measured), and the start of the next interval. */
 void rr_cadence_committed(struct rr_cadence *c, const char *name, int64_t commit_wall_ms,
 			  int64_t mono_ms);
-/* name was persisted (st; the store's recent rate rate_bps): the notice-lead rule's input. */
-void rr_cadence_persisted(struct rr_cadence *c, const char *name,
+/* name's commit at commit_wall_ms was persisted (st; the store's recent rate rate_bps): the
+ * notice-lead rule's input. */
+void rr_cadence_persisted(struct rr_cadence *c, const char *name, int64_t commit_wall_ms,
 			  const struct rr_persist_stats *st, double rate_bps);
 /* The periodic time came at mono_ms (asked or not). */
 void rr_cadence_fired(struct rr_cadence *c, int64_t mono_ms);

@@ -95,6 +95,18 @@ static int s_newer(const char *a, int64_t a_ms, const char *b, int64_t b_ms)
 	return rr_checkpoint_later(a, a_ms, b, b_ms);
 }
 
+/* name, committed at ms, comes after what is persisted. done from the store (restored, or
+ * the store's newest at start) has its writer's commit time, another machine's clock: a
+ * commit here of that same name without a step number is after it whatever the clocks say
+ * (the run loop saw it committed after the restore). Called with the lock held. */
+static int s_after_done(const struct rr_persister *p, const char *name, int64_t ms)
+{
+	uint64_t step;
+
+	return s_newer(name, ms, p->done, p->done_ms) ||
+	       (p->done_elsewhere && strcmp(name, p->done) == 0 && !rr_checkpoint_step(name, &step));
+}
+
 /* A commit that is later than the newest persisted checkpoint but sorts before it by name:
  * that one has a far-future name (a stray "step-9999999999"). It is persisted all the same,
  * by commit time; the warning, once per such name, says what the store will make of it,
@@ -300,6 +312,9 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 	};
 	struct rr_manifest *commit = NULL;
 	struct rr_persist_result r = { .urgent = urgent, .committed_ms = ms };
+
+	if (p->previous && strcmp(p->previous->checkpoint, name) == 0)
+		opts.supersedes_ms = p->previous->committed_unix_ms;
 	struct rr_manifest *m = NULL, *written;
 
 	snprintf(r.name, sizeof(r.name), "%s", name);
@@ -353,7 +368,7 @@ static void s_run_checkpoint(struct rr_persister *p, const char *name, int64_t m
 	written = m;
 	pthread_mutex_lock(&p->lock);
 	if ((r.rc == 0 || r.rc == RR_EEXIST) &&
-	    (s_newer(name, ms, p->done, p->done_ms) || (urgent && p->done_elsewhere))) {
+	    (s_after_done(p, name, ms) || (urgent && p->done_elsewhere))) {
 		snprintf(p->done, sizeof(p->done), "%s", name);
 		p->done_ms = ms;
 		p->done_elsewhere = 0;
@@ -448,7 +463,7 @@ static void *s_thread(void *arg)
 		}
 		/* A notice's checkpoint goes first; otherwise ledger events, then checkpoints. */
 		if (p->routine.have && !p->urgent.have && !p->events &&
-		    !s_newer(p->routine.name, p->routine.ms, p->done, p->done_ms)) {
+		    !s_after_done(p, p->routine.name, p->routine.ms)) {
 			p->routine.have = 0; /* the notice's, persisted meanwhile, is newer */
 			continue;
 		}
@@ -555,7 +570,7 @@ void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, i
 	 * store's newest, from another machine (whose clock may have been ahead), sorts after it;
 	 * never when this agent persisted a newer one itself. */
 	if ((!urgent || !p->done_elsewhere) &&
-	    (!s_newer(name, ms, p->done, p->done_ms) ||
+	    (!s_after_done(p, name, ms) ||
 	     (p->running && !s_newer(name, ms, p->running_name, p->running_ms)))) {
 		if (strcmp(name, p->done) != 0 && strcmp(name, p->dropped) != 0) {
 			snprintf(p->dropped, sizeof(p->dropped), "%s", name);
@@ -604,6 +619,7 @@ void rr_persister_rewind(struct rr_persister *p, const char *name, int64_t commi
 	pthread_mutex_lock(&p->lock);
 	snprintf(p->done, sizeof(p->done), "%s", name);
 	p->done_ms = committed_ms;
+	p->done_elsewhere = name[0] != '\0'; /* the store's, with its writer's commit time */
 	if (m) {
 		rr_manifest_destroy(p->rewound); /* an earlier rewind not taken over yet */
 		p->rewound = m;

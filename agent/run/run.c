@@ -115,7 +115,11 @@ struct s_run {
 	int retention_stopped;   /* leaving: retention was told to stop (rr_persister_leaving) */
 
 	char restored[256]; /* what the start-up restore put back, "" when nothing */
-	int64_t restored_ms; /* when it finished: a commit of that name until then is its copy */
+	/* The restored copy's commit time as the checkpoint directory's clock gives it (its
+	 * ctime, or its pointer's, when the restore ended): a commit of that name reported at or
+	 * before it is the copy itself, a later one the trainer's. */
+	int64_t restored_ms;
+	int64_t restored_committed_ms; /* its manifest's commit time (the store's writer's clock) */
 	char other_run[256]; /* the run the checkpoint directory was last used by, when not this */
 	int dir_owned;       /* the directory's owner file names this run already */
 	/* Checkpoints the start-up restore passed over as suspect: a local copy of one of them
@@ -962,7 +966,7 @@ static void s_cadence_persisted(struct s_run *r, const struct rr_persist_result 
 	if (!r->cadence || res->rc != 0)
 		return;
 	rr_persister_throughput(r->persister, &tp);
-	rr_cadence_persisted(r->cadence, res->name, &res->stats, tp.bps);
+	rr_cadence_persisted(r->cadence, res->name, res->committed_ms, &res->stats, tp.bps);
 }
 
 /* A notice file already there when the agent starts announces nothing now: it is an
@@ -1217,7 +1221,9 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 /* A framework that finds its checkpoint through a pointer file (DeepSpeed's `latest`) gets it
  * back beside the restored directory (docs/trainer-contract.md, "The trainer contract",
  * "Order"). */
-static void s_write_pointer(struct s_run *r, const char *name)
+/* Writes the pointer file naming the restored name, when the rule has one; returns its
+ * name, or NULL. */
+static const char *s_write_pointer(struct s_run *r, const char *name)
 {
 	const char *pointer = NULL;
 	int rc = rr_commit_write_pointer(&r->cfg->commit, r->ckpt_dir, name, &pointer);
@@ -1227,6 +1233,32 @@ static void s_write_pointer(struct s_run *r, const char *name)
 			rr_strerror(rc));
 	else if (pointer)
 		rr_info("wrote %s naming %s", pointer, name);
+	return rc ? NULL : pointer;
+}
+
+static int64_t s_entry_ctime_ms(const struct s_run *r, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!name || snprintf(path, sizeof(path), "%s/%s", r->ckpt_dir, name) >= (int)sizeof(path) ||
+	    lstat(path, &st) != 0)
+		return 0;
+	return (int64_t)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
+}
+
+/* name was just restored into the checkpoint directory (its manifest committed at
+ * committed_ms), its pointer file written: what tells its copy from the trainer's commits. */
+static void s_note_restored(struct s_run *r, const char *name, int64_t committed_ms)
+{
+	const char *pointer = s_write_pointer(r, name);
+	int64_t a = s_entry_ctime_ms(r, name), b = s_entry_ctime_ms(r, pointer);
+
+	snprintf(r->restored, sizeof(r->restored), "%s", name);
+	r->restored_committed_ms = committed_ms;
+	r->restored_ms = a > b ? a : b;
+	if (!r->restored_ms)
+		r->restored_ms = rr_wall_ms(); /* gone already: no commit of it can be its copy */
 }
 
 /* A checkpoint the trainer resumed from is proven once a newer one it committed is
@@ -1235,7 +1267,13 @@ static void s_note_proven(struct s_run *r, const struct rr_persist_result *res)
 {
 	cJSON *ev;
 
-	if ((res->rc != 0 && res->rc != RR_EEXIST) || !rr_recovery_durable(&r->rec, res->name, res->committed_ms))
+	if ((res->rc != 0 && res->rc != RR_EEXIST) ||
+	    !rr_recovery_durable(&r->rec, res->name, res->committed_ms))
+		return;
+	/* The same name committed again replaced the commit resumed from in the store: there
+	 * is nothing left of it to mark, and the mark would name the new one, never resumed
+	 * from. */
+	if (strcmp(res->name, r->rec.from) == 0)
 		return;
 	ev = cJSON_CreateObject();
 	if (!ev)
@@ -1265,6 +1303,21 @@ static int s_stored_committed_ms(struct s_run *r, const char *name, int64_t *out
 	return rc;
 }
 
+/* The store's commit of the suspect name (committed at stored_ms) is the one the failing
+ * attempts resumed from. A step-numbered name has one commit; one without may hold an
+ * earlier commit while the later one the trainer failed from never got there (its persist
+ * cut short by the mark): that earlier one is not suspect. */
+static int s_stored_is_from(const struct s_run *r, int64_t stored_ms)
+{
+	uint64_t step;
+
+	if (rr_checkpoint_step(r->rec.from, &step))
+		return 1;
+	if (strcmp(r->rec.from, r->restored) == 0 && r->rec.from_ms <= r->restored_ms)
+		return stored_ms == r->restored_committed_ms;
+	return stored_ms == r->rec.from_ms;
+}
+
 /* The suspect checkpoint leaves the trainer's sight: a dot-name is never a checkpoint. */
 static void s_move_aside(struct s_run *r, const char *name)
 {
@@ -1282,8 +1335,11 @@ static void s_move_aside(struct s_run *r, const char *name)
 
 /* Puts the newest checkpoint in the store that is not suspect where the trainer starts
  * from, instead of suspect x; instead receives its name ("" when none is left: a fresh
- * start). Returns 0, or the error that leaves the trainer to start from x again. */
-static int s_restore_before(struct s_run *r, const char *x, char *instead, size_t cap)
+ * start). same_name: the store's x is an earlier commit than the suspect one, and may take
+ * its place (the restore sets the local one aside). Returns 0, or the error that leaves
+ * the trainer to start from x again. */
+static int s_restore_before(struct s_run *r, const char *x, int same_name, char *instead,
+			    size_t cap)
 {
 	struct rr_catalog *c = NULL;
 	struct rr_restore_stats st;
@@ -1298,21 +1354,21 @@ static int s_restore_before(struct s_run *r, const char *x, char *instead, size_
 		instead[0] = '\0';
 		rc = 0;
 	}
-	if (rc || strcmp(instead, x) == 0) {
+	if (rc || (strcmp(instead, x) == 0 && !same_name)) {
 		rr_catalog_destroy(c);
 		return rc ? rc : RR_EEXIST;
 	}
-	s_move_aside(r, x);
+	if (strcmp(instead, x) != 0)
+		s_move_aside(r, x);
 	snprintf(r->newest, sizeof(r->newest), "%s", instead);
-	snprintf(r->restored, sizeof(r->restored), "%s", instead);
-	r->restored_ms = rr_wall_ms();
+	r->restored[0] = '\0';
 	r->newest_ms = 0;
 	e = instead[0] ? rr_catalog_find(c, instead) : NULL;
 	if (e && e->manifest) {
 		struct rr_manifest *m = e->manifest;
 		((struct rr_catalog_entry *)e)->manifest = NULL; /* taken over by the persister */
-		r->newest_ms = m->committed_unix_ms;
-		s_write_pointer(r, instead);
+		s_note_restored(r, instead, m->committed_unix_ms);
+		r->newest_ms = r->restored_ms;
 		rr_persister_rewind(r->persister, instead, m->committed_unix_ms, m);
 	} else {
 		rr_persister_rewind(r->persister, "", 0, NULL);
@@ -1329,7 +1385,7 @@ static void s_set_suspect_aside(struct s_run *r, int restore_before)
 {
 	struct rr_suspect m = { .failures = r->rec.failures, .exit_status = r->suspect_code };
 	char x[256], instead[256] = "";
-	int rc, marked, placed = 0;
+	int rc, marked, other, placed = 0;
 	cJSON *ev;
 
 	r->suspect_due = 0;
@@ -1340,21 +1396,27 @@ static void s_set_suspect_aside(struct s_run *r, int restore_before)
 	snprintf(m.why, sizeof(m.why), "the trainer failed %u times after resuming from it, "
 		 "last with exit status %d", r->rec.failures, r->suspect_code);
 	rc = s_stored_committed_ms(r, x, &m.for_committed_ms);
-	if (!rc)
+	other = !rc && !s_stored_is_from(r, m.for_committed_ms);
+	if (!rc && !other)
 		rc = rr_mark_suspect(r->store, r->cfg->run_id, x, &m);
-	marked = rc == 0;
+	marked = rc == 0 && !other;
 	if (marked)
 		rr_warn("checkpoint %s marked suspect: %s", x, m.why);
+	else if (other)
+		rr_warn("checkpoint %s is suspect (%s); the store holds an earlier commit of it, "
+			"which is not marked and takes its place", x, m.why);
 	else if (rc == RR_ENOENT)
 		rr_warn("checkpoint %s is suspect (%s) but not in the store: nothing to mark", x,
 			m.why);
 	else
 		rr_error("cannot mark checkpoint %s suspect in the store (%s): %s", x,
 			 rr_store_strerror(rc), m.why);
-	if (restore_before && (marked || rc == RR_ENOENT)) {
-		rc = s_restore_before(r, x, instead, sizeof(instead));
+	if (restore_before && (marked || other || rc == RR_ENOENT)) {
+		rc = s_restore_before(r, x, other, instead, sizeof(instead));
 		placed = rc == 0;
-		if (placed && instead[0])
+		if (placed && strcmp(instead, x) == 0)
+			rr_warn("restarting the trainer from the store's earlier commit of %s", x);
+		else if (placed && instead[0])
 			rr_warn("restarting the trainer from %s, the checkpoint before suspect %s",
 				instead, x);
 		else if (placed)
@@ -1862,9 +1924,10 @@ static int s_restore_at_start(struct s_run *r, struct rr_manifest **baseline,
 		return EXIT_AGENT_ERROR;
 	}
 	char b1[16], b2[16], b3[16], shared[80] = "";
-	snprintf(r->restored, sizeof(r->restored), "%s", name);
-	r->restored_ms = rr_wall_ms();
-	s_write_pointer(r, name);
+	{
+		const struct rr_catalog_entry *e = rr_catalog_find(c, name);
+		s_note_restored(r, name, e && e->manifest ? e->manifest->committed_unix_ms : 0);
+	}
 	if (st.unused_bytes)
 		snprintf(shared, sizeof(shared), ", %s of it other checkpoints' data in shared "
 			 "packs", rr_format_bytes(st.unused_bytes, b3));

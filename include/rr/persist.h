@@ -36,6 +36,10 @@ struct rr_persist_opts {
 	unsigned n_exact_globs;
 	const struct rr_manifest *previous; /* segments whose original bytes are unchanged
 					     * since this manifest reuse its chunks */
+	/* The commit time of a stored commit of this name that this one is known to follow (the
+	 * one restored, or persisted last, here): a name without a step number replaces it
+	 * whatever the clocks of the machines that committed them say. 0: none. */
+	int64_t supersedes_ms;
 	const atomic_int *cancel;         /* non-zero: stop soon with RR_ECANCELED */
 	int64_t gc_grace_ms;                /* the store's gc grace (0: no gc runs): a chunk
 					     * already stored but older than half of it (for

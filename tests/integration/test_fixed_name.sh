@@ -64,4 +64,56 @@ last=$(sed -nE 's/^saved step ([0-9]+)$/\1/p' m3.log | tail -1)
 "$PY" -c 'import sys, torch; print("step %d" % torch.load(sys.argv[1])["step"])' "$W/crashy-new/ckpt.pt" > m3.step
 expect_eq "$(cat m3.step)" "step $last" "a new machine gets the last save"
 ok "a trainer failing after progress: ckpt.pt committed again each attempt, never marked suspect; a new machine gets step $last"
+
+# The commit the trainer fails from never reached the store (its persist refused here: a
+# file name restore would refuse; a persist still uploading when the mark comes is the
+# same): the store's copy of the name is an earlier commit, which is not the suspect one.
+# It is left unmarked and put back in place of the failing one. Before, the name alone was
+# marked: the earlier good commit was marked suspect and the trainer started afresh.
+cat > failing.sh <<'SH'
+d=$RESUME_RUN_CHECKPOINT_DIR
+echo "attempt $RESUME_RUN_ATTEMPT from ${RESUME_RUN_RESTORE_DIR:-nothing}: $(cat "${RESUME_RUN_RESTORE_DIR:-/dev/null}/s.txt" 2>/dev/null)"
+case $RESUME_RUN_ATTEMPT in
+0)	mkdir "$d/.last.tmp" && echo A > "$d/.last.tmp/s.txt" && mv "$d/.last.tmp" "$d/last"
+	sleep 1.5
+	mkdir "$d/.last.tmp" && echo B > "$d/.last.tmp/s.txt" && : > "$d/.last.tmp/not\\restorable" &&
+		mv "$d/last" "$d/.last.old" && mv "$d/.last.tmp" "$d/last"
+	sleep 1.5; exit 1 ;;
+1)	exit 1 ;;
+*)	exit 0 ;;
+esac
+SH
+run_rr m6.log --store "file://$W/failing" --checkpoint-dir "$W/ck-failing" --max-restarts 3 \
+	--suspect-after 1 -- sh failing.sh
+expect_eq "$RC" 0 "the earlier commit put back: exit status"
+expect_grep 'the store holds an earlier commit of it, which is not marked and takes its place' m6.log "the earlier commit left unmarked"
+expect_grep '^attempt 2 from .*/last: A$' m6.log "the trainer restarted from the earlier commit"
+[ ! -f "$W/failing/default/checkpoints/last/suspect.json" ] || fail "the earlier commit was marked suspect"
+ok "a failing commit that never reached the store: the store's earlier commit of the name is not marked, and the trainer restarts from it"
+
+# The checkpoint directory's clock (an NFS or EFS server's, which sets the files' times) two
+# minutes behind the agent's (libfaketime on the agent only): the trainer's commit of the
+# restored name right after the restore is its own, and is persisted. Before, the restored
+# copy was told apart by the agent's clock: every commit of the name within those two
+# minutes was taken for the copy, and never persisted.
+FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+[ -e "$FAKETIME_LIB" ] || fail "libfaketime is missing (scripts/install-deps.sh test installs faketime)"
+cat > resave.sh <<'SH'
+d=$RESUME_RUN_CHECKPOINT_DIR
+echo "from ${RESUME_RUN_RESTORE_DIR:+$(cat "$RESUME_RUN_RESTORE_DIR/s.txt")}"
+mkdir "$d/.last.tmp" && echo "$1" > "$d/.last.tmp/s.txt"
+[ ! -e "$d/last" ] || mv "$d/last" "$d/.last.old"
+mv "$d/.last.tmp" "$d/last" && rm -rf "$d/.last.old" && sleep 1
+SH
+run_rr m7.log --store "file://$W/skew" --checkpoint-dir "$W/ck-skew1" -- sh resave.sh A
+expect_eq "$RC" 0 "skew: machine 1"
+env LD_PRELOAD="$FAKETIME_LIB" FAKETIME=+2m FAKETIME_DONT_FAKE_MONOTONIC=1 NO_FAKE_STAT=1 \
+	FAKETIME_DONT_RESET=1 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	"$RR_BIN" --store "file://$W/skew" --checkpoint-dir "$W/ck-skew2" -- \
+	env -u LD_PRELOAD -u FAKETIME sh resave.sh B > m8.log 2>&1 || fail "skew: machine 2 failed"
+expect_grep '^from A$' m8.log "skew: machine 2 resumed from A"
+expect_grep '^resume-run: persisted last:' m8.log "skew: the trainer's commit after the restore persisted"
+run_rr m9.log restore --store "file://$W/skew" --to "$W/skew-new"
+expect_eq "$(cat "$W/skew-new/last/s.txt")" "B" "skew: a new machine gets B"
+ok "the directory's clock behind the agent's: the trainer's commit of the restored name is persisted"
 finish

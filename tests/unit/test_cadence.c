@@ -229,7 +229,7 @@ static void s_persist(struct rr_cadence *c, const char *name, int64_t commit_mon
 	struct rr_persist_stats st = { .bytes = (uint64_t)bytes, .stored_bytes = (uint64_t)bytes,
 				       .new_bytes = (uint64_t)changed, .elapsed_ms = 1000 };
 	rr_cadence_committed(c, name, 1700000000000LL + commit_mono, commit_mono);
-	rr_cadence_persisted(c, name, &st, rate);
+	rr_cadence_persisted(c, name, 1700000000000LL + commit_mono, &st, rate);
 }
 
 /* A 4 MB checkpoint over a 400 kB/s link with a 4 s lead (--grace, no cloud). */

@@ -841,6 +841,49 @@ static void test_persister_destroy_after_work_is_clean(void)
 	s_teardown(&e);
 }
 
+/* One name saved again and again (ckpt.pt, last): restored from the store with the commit
+ * time of a machine whose clock was ahead, it is still followed by this machine's later
+ * commits of it, which the run loop saw come after the restore: each is persisted, the
+ * stored copy replaced (the notice's too). Before, they sorted before the restored one by
+ * commit time and were dropped, the notice's failed ("the store holds a later commit"). */
+static void test_persister_stepless_name_after_a_restore_from_a_clock_ahead(void)
+{
+	struct s_env e;
+	struct rr_manifest *ahead = NULL, *m = NULL;
+	const struct rr_persist_result *r;
+	char key[RR_KEY_MAX], *json;
+
+	s_env_init(&e);
+	s_make(&e, "last", 1);
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&e.f, "last", 9000000, NULL, &ahead, NULL), 0);
+	s_start(&e, 3, ahead); /* taken over */
+
+	s_make(&e, "last", 2);
+	rr_persister_submit(e.p, "last", 2000, 0);
+	r = s_result(&e, "last");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_EQUAL(r->committed_ms, 2000);
+	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
+	e.nres = 0;
+
+	s_make(&e, "last", 3);
+	rr_persister_submit(e.p, "last", 3000, 1);
+	r = s_result(&e, "last");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_EQUAL(r->urgent, 1);
+	CU_ASSERT_TRUE_FATAL(s_wait(&e, s_idle, NULL));
+	CU_ASSERT_EQUAL_FATAL(rr_key_manifest(key, FX_RUN, "last"), 0);
+	json = fx_get_str(&e.f, key);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+	CU_ASSERT_EQUAL_FATAL(rr_manifest_parse(json, strlen(json), &m, NULL, 0), 0);
+	CU_ASSERT_EQUAL(m->committed_unix_ms, 3000);
+	rr_manifest_destroy(m);
+	free(json);
+	s_teardown(&e);
+}
+
 /* A stray far-future name restored from the store (the baseline) must not make later
  * commits "not newer": they are persisted by commit time, the notice's (urgent) one too,
  * while LATEST, which orders by step number, stays where it is. */
@@ -1035,6 +1078,8 @@ static CU_TestInfo s_tests[] = {
 	  test_persister_persists_commits_after_a_newest_from_a_clock_ahead },
 	{ "persister_multinode_commit_that_fails_is_a_failed_persist",
 	  test_persister_multinode_commit_that_fails_is_a_failed_persist },
+	{ "persister_stepless_name_after_a_restore_from_a_clock_ahead",
+	  test_persister_stepless_name_after_a_restore_from_a_clock_ahead },
 	{ "persister_persists_commits_after_far_future_name",
 	  test_persister_persists_commits_after_far_future_name },
 	{ "persister_persists_submitted_checkpoint", test_persister_persists_submitted_checkpoint },
