@@ -589,6 +589,13 @@ void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, i
 			p->routine.have = 0; /* queued already: now a notice waits for it */
 		if (!p->urgent.have || s_newer(name, ms, p->urgent.name, p->urgent.ms))
 			s_slot_set(&p->urgent, name, ms);
+	} else if (p->routine.have && strcmp(name, p->routine.name) != 0 &&
+		   rr_checkpoint_compare(name, ms, p->routine.name, p->routine.ms) < 0) {
+		/* Committed later but sorting before the queued one by its step number (Lightning's
+		 * last.ckpt right after epoch=E-step=S.ckpt): the queued one is what a new machine
+		 * restores, so it stays. */
+		rr_info("%s is not persisted: %s, queued, has the greater step number (what a new "
+			"machine restores)", name, p->routine.name);
 	} else if (!p->routine.have || s_newer(name, ms, p->routine.name, p->routine.ms)) {
 		if (p->routine.have)
 			rr_info("%s replaces %s in the persist queue (the newest wins)", name,

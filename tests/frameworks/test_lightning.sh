@@ -36,4 +36,21 @@ drill_exact pl $STEPS "${L[@]}" --package pytorch_lightning --async-io
 reference accum $STEPS "${L[@]}" --accumulate 4 --min-epochs 50
 drill_exact accum $STEPS "${L[@]}" --accumulate 4 --min-epochs 50
 [ "$SAVED" -gt 3 ] || fail "accum: saved at step $SAVED, not after the window the notice came in"
+# ModelCheckpoint(save_last=True) with its temp files on another filesystem (TMPDIR on
+# tmpfs): Lightning's fsspec transaction then copies each save onto its name, written in
+# place, and last.ckpt is saved again right after each step file. Each is committed once
+# whole (before, a copy was never committed: nothing of this run was stored), and the last
+# step file is persisted even when last.ckpt, committed after it, came while it waited in
+# the queue (before, last.ckpt took its place there, and a new machine resumed from the step
+# file before). A new machine resumes from step 8.
+tmp=$(mktemp -d /dev/shm/rr-lightning-tmp.XXXXXX)
+TMPDIR=$tmp run_rr last.log --precision exact --store "file://$W/last-store" \
+	--checkpoint-dir "$W/last-a" -- "${L[@]}" --steps 8 --save-every 2 --save-last --out "$W/last.out"
+rm -rf "$tmp"
+expect_eq "$RC" 0 "save_last: exit status"
+expect_grep '^resume-run: persisted epoch=0-step=8.ckpt:' last.log "save_last: the last step file, copied in place, persisted"
+"$RR_BIN" restore --store "file://$W/last-store" --to "$W/last-b" > last-restore.log 2>&1 ||
+	fail "save_last: restore: $(tail -n 3 last-restore.log)"
+expect_grep 'restored epoch=0-step=8.ckpt' last-restore.log "save_last: a new machine restores step 8"
+ok "lightning: save_last=True with TMPDIR on another filesystem: every save (copied in place) committed; a new machine restores step 8"
 finish

@@ -608,6 +608,33 @@ static void test_persister_newest_queued_checkpoint_wins(void)
 	s_teardown_gated(&e, &g);
 }
 
+/* Lightning's save_last: last.ckpt is saved right after epoch=E-step=S.ckpt, with the same
+ * state. Queued behind a persist in progress, the step file stays in the queue: it is what a
+ * new machine restores (by step number), and last.ckpt sorts before it. Before, last.ckpt
+ * replaced it as the later commit and the store's newest by step stayed an older state. */
+static void test_persister_a_later_commit_sorting_before_the_queued_one_leaves_it(void)
+{
+	struct s_env e;
+	struct s_gate g;
+	const struct rr_persist_result *r;
+
+	s_setup_gated(&e, &g, "/chunks/", 10);
+	s_make(&e, "step-2", 1);
+	s_make(&e, "step-4", 2);
+	s_make(&e, "last", 2);
+	rr_persister_submit(e.p, "step-2", 1000, 0);
+	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g)); /* step-2 is being persisted */
+	rr_persister_submit(e.p, "step-4", 2000, 0);
+	rr_persister_submit(e.p, "last", 2001, 0); /* does not displace step-4 */
+	s_gate_open(&g);
+	r = s_result(&e, "step-4");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->rc, 0);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-4"));
+	s_teardown_gated(&e, &g);
+}
+
 static void test_persister_urgent_submission_sets_aside_older_persist_in_progress(void)
 {
 	struct s_env e;
@@ -1100,6 +1127,8 @@ static CU_TestInfo s_tests[] = {
 	  test_persister_reuses_segments_of_previous_checkpoint },
 	{ "persister_does_not_move_latest_backwards",
 	  test_persister_does_not_move_latest_backwards },
+	{ "persister_a_later_commit_sorting_before_the_queued_one_leaves_it",
+	  test_persister_a_later_commit_sorting_before_the_queued_one_leaves_it },
 	{ "persister_newest_queued_checkpoint_wins", test_persister_newest_queued_checkpoint_wins },
 	{ "persister_urgent_submission_sets_aside_older_persist_in_progress",
 	  test_persister_urgent_submission_sets_aside_older_persist_in_progress },

@@ -21,6 +21,8 @@ def package_arg(ap):
     ap.add_argument("--min-epochs", type=int, default=None, help="Trainer's min_epochs")
     ap.add_argument("--async-io", action="store_true",
                     help="plugins=[AsyncCheckpointIO()]: saves written on a thread of their own")
+    ap.add_argument("--save-last", action="store_true",
+                    help="ModelCheckpoint(save_last=True): last.ckpt saved again with each save")
 
 
 a = common.parse(package_arg)
@@ -83,7 +85,8 @@ def main():
     callbacks = [callback, Pace()]
     if a.save_every:
         callbacks.append(pl.callbacks.ModelCheckpoint(
-            dirpath=resume_run.checkpoint_dir(), every_n_train_steps=a.save_every, save_top_k=-1))
+            dirpath=resume_run.checkpoint_dir(), every_n_train_steps=a.save_every, save_top_k=-1,
+            save_last=a.save_last))
     if a.crash_at_save:
         # Lightning's atomic save: torch.save into memory, then the file written through an
         # fsspec transaction (a temp file moved onto the name). Crash before that move.
