@@ -1414,6 +1414,27 @@ static int s_theirs_chunks(struct s_job *j, const struct rr_manifest *theirs)
 	return 0;
 }
 
+/* A one-file checkpoint that its own format finds cut short (a zip without its end record, a
+ * safetensors file its header does not account for) is not persisted: written in place, it
+ * was rewritten since its commit (the next save under way), or the save was cut short; stored
+ * byte-exact it would replace a good copy with one no loader reads. */
+static int s_refuse_cut(struct s_job *j, const char *name)
+{
+	char q[RR_QUOTE_CAP];
+	int fd, owned, rc = s_file_fd(j, 0, &fd, &owned);
+
+	if (rc)
+		return rc;
+	if (rr_format_file_state(fd, name, j->l->files[0].size) == RR_FILE_CUT) {
+		rr_reason_set(&j->why, "%s is not whole (rewritten since its commit, or a save cut "
+			      "short): not stored", rr_quote_str(q, name));
+		rc = RR_EIO;
+	}
+	if (owned)
+		close(fd);
+	return rc;
+}
+
 /* Everything the workers need before the first byte is read: the checkpoint opened and
  * listed (l, which the job points at), its files held open, the manifest to fill, what may
  * be reused from theirs or the previous checkpoint, the chunks the store holds, and the
@@ -1441,6 +1462,8 @@ static int s_prepare(struct s_job *j, const char *ckpt_dir, const char *name,
 		rc = s_build_manifest(j, name, committed_ms, l);
 	if (!rc)
 		j->m->single_file = single;
+	if (!rc && single)
+		rc = s_refuse_cut(j, name);
 	if (!rc)
 		rc = s_reuse_init(&j->reuse, theirs ? theirs : j->opts->previous);
 	j->dry = dry;

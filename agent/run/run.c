@@ -19,6 +19,7 @@
 #include "rr/clock.h"
 #include "rr/cloud.h"
 #include "rr/error.h"
+#include "rr/format.h"
 #include "events.h"
 #include "rr/fsutil.h"
 #include "history.h"
@@ -1313,6 +1314,10 @@ static int s_stored_is_from(const struct s_run *r, int64_t stored_ms)
 
 	if (rr_checkpoint_step(r->rec.from, &step))
 		return 1;
+	/* Its persist made it the store's copy, or found the very same content there (saved
+	 * again unchanged: the store keeps its first commit time). */
+	if (strcmp(r->rec.from, r->persisted) == 0 && r->rec.from_ms == r->persisted_ms)
+		return 1;
 	if (strcmp(r->rec.from, r->restored) == 0 && r->rec.from_ms <= r->restored_ms)
 		return stored_ms == r->restored_committed_ms;
 	return stored_ms == r->rec.from_ms;
@@ -1375,6 +1380,49 @@ static int s_restore_before(struct s_run *r, const char *x, int same_name, char 
 	}
 	rr_catalog_destroy(c);
 	return 0;
+}
+
+/* The newest checkpoint here is one file that its own format finds cut short (the trainer
+ * died rewriting it in place, the disk filled up): not what was committed. */
+static int s_newest_cut(const struct s_run *r)
+{
+	char path[PATH_MAX];
+	enum rr_file_state state = RR_FILE_OTHER;
+	struct stat st;
+	int fd;
+
+	if (!r->newest[0] ||
+	    snprintf(path, sizeof(path), "%s/%s", r->ckpt_dir, r->newest) >= (int)sizeof(path))
+		return 0;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		state = rr_format_file_state(fd, r->newest, (uint64_t)st.st_size);
+	close(fd);
+	return state == RR_FILE_CUT;
+}
+
+/* Before a restart: a newest checkpoint cut short here is replaced by the store's newest (the
+ * last commit of it that got there, the local one set aside), so the trainer does not fail on
+ * it again; the attempts that failed on it say nothing of the checkpoint, so nothing is
+ * marked suspect for them. */
+static void s_replace_cut_newest(struct s_run *r)
+{
+	char x[256], instead[256];
+
+	if (!s_newest_cut(r))
+		return;
+	snprintf(x, sizeof(x), "%s", r->newest);
+	rr_warn("checkpoint %s here is not whole (a save cut short when the trainer stopped): "
+		"the store's newest takes its place", x);
+	r->suspect_due = 0;
+	if (s_restore_before(r, x, 1, instead, sizeof(instead)) != 0)
+		rr_error("cannot put the store's checkpoint in place of %s; restarting from it", x);
+	else if (instead[0])
+		rr_info("restarting the trainer from the store's %s", instead);
+	else
+		rr_warn("no checkpoint in the store in place of %s: the trainer starts afresh", x);
 }
 
 /* The trainer failed suspect_after times after resuming from rec.from with nothing newer: that
@@ -1463,6 +1511,11 @@ static void s_on_child_exit(struct s_run *r)
 	int code = rr_exit_code_from_status(r->child_status);
 	int going;
 
+	/* A checkpoint file it closed whole in place just before exiting commits now, as its
+	 * attempt's (nothing can move it away any more), not after its settle time. */
+	if (rr_watcher_flush(r->watcher, s_on_commit, r) != 0)
+		rr_warn("checkpoint watcher error; rescanning");
+
 	if (WIFSIGNALED(r->child_status))
 		rr_info("trainer was killed by SIG%s (exit status %d)",
 			rr_signal_name(WTERMSIG(r->child_status)), code);
@@ -1492,7 +1545,7 @@ static void s_on_child_exit(struct s_run *r)
 	if (r->restarts >= r->cfg->max_restarts) {
 		if (r->cfg->max_restarts)
 			rr_error("trainer failed %u times; giving up", r->restarts + 1);
-		if (r->suspect_due)
+		if (r->suspect_due && !s_newest_cut(r))
 			s_set_suspect_aside(r, 0); /* the next machine starts from the one before */
 		s_transition(r, S_FINISHING, r->nstate);
 		s_decide(r, code);
@@ -1706,8 +1759,8 @@ static int s_poll_timeout(const struct s_run *r, int64_t now)
 		timeout = s_min_timeout(timeout, r->next_every, now);
 	if (r->phase == S_RESTART_WAIT)
 		timeout = s_min_timeout(timeout, r->restart_at, now);
-	if (rr_watcher_rescan_at(r->watcher))
-		timeout = s_min_timeout(timeout, rr_watcher_rescan_at(r->watcher), now);
+	if (rr_watcher_next_at(r->watcher))
+		timeout = s_min_timeout(timeout, rr_watcher_next_at(r->watcher), now);
 	/* Woken at the deadline (once: past it, nothing waits for it). */
 	if (r->deadline_mono > now && (s_notice_active(r) || r->terminate_after ||
 				       r->phase == S_FINISHING))
@@ -1772,6 +1825,7 @@ static void s_on_timers(struct s_run *r, int64_t now)
 	if (r->phase == S_RESTART_WAIT && now >= r->restart_at) {
 		s_transition(r, S_TRAINING, r->nstate);
 		s_kill_leftovers(r, LEFTOVER_GRACE_MS);
+		s_replace_cut_newest(r);
 		if (r->suspect_due)
 			s_set_suspect_aside(r, 1);
 		int rc = s_launch(r);

@@ -25,9 +25,10 @@
 #include "watcher.h"
 
 /* IN_CREATE: directories to watch inside for a marker (or to warn about under rename);
- * IN_CLOSE_WRITE: the pointer file written in place. */
-#define S_WATCH_MASK (IN_MOVED_TO | IN_CREATE | IN_CLOSE_WRITE | IN_DELETE_SELF | \
-		      IN_MOVE_SELF | IN_ONLYDIR)
+ * IN_CLOSE_WRITE: the pointer file, or a checkpoint file, written in place; IN_MOVED_FROM,
+ * IN_DELETE: a file written in place that goes away was a staging name. */
+#define S_WATCH_MASK (IN_MOVED_TO | IN_CREATE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_DELETE | \
+		      IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 /* Inside a directory that is not committed yet: its marker closed or renamed into place.
  * IN_MOVE_SELF: the directory was renamed, so the name kept for it is stale. */
 #define S_SUB_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
@@ -41,6 +42,11 @@ struct s_sub;
 
 /* How often a directory that could not be watched for its marker is looked at. */
 #define S_RESCAN_MS 1000
+/* A checkpoint file closed whole in place commits once it has stayed under its name this
+ * long: a trainer that saves to a staging name (torch.save to "ckpt_new.pt", then os.replace
+ * onto "ckpt.pt") moves it away at once, and that name is no checkpoint. */
+#define S_IN_PLACE_SETTLE_MS 500
+#define S_PENDING_MAX 16
 
 struct rr_watcher {
 	char *dir;
@@ -64,6 +70,12 @@ struct rr_watcher {
 	 * or removed inside it since moves (an older checkpoint then sorted as the newest). */
 	struct s_known_name *known;
 	size_t nknown, cap_known;
+	/* Checkpoint files closed whole in place, committed when due (monotonic ms). */
+	struct {
+		char *name;
+		int64_t due;
+	} pending[S_PENDING_MAX];
+	size_t npending;
 };
 
 struct s_known_name {
@@ -453,36 +465,18 @@ int rr_watcher_fd(const struct rr_watcher *w)
 	return w->ifd;
 }
 
-/* What a checkpoint file written in place holds, by its own format's reader. */
-enum s_file_state {
-	S_FILE_OTHER, /* of no format it can check (a legacy pickle, a .tar) */
-	S_FILE_WHOLE, /* a torch.save zip or safetensors file, every record accounted for */
-	S_FILE_CUT    /* a zip or safetensors file its reader refuses: a save cut short */
-};
-
-static enum s_file_state s_file_state(int dirfd, const char *name)
+/* A regular file's state by its own format (rr_format_file_state): whole, cut short, or of
+ * a kind it cannot tell. */
+static enum rr_file_state s_file_state(int dirfd, const char *name)
 {
-	const struct rr_format *used, *refused;
-	struct rr_format_plan plan;
-	unsigned char head[4] = { 0 };
-	enum s_file_state state = S_FILE_OTHER;
+	enum rr_file_state state = RR_FILE_OTHER;
 	struct stat st;
-	char why[200];
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0)
-		return S_FILE_OTHER;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    rr_format_plan_fd(fd, name, (uint64_t)st.st_size, &plan, &used, &refused, why,
-			      sizeof(why)) == 0) {
-		if (used != &rr_format_plain)
-			state = S_FILE_WHOLE;
-		else if (refused == &rr_format_safetensors ||
-			 (refused == &rr_format_torch && pread(fd, head, 4, 0) == 4 &&
-			  memcmp(head, "PK\x03\x04", 4) == 0))
-			state = S_FILE_CUT;
-		rr_format_plan_free(&plan);
-	}
+		return RR_FILE_OTHER;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		state = rr_format_file_state(fd, name, (uint64_t)st.st_size);
 	close(fd);
 	return state;
 }
@@ -502,7 +496,7 @@ static int s_scan_entry(struct rr_watcher *w, int fd, const char *name, const ch
 	if (S_ISREG(st.st_mode)) {
 		if (!rr_commit_scan_takes_file(&w->rule, name))
 			return 0;
-		if (s_file_state(fd, name) == S_FILE_CUT) {
+		if (s_file_state(fd, name) == RR_FILE_CUT) {
 			char q[RR_QUOTE_CAP];
 			rr_warn("%s in %s is not whole (a save cut short?): not taken as a checkpoint",
 				rr_quote_str(q, name), w->dir);
@@ -634,30 +628,84 @@ static int s_on_moved_in(struct rr_watcher *w, int dirfd, const char *name, rr_w
 	return 0;
 }
 
+static void s_pending_drop(struct rr_watcher *w, size_t i)
+{
+	free(w->pending[i].name);
+	w->pending[i] = w->pending[--w->npending];
+}
+
+static void s_pending_forget(struct rr_watcher *w, const char *name)
+{
+	for (size_t i = 0; i < w->npending; i++)
+		if (strcmp(w->pending[i].name, name) == 0) {
+			s_pending_drop(w, i);
+			return;
+		}
+}
+
 /* A checkpoint-like file written under its final name and closed (nanoGPT's
  * torch.save(checkpoint, "ckpt.pt"), safetensors' save_file): under auto, committed when its
- * own format's reader finds it whole, a torch.save zip with its end records and every record
- * there or a safetensors file whose header accounts for every byte, so a save cut short
- * (the trainer killed mid-write, whose close comes all the same) commits nothing. A file of
- * no such format (a legacy pickle) is never committed: said once, or a run that saves only
- * so stores nothing, silently. */
-static int s_on_closed_in_place(struct rr_watcher *w, int dirfd, const char *name,
-				rr_watcher_cb cb, void *ud)
+ * own format finds it whole (a zip whose end record ends the file, a safetensors file whose
+ * header accounts for every byte) and it is still there S_IN_PLACE_SETTLE_MS later (a
+ * staging name is moved away at once), so a save cut short (the trainer killed mid-write,
+ * whose close comes all the same) commits nothing. A file of no such format (a legacy
+ * pickle) is never committed: said once, or a run that saves only so stores nothing,
+ * silently. */
+static int s_on_closed_in_place(struct rr_watcher *w, int dirfd, const char *name)
 {
-	enum s_file_state state;
+	enum rr_file_state state;
+
 	struct stat st;
 
 	if (!rr_commit_takes_renames(&w->rule) || !rr_commit_file_looks_like_checkpoint(name))
 		return 0;
-	state = w->rule.kind == RR_COMMIT_AUTO ? s_file_state(dirfd, name) : S_FILE_OTHER;
-	if (state == S_FILE_WHOLE && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		cb(name, s_ctime_ms(&st), ud);
-	else if (state == S_FILE_CUT)
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+		return 0; /* moved away or deleted already: a staging name, or gone */
+	state = w->rule.kind == RR_COMMIT_AUTO ? s_file_state(dirfd, name) : RR_FILE_OTHER;
+	if (state == RR_FILE_OTHER) {
+		s_warn_direct_create(w, name, 1);
+		return 0;
+	}
+	if (state == RR_FILE_CUT) {
 		rr_debug("%s closed in %s, not whole (rewritten meanwhile, or cut short): not a "
 			 "commit", name, w->dir);
-	else
-		s_warn_direct_create(w, name, 1);
+		return 0;
+	}
+	for (size_t i = 0; i < w->npending; i++)
+		if (strcmp(w->pending[i].name, name) == 0)
+			return 0; /* due already: saved again since, it commits as it is then */
+	if (w->npending == S_PENDING_MAX)
+		return 0; /* more names at once than any trainer saves: the next close retries */
+	w->pending[w->npending].name = strdup(name);
+	if (!w->pending[w->npending].name)
+		return RR_ENOMEM;
+	w->pending[w->npending++].due = rr_mono_ms() + S_IN_PLACE_SETTLE_MS;
 	return 0;
+}
+
+/* Commits the files closed whole in place that are due (all of them: flush), each as it is
+ * now: still there, still whole. */
+static int s_pending_commit(struct rr_watcher *w, int flush, rr_watcher_cb cb, void *ud)
+{
+	int64_t now = rr_mono_ms();
+	int dirfd = -1, rc = 0;
+
+	for (size_t i = 0; i < w->npending;) {
+		struct stat st;
+		if (!flush && w->pending[i].due > now) {
+			i++;
+			continue;
+		}
+		if (dirfd < 0 && (rc = s_dirfd(w, &dirfd)) != 0)
+			break;
+		if (fstatat(dirfd, w->pending[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) && s_file_state(dirfd, w->pending[i].name) == RR_FILE_WHOLE)
+			cb(w->pending[i].name, s_ctime_ms(&st), ud);
+		s_pending_drop(w, i);
+	}
+	if (dirfd >= 0)
+		close(dirfd);
+	return rc > 0 ? 0 : rc;
 }
 
 /* A directory was made under a final name: under a marker rule its marker is awaited;
@@ -731,6 +779,10 @@ static int s_handle(struct rr_watcher *w, const struct inotify_event *ev, const 
 		s_detach(w);
 		return 0;
 	}
+	if (name && (ev->mask & (IN_MOVED_FROM | IN_DELETE))) {
+		s_pending_forget(w, name);
+		return 0;
+	}
 	if (!name || rr_commit_is_temp_name(name))
 		return 0;
 	if (!(ev->mask & (IN_MOVED_TO | IN_CLOSE_WRITE)) &&
@@ -739,12 +791,14 @@ static int s_handle(struct rr_watcher *w, const struct inotify_event *ev, const 
 	rc = s_dirfd(w, dirfd);
 	if (rc)
 		return rc > 0 ? 0 : rc;
-	if (ev->mask & IN_MOVED_TO)
+	if (ev->mask & IN_MOVED_TO) {
+		s_pending_forget(w, name); /* the rename commits it */
 		return s_on_moved_in(w, *dirfd, name, cb, ud);
+	}
 	if ((ev->mask & IN_CLOSE_WRITE) && rr_commit_is_pointer(&w->rule, name))
 		return s_pointer_commit(w, *dirfd, name, cb, ud);
 	if (ev->mask & IN_CLOSE_WRITE)
-		return s_on_closed_in_place(w, *dirfd, name, cb, ud);
+		return s_on_closed_in_place(w, *dirfd, name);
 	return s_on_dir_created(w, *dirfd, name, cb, ud);
 }
 
@@ -799,7 +853,7 @@ static int s_drain(struct rr_watcher *w, int *dirfd, rr_watcher_cb cb, void *ud,
 	}
 }
 
-int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_ud)
+static int s_process(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_ud, int flush)
 {
 	struct s_report rep = { w, user_cb, user_ud, 0 };
 	rr_watcher_cb cb = s_report;
@@ -814,6 +868,11 @@ int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_u
 		close(dirfd);
 	if (w->stopped)
 		return rc; /* what was drained belongs to removed watches */
+	{
+		int prc = s_pending_commit(w, flush, cb, ud);
+		if (!rc)
+			rc = prc;
+	}
 	if (w->lost) {
 		int arc;
 		s_subs_forget(w);
@@ -836,9 +895,24 @@ int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_u
 	return rc;
 }
 
-int64_t rr_watcher_rescan_at(const struct rr_watcher *w)
+int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb cb, void *ud)
 {
-	return w ? w->rescan_at : 0;
+	return s_process(w, cb, ud, 0);
+}
+
+int rr_watcher_flush(struct rr_watcher *w, rr_watcher_cb cb, void *ud)
+{
+	return s_process(w, cb, ud, 1);
+}
+
+int64_t rr_watcher_next_at(const struct rr_watcher *w)
+{
+	int64_t at = w ? w->rescan_at : 0;
+
+	for (size_t i = 0; w && i < w->npending; i++)
+		if (!at || w->pending[i].due < at)
+			at = w->pending[i].due;
+	return at;
 }
 
 int rr_watcher_stop(struct rr_watcher *w, rr_watcher_cb cb, void *ud)
@@ -847,7 +921,7 @@ int rr_watcher_stop(struct rr_watcher *w, rr_watcher_cb cb, void *ud)
 
 	if (!w || w->stopped)
 		return 0;
-	rc = rr_watcher_process(w, cb, ud);
+	rc = rr_watcher_flush(w, cb, ud);
 	s_subs_forget(w);
 	if (w->wd >= 0)
 		inotify_rm_watch(w->ifd, w->wd);
@@ -872,6 +946,8 @@ void rr_watcher_destroy(struct rr_watcher *w)
 	for (size_t i = 0; i < w->nknown; i++)
 		free(w->known[i].name);
 	free(w->known);
+	for (size_t i = 0; i < w->npending; i++)
+		free(w->pending[i].name);
 	free(w->dir);
 	free(w);
 }

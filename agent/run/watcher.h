@@ -62,10 +62,15 @@ int rr_watcher_scan(struct rr_watcher *w, rr_watcher_cb cb, void *ud);
  * this call may have been reported already. */
 int rr_watcher_process(struct rr_watcher *w, rr_watcher_cb cb, void *ud);
 
+/* rr_watcher_process, and a checkpoint file closed whole in place is committed at once
+ * instead of after its settle time: the trainer has exited, nothing moves it away now. */
+int rr_watcher_flush(struct rr_watcher *w, rr_watcher_cb cb, void *ud);
+
 /* When rr_watcher_process should be called even with nothing to read (monotonic ms; 0:
  * never): a directory that could not be watched for its marker (the kernel's inotify
- * watches used up) is looked for by a scan then. */
-int64_t rr_watcher_rescan_at(const struct rr_watcher *w);
+ * watches used up) is looked for by a scan then, and a checkpoint file closed whole in
+ * place is committed once it has stayed under its name for its settle time. */
+int64_t rr_watcher_next_at(const struct rr_watcher *w);
 
 /* Reports what is still queued (as rr_watcher_process), then removes every watch: nothing
  * is reported afterwards, and rr_watcher_process only drains the descriptor. Closing an

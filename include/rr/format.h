@@ -85,6 +85,14 @@ void rr_format_plan_free(struct rr_format_plan *p);
 /* 1 when the encoding changes bytes (bf16, fp16), else 0. */
 int rr_format_encoding_lossy(enum rr_encoding e);
 
+/* Whether a checkpoint file (open as fd, named name, of size bytes) is whole by its own
+ * format, with no rename to say so (storage/format/whole.c): a zip (torch.save) whose end of
+ * central directory record ends the file, a safetensors file whose header accounts for every
+ * byte; RR_FILE_CUT when it claims to be one of them and is not (a save cut short), else
+ * RR_FILE_OTHER (a format it cannot check). */
+enum rr_file_state { RR_FILE_OTHER, RR_FILE_WHOLE, RR_FILE_CUT };
+enum rr_file_state rr_format_file_state(int fd, const char *name, uint64_t size);
+
 /* A source reading from a file descriptor (ud is a pointer to the int fd). */
 int rr_format_fd_pread(void *ud, void *buf, size_t len, uint64_t off);
 

@@ -116,4 +116,46 @@ expect_grep '^resume-run: persisted last:' m8.log "skew: the trainer's commit af
 run_rr m9.log restore --store "file://$W/skew" --to "$W/skew-new"
 expect_eq "$(cat "$W/skew-new/last/s.txt")" "B" "skew: a new machine gets B"
 ok "the directory's clock behind the agent's: the trainer's commit of the restored name is persisted"
+
+# A save in place cut short as the trainer died (the disk full, an OOM kill): the local
+# ckpt.pt is half a zip, not what was committed. The restart puts the store's copy (the save
+# before) in its place instead of letting the trainer fail on it; nothing is marked suspect;
+# the cut file is never stored. Before, each restart failed on the cut file and the store's
+# good copy was marked suspect: the trainer started afresh.
+cat > cutsave.sh <<'SH'
+d=$RESUME_RUN_CHECKPOINT_DIR
+if [ -n "${RESUME_RUN_RESTORE_DIR:-}" ]; then
+	if cmp -s "$RESUME_RUN_RESTORE_DIR" "$1"; then echo "attempt $RESUME_RUN_ATTEMPT: whole"; else echo "attempt $RESUME_RUN_ATTEMPT: cut"; exit 1; fi
+fi
+[ "$RESUME_RUN_ATTEMPT" != 0 ] && exit 0
+cat "$1" > "$d/ckpt.pt"; sleep 1.5
+head -c 1000 "$1" > "$d/ckpt.pt"; sleep 0.2; exit 1
+SH
+run_rr m10.log --store "file://$W/cut" --checkpoint-dir "$W/ck-cut" -- \
+	sh cutsave.sh "$RR_SRC/tests/fuzz/corpus/fuzz_torch_zip/little.pt"
+expect_eq "$RC" 0 "cut save: exit status"
+expect_grep 'checkpoint ckpt.pt here is not whole' m10.log "cut save: seen before the restart"
+expect_grep '^attempt 1: whole$' m10.log "cut save: the restart resumed from the store's copy"
+[ "$(grep -c -i 'suspect' m10.log)" = 0 ] || fail "cut save: something was marked suspect"
+run_rr m11.log restore --store "file://$W/cut" --to "$W/cut-new"
+cmp -s "$W/cut-new/ckpt.pt" "$RR_SRC/tests/fuzz/corpus/fuzz_torch_zip/little.pt" || fail "cut save: the store's ckpt.pt is not the whole save"
+ok "a save in place cut short as the trainer died: the store's copy put back for the restart, nothing marked suspect, the cut file never stored"
+
+# Saved again unchanged, then failing from it: the store keeps the first commit's time for
+# the same content, which is still the state the trainer fails from, and is marked.
+cat > sameagain.sh <<'SH'
+d=$RESUME_RUN_CHECKPOINT_DIR
+[ "$RESUME_RUN_ATTEMPT" = 0 ] || exit 1
+for i in 1 2; do
+	mkdir "$d/.last.tmp" && echo A > "$d/.last.tmp/s.txt"
+	[ ! -e "$d/last" ] || mv "$d/last" "$d/.last.old"
+	mv "$d/.last.tmp" "$d/last" && rm -rf "$d/.last.old" && sleep 1.2
+done
+exit 1
+SH
+run_rr m12.log --store "file://$W/same" --checkpoint-dir "$W/ck-same2" --max-restarts 1 \
+	--suspect-after 1 -- sh sameagain.sh
+expect_eq "$RC" 1 "saved again unchanged, then failing: exit status"
+expect_grep 'checkpoint last marked suspect' m12.log "saved again unchanged: the state failed from marked"
+ok "saved again unchanged, then failing from it: the store's copy (the same content) is marked suspect"
 finish

@@ -17,6 +17,7 @@
 
 #include "ckpt_fixture.h"
 #include "cunit_main.h"
+#include "torch_fixture.h"
 
 #define S_BIG (20u * FX_MIB) /* three 8 MiB segments: 8 + 8 + 4 */
 
@@ -223,6 +224,20 @@ static void test_persist_stepless_name_committed_again_replaces_its_store_copy(v
 	fx_write_random(f.ckpt_dir, "ckpt.pt", 3 * FX_MIB, 8, 0644);
 	CU_ASSERT_EQUAL(fx_persist(&f, "ckpt.pt", 2000, NULL, NULL, &st), 0);
 	CU_ASSERT_EQUAL(s_stored_committed(&f, "ckpt.pt"), 2000);
+
+	/* A one-file torch.save checkpoint cut short (written in place and rewritten since its
+	 * commit, or a save cut short): not stored over the good one, which stays. */
+	{
+		size_t ptlen = 0;
+		unsigned char *pt = tf_load("fuzz_torch_zip", "little.pt", &ptlen);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(pt);
+		fx_write(f.ckpt_dir, "model.pt", pt, ptlen, 0644);
+		CU_ASSERT_EQUAL(fx_persist(&f, "model.pt", 1000, NULL, NULL, &st), 0);
+		fx_write(f.ckpt_dir, "model.pt", pt, ptlen / 2, 0644);
+		CU_ASSERT_EQUAL(fx_persist(&f, "model.pt", 2000, NULL, NULL, &st), RR_EIO);
+		CU_ASSERT_EQUAL(s_stored_committed(&f, "model.pt"), 1000);
+		free(pt);
+	}
 
 	/* A step-numbered name keeps its first commit (two writers of step-N). */
 	s_make_mixed(&f, "step-7");
