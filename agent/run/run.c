@@ -1221,9 +1221,7 @@ static void s_on_persisted(struct s_run *r, const struct rr_persist_result *res)
 
 /* A framework that finds its checkpoint through a pointer file (DeepSpeed's `latest`) gets it
  * back beside the restored directory (docs/trainer-contract.md, "The trainer contract",
- * "Order"). */
-/* Writes the pointer file naming the restored name, when the rule has one; returns its
- * name, or NULL. */
+ * "Order"). Returns the pointer file's name, or NULL when the rule has none. */
 static const char *s_write_pointer(struct s_run *r, const char *name)
 {
 	const char *pointer = NULL;
@@ -1387,20 +1385,10 @@ static int s_restore_before(struct s_run *r, const char *x, int same_name, char 
 static int s_newest_cut(const struct s_run *r)
 {
 	char path[PATH_MAX];
-	enum rr_file_state state = RR_FILE_OTHER;
-	struct stat st;
-	int fd;
 
-	if (!r->newest[0] ||
-	    snprintf(path, sizeof(path), "%s/%s", r->ckpt_dir, r->newest) >= (int)sizeof(path))
-		return 0;
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-		state = rr_format_file_state(fd, r->newest, (uint64_t)st.st_size);
-	close(fd);
-	return state == RR_FILE_CUT;
+	return r->newest[0] &&
+	       snprintf(path, sizeof(path), "%s/%s", r->ckpt_dir, r->newest) < (int)sizeof(path) &&
+	       rr_format_file_state_at(AT_FDCWD, path) == RR_FILE_CUT;
 }
 
 /* Before a restart: a newest checkpoint cut short here is replaced by the store's newest (the

@@ -465,22 +465,6 @@ int rr_watcher_fd(const struct rr_watcher *w)
 	return w->ifd;
 }
 
-/* A regular file's state by its own format (rr_format_file_state): whole, cut short, or of
- * a kind it cannot tell. */
-static enum rr_file_state s_file_state(int dirfd, const char *name)
-{
-	enum rr_file_state state = RR_FILE_OTHER;
-	struct stat st;
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-
-	if (fd < 0)
-		return RR_FILE_OTHER;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-		state = rr_format_file_state(fd, name, (uint64_t)st.st_size);
-	close(fd);
-	return state;
-}
-
 /* One entry found by a scan: reported when committed by the rule. */
 static int s_scan_entry(struct rr_watcher *w, int fd, const char *name, const char *pointed,
 			int64_t pointer_ms, rr_watcher_cb cb, void *ud)
@@ -496,7 +480,7 @@ static int s_scan_entry(struct rr_watcher *w, int fd, const char *name, const ch
 	if (S_ISREG(st.st_mode)) {
 		if (!rr_commit_scan_takes_file(&w->rule, name))
 			return 0;
-		if (s_file_state(fd, name) == RR_FILE_CUT) {
+		if (rr_format_file_state_at(fd, name) == RR_FILE_CUT) {
 			char q[RR_QUOTE_CAP];
 			rr_warn("%s in %s is not whole (a save cut short?): not taken as a checkpoint",
 				rr_quote_str(q, name), w->dir);
@@ -661,7 +645,8 @@ static int s_on_closed_in_place(struct rr_watcher *w, int dirfd, const char *nam
 		return 0;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
 		return 0; /* moved away or deleted already: a staging name, or gone */
-	state = w->rule.kind == RR_COMMIT_AUTO ? s_file_state(dirfd, name) : RR_FILE_OTHER;
+	state = w->rule.kind == RR_COMMIT_AUTO ? rr_format_file_state_at(dirfd, name)
+					       : RR_FILE_OTHER;
 	if (state == RR_FILE_OTHER) {
 		s_warn_direct_create(w, name, 1);
 		return 0;
@@ -699,7 +684,8 @@ static int s_pending_commit(struct rr_watcher *w, int flush, rr_watcher_cb cb, v
 		if (dirfd < 0 && (rc = s_dirfd(w, &dirfd)) != 0)
 			break;
 		if (fstatat(dirfd, w->pending[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode) && s_file_state(dirfd, w->pending[i].name) == RR_FILE_WHOLE)
+		    S_ISREG(st.st_mode) &&
+		    rr_format_file_state_at(dirfd, w->pending[i].name) == RR_FILE_WHOLE)
 			cb(w->pending[i].name, s_ctime_ms(&st), ud);
 		s_pending_drop(w, i);
 	}

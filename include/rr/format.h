@@ -92,6 +92,9 @@ int rr_format_encoding_lossy(enum rr_encoding e);
  * RR_FILE_OTHER (a format it cannot check). */
 enum rr_file_state { RR_FILE_OTHER, RR_FILE_WHOLE, RR_FILE_CUT };
 enum rr_file_state rr_format_file_state(int fd, const char *name, uint64_t size);
+/* The same for the regular file name beneath dirfd (AT_FDCWD: a path), not followed through a
+ * symlink; RR_FILE_OTHER when it cannot be opened or is no regular file. */
+enum rr_file_state rr_format_file_state_at(int dirfd, const char *name);
 
 /* A source reading from a file descriptor (ud is a pointer to the int fd). */
 int rr_format_fd_pread(void *ud, void *buf, size_t len, uint64_t off);

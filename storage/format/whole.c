@@ -6,8 +6,11 @@
  * its header, parsed with every rule of the format, accounts for every byte (rr_st_parse). A
  * save cut short (the trainer killed mid-write, the disk full) fails these; what a format
  * reader refuses for other reasons (compressed zip entries) is still whole here. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rr/error.h"
 #include "rr/format.h"
@@ -72,6 +75,20 @@ static enum rr_file_state s_safetensors(int fd, uint64_t size)
 		rr_st_header_free(&h);
 	free(buf);
 	return rc == 0 ? RR_FILE_WHOLE : rc == RR_ENOMEM ? RR_FILE_OTHER : RR_FILE_CUT;
+}
+
+enum rr_file_state rr_format_file_state_at(int dirfd, const char *name)
+{
+	enum rr_file_state state = RR_FILE_OTHER;
+	struct stat st;
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return RR_FILE_OTHER;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		state = rr_format_file_state(fd, name, (uint64_t)st.st_size);
+	close(fd);
+	return state;
 }
 
 enum rr_file_state rr_format_file_state(int fd, const char *name, uint64_t size)
