@@ -42,11 +42,10 @@ struct s_sub;
 
 /* How often a directory that could not be watched for its marker is looked at. */
 #define S_RESCAN_MS 1000
-/* A checkpoint file closed whole in place commits once it has stayed under its name this
- * long: a trainer that saves to a staging name (torch.save to "ckpt_new.pt", then os.replace
- * onto "ckpt.pt") moves it away at once, and that name is no checkpoint. */
+/* A checkpoint file first closed whole in place commits once it has stayed under its name
+ * this long: a trainer that saves to a staging name (torch.save to "ckpt_new.pt", then
+ * os.replace onto "ckpt.pt") moves it away at once, and that name is no checkpoint. */
 #define S_IN_PLACE_SETTLE_MS 500
-#define S_PENDING_MAX 16
 
 struct rr_watcher {
 	char *dir;
@@ -70,12 +69,14 @@ struct rr_watcher {
 	 * or removed inside it since moves (an older checkpoint then sorted as the newest). */
 	struct s_known_name *known;
 	size_t nknown, cap_known;
-	/* Checkpoint files closed whole in place, committed when due (monotonic ms). */
-	struct {
+	/* Names of checkpoint files closed whole in place: due (monotonic ms) while the first
+	 * such close settles, 0 once the name is known to stay (it did, or was saved again
+	 * under it): its later closes commit at once. */
+	struct s_in_place {
 		char *name;
 		int64_t due;
-	} pending[S_PENDING_MAX];
-	size_t npending;
+	} *in_place;
+	size_t nin_place, cap_in_place;
 };
 
 struct s_known_name {
@@ -612,33 +613,42 @@ static int s_on_moved_in(struct rr_watcher *w, int dirfd, const char *name, rr_w
 	return 0;
 }
 
-static void s_pending_drop(struct rr_watcher *w, size_t i)
+static struct s_in_place *s_in_place_find(struct rr_watcher *w, const char *name)
 {
-	free(w->pending[i].name);
-	w->pending[i] = w->pending[--w->npending];
+	for (size_t i = 0; i < w->nin_place; i++)
+		if (strcmp(w->in_place[i].name, name) == 0)
+			return &w->in_place[i];
+	return NULL;
 }
 
-static void s_pending_forget(struct rr_watcher *w, const char *name)
+static void s_in_place_drop(struct rr_watcher *w, struct s_in_place *e)
 {
-	for (size_t i = 0; i < w->npending; i++)
-		if (strcmp(w->pending[i].name, name) == 0) {
-			s_pending_drop(w, i);
-			return;
-		}
+	free(e->name);
+	*e = w->in_place[--w->nin_place];
+}
+
+/* name moved away or deleted: a first close still settling was a staging name's. */
+static void s_in_place_gone(struct rr_watcher *w, const char *name)
+{
+	struct s_in_place *e = s_in_place_find(w, name);
+
+	if (e && e->due)
+		s_in_place_drop(w, e);
 }
 
 /* A checkpoint-like file written under its final name and closed (nanoGPT's
  * torch.save(checkpoint, "ckpt.pt"), safetensors' save_file): under auto, committed when its
- * own format finds it whole (a zip whose end record ends the file, a safetensors file whose
- * header accounts for every byte) and it is still there S_IN_PLACE_SETTLE_MS later (a
- * staging name is moved away at once), so a save cut short (the trainer killed mid-write,
- * whose close comes all the same) commits nothing. A file of no such format (a legacy
- * pickle) is never committed: said once, or a run that saves only so stores nothing,
- * silently. */
-static int s_on_closed_in_place(struct rr_watcher *w, int dirfd, const char *name)
+ * own format finds it whole (rr_format_file_state), so a save cut short (the trainer killed
+ * mid-write, whose close comes all the same) commits nothing. A name's first such close
+ * commits once the file has stayed S_IN_PLACE_SETTLE_MS (a staging name is moved away at
+ * once), or at its second close; its later closes commit at once. A file of no such format
+ * (a legacy pickle) is never committed: said once, or a run that saves only so stores
+ * nothing, silently. */
+static int s_on_closed_in_place(struct rr_watcher *w, int dirfd, const char *name,
+				rr_watcher_cb cb, void *ud)
 {
 	enum rr_file_state state;
-
+	struct s_in_place *e;
 	struct stat st;
 
 	if (!rr_commit_takes_renames(&w->rule) || !rr_commit_file_looks_like_checkpoint(name))
@@ -656,38 +666,59 @@ static int s_on_closed_in_place(struct rr_watcher *w, int dirfd, const char *nam
 			 "commit", name, w->dir);
 		return 0;
 	}
-	for (size_t i = 0; i < w->npending; i++)
-		if (strcmp(w->pending[i].name, name) == 0)
-			return 0; /* due already: saved again since, it commits as it is then */
-	if (w->npending == S_PENDING_MAX)
-		return 0; /* more names at once than any trainer saves: the next close retries */
-	w->pending[w->npending].name = strdup(name);
-	if (!w->pending[w->npending].name)
+	e = s_in_place_find(w, name);
+	if (e) {
+		e->due = 0; /* settled, or saved again under it: no staging name */
+		cb(name, s_ctime_ms(&st), ud);
+		return 0;
+	}
+	if (w->nin_place == w->cap_in_place) {
+		size_t cap = w->cap_in_place ? 2 * w->cap_in_place : 8;
+		struct s_in_place *n = realloc(w->in_place, cap * sizeof(*n));
+		if (!n)
+			return RR_ENOMEM;
+		w->in_place = n;
+		w->cap_in_place = cap;
+	}
+	w->in_place[w->nin_place].name = strdup(name);
+	if (!w->in_place[w->nin_place].name)
 		return RR_ENOMEM;
-	w->pending[w->npending++].due = rr_mono_ms() + S_IN_PLACE_SETTLE_MS;
+	w->in_place[w->nin_place++].due = rr_mono_ms() + S_IN_PLACE_SETTLE_MS;
 	return 0;
 }
 
-/* Commits the files closed whole in place that are due (all of them: flush), each as it is
- * now: still there, still whole. */
-static int s_pending_commit(struct rr_watcher *w, int flush, rr_watcher_cb cb, void *ud)
+/* First closes in place that have settled (all of them: flush, the trainer has exited) are
+ * committed, each as the file is now: still there and whole. One being written again just
+ * then waits for that save's close (or another settle time). */
+static int s_in_place_settle(struct rr_watcher *w, int flush, rr_watcher_cb cb, void *ud)
 {
 	int64_t now = rr_mono_ms();
 	int dirfd = -1, rc = 0;
 
-	for (size_t i = 0; i < w->npending;) {
+	for (size_t i = 0; i < w->nin_place;) {
+		struct s_in_place *e = &w->in_place[i];
 		struct stat st;
-		if (!flush && w->pending[i].due > now) {
+		enum rr_file_state state = RR_FILE_OTHER;
+		if (!e->due || (!flush && e->due > now)) {
 			i++;
 			continue;
 		}
-		if (dirfd < 0 && (rc = s_dirfd(w, &dirfd)) != 0)
-			break;
-		if (fstatat(dirfd, w->pending[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode) &&
-		    rr_format_file_state_at(dirfd, w->pending[i].name) == RR_FILE_WHOLE)
-			cb(w->pending[i].name, s_ctime_ms(&st), ud);
-		s_pending_drop(w, i);
+		if (dirfd < 0 && (rc = s_dirfd(w, &dirfd)) != 0) {
+			s_in_place_drop(w, e); /* the directory is gone: nothing of it to commit */
+			continue;
+		}
+		if (fstatat(dirfd, e->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			state = rr_format_file_state_at(dirfd, e->name);
+		if (state == RR_FILE_WHOLE) {
+			e->due = 0;
+			cb(e->name, s_ctime_ms(&st), ud);
+		} else if (state == RR_FILE_CUT && !flush) {
+			e->due = now + S_IN_PLACE_SETTLE_MS;
+		} else {
+			s_in_place_drop(w, e);
+			continue;
+		}
+		i++;
 	}
 	if (dirfd >= 0)
 		close(dirfd);
@@ -766,7 +797,7 @@ static int s_handle(struct rr_watcher *w, const struct inotify_event *ev, const 
 		return 0;
 	}
 	if (name && (ev->mask & (IN_MOVED_FROM | IN_DELETE))) {
-		s_pending_forget(w, name);
+		s_in_place_gone(w, name);
 		return 0;
 	}
 	if (!name || rr_commit_is_temp_name(name))
@@ -778,13 +809,13 @@ static int s_handle(struct rr_watcher *w, const struct inotify_event *ev, const 
 	if (rc)
 		return rc > 0 ? 0 : rc;
 	if (ev->mask & IN_MOVED_TO) {
-		s_pending_forget(w, name); /* the rename commits it */
+		s_in_place_gone(w, name); /* the rename commits it */
 		return s_on_moved_in(w, *dirfd, name, cb, ud);
 	}
 	if ((ev->mask & IN_CLOSE_WRITE) && rr_commit_is_pointer(&w->rule, name))
 		return s_pointer_commit(w, *dirfd, name, cb, ud);
 	if (ev->mask & IN_CLOSE_WRITE)
-		return s_on_closed_in_place(w, *dirfd, name);
+		return s_on_closed_in_place(w, *dirfd, name, cb, ud);
 	return s_on_dir_created(w, *dirfd, name, cb, ud);
 }
 
@@ -855,7 +886,7 @@ static int s_process(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_ud,
 	if (w->stopped)
 		return rc; /* what was drained belongs to removed watches */
 	{
-		int prc = s_pending_commit(w, flush, cb, ud);
+		int prc = s_in_place_settle(w, flush, cb, ud);
 		if (!rc)
 			rc = prc;
 	}
@@ -895,9 +926,9 @@ int64_t rr_watcher_next_at(const struct rr_watcher *w)
 {
 	int64_t at = w ? w->rescan_at : 0;
 
-	for (size_t i = 0; w && i < w->npending; i++)
-		if (!at || w->pending[i].due < at)
-			at = w->pending[i].due;
+	for (size_t i = 0; w && i < w->nin_place; i++)
+		if (w->in_place[i].due && (!at || w->in_place[i].due < at))
+			at = w->in_place[i].due;
 	return at;
 }
 
@@ -932,8 +963,9 @@ void rr_watcher_destroy(struct rr_watcher *w)
 	for (size_t i = 0; i < w->nknown; i++)
 		free(w->known[i].name);
 	free(w->known);
-	for (size_t i = 0; i < w->npending; i++)
-		free(w->pending[i].name);
+	for (size_t i = 0; i < w->nin_place; i++)
+		free(w->in_place[i].name);
+	free(w->in_place);
 	free(w->dir);
 	free(w);
 }

@@ -2,7 +2,9 @@
  * "ckpt.pt", safetensors' save_file) has no rename to say it is finished: its own format
  * says so instead. A zip (torch.save, torch.jit.save) is whole when its end of central
  * directory record, the last thing a zip writer writes, ends exactly at the end of the file
- * (APPNOTE.TXT 4.3.16: signature, fixed fields, then the comment); a safetensors file when
+ * (APPNOTE.TXT 4.3.16: signature, fixed fields, then the comment) and closes the file's own
+ * central directory, right before it (through the ZIP64 records, 4.3.14-15); a safetensors
+ * file when
  * its header, parsed with every rule of the format, accounts for every byte (rr_st_parse). A
  * save cut short (the trainer killed mid-write, the disk full) fails these; what a format
  * reader refuses for other reasons (compressed zip entries) is still whole here. */
@@ -25,6 +27,46 @@ static int s_ends_with(const char *s, const char *suffix)
 	return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+static uint64_t s_le(const unsigned char *p, unsigned n)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = n; i-- > 0;)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* The end record at eocd (an offset in the file, its bytes in rec) closes this file's own
+ * central directory: the directory lies right before the end records (the ZIP64 ones, when a
+ * locator stands before the classic record, as torch.save always writes them) and starts
+ * with a central header. A record that a tensor's bytes happen to hold (a zip saved inside a
+ * checkpoint, the save cut right after it) names offsets that do not. */
+static int s_closes_directory(int fd, uint64_t eocd, const unsigned char *rec)
+{
+	uint64_t cd_size = s_le(rec + 12, 4), cd_off = s_le(rec + 16, 4), end = eocd;
+	unsigned char b[56];
+	size_t got = 0;
+
+	if (eocd >= 20 && rr_pread_full(fd, b, 20, (int64_t)(eocd - 20), &got) == 0 &&
+	    got == 20 && memcmp(b, "PK\x06\x07", 4) == 0) {
+		/* The ZIP64 end record where the locator says, ending where the locator begins. */
+		uint64_t z = s_le(b + 8, 8);
+		if (z > eocd - 20 || eocd - 20 - z < 56 ||
+		    rr_pread_full(fd, b, 56, (int64_t)z, &got) != 0 || got != 56 ||
+		    memcmp(b, "PK\x06\x06", 4) != 0 || s_le(b + 4, 8) + 12 != eocd - 20 - z)
+			return 0;
+		cd_size = s_le(b + 40, 8);
+		cd_off = s_le(b + 48, 8);
+		end = z;
+	}
+	if (cd_off > end || end - cd_off != cd_size)
+		return 0;
+	if (cd_size == 0)
+		return 1; /* an empty archive */
+	return rr_pread_full(fd, b, 4, (int64_t)cd_off, &got) == 0 && got == 4 &&
+	       memcmp(b, "PK\x01\x02", 4) == 0;
+}
+
 static enum rr_file_state s_zip(int fd, uint64_t size)
 {
 	size_t len = size < S_EOCD_SEARCH ? (size_t)size : S_EOCD_SEARCH, got = 0;
@@ -41,10 +83,11 @@ static enum rr_file_state s_zip(int fd, uint64_t size)
 		if (memcmp(buf + p, "PK\x05\x06", 4) != 0)
 			continue;
 		size_t comment = (size_t)buf[p + 20] | (size_t)buf[p + 21] << 8;
-		if (p + S_EOCD_LEN + comment == len) {
+		if (p + S_EOCD_LEN + comment != len)
+			continue;
+		if (s_closes_directory(fd, size - len + p, buf + p))
 			state = RR_FILE_WHOLE;
-			break;
-		}
+		break;
 	}
 out:
 	free(buf);

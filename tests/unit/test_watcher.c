@@ -569,6 +569,28 @@ static void test_whole_file_written_in_place_commits_a_cut_one_does_not(void)
 	CU_ASSERT(s_count_substr(log, "written in place") == 0);
 	free(log);
 
+	/* A second save before the first settled: the name stays, both commit at once. */
+	s_capture_begin(&c);
+	s_write_bytes(f.dir, "fast.pt", pt, len);
+	usleep(50 * 1000); /* the event queued (two alike in a row are one for inotify) */
+	CU_ASSERT_FATAL(rr_watcher_process(f.w, s_record, &f.r) == 0);
+	CU_ASSERT(s_count(&f.r, "fast.pt") == 0);
+	s_write_bytes(f.dir, "fast.pt", pt, len);
+	usleep(50 * 1000);
+	CU_ASSERT_FATAL(rr_watcher_process(f.w, s_record, &f.r) == 0);
+	CU_ASSERT(s_count(&f.r, "fast.pt") == 1);
+	/* Any number of names at once (a trainer saving a file per shard). */
+	for (int i = 0; i < 20; i++) {
+		char nm[32];
+		snprintf(nm, sizeof(nm), "shard_%02d.pt", i);
+		s_write_bytes(f.dir, nm, pt, len);
+	}
+	usleep(50 * 1000);
+	CU_ASSERT_FATAL(rr_watcher_process(f.w, s_record, &f.r) == 0);
+	s_settle(f.w, &f.r);
+	free(s_capture_end(&c));
+	CU_ASSERT(s_count(&f.r, "shard_00.pt") == 1 && s_count(&f.r, "shard_19.pt") == 1);
+
 	/* Saved again in place: committed again; the trainer gone, at once. */
 	usleep(20000);
 	s_write_bytes(f.dir, "ckpt.pt", pt, len);
