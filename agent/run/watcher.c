@@ -627,12 +627,13 @@ static void s_in_place_drop(struct rr_watcher *w, struct s_in_place *e)
 	*e = w->in_place[--w->nin_place];
 }
 
-/* name moved away or deleted: a first close still settling was a staging name's. */
+/* name moved away or deleted: a first close still settling was a staging name's; a name
+ * that had settled is forgotten (a new file under it settles afresh). */
 static void s_in_place_gone(struct rr_watcher *w, const char *name)
 {
 	struct s_in_place *e = s_in_place_find(w, name);
 
-	if (e && e->due)
+	if (e)
 		s_in_place_drop(w, e);
 }
 

@@ -86,10 +86,11 @@ void rr_format_plan_free(struct rr_format_plan *p);
 int rr_format_encoding_lossy(enum rr_encoding e);
 
 /* Whether a checkpoint file (open as fd, named name, of size bytes) is whole by its own
- * format, with no rename to say so (storage/format/whole.c): a zip (torch.save) whose end of
- * central directory record ends the file, a safetensors file whose header accounts for every
- * byte; RR_FILE_CUT when it claims to be one of them and is not (a save cut short), else
- * RR_FILE_OTHER (a format it cannot check). */
+ * format, with no rename to say so (storage/format/whole.c): a zip whose end records close
+ * its own central directory (torch.save's with its pickle and every record it names), a
+ * safetensors file whose header accounts for every byte; RR_FILE_CUT when it claims to be
+ * one of them and is not, or is too short for any (a save cut short), else RR_FILE_OTHER (a
+ * format it cannot check). */
 enum rr_file_state { RR_FILE_OTHER, RR_FILE_WHOLE, RR_FILE_CUT };
 enum rr_file_state rr_format_file_state(int fd, const char *name, uint64_t size);
 /* The same for the regular file name beneath dirfd (AT_FDCWD: a path), not followed through a

@@ -190,6 +190,48 @@ out:
 	return rc;
 }
 
+int rr_torch_complete(const struct rr_format_src *src, char *why, size_t why_len)
+{
+	struct rr_zip z = { 0 };
+	struct rr_pk_scan scan = { 0 };
+	char prefix[256], name[300 + RR_PK_KEY_MAX];
+	const struct rr_zip_entry *e;
+	uint8_t *pkl = NULL;
+	int rc = rr_zip_read(src, &z, why, why_len);
+
+	if (!rc)
+		rc = s_prefix(&z, prefix, sizeof(prefix), why, why_len);
+	if (rc == RR_ENOENT) {
+		/* torch's writer adds its version record as it closes, even when the pickle
+		 * before it failed: an archive of torch's with no pickle is a save cut short. */
+		for (size_t i = 0; i < z.n; i++) {
+			const char *slash = strrchr(z.entries[i].name, '/');
+			if (strcmp(slash ? slash + 1 : z.entries[i].name, "version") == 0)
+				rc = rr_fail(why, why_len, RR_ECORRUPT, "it has no data.pkl");
+		}
+	}
+	if (rc)
+		goto out;
+	snprintf(name, sizeof(name), "%s/data.pkl", prefix);
+	e = rr_zip_find(&z, name);
+	if (e->method != 0 || e->usize > RR_PK_MAX_BYTES)
+		goto out; /* compressed (torch.jit.save) or too big to read: taken as it is */
+	rc = s_read_entry(src, e, &pkl, why, why_len);
+	if (!rc)
+		rc = rr_pickle_scan(pkl, (size_t)e->usize, &scan, why, why_len);
+	for (size_t i = 0; !rc && i < scan.n; i++) {
+		snprintf(name, sizeof(name), "%s/data/%s", prefix, scan.storages[i].key);
+		if (!rr_zip_find(&z, name))
+			rc = rr_fail(why, why_len, RR_ECORRUPT, "storage %s has no record",
+				     scan.storages[i].key);
+	}
+out:
+	free(pkl);
+	rr_pickle_scan_free(&scan);
+	rr_zip_free(&z);
+	return rc;
+}
+
 /* Writes crc little-endian at off. */
 static int s_put_crc(int fd, uint64_t off, uint32_t crc)
 {

@@ -47,6 +47,14 @@ struct rr_zip {
 int rr_zip_read(const struct rr_format_src *src, struct rr_zip *out, char *why, size_t why_len);
 void rr_zip_free(struct rr_zip *z);
 
+/* Whether a torch.save archive is complete, whatever the planner would refuse in it (byte
+ * order, compressed entries): 0 when its pickle is there and every storage the pickle names
+ * has a record (a compressed pickle, torch.jit.save's, is taken as it is); RR_ECORRUPT with
+ * a reason when not, or when torch's version record stands without a pickle (a save
+ * interrupted: torch's writer closes the archive all the same); RR_ENOENT when it is no
+ * torch archive; RR_ENOMEM or src's read error. */
+int rr_torch_complete(const struct rr_format_src *src, char *why, size_t why_len);
+
 /* The entry named name, or NULL. */
 const struct rr_zip_entry *rr_zip_find(const struct rr_zip *z, const char *name);
 

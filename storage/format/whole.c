@@ -3,7 +3,10 @@
  * says so instead. A zip (torch.save, torch.jit.save) is whole when its end of central
  * directory record, the last thing a zip writer writes, ends exactly at the end of the file
  * (APPNOTE.TXT 4.3.16: signature, fixed fields, then the comment) and closes the file's own
- * central directory, right before it (through the ZIP64 records, 4.3.14-15); a safetensors
+ * central directory, right before it (through the ZIP64 records, 4.3.14-15), and, for
+ * torch's archives, which its writer closes even when the save failed, when the pickle and a
+ * record for every storage it names are there (rr_torch_complete); an empty file with a
+ * torch or safetensors name is cut (torch.save truncates before it pickles); a safetensors
  * file when
  * its header, parsed with every rule of the format, accounts for every byte (rr_st_parse). A
  * save cut short (the trainer killed mid-write, the disk full) fails these; what a format
@@ -17,6 +20,7 @@
 #include "rr/error.h"
 #include "rr/format.h"
 #include "rr/fsutil.h"
+#include "torch_zip.h"
 
 #define S_EOCD_LEN 22u
 #define S_EOCD_SEARCH (S_EOCD_LEN + 0xffffu) /* the record and the longest comment */
@@ -25,6 +29,17 @@ static int s_ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
 	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Names of the formats checked here: torch.save's and Lightning's, safetensors. */
+static int s_checked_name(const char *name)
+{
+	static const char *const exts[] = { ".pt", ".pth", ".ckpt", ".bin", ".safetensors" };
+
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
+		if (s_ends_with(name, exts[i]))
+			return 1;
+	return 0;
 }
 
 static uint64_t s_le(const unsigned char *p, unsigned n)
@@ -89,6 +104,17 @@ static enum rr_file_state s_zip(int fd, uint64_t size)
 			state = RR_FILE_WHOLE;
 		break;
 	}
+	if (state == RR_FILE_WHOLE) {
+		/* Closed, but a torch.save interrupted while pickling or writing its records is
+		 * closed too: its pickle and every record it names must be there. */
+		struct rr_format_src src = { .pread = rr_format_fd_pread, .ud = &fd, .size = size };
+		char why[200];
+		int rc = rr_torch_complete(&src, why, sizeof(why));
+		if (rc == RR_ECORRUPT)
+			state = RR_FILE_CUT;
+		else if (rc && rc != RR_ENOENT && rc != RR_ETOOBIG)
+			state = RR_FILE_OTHER; /* cannot tell */
+	}
 out:
 	free(buf);
 	return state;
@@ -139,6 +165,10 @@ enum rr_file_state rr_format_file_state(int fd, const char *name, uint64_t size)
 	unsigned char head[4];
 	size_t got = 0;
 
+	/* Empty, or too short for any format it checks: torch.save truncates the file before
+	 * it pickles, so a save killed then leaves this. */
+	if (size < 4 && s_checked_name(name))
+		return RR_FILE_CUT;
 	if (size >= 4 && rr_pread_full(fd, head, 4, 0, &got) == 0 && got == 4 &&
 	    memcmp(head, "PK\x03\x04", 4) == 0)
 		return s_zip(fd, size);

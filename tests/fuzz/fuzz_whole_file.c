@@ -55,13 +55,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	S_CHECK(a == RR_FILE_OTHER || a == RR_FILE_WHOLE || a == RR_FILE_CUT, "answer");
 	S_CHECK(b == RR_FILE_OTHER || b == RR_FILE_WHOLE || b == RR_FILE_CUT, "answer");
 	int zip = size >= 4 && memcmp(data, "PK\x03\x04", 4) == 0;
-	if (!zip)
+	if (size < 4)
+		S_CHECK(a == RR_FILE_CUT && b == RR_FILE_CUT, "too short to be whole, not cut");
+	else if (!zip)
 		S_CHECK(a == RR_FILE_OTHER, "a file that is no zip, named .pt, judged");
 	if (zip)
 		S_CHECK(a == b, "a zip judged by its name");
 	if (a == RR_FILE_WHOLE)
 		S_CHECK(s_zip_ends_with_eocd(data, size), "whole without its end record last");
-	if (!zip && b == RR_FILE_WHOLE) {
+	if (!zip && size >= 4 && b == RR_FILE_WHOLE) {
 		S_CHECK(rr_st_parse(data, size, size, &h, NULL, 0) == 0, "whole but unparsable");
 		rr_st_header_free(&h);
 	}

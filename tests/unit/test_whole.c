@@ -3,6 +3,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -64,6 +65,38 @@ static void test_a_zip_inside_a_cut_save_does_not_make_it_whole(void)
 	free(b);
 }
 
+/* torch's writer closes the archive even when the save fails: while pickling (only its
+ * version record), or while writing the records (some storage has none). Both are cut; so
+ * is an empty file (torch.save truncates before it pickles). Every whole file of the torch
+ * corpus is whole, whatever the planner refuses in it (byte order, compression). */
+static void test_an_interrupted_torch_save_is_cut_every_whole_one_whole(void)
+{
+	static const char *const whole[] = { "little.pt", "deflated.pt", "lightning.ckpt",
+					     "bigendian.pt", "dtypes.pt", "adam_step.pt",
+					     "model.bin" };
+	static const char *const cut[] = { "interrupted.pt", "missing_record.pt" };
+
+	for (size_t k = 0; k < sizeof(whole) / sizeof(whole[0]); k++) {
+		size_t len = 0;
+		unsigned char *z = tf_load("fuzz_torch_zip", whole[k], &len);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(z);
+		if (s_state(z, len, "ckpt.pt") != RR_FILE_WHOLE)
+			fprintf(stderr, "not whole: %s\n", whole[k]);
+		CU_ASSERT_EQUAL(s_state(z, len, "ckpt.pt"), RR_FILE_WHOLE);
+		free(z);
+	}
+	for (size_t k = 0; k < sizeof(cut) / sizeof(cut[0]); k++) {
+		size_t len = 0;
+		unsigned char *z = tf_load("fuzz_whole_file", cut[k], &len);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(z);
+		CU_ASSERT_EQUAL(s_state(z, len, "ckpt.pt"), RR_FILE_CUT);
+		free(z);
+	}
+	CU_ASSERT_EQUAL(s_state("", 0, "ckpt.pt"), RR_FILE_CUT);
+	CU_ASSERT_EQUAL(s_state("PK", 2, "last.ckpt"), RR_FILE_CUT);
+	CU_ASSERT_EQUAL(s_state("", 0, "notes.txt"), RR_FILE_OTHER);
+}
+
 static void test_safetensors_whole_or_cut_and_other_files_other(void)
 {
 	static const char hdr[] = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
@@ -87,6 +120,8 @@ static CU_TestInfo s_tests[] = {
 	{ "test_a_zip_is_whole_and_every_prefix_cut", test_a_zip_is_whole_and_every_prefix_cut },
 	{ "test_a_zip_inside_a_cut_save_does_not_make_it_whole",
 	  test_a_zip_inside_a_cut_save_does_not_make_it_whole },
+	{ "test_an_interrupted_torch_save_is_cut_every_whole_one_whole",
+	  test_an_interrupted_torch_save_is_cut_every_whole_one_whole },
 	{ "test_safetensors_whole_or_cut_and_other_files_other",
 	  test_safetensors_whole_or_cut_and_other_files_other },
 	CU_TEST_INFO_NULL,
