@@ -1,16 +1,18 @@
 /* Is a checkpoint file whole? A file written in place under its final name (torch.save to
- * "ckpt.pt", safetensors' save_file) has no rename to say it is finished: its own format
- * says so instead. A zip (torch.save, torch.jit.save) is whole when its end of central
- * directory record, the last thing a zip writer writes, ends exactly at the end of the file
- * (APPNOTE.TXT 4.3.16: signature, fixed fields, then the comment) and closes the file's own
- * central directory, right before it (through the ZIP64 records, 4.3.14-15), and, for
- * torch's archives, which its writer closes even when the save failed, when the pickle and a
- * record for every storage it names are there (rr_torch_complete); an empty file with a
- * torch or safetensors name is cut (torch.save truncates before it pickles); a safetensors
- * file when
- * its header, parsed with every rule of the format, accounts for every byte (rr_st_parse). A
- * save cut short (the trainer killed mid-write, the disk full) fails these; what a format
- * reader refuses for other reasons (compressed zip entries) is still whole here. */
+ * "ckpt.pt", safetensors' save_file) has no rename to say it is finished: its own format says
+ * so instead.
+ * - A zip (torch.save, torch.jit.save) is whole when its end of central directory record,
+ *   the last thing a zip writer writes, ends exactly at the end of the file (APPNOTE.TXT
+ *   4.3.16: signature, fixed fields, then the comment) and closes the file's own central
+ *   directory right before it (through the ZIP64 records, 4.3.14-15); a torch archive, which
+ *   torch's writer closes even when the save failed, also needs its pickle and a record for
+ *   every storage the pickle names (rr_torch_complete).
+ * - A safetensors file is whole when its header, parsed with every rule of the format,
+ *   accounts for every byte (rr_st_parse).
+ * - An empty or too short file with such a name is cut: torch.save truncates before it
+ *   pickles.
+ * A save cut short (the trainer killed mid-write, the disk full) fails these; what a format
+ * reader refuses for other reasons (compressed zip entries, byte order) is still whole here. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
