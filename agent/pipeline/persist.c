@@ -155,6 +155,9 @@ static int s_on_known_chunk(const struct rr_store_entry *e, void *ud)
 	name = name ? name + 1 : e->key;
 	if (strlen(name) != RR_SHA256_HEX_LEN)
 		return 0; /* not a chunk (a temp file of another writer, say) */
+	if (e->size == 0)
+		return 0; /* no chunk is empty: what a server left of an upload cut off (s3rver
+			   * keeps one), written again when needed */
 	if (k->n == k->cap) {
 		k->cap = k->cap ? 2 * k->cap : 1024;
 		grown = realloc(k->sha, k->cap * sizeof(*k->sha));
@@ -209,12 +212,14 @@ struct rr_chunk_index *rr_chunk_index_of_catalog(const struct rr_catalog *c, int
 		free(x);
 		return NULL;
 	}
-	/* The catalog's chunks are sorted by their hex name too. */
+	/* The catalog's chunks are sorted by their hex name too; an empty one is no chunk
+	 * (s_on_known_chunk). */
 	for (size_t i = 0; i < c->nchunks; i++) {
-		memcpy(x->sha[i].sha, c->chunks[i].sha256, sizeof(x->sha[i].sha));
-		x->sha[i].mtime_ms = c->chunks[i].mtime_unix_ms;
+		if (!c->chunks[i].size)
+			continue;
+		memcpy(x->sha[x->n].sha, c->chunks[i].sha256, sizeof(x->sha[x->n].sha));
+		x->sha[x->n++].mtime_ms = c->chunks[i].mtime_unix_ms;
 	}
-	x->n = c->nchunks;
 	x->listed_ms = listed_ms;
 	return x;
 }

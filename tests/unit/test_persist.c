@@ -267,6 +267,50 @@ static int s_all_chunks(struct fx *f, const struct rr_manifest *m, int delete_th
 	return all;
 }
 
+/* An empty object under a chunk's name is what a server left of an upload cut off (s3rver
+ * keeps one when a notice cancels the routine persist's request): no chunk is empty, so it
+ * is not taken for the chunk, which a later persist writes again. Before, it was: the new
+ * checkpoint named an empty chunk, and restore found it damaged. */
+static void test_persist_writes_a_chunk_the_store_holds_empty(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_manifest *m = NULL;
+	const char *sha;
+	char *path;
+	struct stat sb;
+
+	fx_init(&f);
+	s_make_mixed(&f, "step-1");
+	CU_ASSERT_EQUAL_FATAL(fx_persist(&f, "step-1", 1000, NULL, &m, &st), 0);
+	sha = fx_first_chunk(m, "run.sh");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sha);
+	path = fx_chunk_path(&f, sha);
+	CU_ASSERT_FATAL(truncate(path, 0) == 0);
+	s_make_mixed(&f, "step-2"); /* the same files */
+	CU_ASSERT_EQUAL(fx_persist(&f, "step-2", 2000, NULL, NULL, &st), 0);
+	CU_ASSERT_FATAL(stat(path, &sb) == 0);
+	CU_ASSERT(sb.st_size > 0);
+	/* The same through the start-up listing's chunk index. */
+	CU_ASSERT_FATAL(truncate(path, 0) == 0);
+	{
+		struct rr_catalog *c = NULL;
+		struct rr_persist_opts o = fx_opts();
+		CU_ASSERT_EQUAL_FATAL(rr_catalog_list(f.s, FX_RUN, &c), 0);
+		o.chunks = rr_chunk_index_of_catalog(c, rr_wall_ms());
+		s_make_mixed(&f, "step-3");
+		CU_ASSERT_EQUAL(rr_persist_checkpoint(f.s, f.ckpt_dir, "step-3", 3000, &o, NULL, &st),
+				0);
+		rr_chunk_index_destroy(o.chunks);
+		rr_catalog_destroy(c);
+	}
+	CU_ASSERT_FATAL(stat(path, &sb) == 0);
+	CU_ASSERT(sb.st_size > 0);
+	free(path);
+	rr_manifest_destroy(m);
+	fx_done(&f);
+}
+
 /* A stored manifest whose chunks are gone (another machine's retention deleted them as this
  * checkpoint was persisted, or a hand did) is not a durable checkpoint: persisting the same
  * checkpoint again stores them again before it calls the name taken by the same content. */
@@ -1161,6 +1205,8 @@ static CU_TestInfo s_tests[] = {
 	  test_persist_same_name_again_is_eexist_or_eprecond_and_changes_nothing },
 	{ "persist_stepless_name_committed_again_replaces_its_store_copy",
 	  test_persist_stepless_name_committed_again_replaces_its_store_copy },
+	{ "persist_writes_a_chunk_the_store_holds_empty",
+	  test_persist_writes_a_chunk_the_store_holds_empty },
 	{ "persist_same_name_again_stores_the_chunks_the_store_lost",
 	  test_persist_same_name_again_stores_the_chunks_the_store_lost },
 	{ "persist_with_previous_reuses_unchanged_segments",
