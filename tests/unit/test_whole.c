@@ -111,6 +111,19 @@ static void test_safetensors_whole_or_cut_and_other_files_other(void)
 	CU_ASSERT_EQUAL(s_state(st, len, "model.safetensors"), RR_FILE_WHOLE);
 	for (size_t k = 0; k < len; k++)
 		CU_ASSERT_EQUAL(s_state(st, k, "model.safetensors"), RR_FILE_CUT);
+	/* A dtype this reader does not know yet: whole all the same (its offsets say so). */
+	{
+		static const char nh[] = "{\"a\":{\"dtype\":\"F2_NEW\",\"shape\":[2],"
+					 "\"data_offsets\":[0,8]}}";
+		unsigned char nf[128];
+		uint64_t nn = sizeof(nh) - 1;
+		for (int i = 0; i < 8; i++)
+			nf[i] = (unsigned char)(nn >> (8 * i));
+		memcpy(nf + 8, nh, nn);
+		memset(nf + 8 + nn, 0, 8);
+		CU_ASSERT_EQUAL(s_state(nf, 8 + nn + 8, "model.safetensors"), RR_FILE_WHOLE);
+		CU_ASSERT_EQUAL(s_state(nf, 8 + nn + 7, "model.safetensors"), RR_FILE_CUT);
+	}
 	/* Not a zip, not named .safetensors: a legacy pickle, a tarball: no answer. */
 	CU_ASSERT_EQUAL(s_state("\x80\x02legacy", 8, "old.pt"), RR_FILE_OTHER);
 	CU_ASSERT_EQUAL(s_state(st, len, "model.bin"), RR_FILE_OTHER);
