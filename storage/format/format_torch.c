@@ -217,8 +217,8 @@ int rr_torch_complete(const struct rr_format_src *src, char *why, size_t why_len
 	if (e->method != 0 || e->usize > RR_PK_MAX_BYTES)
 		goto out; /* compressed (torch.jit.save) or too big to read: taken as it is */
 	rc = s_read_entry(src, e, &pkl, why, why_len);
-	if (!rc)
-		rc = rr_pickle_scan(pkl, (size_t)e->usize, &scan, why, why_len);
+	if (!rc && rr_pickle_scan(pkl, (size_t)e->usize, &scan, why, why_len) != 0)
+		goto out; /* a pickle the scanner does not follow: taken as it is, not cut */
 	for (size_t i = 0; !rc && i < scan.n; i++) {
 		snprintf(name, sizeof(name), "%s/data/%s", prefix, scan.storages[i].key);
 		if (!rr_zip_find(&z, name))

@@ -49,7 +49,8 @@ void rr_zip_free(struct rr_zip *z);
 
 /* Whether a torch.save archive is complete, whatever the planner would refuse in it (byte
  * order, compressed entries): 0 when its pickle is there and every storage the pickle names
- * has a record (a compressed pickle, torch.jit.save's, is taken as it is); RR_ECORRUPT with
+ * has a record (a compressed pickle, torch.jit.save's, or one the scanner does not follow is
+ * taken as it is); RR_ECORRUPT with
  * a reason when not, or when torch's version record stands without a pickle (a save
  * interrupted: torch's writer closes the archive all the same); RR_ENOENT when it is no
  * torch archive; RR_ENOMEM or src's read error. */
