@@ -190,6 +190,25 @@ out:
 	return rc;
 }
 
+/* 1 when every entry of z is one of the records torch's writer adds outside the pickle
+ * (version, byteorder, serialization_id): what a torch.save that failed before its pickle
+ * leaves, its writer closing the archive all the same. */
+static int s_only_torch_metadata(const struct rr_zip *z)
+{
+	static const char *const names[] = { "version", "byteorder", "serialization_id" };
+
+	for (size_t i = 0; i < z->n; i++) {
+		const char *slash = strrchr(z->entries[i].name, '/');
+		const char *base = slash ? slash + 1 : z->entries[i].name;
+		int known = 0;
+		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+			known |= strcmp(base, names[k]) == 0;
+		if (!known)
+			return 0;
+	}
+	return z->n > 0;
+}
+
 int rr_torch_complete(const struct rr_format_src *src, char *why, size_t why_len)
 {
 	struct rr_zip z = { 0 };
@@ -199,22 +218,18 @@ int rr_torch_complete(const struct rr_format_src *src, char *why, size_t why_len
 	uint8_t *pkl = NULL;
 	int rc = rr_zip_read(src, &z, why, why_len);
 
-	if (!rc)
-		rc = s_prefix(&z, prefix, sizeof(prefix), why, why_len);
-	if (rc == RR_ENOENT) {
-		/* torch's writer adds its version record as it closes, even when the pickle
-		 * before it failed: an archive of torch's with no pickle is a save cut short. */
-		for (size_t i = 0; i < z.n; i++) {
-			const char *slash = strrchr(z.entries[i].name, '/');
-			if (strcmp(slash ? slash + 1 : z.entries[i].name, "version") == 0)
-				rc = rr_fail(why, why_len, RR_ECORRUPT, "it has no data.pkl");
-		}
-	}
 	if (rc)
+		return rc == RR_ENOMEM ? rc : 0; /* a zip this reader refuses: taken as it is */
+	rc = s_prefix(&z, prefix, sizeof(prefix), why, why_len);
+	if (rc == RR_ENOENT && s_only_torch_metadata(&z))
+		rc = rr_fail(why, why_len, RR_ECORRUPT, "it has torch's records but no data.pkl");
+	else if (rc == RR_ECORRUPT)
+		rc = 0; /* two archives in one zip: not torch.save's, taken as it is */
+	if (rc || !z.n)
 		goto out;
 	snprintf(name, sizeof(name), "%s/data.pkl", prefix);
 	e = rr_zip_find(&z, name);
-	if (e->method != 0 || e->usize > RR_PK_MAX_BYTES)
+	if (!e || e->method != 0 || e->usize > RR_PK_MAX_BYTES)
 		goto out; /* compressed (torch.jit.save) or too big to read: taken as it is */
 	rc = s_read_entry(src, e, &pkl, why, why_len);
 	if (!rc && rr_pickle_scan(pkl, (size_t)e->usize, &scan, why, why_len) != 0)

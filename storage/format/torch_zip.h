@@ -47,13 +47,14 @@ struct rr_zip {
 int rr_zip_read(const struct rr_format_src *src, struct rr_zip *out, char *why, size_t why_len);
 void rr_zip_free(struct rr_zip *z);
 
-/* Whether a torch.save archive is complete, whatever the planner would refuse in it (byte
- * order, compressed entries): 0 when its pickle is there and every storage the pickle names
- * has a record (a compressed pickle, torch.jit.save's, or one the scanner does not follow is
- * taken as it is); RR_ECORRUPT with
- * a reason when not, or when torch's version record stands without a pickle (a save
- * interrupted: torch's writer closes the archive all the same); RR_ENOENT when it is no
- * torch archive; RR_ENOMEM or src's read error. */
+/* Whether a torch.save archive is complete: 0 when its pickle is there and every storage
+ * the pickle names has a record, whatever the planner would refuse in it (byte order,
+ * compressed entries); a zip this reader refuses, a compressed pickle (torch.jit.save's), one
+ * the scanner does not follow, or several archives in one zip are taken as they are (0).
+ * RR_ECORRUPT with a reason when a storage has no record, or when the zip holds only the
+ * records torch's writer adds as it closes (a save that failed before its pickle);
+ * RR_ENOENT when it is no torch.save archive (torch.package's, torch.export's, another
+ * zip); RR_ENOMEM or src's read error. */
 int rr_torch_complete(const struct rr_format_src *src, char *why, size_t why_len);
 
 /* The entry named name, or NULL. */

@@ -74,7 +74,8 @@ static void test_an_interrupted_torch_save_is_cut_every_whole_one_whole(void)
 	static const char *const whole[] = { "little.pt", "deflated.pt", "lightning.ckpt",
 					     "bigendian.pt", "dtypes.pt", "adam_step.pt",
 					     "model.bin" };
-	static const char *const cut[] = { "interrupted.pt", "missing_record.pt" };
+	static const char *const cut[] = { "interrupted.pt", "interrupted_torch2.pt",
+					   "missing_record.pt" };
 
 	for (size_t k = 0; k < sizeof(whole) / sizeof(whole[0]); k++) {
 		size_t len = 0;
@@ -91,6 +92,19 @@ static void test_an_interrupted_torch_save_is_cut_every_whole_one_whole(void)
 		CU_ASSERT_PTR_NOT_NULL_FATAL(z);
 		CU_ASSERT_EQUAL(s_state(z, len, "ckpt.pt"), RR_FILE_CUT);
 		free(z);
+	}
+	/* Zips that are no torch.save archive, or ones its reader refuses, whole as before:
+	 * torch.package's (a version record, no data.pkl), duplicate names, two archives. */
+	{
+		static const char *const other[] = { "package.pt", "dup_names.bin",
+						     "two_archives.pt" };
+		for (size_t k = 0; k < sizeof(other) / sizeof(other[0]); k++) {
+			size_t len = 0;
+			unsigned char *z = tf_load("fuzz_whole_file", other[k], &len);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(z);
+			CU_ASSERT_EQUAL(s_state(z, len, other[k]), RR_FILE_WHOLE);
+			free(z);
+		}
 	}
 	/* A pickle the scanner does not follow (a newer torch's opcode): taken as it is. */
 	{
