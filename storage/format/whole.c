@@ -24,6 +24,7 @@
 #include "rr/error.h"
 #include "rr/format.h"
 #include "rr/fsutil.h"
+#include "rr/json.h"
 #include "torch_zip.h"
 
 #define S_EOCD_LEN 22u
@@ -144,13 +145,12 @@ static enum rr_file_state s_safetensors(int fd, uint64_t size)
 		return RR_FILE_OTHER; /* a header bigger than this reader takes: cannot tell */
 	if (rc)
 		return RR_FILE_CUT;
-	text = malloc(n + 1);
+	text = malloc(n ? n : 1);
 	if (!text)
 		return RR_FILE_OTHER;
-	if (rr_pread_full(fd, text, n, 8, &got) == 0 && got == n) {
-		text[n] = '\0';
-		h = cJSON_ParseWithLength(text, n);
-	}
+	if (rr_pread_full(fd, text, n, 8, &got) == 0 && got == n &&
+	    rr_json_parse_object("safetensors header", text, n, &h, NULL, 0) != 0)
+		h = NULL;
 	for (t = h && cJSON_IsObject(h) ? h->child : NULL; t; t = t->next) {
 		const cJSON *off = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
 		const cJSON *e = cJSON_IsArray(off) ? cJSON_GetArrayItem(off, 1) : NULL;
