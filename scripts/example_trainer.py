@@ -202,9 +202,11 @@ def main(argv=None):
         asked = ck.requested()
         if asked or (args.checkpoint_every > 0 and step % args.checkpoint_every == 0):
             commit()
-        if asked and ck.should_exit():
-            print("checkpointed at step %d, exiting for preemption" % step, flush=True)
-            return 0
+            # After any commit: a request that came after requested() looked is cleared by
+            # this commit (it answers the request), so `asked` alone would miss it.
+            if ck.should_exit():
+                print("checkpointed at step %d, exiting for preemption" % step, flush=True)
+                return 0
 
     if committed != state["step"]:
         commit()  # the final state is always a committed checkpoint

@@ -336,9 +336,13 @@ class Checkpointer:
         is first moved aside to `.<name>.old` and removed afterwards, so `<name>` only ever
         holds a complete checkpoint.  Pending requests seen before the block are cleared.  If
         the block raises, the temporary directory is removed and the exception propagates.
-        The agent stores a name once: commit each checkpoint under a new name (step-N); a
-        name committed again replaces the local copy only.  One process per node commits a
-        name: two commits of one name at once race on the temporary directory.
+        Commit each checkpoint under a new name (step-N): a step-numbered name is stored
+        once; a name without a step number committed again replaces the store's copy.  A
+        request that came after the loop last looked, before the block, is cleared by this
+        commit, which answers it: check should_exit() after every commit, not only after a
+        requested one.  One
+        process per node commits a name: two commits of one name at once race on the
+        temporary directory.
         """
         _check_name(name)
         os.makedirs(self.directory, exist_ok=True)
