@@ -614,6 +614,38 @@ static void test_whole_file_written_in_place_commits_a_cut_one_does_not(void)
 	s_fx_end(&f);
 }
 
+/* A file closed whole in place, settling, when the checkpoint directory's path goes away
+ * (its parent renamed): nothing of it can be committed, and the loop must not be woken
+ * for it again and again (its due time in the past made the poll timeout 0: a spin). */
+static void test_a_settling_file_goes_with_its_directory(void)
+{
+	struct s_fx f;
+	struct rr_commit_rule rule;
+	char moved[160];
+	size_t len = 0;
+	unsigned char *pt = tf_load("fuzz_torch_zip", "little.pt", &len);
+	int64_t at;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pt);
+	s_fx_start(&f);
+	CU_ASSERT_FATAL(rr_commit_rule_parse("auto", &rule) == 0);
+	rr_watcher_set_rule(f.w, &rule);
+	s_write_bytes(f.dir, "ckpt.pt", pt, len);
+	usleep(50 * 1000);
+	CU_ASSERT_FATAL(rr_watcher_process(f.w, s_record, &f.r) == 0);
+	CU_ASSERT(rr_watcher_next_at(f.w) > 0); /* settling */
+	snprintf(moved, sizeof(moved), "%s.moved", f.root);
+	CU_ASSERT_FATAL(rename(f.root, moved) == 0);
+	usleep(600 * 1000);
+	rr_watcher_process(f.w, s_record, &f.r); /* may say the directory is lost */
+	at = rr_watcher_next_at(f.w);
+	CU_ASSERT(at == 0 || at > rr_mono_ms());
+	CU_ASSERT(s_count(&f.r, "ckpt.pt") == 0);
+	CU_ASSERT_FATAL(rename(moved, f.root) == 0);
+	free(pt);
+	s_fx_end(&f);
+}
+
 static void test_commit_that_vanished_before_processing_is_skipped(void)
 {
 	struct s_fx f;
@@ -1305,6 +1337,8 @@ static CU_TestInfo s_tests[] = {
 	  test_directory_moved_in_from_elsewhere_is_a_commit },
 	{ "test_whole_file_written_in_place_commits_a_cut_one_does_not",
 	  test_whole_file_written_in_place_commits_a_cut_one_does_not },
+	{ "test_a_settling_file_goes_with_its_directory",
+	  test_a_settling_file_goes_with_its_directory },
 	{ "test_file_renamed_to_a_final_name_is_a_one_file_checkpoint",
 	  test_file_renamed_to_a_final_name_is_a_one_file_checkpoint },
 	{ "test_commit_that_vanished_before_processing_is_skipped",
