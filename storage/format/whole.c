@@ -148,8 +148,13 @@ static enum rr_file_state s_safetensors(int fd, uint64_t size)
 	text = malloc(n ? n : 1);
 	if (!text)
 		return RR_FILE_OTHER;
-	if (rr_pread_full(fd, text, n, 8, &got) == 0 && got == n &&
-	    rr_json_parse_object("safetensors header", text, n, &h, NULL, 0) != 0)
+	if (rr_pread_full(fd, text, n, 8, &got) != 0) {
+		state = RR_FILE_OTHER; /* cannot read it: cannot tell, not called cut */
+		goto out;
+	}
+	if (got != n)
+		goto out; /* shorter than its header says now: being written again, cut */
+	if (rr_json_parse_object("safetensors header", text, n, &h, NULL, 0) != 0)
 		h = NULL;
 	for (t = h && cJSON_IsObject(h) ? h->child : NULL; t; t = t->next) {
 		const cJSON *off = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
