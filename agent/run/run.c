@@ -622,6 +622,18 @@ static void s_notice_made_durable(struct s_run *r)
  * else if it is not yet, and leaves with the preempted status. */
 static void s_set_suspect_aside(struct s_run *r, int restore_before);
 
+/* With the trainer gone, its newest checkpoint is what the next machine resumes from: the
+ * notice's, persisted ahead of everything else unless it is durable already. */
+static void s_notice_takes_newest(struct s_run *r)
+{
+	snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", r->newest);
+	r->notice_ckpt_ms = r->newest_ms;
+	if (!s_newest_durable(r))
+		rr_persister_submit(r->persister, r->newest, r->newest_ms, 1);
+	else if (s_notice_active(r))
+		s_notice_made_durable(r);
+}
+
 static void s_going_between_attempts(struct s_run *r)
 {
 	char suspect[256] = "";
@@ -646,12 +658,7 @@ static void s_going_between_attempts(struct s_run *r)
 							   : r->restored[0] ? r->restored : "none");
 		return;
 	}
-	snprintf(r->notice_ckpt, sizeof(r->notice_ckpt), "%s", r->newest);
-	r->notice_ckpt_ms = r->newest_ms;
-	if (!s_newest_durable(r))
-		rr_persister_submit(r->persister, r->newest, r->newest_ms, 1);
-	else if (s_notice_active(r))
-		s_notice_made_durable(r);
+	s_notice_takes_newest(r);
 }
 
 static void s_start_notice(struct s_run *r, const struct rr_notice *n)
@@ -1522,6 +1529,14 @@ static void s_on_child_exit(struct s_run *r)
 		s_decide(r, code);
 		/* Whatever the trainer's own status, the work is not done. */
 		r->preempted = going || r->terminate_after;
+		/* It left at the notice with no commit answering it: it read the notice file
+		 * and exited, its last commit made just before the request, or before the
+		 * notice itself (the example trainer checks should_exit() after every commit). */
+		if (going && !r->notice_ckpt[0] && !s_notice_durable(r) && r->newest[0]) {
+			rr_info("the trainer left with no checkpoint answering the notice: its last, "
+				"%s, is the notice's", r->newest);
+			s_notice_takes_newest(r);
+		}
 		if (!r->preempted && r->outlived && code == 0)
 			rr_info("the trainer finished after outliving the notice");
 		return;

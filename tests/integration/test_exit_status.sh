@@ -50,6 +50,26 @@ check 3 "notice, --preempted-exit-code 0, trainer exits 3" --preempted-exit-code
 expect_no_grep 'leaving with status' exit-3.log "no preempted status with 0"
 RESUME_RUN_PREEMPTED_EXIT_CODE=99 check 99 "notice, RESUME_RUN_PREEMPTED_EXIT_CODE=99" --drill-file PREEMPT -- sh exits_on_notice.sh 0
 RESUME_RUN_PREEMPTED_EXIT_CODE=99 check 42 "the flag beats the environment" --preempted-exit-code 42 --drill-file PREEMPT -- sh exits_on_notice.sh 0
+# A trainer that leaves as soon as it reads the notice file, having committed just before it
+# (or between the notice and the request: the example trainer checks should_exit() after
+# every commit) and answering no request: its last commit is the notice's checkpoint, made
+# durable and said so, as the next machine resumes from it. The agent used to leave with 75
+# and no word of it (a CI run's integration_azure_store, under load).
+cat > leaves_unasked.sh <<'SH'
+trap ':' USR1
+d=$RESUME_RUN_CHECKPOINT_DIR
+mkdir -p "$d/.step-1.tmp" && echo state > "$d/.step-1.tmp/state" && mv "$d/.step-1.tmp" "$d/step-1"
+sleep 0.3
+cp PREEMPT.json PREEMPT
+while [ ! -e "$RESUME_RUN_NOTICE_FILE" ]; do sleep 0.02; done
+exit 0
+SH
+rm -f PREEMPT
+run_rr exit-unasked.log --max-restarts 0 --store "file://$W/store-unasked" --checkpoint-dir "$W/ck-unasked" \
+	--drill-file PREEMPT -- sh leaves_unasked.sh
+expect_eq "$RC" 75 "a trainer that left at the notice, unasked"
+expect_grep 'checkpoint step-1 is durable in the store' exit-unasked.log "its last commit is the notice's, durable"
+ok "a trainer that left at the notice without answering: 75, its last commit durable for the notice"
 check 0 "rebalance notice, training goes on and finishes" --drill-file REBALANCE -- sh goes_on.sh
 expect_grep 'carried on past the notice' exit-0.log "the trainer went on"
 expect_grep 'notice: rebalance from file' exit-0.log "the rebalance notice was seen"
