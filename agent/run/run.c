@@ -1120,9 +1120,12 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	 * allow 20 ms). It may be a save that was under way when the signal came, the trainer's
 	 * real answer coming next: the second commit takes its place, once. Later ones follow
 	 * it and never set it aside, or a trainer that commits faster than a persist takes
-	 * would leave the notice with nothing durable. */
+	 * would leave the notice with nothing durable. One that sorts before it (Lightning's
+	 * last.ckpt right after epoch=E-step=S.ckpt) does not: a new machine restores by step
+	 * number. */
 	if (s_notice_active(r) && r->notice_ckpt[0] && !s_notice_durable(r) &&
-	    !r->notice_retaken) {
+	    !r->notice_retaken &&
+	    rr_checkpoint_compare(name, ms, r->notice_ckpt, r->notice_ckpt_ms) > 0) {
 		rr_info("checkpoint %s committed after %s: the notice takes it as the trainer's "
 			"answer (%s may have been a save under way when it was asked)", name,
 			r->notice_ckpt, r->notice_ckpt);

@@ -163,4 +163,29 @@ run_rr m12.log --store "file://$W/same" --checkpoint-dir "$W/ck-same2" --max-res
 expect_eq "$RC" 1 "saved again unchanged, then failing: exit status"
 expect_grep 'checkpoint last marked suspect' m12.log "saved again unchanged: the state failed from marked"
 ok "saved again unchanged, then failing from it: the store's copy (the same content) is marked suspect"
+# Lightning's save_last at a notice: the answer epoch=0-step=10.ckpt, big, is persisting when
+# last.ckpt follows it 50 ms later. last.ckpt sorts before it (a new machine restores by step
+# number), so it does not take the notice's place: it used to cancel step-10's persist, be
+# called durable itself, and leave the store's newest at step-5.
+cat > savelast.sh <<'SH'
+trap 'asked=1' USR1
+d=$RESUME_RUN_CHECKPOINT_DIR
+save() { head -c "$2" /dev/urandom > "$d/.$1.tmp" && mv "$d/.$1.tmp" "$d/$1"; }
+if [ -n "${RESUME_RUN_RESTORE_DIR:-}" ]; then echo "resumed from $(basename "$RESUME_RUN_RESTORE_DIR")"; exit 0; fi
+save "epoch=0-step=5.ckpt" 1000; sleep 0.05; save last.ckpt 1000
+while ! grep -q '^resume-run: persisted last.ckpt' m13.log; do sleep 0.05; done
+printf '{"kind":"preempt"}' > NOTICE.tmp && mv NOTICE.tmp NOTICE
+while [ -z "${asked:-}" ]; do sleep 0.05; done
+save "epoch=0-step=10.ckpt" 100000000; sleep 0.05; save last.ckpt 1000
+exit 0
+SH
+rm -rf .resume-run NOTICE
+run_rr m13.log --drill-file NOTICE -- sh savelast.sh
+expect_eq "$RC" "$RR_PREEMPTED" "save_last at a notice: exit status"
+expect_grep 'checkpoint epoch=0-step=10.ckpt is durable in the store' m13.log "save_last at a notice: the step file answers it"
+expect_no_grep 'set aside' m13.log "save_last at a notice: the step file's persist cut"
+rm -rf .resume-run/checkpoints NOTICE
+run_rr m14.log -- sh savelast.sh
+expect_grep 'resumed from epoch=0-step=10.ckpt' m14.log "save_last at a notice: a new machine resumes from the step file"
+ok "save_last at a notice: epoch=0-step=10.ckpt is the notice's checkpoint, last.ckpt after it; a new machine resumes from step 10"
 finish
