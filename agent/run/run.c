@@ -1173,7 +1173,7 @@ static int s_note_cut(struct s_run *r, const struct rr_persist_result *res)
 	    !s_same_commit(res->name, res->committed_ms, r->newest, r->newest_ms) ||
 	    s_same_commit(res->name, res->committed_ms, r->cut_retried, r->cut_retried_ms) ||
 	    (!bounded && !just_lifted) ||
-	    r->phase == S_FINISHING)
+	    (r->phase == S_FINISHING && (s_notice_going(r) || r->terminate_after)))
 		return 0;
 	snprintf(r->cut, sizeof(r->cut), "%s", res->name);
 	r->cut_ms = res->committed_ms;
@@ -1728,6 +1728,13 @@ static int s_finished(struct s_run *r, int64_t now)
 	}
 	if (!rr_persister_busy(r->persister)) {
 		s_collect_results(r); /* the last ones may have arrived since the poll */
+		/* One of them cut by a precaution's deadline (a rebalance as the trainer
+		 * finished) is persisted again, at once if the deadline is past, or once it is
+		 * (s_check_deadline). */
+		if (rr_persister_busy(r->persister) ||
+		    (r->cut[0] && r->deadline_mono && s_notice_active(r) && !s_notice_going(r) &&
+		     !r->terminate_after))
+			return 0;
 		/* Ended by the deadline's end of its requests: the same miss as below. */
 		if (r->deadline_mono && !s_notice_durable(r) &&
 		    rr_mono_ms() >= r->deadline_mono - DEADLINE_SLACK_MS)

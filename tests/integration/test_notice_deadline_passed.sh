@@ -13,7 +13,8 @@
 # and, 4, a SIGTERM's --grace is not stretched by a later notice's longer deadline. Then
 # (found by a review of the event loop):
 #  5. a precaution's deadline (a rebalance) does not cut a finished trainer's final upload
-#     (it did, and the agent left 0 with the final checkpoint in no store);
+#     (it did, and the agent left 0 with the final checkpoint in no store), or one it cuts
+#     (a request begun after the notice) is persisted again after it;
 #  6. SIGTERM's --grace bounds the final upload after an earlier notice was handled (it did
 #     not: the handled notice counted as a durable one, and the agent outlived the grace);
 #  7. the notice's own checkpoint failed, a later commit made durable answers the notice
@@ -92,11 +93,13 @@ expect_grep "persisted $name:" two.log "2: then durable"
 expect_grep "$name +committed" two-ls.out "2: the notice's checkpoint is in the store"
 ok "2: the notice's checkpoint cut at the deadline was persisted again once it passed"
 
-# notice_in_final_upload NAME FAULT NOTICE: the trainer commits its final step-100000 and
-# exits 0; while that upload is held by FAULT (a proxy rule), the drill NOTICE comes. Sets RC.
+# notice_in_final_upload NAME FAULT NOTICE [FAULT2]: the trainer commits its final
+# step-100000 and exits 0; while that upload is held by FAULT (a proxy rule; FAULT2 a second
+# one), the drill NOTICE comes. Sets RC.
 notice_in_final_upload() {
 	mkdir "$1" && cd "$1"
 	fault "$2"
+	[ -z "${4:-}" ] || fault "$4"
 	(notice_after 'trainer exited with status 0' "../$1.log" "$3") &
 	local n=$!
 	run_rr "../$1.log" -v --store "s3://$S3_BUCKET/$1" --drill-file NOTICE \
@@ -123,6 +126,18 @@ expect_grep 'persisted step-100000:' five.log "5: the final checkpoint persisted
 "$RR_BIN" ls --store "s3://$S3_BUCKET/five" > five-ls.out 2>&1 || fail "5: ls: $(cat five-ls.out)"
 expect_grep 'step-100000 +committed' five-ls.out "5: the final checkpoint is in the store"
 ok "5: a rebalance's deadline does not cut a finished trainer's final upload (exit 0, in the store)"
+# 5b. The same with the request held begun after the notice (the manifest's, the first chunk
+# held 2 s before it): the store's requests end at the deadline, so it fails there; the
+# final checkpoint is persisted again once the deadline is past (it was not: the agent left
+# 0 with it in no store; found by a review).
+notice_in_final_upload fiveb '{"method": "PUT", "path": "/chunks/", "nth": 1, "action": "stall", "seconds": 2}' \
+	'{"kind":"rebalance","deadline_in":4}' \
+	'{"method": "PUT", "path": "step-100000/manifest", "nth": 1, "action": "stall", "seconds": 5}'
+expect_eq "$RC" 0 "5b: exit status"
+expect_grep 'persisting step-100000 again: its persist was cut' fiveb.log "5b: persisted again after the deadline"
+"$RR_BIN" ls --store "s3://$S3_BUCKET/fiveb" > fiveb-ls.out 2>&1 || fail "5b: ls: $(cat fiveb-ls.out)"
+expect_grep 'step-100000 +committed' fiveb-ls.out "5b: the final checkpoint is in the store"
+ok "5b: a final upload cut by a rebalance's deadline is persisted again after it (exit 0, in the store)"
 
 # --- 6. SIGTERM after a handled notice: --grace bounds the final upload ---
 mkdir six && cd six
