@@ -154,6 +154,8 @@ struct s_run {
 	off_t notice_file_size;
 	struct timespec notice_file_mtime;
 	int outlived;               /* a going notice's deadline passed with the trainer running */
+	char outlived_newest[256];  /* the newest commit then: a 0 with nothing newer is a leave */
+	int64_t outlived_newest_ms;
 	struct rr_notice early_notice; /* a precaution that came during the start-up restore */
 	int has_early_notice;
 	/* The newest checkpoint, when its persist failed while a notice's deadline bounded the
@@ -582,6 +584,16 @@ static int s_newest_durable(const struct s_run *r)
 		(strcmp(r->newest, r->persisted) == 0 && r->newest_ms <= r->persisted_ms));
 }
 
+/* A going notice is outlived: the machine is still here past its deadline, and the trainer
+ * runs. Its exit 0 will stand once it has committed again (it trained on); one with nothing
+ * newer than now left for the notice (s_on_child_exit). */
+static void s_outlive(struct s_run *r)
+{
+	r->outlived = 1;
+	snprintf(r->outlived_newest, sizeof(r->outlived_newest), "%s", r->newest);
+	r->outlived_newest_ms = r->newest_ms;
+}
+
 /* The notice's checkpoint (notice_ckpt) is durable: a precaution is done, and a cloud that
  * waits for it hears so. */
 static void s_notice_made_durable(struct s_run *r)
@@ -609,7 +621,7 @@ static void s_notice_made_durable(struct s_run *r)
 		rr_warn("the %s notice's checkpoint is durable, after its deadline, and this machine "
 			"is still here: the notice is over, and the trainer's own exit status will "
 			"stand", rr_notice_kind_name(r->notice.kind));
-		r->outlived = 1;
+		s_outlive(r);
 		unlink(r->notice_path);
 		r->ask_pending = 0;
 		s_notice_over(r);
@@ -830,7 +842,8 @@ static void s_check_deadline(struct s_run *r, int64_t now)
 		rr_warn("the %s notice's deadline passed and the trainer is still running; the "
 			"notice is over: checkpoints are persisted as usual, and the trainer's own "
 			"exit status will stand", kind);
-	r->outlived = s_severity(r->notice.kind) == 2;
+	if (s_severity(r->notice.kind) == 2)
+		s_outlive(r);
 	unlink(r->notice_path);
 	r->ask_pending = 0;
 	s_notice_over(r);
@@ -1540,8 +1553,18 @@ static void s_on_child_exit(struct s_run *r)
 				"%s, is the notice's", r->newest);
 			s_notice_takes_newest(r);
 		}
-		if (!r->preempted && r->outlived && code == 0)
+		if (!r->preempted && r->outlived && code == 0 &&
+		    s_same_commit(r->newest, r->newest_ms, r->outlived_newest,
+				  r->outlived_newest_ms)) {
+			/* It left for the notice as it was told, however long it took (a save
+			 * past the deadline, an evaluation after train() returned): its 0 is not a
+			 * finished run, and the job must run on from the store's newest. */
+			rr_info("the trainer exited 0 after outliving the notice with nothing committed "
+				"since: taken as leaving for the notice");
+			r->preempted = 1;
+		} else if (!r->preempted && r->outlived && code == 0) {
 			rr_info("the trainer finished after outliving the notice");
+		}
 		return;
 	}
 	if (rr_recovery_failed(&r->rec, code)) {

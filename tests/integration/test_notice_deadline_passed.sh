@@ -4,7 +4,8 @@
 # misreported the run before:
 #  1. the notice's checkpoint became durable only after the deadline: the notice is then
 #     over, as when it is durable in time, and the trainer's own exit status stands (it was
-#     75, --every stayed paused and every later notice was ignored);
+#     75, --every stayed paused and every later notice was ignored) once it committed again
+#     (1b: a 0 with nothing committed since is a trainer that left for the notice: 75);
 #  2. the notice's checkpoint upload was cut at the deadline: it is persisted again once the
 #     deadline no longer bounds the store (it was never persisted: the log said it went on);
 #  3. the notice came while a finished trainer's final checkpoint uploaded, and the deadline
@@ -36,13 +37,28 @@ mkdir one && cd one
 (notice_after 'started' ../one.log '{"kind":"preempt","deadline_in":1}') &
 n=$!
 run_rr ../one.log -v --store "file://$W/one-store" --drill-file NOTICE \
-	-- "$PY" "$T" --save-s 3 --run-s 8
+	-- "$PY" "$T" --save-s 3 --run-s 8 --final
 wait $n
 cd ..
 expect_eq "$RC" 0 "1: exit status (the trainer's own)"
 expect_grep "deadline passed before its checkpoint was durable, and this machine is still here" one.log "1: the deadline passed first"
 expect_grep "notice's checkpoint is durable, after its deadline, and this machine is still here: the notice is over" one.log "1: the notice ended"
-ok "1: a notice's checkpoint durable after its deadline ends the notice; the trainer's 0 stands"
+expect_grep "the trainer finished after outliving the notice" one.log "1: said"
+ok "1: a notice's checkpoint durable after its deadline ends the notice; the trainer trained on, committed its final step, and its 0 stands"
+# 1b. The same trainer without its final commit: it left for the notice (a save past the
+# deadline, then an evaluation after train() returned), and its later 0 is no finished run.
+# The agent used to pass it on, and the relauncher took the unfinished job as done (found by
+# a review: the reference trainer, a step longer than the deadline, exited 0 in 5 of 6 runs).
+mkdir oneb && cd oneb
+(notice_after 'started' ../oneb.log '{"kind":"preempt","deadline_in":1}') &
+n=$!
+run_rr ../oneb.log -v --store "file://$W/oneb-store" --drill-file NOTICE \
+	-- "$PY" "$T" --save-s 3 --run-s 5
+wait $n
+cd ..
+expect_eq "$RC" "$RR_PREEMPTED" "1b: exit status"
+expect_grep "exited 0 after outliving the notice with nothing committed since: taken as leaving for the notice" oneb.log "1b: said why"
+ok "1b: a trainer that exits 0 after outliving the notice with nothing committed since leaves $RR_PREEMPTED"
 
 # --- 4. SIGTERM's --grace stays the limit when a later notice has a longer deadline: a
 # rebalance stands, SIGTERM comes (--grace 4), then a preemption with 60 s. Before, the
@@ -163,7 +179,8 @@ ok "6: after a handled notice, SIGTERM's --grace still bounds the final upload (
 mkdir seven && cd seven
 cat > twice.sh <<'SH'
 #!/usr/bin/env bash
-# On SIGUSR1: commits step-10 then step-11; step-12 once GO12 exists; exits 0 once STOP does.
+# On SIGUSR1: commits step-10 then step-11; step-12 once GO12 exists; once STOP does,
+# commits its final step-13 (it trained on past the notice) and exits 0.
 d=$RESUME_RUN_CHECKPOINT_DIR
 commit() { mkdir -p "$d/.step-$1.tmp"; head -c 300000 /dev/urandom > "$d/.step-$1.tmp/f.bin"; mv "$d/.step-$1.tmp" "$d/step-$1"; echo "commit step-$1"; }
 asked=0
@@ -175,6 +192,7 @@ while [ ! -e STOP ]; do
 	if [ -e GO12 ] && [ $done12 = 0 ]; then commit 12; done12=1; fi
 	sleep 0.1
 done
+commit 13
 exit 0
 SH
 chmod +x twice.sh
