@@ -602,7 +602,14 @@ void rr_persister_submit(struct rr_persister *p, const char *name, int64_t ms, i
 				p->routine.name);
 		s_slot_set(&p->routine, name, ms);
 	}
-	if (urgent && p->running && (p->running_name[0] || p->retaining)) {
+	if (urgent && p->running && p->running_name[0] && strcmp(name, p->running_name) != 0 &&
+	    rr_checkpoint_compare(name, ms, p->running_name, p->running_ms) < 0) {
+		/* Sorting before the one in progress by its step number (Lightning's last.ckpt
+		 * answering the notice right after a routine epoch=E-step=S.ckpt): that one is
+		 * what a new machine restores, so it goes on, and the notice's follows. */
+		rr_info("%s goes on before the notice's %s: it has the greater step number (what a "
+			"new machine restores)", p->running_name, name);
+	} else if (urgent && p->running && (p->running_name[0] || p->retaining)) {
 		/* The older persist in progress steps aside. */
 		snprintf(p->cancel_why, sizeof(p->cancel_why), "a notice's checkpoint (%s) goes "
 			 "first", name);

@@ -635,6 +635,35 @@ static void test_persister_a_later_commit_sorting_before_the_queued_one_leaves_i
 	s_teardown_gated(&e, &g);
 }
 
+/* A notice's checkpoint that sorts before the one being persisted by its step number
+ * (Lightning's last.ckpt, the notice's answer, right after a routine epoch=E-step=S.ckpt
+ * committed just before the request) does not set that one aside: it is what a new machine
+ * restores. It goes on, and the notice's follows. */
+static void test_persister_urgent_sorting_before_the_running_one_leaves_it(void)
+{
+	struct s_env e;
+	struct s_gate g;
+	const struct rr_persist_result *r1, *r2;
+
+	s_setup_gated(&e, &g, "/chunks/", 10);
+	s_make(&e, "step-4", 1);
+	s_make(&e, "last", 2);
+	rr_persister_submit(e.p, "step-4", 1000, 0);
+	CU_ASSERT_TRUE_FATAL(s_gate_wait_blocked(&g)); /* step-4 is being persisted */
+	rr_persister_submit(e.p, "last", 1001, 1);
+	s_gate_open(&g);
+	r1 = s_result(&e, "step-4");
+	r2 = s_result(&e, "last");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r2);
+	CU_ASSERT_EQUAL(r1->rc, 0);
+	CU_ASSERT_EQUAL(r2->rc, 0);
+	CU_ASSERT_TRUE(s_wait(&e, s_idle, NULL));
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "step-4"));
+	CU_ASSERT_TRUE(fx_has_manifest(&e.f, "last"));
+	s_teardown_gated(&e, &g);
+}
+
 static void test_persister_urgent_submission_sets_aside_older_persist_in_progress(void)
 {
 	struct s_env e;
@@ -1130,6 +1159,8 @@ static CU_TestInfo s_tests[] = {
 	{ "persister_a_later_commit_sorting_before_the_queued_one_leaves_it",
 	  test_persister_a_later_commit_sorting_before_the_queued_one_leaves_it },
 	{ "persister_newest_queued_checkpoint_wins", test_persister_newest_queued_checkpoint_wins },
+	{ "persister_urgent_sorting_before_the_running_one_leaves_it",
+	  test_persister_urgent_sorting_before_the_running_one_leaves_it },
 	{ "persister_urgent_submission_sets_aside_older_persist_in_progress",
 	  test_persister_urgent_submission_sets_aside_older_persist_in_progress },
 	{ "persister_urgent_submission_cancels_store_requests_in_flight",
