@@ -219,7 +219,7 @@ static void s_retention(struct rr_persister *p, const char *after)
 
 	snprintf(when, sizeof(when), "%s%s", after ? "after " : "at start", after ? after : "");
 	pthread_mutex_lock(&p->lock);
-	if (p->cancel || p->leaving)
+	if (p->cancel || p->leaving || p->urgent.have)
 		why = p->leaving ? "the agent is leaving" : "a notice's checkpoint is waiting";
 	else
 		p->retaining = 1;

@@ -59,6 +59,10 @@
 #define DEADLINE_SLACK_MS 100
 /* A persist cut at the deadline may fail this long before its result is collected. */
 #define CUT_RESULT_MS 1000
+/* A failure this close to the deadline may be its cut: the store's requests end at it, and
+ * their retries where one could not finish before it (backoff at most 15 s, storage/net/
+ * retry.c). */
+#define CUT_NEAR_MS 20000
 /* The exit event's write, after everything else: bounded, as the machine may be going. */
 #define EXIT_EVENT_MS 3000
 /* The start-up restore's lease is given back within this much of the store's time; a slow
@@ -1138,7 +1142,8 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 	 * number. */
 	if (s_notice_active(r) && r->notice_ckpt[0] && !s_notice_durable(r) &&
 	    !r->notice_retaken &&
-	    rr_checkpoint_compare(name, ms, r->notice_ckpt, r->notice_ckpt_ms) > 0) {
+	    (strcmp(name, r->notice_ckpt) == 0 ||
+	     rr_checkpoint_compare(name, ms, r->notice_ckpt, r->notice_ckpt_ms) > 0)) {
 		rr_info("checkpoint %s committed after %s: the notice takes it as the trainer's "
 			"answer (%s may have been a save under way when it was asked)", name,
 			r->notice_ckpt, r->notice_ckpt);
@@ -1753,10 +1758,11 @@ static int s_finished(struct s_run *r, int64_t now)
 		s_collect_results(r); /* the last ones may have arrived since the poll */
 		/* One of them cut by a precaution's deadline (a rebalance as the trainer
 		 * finished) is persisted again, at once if the deadline is past, or once it is
-		 * (s_check_deadline). */
+		 * (s_check_deadline): waited for only where the deadline can have cut it, not
+		 * for any failure under a maintenance deadline days away. */
 		if (rr_persister_busy(r->persister) ||
-		    (r->cut[0] && r->deadline_mono && s_notice_active(r) && !s_notice_going(r) &&
-		     !r->terminate_after))
+		    (r->cut[0] && r->deadline_mono && r->deadline_mono - now <= CUT_NEAR_MS &&
+		     s_notice_active(r) && !s_notice_going(r) && !r->terminate_after))
 			return 0;
 		/* Ended by the deadline's end of its requests: the same miss as below. */
 		if (r->deadline_mono && !s_notice_durable(r) &&

@@ -188,4 +188,25 @@ rm -rf .resume-run/checkpoints NOTICE
 run_rr m14.log -- sh savelast.sh
 expect_grep 'resumed from epoch=0-step=10.ckpt' m14.log "save_last at a notice: a new machine resumes from the step file"
 ok "save_last at a notice: epoch=0-step=10.ckpt is the notice's checkpoint, last.ckpt after it; a new machine resumes from step 10"
+# The same name saved again at a notice: a routine save of ckpt.pt under way as the request
+# came is the notice's first, the trainer's real answer 50 ms later takes its place (it did
+# not, after the fix above compared it by step number: the older save was said durable).
+cat > twosaves.sh <<'SH'
+trap 'asked=1' USR1
+d=$RESUME_RUN_CHECKPOINT_DIR
+save() { head -c "$1" /dev/urandom > "$d/.ckpt.pt.tmp" && mv "$d/.ckpt.pt.tmp" "$d/ckpt.pt"; }
+save 1000
+while ! grep -q '^resume-run: persisted ckpt.pt' m15.log; do sleep 0.05; done
+printf '{"kind":"preempt"}' > NOTICE.tmp && mv NOTICE.tmp NOTICE
+while [ -z "${asked:-}" ]; do sleep 0.05; done
+save 100000000
+sleep 0.05
+save 2000
+exit 0
+SH
+rm -rf .resume-run NOTICE
+run_rr m15.log --drill-file NOTICE -- sh twosaves.sh
+expect_eq "$RC" "$RR_PREEMPTED" "saved again at a notice: exit status"
+expect_grep 'checkpoint ckpt.pt committed after ckpt.pt: the notice takes it' m15.log "saved again at a notice: the second save answers it"
+ok "saved again at a notice: the trainer's second save of ckpt.pt takes the notice's place"
 finish

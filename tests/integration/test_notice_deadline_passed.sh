@@ -154,6 +154,23 @@ expect_grep 'persisting step-100000 again: its persist was cut' fiveb.log "5b: p
 "$RR_BIN" ls --store "s3://$S3_BUCKET/fiveb" > fiveb-ls.out 2>&1 || fail "5b: ls: $(cat fiveb-ls.out)"
 expect_grep 'step-100000 +committed' fiveb-ls.out "5b: the final checkpoint is in the store"
 ok "5b: a final upload cut by a rebalance's deadline is persisted again after it (exit 0, in the store)"
+# 5c. A final persist that fails for another reason (a file name the store refuses) under a
+# maintenance deadline far away: the agent leaves at once, not at the deadline (found by a
+# review of 5b's fix, which waited for any failure; a real maintenance deadline is days out).
+mkdir fivec && cd fivec
+cat > far.sh <<'SH'
+d=$RESUME_RUN_CHECKPOINT_DIR
+printf '{"kind":"maintenance","deadline_in":60}' > NOTICE.tmp && mv NOTICE.tmp NOTICE
+while [ ! -e "$RESUME_RUN_NOTICE_FILE" ]; do sleep 0.05; done
+mkdir -p "$d/.step-100.tmp" && echo x > "$d/.step-100.tmp/a\\b" && mv "$d/.step-100.tmp" "$d/step-100"
+exit 0
+SH
+t0=$SECONDS
+run_rr ../fivec.log --store "file://$W/fivec-store" --drill-file NOTICE -- sh far.sh
+cd ..
+expect_eq "$RC" 0 "5c: exit status"
+[ $((SECONDS - t0)) -lt 45 ] || fail "5c: the agent waited $((SECONDS - t0)) s for a deadline 60 s away"
+ok "5c: a final persist failing under a far maintenance deadline: the agent leaves at once (exit 0)"
 
 # --- 6. SIGTERM after a handled notice: --grace bounds the final upload ---
 mkdir six && cd six
