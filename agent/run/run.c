@@ -1682,11 +1682,12 @@ static void s_on_signal(struct s_run *r, int sig)
 		n.deadline_unix = n.received_unix + r->cfg->grace_ms / 1000;
 		r->terminate_after = 1;
 		if (s_notice_active(r)) {
-			/* Already checkpointing for another notice: SIGTERM once that is durable. */
+			/* Already checkpointing for another notice: SIGTERM once that is durable.
+			 * Either way --grace bounds what still uploads (a later save after a
+			 * durable one too): the launcher's SIGKILL follows it. */
+			s_bound_by_grace(r);
 			if (s_notice_durable(r))
 				s_forward_term(r, "checkpoint already durable");
-			else
-				s_bound_by_grace(r);
 			if (r->phase == S_RESTART_WAIT)
 				s_going_between_attempts(r);
 			return;

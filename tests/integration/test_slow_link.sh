@@ -109,4 +109,29 @@ expect_eq "$RC" 75 "two SIGTERMs while a finished trainer's checkpoint uploads: 
 expect_no_grep 'persisted step-1:' last-twice.log "the 20 s upload did not finish first"
 [ "$TOOK" -le 15 ] || fail "the agent left $TOOK s after a second SIGTERM (--grace 600)"
 ok "a second SIGTERM during that upload: no more waiting, exit 75 after $TOOK s"
+# SIGTERM after a notice's checkpoint is durable, while a later save (a framework's second,
+# 1 MB, ~20 s over the link) crawls up: --grace bounds that upload too. It did not: the agent
+# waited for it, or for the notice's own deadline (60 s), and a launcher's SIGKILL at its
+# grace would have left 137 and no exit event (found by a review).
+cat > durable_then_more.sh <<'SH'
+d=$RESUME_RUN_CHECKPOINT_DIR
+commit() { mkdir "$d/.$1.tmp"; head -c "$2" /dev/urandom > "$d/.$1.tmp/w.bin"; mv "$d/.$1.tmp" "$d/$1"; }
+trap 'commit step-1 100; sleep 0.5; commit step-2 1000000' USR1
+printf '{"kind":"preempt","deadline_in":60}' > NOTICE.tmp && mv NOTICE.tmp NOTICE
+while :; do sleep 0.05; done
+SH
+rm -f NOTICE
+"$RR_BIN" --grace 3 --drill-file NOTICE --store "s3://$S3_BUCKET/durable-more" \
+	--checkpoint-dir "$W/ck-durable-more" -- sh durable_then_more.sh > durable-more.log 2>&1 &
+agent=$!
+wait_for 60 grep -q 'checkpoint step-1 is durable in the store' durable-more.log || fail "durable-more: step-1 not durable"
+wait_for 30 grep -q 'persisting step-2' durable-more.log || fail "durable-more: step-2's persist did not start"
+t0=$SECONDS
+kill -TERM $agent
+set +e; wait $agent; RC=$?; set -e
+TOOK=$((SECONDS - t0))
+expect_eq "$RC" 75 "SIGTERM after the notice's checkpoint is durable: exit status"
+expect_no_grep 'persisted step-2:' durable-more.log "the 20 s upload did not finish first"
+[ "$TOOK" -le 15 ] || fail "the agent left $TOOK s after SIGTERM with --grace 3 (the upload needs ~20 s)"
+ok "SIGTERM after a notice's checkpoint is durable, a later save uploading: left after $TOOK s (--grace 3), exit 75"
 finish
