@@ -580,6 +580,13 @@ static int s_notice_going(const struct s_run *r)
 	return s_notice_active(r) && s_severity(r->notice.kind) == 2;
 }
 
+/* The deadline is this machine's: a signal's grace, or a notice of its own, not one another
+ * node of the job announced (that machine is going, not this one). */
+static int s_deadline_is_ours(const struct s_run *r)
+{
+	return r->terminate_after || r->notice.source != RR_SOURCE_NODE;
+}
+
 /* The newest checkpoint is in the store: restored from it, or persisted since. */
 static int s_newest_durable(const struct s_run *r)
 {
@@ -715,8 +722,10 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 	} else {
 		r->deadline_mono = n->deadline_unix ? r->notice_mono + left_ms : 0;
 	}
-	/* The store stops retrying where a retry could not finish before the deadline. */
-	rr_store_set_deadline(r->store, r->deadline_mono);
+	/* The store stops retrying where a retry could not finish before the deadline: this
+	 * machine's. Another node's is that machine's: this one stays, and its part of the
+	 * notice's checkpoint must get there for the checkpoint to be committed at all. */
+	rr_store_set_deadline(r->store, s_deadline_is_ours(r) ? r->deadline_mono : 0);
 	r->notice_ckpt[0] = '\0';
 	r->notice_retaken = 0;
 	r->asked_wall_ms = 0;
@@ -1774,7 +1783,7 @@ static int s_finished(struct s_run *r, int64_t now)
 	/* The deadline cuts what still uploads only where the machine is going: a signal's
 	 * grace (a second one, or SIGKILL, follows it), or a preemption whose checkpoint is not
 	 * durable yet. A precaution's deadline cuts nothing (s_check_deadline ends it). */
-	if (r->deadline_mono && now >= r->deadline_mono &&
+	if (r->deadline_mono && now >= r->deadline_mono && s_deadline_is_ours(r) &&
 	    (r->terminate_after || (s_notice_going(r) && !s_notice_durable(r)))) {
 		s_deadline_missed();
 		rr_persister_cancel(r->persister, r->terminate_after ? "the signal's grace ran out"

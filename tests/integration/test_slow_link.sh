@@ -5,7 +5,9 @@
 # routine upload is set aside at once (its requests in flight end), and the small notice
 # checkpoint is durable well before the 40 s deadline; a new machine restores it. Then
 # SIGTERM while a finished trainer's last checkpoint crawls up: the agent leaves within
-# --grace (or at a second SIGTERM), with 75, as that checkpoint was not made durable.
+# --grace (or at a second SIGTERM), with 75, as that checkpoint was not made durable; the
+# same after a notice's checkpoint is durable; and another node's deadline does not cut a
+# multi-node part.
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 
@@ -16,7 +18,7 @@ start_s3
 	--stats "$W/link.stats" > proxy.out 2> proxy.log &
 PROXY_PID=$!
 # shellcheck disable=SC2154 # assigned inside the trap string itself
-trap 'p_rc=$?; kill $PROXY_PID 2>/dev/null; stop_s3; cleanup $p_rc' EXIT
+trap 'p_rc=$?; kill $PROXY_PID ${PROXY2_PID:-} 2>/dev/null; stop_s3; cleanup $p_rc' EXIT
 wait_for 60 grep -q '^ready' proxy.out || fail "the throttling proxy did not start"
 PPORT=$(sed -nE 's/^ready ([0-9]+)/\1/p' proxy.out)
 s3_env
@@ -134,4 +136,39 @@ expect_eq "$RC" 75 "SIGTERM after the notice's checkpoint is durable: exit statu
 expect_no_grep 'persisted step-2:' durable-more.log "the 20 s upload did not finish first"
 [ "$TOOK" -le 15 ] || fail "the agent left $TOOK s after SIGTERM with --grace 3 (the upload needs ~20 s)"
 ok "SIGTERM after a notice's checkpoint is durable, a later save uploading: left after $TOOK s (--grace 3), exit 75"
+# Multi-node: node 0's pod is deleted (SIGTERM, --grace 2); node 1 takes the notice from the
+# store, its trainer commits its part of step-2 (1 MB, ~20 s over the slow link) and leaves.
+# Node 0's deadline is that machine's, not node 1's: node 1's part uploads to the end, and
+# step-2 is committed. It used to be cut at node 0's deadline, and step-2 never was (found
+# by a review). Node 0 talks to the store directly, node 1 through a link of its own (the
+# first one still drains what the cut uploads above had sent it).
+cat > fan_trainer.sh <<'SH'
+rank=$1 bytes=$2
+d=$RESUME_RUN_CHECKPOINT_DIR
+commit() { mkdir "$d/.$1.tmp"; head -c "$2" /dev/urandom > "$d/.$1.tmp/node$rank.bin"; mv "$d/.$1.tmp" "$d/$1"; }
+trap 'commit step-2 "$bytes"; exit 0' USR1
+commit step-1 100
+while :; do sleep 0.05; done
+SH
+env AWS_ENDPOINT_URL="http://127.0.0.1:$S3_PORT" "$RR_BIN" --nnodes 2 --node-rank 0 --run-id fan \
+	--grace 2 --checkpoint-dir "$W/fan0" -- sh fan_trainer.sh 0 100 > fan0.log 2>&1 &
+n0=$!
+"$PY" "$RR_SRC/tests/lib/throttle_proxy.py" --to "127.0.0.1:$S3_PORT" --rate $RATE > proxy2.out 2> proxy2.log &
+PROXY2_PID=$!
+wait_for 60 grep -q '^ready' proxy2.out || fail "the second throttling proxy did not start"
+AWS_ENDPOINT_URL="http://127.0.0.1:$(sed -nE 's/^ready ([0-9]+)/\1/p' proxy2.out)" \
+	"$RR_BIN" --nnodes 2 --node-rank 1 --run-id fan --checkpoint-dir "$W/fan1" \
+	-- sh fan_trainer.sh 1 1000000 > fan1.log 2>&1 &
+n1=$!
+wait_for 60 grep -q 'persisted step-1' fan0.log || fail "fan: node 0 did not persist step-1"
+wait_for 60 grep -q 'persisted step-1' fan1.log || fail "fan: node 1 did not persist step-1"
+kill -TERM $n0
+set +e; wait $n0; rc0=$?; wait $n1; rc1=$?; set -e
+expect_eq "$rc0" 75 "fan: node 0 exit status"
+expect_eq "$rc1" 75 "fan: node 1 exit status"
+expect_grep 'notice: terminate from node' fan1.log "fan: node 1 took node 0's notice"
+expect_grep 'persisted step-2' fan1.log "fan: node 1's part uploaded past node 0's deadline"
+AWS_ENDPOINT_URL="http://127.0.0.1:$S3_PORT" "$RR_BIN" ls --run-id fan > fan-ls.out 2>&1 || fail "fan: ls: $(cat fan-ls.out)"
+expect_grep 'step-2 +committed' fan-ls.out "fan: step-2 committed"
+ok "multi-node: another node's deadline does not cut this node's part; step-2 committed, both nodes 75"
 finish
