@@ -1038,23 +1038,61 @@ static int s_set_aside_if_passed_over(struct s_run *r, const char *name)
 	return 0;
 }
 
-/* A checkpoint another run left in the checkpoint directory (the same directory given to a
- * new --run-id): not this run's to resume from or to store under its name, which a "fresh
- * start" would have done. Moved aside under a dot-name, nothing deleted. */
-static void s_move_aside_other_run(struct s_run *r, const char *name)
+/* Moves checkpoint name out of the trainer's sight, to .NAME.TAG-<ms> (a dot-name is never a
+ * checkpoint; nothing is deleted): 0 with its new path in to, ENOENT when it is gone
+ * already, or another errno. */
+static int s_rename_aside(const struct s_run *r, const char *name, const char *tag, char *to,
+			  size_t cap)
 {
-	char from[PATH_MAX], to[PATH_MAX];
+	char from[PATH_MAX];
 
 	snprintf(from, sizeof(from), "%s/%s", r->ckpt_dir, name);
-	snprintf(to, sizeof(to), "%s/.%s.run-%s-%lld", r->ckpt_dir, name, r->other_run,
-		 (long long)rr_wall_ms());
-	if (rename(from, to) == 0)
+	snprintf(to, cap, "%s/.%s.%s-%lld", r->ckpt_dir, name, tag, (long long)rr_wall_ms());
+	return rename(from, to) == 0 ? 0 : errno;
+}
+
+/* A checkpoint another run left in the checkpoint directory (the same directory given to a
+ * new --run-id): not this run's to resume from or to store under its name, which a "fresh
+ * start" would have done. */
+static void s_move_aside_other_run(struct s_run *r, const char *name)
+{
+	char to[PATH_MAX], tag[300];
+	int err;
+
+	snprintf(tag, sizeof(tag), "run-%s", r->other_run);
+	err = s_rename_aside(r, name, tag, to, sizeof(to));
+	if (!err)
 		rr_warn("checkpoint %s in the checkpoint directory is run '%s''s, not '%s''s: moved "
 			"aside to %s, not resumed from or stored", name, r->other_run,
 			r->cfg->run_id, to);
-	else if (errno != ENOENT)
+	else if (err != ENOENT)
 		rr_warn("cannot move run '%s''s checkpoint %s aside (%s); the trainer may still "
-			"find it", r->other_run, name, strerror(errno));
+			"find it", r->other_run, name, strerror(err));
+}
+
+/* Multi-node: a checkpoint in this node's directory later than the store's newest committed
+ * one (restored) is this node's alone: its disk outlived a launch whose other nodes did not
+ * commit it, or lost theirs. Resumed from, this node would train from a later step than the
+ * nodes that restored the store's. 1 when it was one (moved aside; a trainer that still
+ * finds it, the move failing, is warned about). */
+static int s_set_aside_if_unshared(struct s_run *r, const char *name, int64_t ms)
+{
+	char to[PATH_MAX];
+	int err;
+
+	if (r->cfg->nnodes <= 1 || !r->restored[0] ||
+	    rr_checkpoint_compare(name, ms, r->restored, r->restored_ms) <= 0)
+		return 0;
+	err = s_rename_aside(r, name, "unshared", to, sizeof(to));
+	if (!err)
+		rr_warn("checkpoint %s in this node's checkpoint directory is later than %s, the "
+			"store's newest of every node: moved aside to %s, so that every node resumes "
+			"from %s", name, r->restored, to, r->restored);
+	else if (err != ENOENT)
+		rr_warn("cannot move %s aside (%s): this node's trainer may resume from it, later "
+			"than %s, which the other nodes resume from", name, strerror(err),
+			r->restored);
+	return 1;
 }
 
 /* Reads which run last used the checkpoint directory (OWNER_FILE_NAME) into
@@ -1114,6 +1152,8 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 		s_move_aside_other_run(r, name);
 		return;
 	}
+	if (!r->scanned && s_set_aside_if_unshared(r, name, ms))
+		return;
 
 	/* At start-up the newest by name is what the trainer resumes from
 	 * (docs/trainer-contract.md, "The trainer contract"); once it runs, what it commits
@@ -1361,16 +1401,14 @@ static int s_stored_is_from(const struct s_run *r, int64_t stored_ms)
 /* The suspect checkpoint leaves the trainer's sight: a dot-name is never a checkpoint. */
 static void s_move_aside(struct s_run *r, const char *name)
 {
-	char from[PATH_MAX], to[PATH_MAX];
+	char to[PATH_MAX];
+	int err = s_rename_aside(r, name, "suspect", to, sizeof(to));
 
-	snprintf(from, sizeof(from), "%s/%s", r->ckpt_dir, name);
-	snprintf(to, sizeof(to), "%s/.%s.suspect-%lld", r->ckpt_dir, name,
-		 (long long)rr_wall_ms());
-	if (rename(from, to) == 0)
+	if (!err)
 		rr_info("moved the suspect %s aside to %s", name, to);
-	else if (errno != ENOENT)
+	else if (err != ENOENT)
 		rr_warn("cannot move the suspect %s aside (%s); the trainer may still find it",
-			name, strerror(errno));
+			name, strerror(err));
 }
 
 /* Puts the newest checkpoint in the store that is not suspect where the trainer starts
