@@ -123,16 +123,11 @@ static int s_take_files(struct rr_manifest *m, struct rr_manifest *part, unsigne
 	return 0;
 }
 
-/* The commit manifest the N parts make. Their trainers commit one step together (within
- * seconds: a collective); parts committed further apart than RR_PARTS_SPREAD_MAX_MS are of
- * two launches (a part left by a launch whose other nodes never stored theirs, the step
- * reached again after a relaunch): RR_EPRECOND, logged, never one checkpoint. */
+/* The commit manifest the N parts make. */
 static int s_build_commit(struct rr_store *s, const char *run_id, const char *name,
 			  unsigned nnodes, const char *host, struct rr_manifest **out)
 {
 	struct rr_manifest *m = calloc(1, sizeof(*m)), *part = NULL;
-	int64_t first = 0;
-	unsigned first_rank = 0, last_rank = 0;
 	int rc = 0;
 
 	if (!m)
@@ -146,27 +141,14 @@ static int s_build_commit(struct rr_store *s, const char *run_id, const char *na
 		rc = s_load_part(s, run_id, name, r, &part);
 		/* Nodes' trainers commit a step at slightly different times: the last one's
 		 * is when the whole checkpoint existed. */
-		if (!rc && part->committed_unix_ms > m->committed_unix_ms) {
+		if (!rc && part->committed_unix_ms > m->committed_unix_ms)
 			m->committed_unix_ms = part->committed_unix_ms;
-			last_rank = r;
-		}
-		if (!rc && (r == 0 || part->committed_unix_ms < first)) {
-			first = part->committed_unix_ms;
-			first_rank = r;
-		}
 		if (!rc)
 			rc = s_take_files(m, part, r);
 		rr_manifest_destroy(part);
 		part = NULL;
 	}
 	m->created_unix_ms = rr_wall_ms();
-	if (!rc && m->committed_unix_ms - first > RR_PARTS_SPREAD_MAX_MS) {
-		rr_error("%s is not committed: node %u's part was committed %lld min before node "
-			 "%u's, so they are not one checkpoint (a part a launch left, its name reached "
-			 "again after a relaunch); the store's newest stays as it is", name,
-			 first_rank, (long long)((m->committed_unix_ms - first) / 60000), last_rank);
-		rc = RR_EPRECOND;
-	}
 	if (rc) {
 		rr_manifest_destroy(m);
 		m = NULL;

@@ -1070,31 +1070,6 @@ static void s_move_aside_other_run(struct s_run *r, const char *name)
 			"find it", r->other_run, name, strerror(err));
 }
 
-/* Multi-node: a checkpoint in this node's directory later than the store's newest committed
- * one (restored) is this node's alone: its disk outlived a launch whose other nodes did not
- * commit it, or lost theirs. Resumed from, this node would train from a later step than the
- * nodes that restored the store's. 1 when it was one (moved aside; a trainer that still
- * finds it, the move failing, is warned about). */
-static int s_set_aside_if_unshared(struct s_run *r, const char *name, int64_t ms)
-{
-	char to[PATH_MAX];
-	int err;
-
-	if (r->cfg->nnodes <= 1 || !r->restored[0] ||
-	    rr_checkpoint_compare(name, ms, r->restored, r->restored_ms) <= 0)
-		return 0;
-	err = s_rename_aside(r, name, "unshared", to, sizeof(to));
-	if (!err)
-		rr_warn("checkpoint %s in this node's checkpoint directory is later than %s, the "
-			"store's newest of every node: moved aside to %s, so that every node resumes "
-			"from %s", name, r->restored, to, r->restored);
-	else if (err != ENOENT)
-		rr_warn("cannot move %s aside (%s): this node's trainer may resume from it, later "
-			"than %s, which the other nodes resume from", name, strerror(err),
-			r->restored);
-	return 1;
-}
-
 /* Reads which run last used the checkpoint directory (OWNER_FILE_NAME) into
  * r->other_run when it is another one. No file (a directory from before 0.2.0, or a new
  * one): its checkpoints are taken as this run's, as before. */
@@ -1152,8 +1127,6 @@ static void s_on_commit(const char *name, int64_t ms, void *ud)
 		s_move_aside_other_run(r, name);
 		return;
 	}
-	if (!r->scanned && s_set_aside_if_unshared(r, name, ms))
-		return;
 
 	/* At start-up the newest by name is what the trainer resumes from
 	 * (docs/trainer-contract.md, "The trainer contract"); once it runs, what it commits
@@ -1656,11 +1629,13 @@ static void s_on_child_exit(struct s_run *r)
 
 /* SIGTERM/SIGINT's deadline, now + --grace, unless one comes sooner already; the store's
  * requests end there too. */
-static void s_bound_by_grace(struct s_run *r)
+static void s_bound_by_grace(struct s_run *r, int deadline_ours)
 {
 	int64_t by = rr_mono_ms() + r->cfg->grace_ms;
 
-	if (!r->deadline_mono || r->deadline_mono > by)
+	/* Another node's deadline (s_deadline_is_ours), even one past, is that machine's: this
+	 * one's grace replaces it. */
+	if (!deadline_ours || !r->deadline_mono || r->deadline_mono > by)
 		r->deadline_mono = by;
 	rr_store_set_deadline(r->store, r->deadline_mono);
 }
@@ -1712,7 +1687,7 @@ static void s_on_signal(struct s_run *r, int sig)
 			if (r->terminate_after)
 				rr_persister_cancel(r->persister, "told again to leave");
 			else
-				s_bound_by_grace(r);
+				s_bound_by_grace(r, s_deadline_is_ours(r));
 			r->terminate_after = 1;
 			return;
 		}
@@ -1727,12 +1702,13 @@ static void s_on_signal(struct s_run *r, int sig)
 		struct rr_notice n = { .kind = RR_NOTICE_TERMINATE, .source = RR_SOURCE_SIGNAL };
 		n.received_unix = rr_wall_ms() / 1000;
 		n.deadline_unix = n.received_unix + r->cfg->grace_ms / 1000;
+		int ours = s_deadline_is_ours(r);
 		r->terminate_after = 1;
 		if (s_notice_active(r)) {
 			/* Already checkpointing for another notice: SIGTERM once that is durable.
 			 * Either way --grace bounds what still uploads (a later save after a
 			 * durable one too): the launcher's SIGKILL follows it. */
-			s_bound_by_grace(r);
+			s_bound_by_grace(r, ours);
 			if (s_notice_durable(r))
 				s_forward_term(r, "checkpoint already durable");
 			if (r->phase == S_RESTART_WAIT)

@@ -20,16 +20,12 @@
 /* rr_parts_commit: not every part is in the store yet (not an error). */
 #define RR_PARTS_NOT_YET 1
 
-/* The most a checkpoint's parts' commit times may lie apart: the nodes' trainers commit one
- * step together, so parts further apart are of two launches, never committed together. */
-#define RR_PARTS_SPREAD_MAX_MS (10 * 60 * 1000)
-
 /* Commits checkpoint name of run_id when all nnodes parts are in the store. Returns 0 with
  * *commit_out (may be NULL; caller destroys) the commit manifest now in the store, whether
  * this call wrote it or another agent wrote the same (the create-only write settles two
  * agents that both saw the last part); RR_PARTS_NOT_YET (positive) while parts are
  * missing; RR_EPRECOND (logged) when the store holds a commit manifest of that name with
- * other content, or when the parts were committed more than RR_PARTS_SPREAD_MAX_MS apart; RR_EINVAL (logged) for a part of a rank not below nnodes or a part that
+ * other content; RR_EINVAL (logged) for a part of a rank not below nnodes or a part that
  * names another checkpoint; RR_ECORRUPT for an unreadable part; or the store's error. */
 int rr_parts_commit(struct rr_store *s, const char *run_id, const char *name, unsigned nnodes,
 		    const char *host, struct rr_manifest **commit_out);

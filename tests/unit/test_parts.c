@@ -216,32 +216,6 @@ static void test_a_commit_manifest_with_other_content_is_an_error(void)
 	s_two_done(&t);
 }
 
-/* Node 0's part of step-1 was stored by a launch whose node 1 never stored its own; the job,
- * relaunched, reaches step-1 again an hour later, node 0's new part is refused (other
- * content) and node 1's arrives: the two are not one checkpoint, and are not committed. */
-static void test_parts_of_two_launches_are_not_committed_together(void)
-{
-	struct s_two t;
-	char key[RR_KEY_MAX];
-
-	s_two_init(&t);
-	s_write_step(&t, 0, "step-1", 1);
-	s_write_step(&t, 1, "step-1", 2);
-	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 0, "step-1", 1000), 0);
-	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 1, "step-1", 1000 + 3600 * 1000), 0);
-	CU_ASSERT_EQUAL(rr_parts_commit(t.f.s, FX_RUN, "step-1", S_NODES, "h1", NULL),
-			RR_EPRECOND);
-	CU_ASSERT_EQUAL(rr_key_manifest(key, FX_RUN, "step-1"), 0);
-	CU_ASSERT(!s_exists(&t.f, key));
-	/* Within the spread (a slow node's save): one checkpoint. */
-	s_write_step(&t, 0, "step-2", 3);
-	s_write_step(&t, 1, "step-2", 3);
-	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 0, "step-2", 5000), 0);
-	CU_ASSERT_EQUAL_FATAL(s_persist_part(&t, 1, "step-2", 5000 + 120 * 1000), 0);
-	CU_ASSERT_EQUAL(rr_parts_commit(t.f.s, FX_RUN, "step-2", S_NODES, "h1", NULL), 0);
-	s_two_done(&t);
-}
-
 static void test_a_store_written_with_another_node_count_is_refused(void)
 {
 	struct s_two t;
@@ -608,8 +582,6 @@ static CU_TestInfo s_tests[] = {
 	  test_a_commit_manifest_with_other_content_is_an_error },
 	{ "a_store_written_with_another_node_count_is_refused",
 	  test_a_store_written_with_another_node_count_is_refused },
-	{ "parts_of_two_launches_are_not_committed_together",
-	  test_parts_of_two_launches_are_not_committed_together },
 	{ "a_node_with_no_files_is_a_part_and_every_node_restores",
 	  test_a_node_with_no_files_is_a_part_and_every_node_restores },
 	{ "a_damaged_part_is_marked_suspect_for_every_node_instead_of_a_lone_fallback",
