@@ -557,6 +557,12 @@ static int s_log_deadline_estimate(struct s_run *r, int64_t left_ms, struct rr_t
  * instance-action "time", Azure's NotBefore): it is judged by the store's clock, which the
  * store's answers tell (rr_store_now_ms), so a machine whose clock is off still sees the
  * 120 s AWS gives, not 120 s less its error. The others are relative already. */
+/* How much a notice changes the plan: the machine going beats a precaution. */
+static int s_severity(enum rr_notice_kind k)
+{
+	return k == RR_NOTICE_PREEMPT || k == RR_NOTICE_TERMINATE ? 2 : 1;
+}
+
 static int64_t s_notice_left_ms(struct s_run *r, const struct rr_notice *n)
 {
 	int64_t left = (n->deadline_unix - n->received_unix) * 1000;
@@ -564,13 +570,14 @@ static int64_t s_notice_left_ms(struct s_run *r, const struct rr_notice *n)
 	if (n->deadline_unix && (n->source == RR_SOURCE_AWS || n->source == RR_SOURCE_AZURE) &&
 	    rr_store_clock_known(r->store))
 		left = n->deadline_unix * 1000 - rr_store_now_ms(r->store);
+	if (n->deadline_unix && s_severity(n->kind) == 2 && left < CLOUD_NOTICE_MIN_MS &&
+	    (n->source == RR_SOURCE_AWS || n->source == RR_SOURCE_GCP ||
+	     n->source == RR_SOURCE_AZURE)) {
+		rr_info("notice: its deadline is %lld s away as seen; taken as %d s from now",
+			(long long)(left / 1000), CLOUD_NOTICE_MIN_MS / 1000);
+		left = CLOUD_NOTICE_MIN_MS;
+	}
 	return left;
-}
-
-/* How much a notice changes the plan: the machine going beats a precaution. */
-static int s_severity(enum rr_notice_kind k)
-{
-	return k == RR_NOTICE_PREEMPT || k == RR_NOTICE_TERMINATE ? 2 : 1;
 }
 
 /* The active notice says this machine is going (a preemption or termination), rather than
@@ -684,6 +691,27 @@ static void s_going_between_attempts(struct s_run *r)
 	s_notice_takes_newest(r);
 }
 
+/* This machine's own preemption while another node's notice is active (a zone-wide
+ * reclaim): the checkpoint under way answers both, and from now on the deadline is this
+ * machine's: it bounds the store's requests and the final upload (s_deadline_is_ours). */
+static void s_own_notice_too(struct s_run *r, const struct rr_notice *n)
+{
+	int64_t left_ms = s_notice_left_ms(r, n);
+
+	rr_info("notice: %s from %s while another node's is active: this machine is going too%s",
+		rr_notice_kind_name(n->kind), rr_notice_source_name(n->source),
+		n->deadline_unix ? ", by its own deadline" : "");
+	r->notice.kind = n->kind;
+	r->notice.source = n->source;
+	r->notice.seq = n->seq;
+	r->notice.deadline_unix = n->deadline_unix;
+	r->deadline_mono = n->deadline_unix ? rr_mono_ms() + left_ms : 0;
+	rr_store_set_deadline(r->store, r->deadline_mono);
+	if (s_notice_durable(r) && (n->source == RR_SOURCE_AWS || n->source == RR_SOURCE_GCP ||
+				    n->source == RR_SOURCE_AZURE))
+		rr_cloud_watch_durable(r->cloud, r->notice.seq);
+}
+
 static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 {
 	int64_t left_ms;
@@ -693,6 +721,11 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 	int estimated = 0;
 	cJSON *ev;
 
+	if (s_notice_active(r) && r->notice.source == RR_SOURCE_NODE &&
+	    n->source != RR_SOURCE_NODE && s_severity(n->kind) == 2 && !r->terminate_after) {
+		s_own_notice_too(r, n);
+		return;
+	}
 	if (s_notice_active(r)) {
 		rr_info("another notice (%s from %s) while one is active; carrying on",
 			rr_notice_kind_name(n->kind), rr_notice_source_name(n->source));
@@ -706,13 +739,6 @@ static void s_start_notice(struct s_run *r, const struct rr_notice *n)
 		rr_fanout_announce(r->fanout, n);
 	r->notice_mono = rr_mono_ms();
 	left_ms = s_notice_left_ms(r, n);
-	if (n->deadline_unix && s_severity(n->kind) == 2 && left_ms < CLOUD_NOTICE_MIN_MS &&
-	    (n->source == RR_SOURCE_AWS || n->source == RR_SOURCE_GCP ||
-	     n->source == RR_SOURCE_AZURE)) {
-		rr_info("notice: its deadline is %lld s away as seen; taken as %d s from now",
-			(long long)(left_ms / 1000), CLOUD_NOTICE_MIN_MS / 1000);
-		left_ms = CLOUD_NOTICE_MIN_MS;
-	}
 	if (r->terminate_after && r->deadline_mono && r->deadline_mono > r->notice_mono &&
 	    (!n->deadline_unix || r->deadline_mono - r->notice_mono < left_ms)) {
 		/* After SIGTERM/SIGINT its --grace stays the limit: a later notice's longer

@@ -7,7 +7,7 @@
 # SIGTERM while a finished trainer's last checkpoint crawls up: the agent leaves within
 # --grace (or at a second SIGTERM), with 75, as that checkpoint was not made durable; the
 # same after a notice's checkpoint is durable; and another node's deadline does not cut a
-# multi-node part.
+# multi-node part, while a node's own notice does.
 . "$(dirname "$0")/lib.sh"
 . "$RR_SRC/tests/integration/s3lib.sh"
 
@@ -178,4 +178,28 @@ expect_grep 'persisted step-2' fan1.log "fan: node 1's part uploaded past node 0
 AWS_ENDPOINT_URL="http://127.0.0.1:$S3_PORT" "$RR_BIN" ls --run-id fan > fan-ls.out 2>&1 || fail "fan: ls: $(cat fan-ls.out)"
 expect_grep 'step-2 +committed' fan-ls.out "fan: step-2 committed"
 ok "multi-node: another node's deadline does not cut this node's part; step-2 committed, both nodes 75"
+# The same, with node 1's own machine going too (a zone-wide reclaim: its own notice, a
+# drill here, 3 s, while its part crawls up): its own deadline bounds its upload, and it
+# leaves 75 at it. The own notice used to be ignored ("another notice ... carrying on").
+env AWS_ENDPOINT_URL="http://127.0.0.1:$S3_PORT" "$RR_BIN" --nnodes 2 --node-rank 0 --run-id fanb \
+	--grace 2 --checkpoint-dir "$W/fanb0" -- sh fan_trainer.sh 0 100 > fanb0.log 2>&1 &
+n0=$!
+AWS_ENDPOINT_URL="http://127.0.0.1:$(sed -nE 's/^ready ([0-9]+)/\1/p' proxy2.out)" \
+	"$RR_BIN" --nnodes 2 --node-rank 1 --run-id fanb --drill-file OWN --checkpoint-dir "$W/fanb1" \
+	-- sh fan_trainer.sh 1 1000000 > fanb1.log 2>&1 &
+n1=$!
+wait_for 60 grep -q 'persisted step-1' fanb0.log || fail "fanb: node 0 did not persist step-1"
+wait_for 60 grep -q 'persisted step-1' fanb1.log || fail "fanb: node 1 did not persist step-1"
+kill -TERM $n0
+set +e; wait $n0; set -e
+wait_for 30 grep -q 'persisting step-2' fanb1.log || fail "fanb: node 1's part did not start"
+t0=$SECONDS
+printf '{"kind":"preempt","deadline_in":3}' > OWN.tmp && mv OWN.tmp OWN
+set +e; wait $n1; rc1=$?; set -e
+TOOK=$((SECONDS - t0))
+expect_eq "$rc1" 75 "fanb: node 1 exit status"
+expect_grep 'while another node.s is active: this machine is going too' fanb1.log "fanb: its own notice taken"
+expect_grep 'deadline passed with the persist unfinished' fanb1.log "fanb: cut at its own deadline"
+[ "$TOOK" -le 12 ] || fail "fanb: node 1 left $TOOK s after its own 3 s notice (the upload needs ~20 s)"
+ok "multi-node: a node's own notice during another node's bounds its upload by its own deadline (left after $TOOK s, 75)"
 finish
