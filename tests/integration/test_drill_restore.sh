@@ -15,7 +15,10 @@ wait
 expect_eq "$RC" "$RR_PREEMPTED" "machine 1 exit status"
 [ ! -f m1.json ] || fail "machine 1 should have stopped for the preemption, not finished"
 expect_grep 'notice: preempt from file' m1.log "notice logged"
-expect_grep 'asked the trainer for a checkpoint' m1.log "trainer asked"
+# Asked; or, a routine commit landing just before the request, the trainer left on the
+# notice file alone and that commit is the notice's (under load: a CI run's ASan build).
+expect_grep 'asked the trainer for a checkpoint|the trainer left with no checkpoint answering the notice' \
+	m1.log "trainer asked"
 expect_grep 'checkpoint step-[0-9]+ is durable in the store' m1.log "durable before exit"
 saved=$(sed -nE 's/.*checkpointed at step ([0-9]+), exiting for preemption.*/\1/p' m1.log)
 [ -n "$saved" ] && [ "$saved" -gt 50 ] || fail "trainer did not checkpoint on the notice (saved='$saved')"
