@@ -65,10 +65,24 @@ static void test_a_zip_inside_a_cut_save_does_not_make_it_whole(void)
 	free(b);
 }
 
-/* torch's writer closes the archive even when the save fails: while pickling (only its
- * version record), or while writing the records (some storage has none). Both are cut; so
- * is an empty file (torch.save truncates before it pickles). Every whole file of the torch
- * corpus is whole, whatever the planner refuses in it (byte order, compression). */
+/* Each of corpus's files, written under name (NULL: its own), judged want. */
+static void s_expect(const char *corpus, const char *const *files, size_t n, const char *name,
+		     enum rr_file_state want)
+{
+	for (size_t k = 0; k < n; k++) {
+		size_t len = 0;
+		unsigned char *z = tf_load(corpus, files[k], &len);
+		enum rr_file_state got;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(z);
+		got = s_state(z, len, name ? name : files[k]);
+		if (got != want)
+			fprintf(stderr, "%s: judged %d, not %d\n", files[k], (int)got, (int)want);
+		CU_ASSERT_EQUAL(got, want);
+		free(z);
+	}
+}
+
 static void test_an_interrupted_torch_save_is_cut_every_whole_one_whole(void)
 {
 	static const char *const whole[] = { "little.pt", "deflated.pt", "lightning.ckpt",
@@ -76,44 +90,17 @@ static void test_an_interrupted_torch_save_is_cut_every_whole_one_whole(void)
 					     "model.bin" };
 	static const char *const cut[] = { "interrupted.pt", "interrupted_torch2.pt",
 					   "missing_record.pt" };
-
-	for (size_t k = 0; k < sizeof(whole) / sizeof(whole[0]); k++) {
-		size_t len = 0;
-		unsigned char *z = tf_load("fuzz_torch_zip", whole[k], &len);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(z);
-		if (s_state(z, len, "ckpt.pt") != RR_FILE_WHOLE)
-			fprintf(stderr, "not whole: %s\n", whole[k]);
-		CU_ASSERT_EQUAL(s_state(z, len, "ckpt.pt"), RR_FILE_WHOLE);
-		free(z);
-	}
-	for (size_t k = 0; k < sizeof(cut) / sizeof(cut[0]); k++) {
-		size_t len = 0;
-		unsigned char *z = tf_load("fuzz_whole_file", cut[k], &len);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(z);
-		CU_ASSERT_EQUAL(s_state(z, len, "ckpt.pt"), RR_FILE_CUT);
-		free(z);
-	}
 	/* Zips that are no torch.save archive, or ones its reader refuses, whole as before:
 	 * torch.package's (a version record, no data.pkl), duplicate names, two archives. */
-	{
-		static const char *const other[] = { "package.pt", "dup_names.bin",
-						     "two_archives.pt" };
-		for (size_t k = 0; k < sizeof(other) / sizeof(other[0]); k++) {
-			size_t len = 0;
-			unsigned char *z = tf_load("fuzz_whole_file", other[k], &len);
-			CU_ASSERT_PTR_NOT_NULL_FATAL(z);
-			CU_ASSERT_EQUAL(s_state(z, len, other[k]), RR_FILE_WHOLE);
-			free(z);
-		}
-	}
+	static const char *const other[] = { "package.pt", "dup_names.bin", "two_archives.pt" };
 	/* A pickle the scanner does not follow (a newer torch's opcode): taken as it is. */
-	{
-		size_t len = 0;
-		unsigned char *z = tf_load("fuzz_whole_file", "odd_pickle.pt", &len);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(z);
-		CU_ASSERT_EQUAL(s_state(z, len, "ckpt.pt"), RR_FILE_WHOLE);
-		free(z);
-	}
+	static const char *const odd[] = { "odd_pickle.pt" };
+
+	s_expect("fuzz_torch_zip", whole, sizeof(whole) / sizeof(whole[0]), "ckpt.pt",
+		 RR_FILE_WHOLE);
+	s_expect("fuzz_whole_file", cut, sizeof(cut) / sizeof(cut[0]), "ckpt.pt", RR_FILE_CUT);
+	s_expect("fuzz_whole_file", other, sizeof(other) / sizeof(other[0]), NULL, RR_FILE_WHOLE);
+	s_expect("fuzz_whole_file", odd, 1, "ckpt.pt", RR_FILE_WHOLE);
 	CU_ASSERT_EQUAL(s_state("", 0, "ckpt.pt"), RR_FILE_CUT);
 	CU_ASSERT_EQUAL(s_state("PK", 2, "last.ckpt"), RR_FILE_CUT);
 	CU_ASSERT_EQUAL(s_state("", 0, "notes.txt"), RR_FILE_OTHER);
