@@ -13,6 +13,30 @@ enum { S_PENDING = 0, S_HELD, S_SKIPPED };
 /* Spare pack buffers kept: enough for every worker's pack in flight on this machine. */
 #define S_SPARE 4
 
+/* A pack as the packer keeps it. Slots are placed in it under the lock, but their bytes are
+ * copied outside it, so that one worker's copy does not hold up the others: a closed pack is
+ * handed out by whoever finishes its last copy. */
+struct s_pack {
+	struct rr_pack pk; /* first: the rr_pack handed out is this allocation */
+	size_t copying;    /* slots placed in it whose bytes are not copied yet */
+	int closed;        /* no more slots go in */
+};
+
+/* A slot's copy into its pack, planned under the lock and made outside it. */
+struct s_copy {
+	struct s_pack *to;
+	uint64_t at;
+	const unsigned char *from;
+	unsigned char *owned; /* a held copy, freed once copied */
+	size_t len;
+};
+
+/* The copies of one put. */
+struct s_copies {
+	struct s_copy *c;
+	size_t n, cap;
+};
+
 struct rr_packer {
 	pthread_mutex_t lock;
 	size_t nslots, next; /* next: the first slot not yet placed in order */
@@ -21,7 +45,7 @@ struct rr_packer {
 	unsigned char **held; /* per slot: its bytes while it waits for its turn */
 	size_t *len;
 	uint64_t *key;
-	struct rr_pack *open; /* the pack being filled */
+	struct s_pack *open;  /* the pack being filled */
 	size_t open_cap;      /* room in open->slots and open->offsets */
 	/* Buffers of packs already stored, for the next packs: their pages are touched
 	 * already (a fresh buffer costs a page fault and zeroing per page). */
@@ -73,7 +97,7 @@ void rr_packer_destroy(struct rr_packer *p)
 	free(p->state);
 	free(p->len);
 	free(p->key);
-	rr_pack_free(p->open);
+	rr_pack_free(p->open ? &p->open->pk : NULL);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -88,41 +112,55 @@ int rr_pack_boundary(uint64_t key, size_t len)
 	return (key >> 32) < (((uint64_t)len << 32) / RR_PACK_TARGET_BYTES);
 }
 
-static int s_close_open(struct rr_packer *p, struct rr_pack ***out, size_t *nout)
+/* Hands out pack sp (appends it to *out) when it is closed and its bytes are all in. */
+static int s_hand_out(struct s_pack *sp, struct rr_pack ***out, size_t *nout)
 {
-	struct rr_pack **grown = realloc(*out, (*nout + 1) * sizeof(**out));
+	struct rr_pack **grown;
 
+	if (!sp->closed || sp->copying)
+		return 0;
+	grown = realloc(*out, (*nout + 1) * sizeof(**out));
 	if (!grown)
 		return RR_ENOMEM;
 	*out = grown;
-	grown[(*nout)++] = p->open;
+	grown[(*nout)++] = &sp->pk;
+	return 0;
+}
+
+static int s_close_open(struct rr_packer *p, struct rr_pack ***out, size_t *nout)
+{
+	struct s_pack *sp = p->open;
+
 	p->open = NULL;
 	p->open_cap = 0;
-	return 0;
+	sp->closed = 1;
+	return s_hand_out(sp, out, nout);
 }
 
 static int s_open_new(struct rr_packer *p)
 {
-	struct rr_pack *pk = calloc(1, sizeof(*pk));
+	struct s_pack *sp = calloc(1, sizeof(*sp));
 
-	if (!pk)
+	if (!sp)
 		return RR_ENOMEM;
-	pk->before = p->before;
+	sp->pk.before = p->before;
 	/* Allocated at its ceiling: (huge) pages never written are not resident. */
-	pk->cap = p->before + RR_PACK_MAX_BYTES + p->after;
-	pk->buf = p->nspare ? p->spare[--p->nspare] : rr_buf_big_alloc(pk->cap);
-	if (!pk->buf) {
-		free(pk);
+	sp->pk.cap = p->before + RR_PACK_MAX_BYTES + p->after;
+	sp->pk.buf = p->nspare ? p->spare[--p->nspare] : rr_buf_big_alloc(sp->pk.cap);
+	if (!sp->pk.buf) {
+		free(sp);
 		return RR_ENOMEM;
 	}
-	p->open = pk;
+	p->open = sp;
 	return 0;
 }
 
-/* Appends slot's bytes (data, or its held copy when data is NULL) to the open pack. */
-static int s_append(struct rr_packer *p, size_t slot, const unsigned char *data)
+/* Places slot's bytes (data, or its held copy when data is NULL) at the end of the open pack
+ * and plans their copy there. */
+static int s_append(struct rr_packer *p, size_t slot, const unsigned char *data,
+		    struct s_copies *cs)
 {
-	struct rr_pack *pk = p->open;
+	struct rr_pack *pk = &p->open->pk;
 
 	if (pk->n == p->open_cap) {
 		size_t cap = p->open_cap ? 2 * p->open_cap : 16;
@@ -136,19 +174,29 @@ static int s_append(struct rr_packer *p, size_t slot, const unsigned char *data)
 			return RR_ENOMEM;
 		p->open_cap = cap;
 	}
-	memcpy(pk->buf + pk->before + pk->len, data ? data : p->held[slot], p->len[slot]);
+	if (cs->n == cs->cap) {
+		size_t cap = cs->cap ? 2 * cs->cap : 8;
+		struct s_copy *c = realloc(cs->c, cap * sizeof(*c));
+		if (!c)
+			return RR_ENOMEM;
+		cs->c = c;
+		cs->cap = cap;
+	}
+	cs->c[cs->n++] = (struct s_copy){ .to = p->open, .at = pk->len,
+					  .from = data ? data : p->held[slot],
+					  .owned = p->held[slot], .len = p->len[slot] };
+	p->open->copying++;
+	p->held[slot] = NULL;
 	pk->slots[pk->n] = slot;
 	pk->offsets[pk->n++] = pk->len;
 	pk->len += p->len[slot];
-	free(p->held[slot]);
-	p->held[slot] = NULL;
 	return 0;
 }
 
 /* Places every done slot that is next in order. data: the bytes of the slot just put when
  * it is the next (they are not held then). Called with the lock held. */
-static int s_advance(struct rr_packer *p, const unsigned char *data, struct rr_pack ***out,
-		     size_t *nout)
+static int s_advance(struct rr_packer *p, const unsigned char *data, struct s_copies *cs,
+		     struct rr_pack ***out, size_t *nout)
 {
 	int rc = 0;
 
@@ -157,12 +205,12 @@ static int s_advance(struct rr_packer *p, const unsigned char *data, struct rr_p
 		size_t s = p->next;
 		if (p->state[s] == S_SKIPPED)
 			continue;
-		if (p->open && p->open->len + p->len[s] > RR_PACK_MAX_BYTES)
+		if (p->open && p->open->pk.len + p->len[s] > RR_PACK_MAX_BYTES)
 			rc = s_close_open(p, out, nout);
 		if (!rc && !p->open)
 			rc = s_open_new(p);
 		if (!rc)
-			rc = s_append(p, s, data);
+			rc = s_append(p, s, data, cs);
 		if (!rc && rr_pack_boundary(p->key[s], p->len[s]))
 			rc = s_close_open(p, out, nout);
 	}
@@ -172,6 +220,7 @@ static int s_advance(struct rr_packer *p, const unsigned char *data, struct rr_p
 int rr_packer_put(struct rr_packer *p, size_t slot, const unsigned char *data, size_t len,
 		  uint64_t key, struct rr_pack ***out, size_t *nout)
 {
+	struct s_copies cs = { 0 };
 	unsigned char *copy = NULL;
 	int rc;
 
@@ -200,8 +249,27 @@ int rr_packer_put(struct rr_packer *p, size_t slot, const unsigned char *data, s
 	p->held[slot] = copy;
 	p->len[slot] = len;
 	p->key[slot] = key;
-	rc = s_advance(p, copy ? NULL : data, out, nout);
+	rc = s_advance(p, copy ? NULL : data, &cs, out, nout);
 	pthread_mutex_unlock(&p->lock);
+
+	/* The bytes, outside the lock; then the packs whose last copy this was go out. */
+	for (size_t k = 0; k < cs.n; k++) {
+		memcpy(cs.c[k].to->pk.buf + cs.c[k].to->pk.before + cs.c[k].at, cs.c[k].from,
+		       cs.c[k].len);
+		free(cs.c[k].owned);
+	}
+	if (cs.n) {
+		pthread_mutex_lock(&p->lock);
+		for (size_t k = 0; k < cs.n; k++) {
+			int rc2;
+			cs.c[k].to->copying--;
+			rc2 = s_hand_out(cs.c[k].to, out, nout);
+			if (!rc)
+				rc = rc2;
+		}
+		pthread_mutex_unlock(&p->lock);
+	}
+	free(cs.c);
 	return rc;
 }
 
@@ -220,12 +288,12 @@ void rr_packer_recycle(struct rr_packer *p, struct rr_pack *pk)
 
 struct rr_pack *rr_packer_finish(struct rr_packer *p)
 {
-	struct rr_pack *pk;
+	struct s_pack *sp;
 
 	pthread_mutex_lock(&p->lock);
-	pk = p->open;
+	sp = p->open;
 	p->open = NULL;
 	p->open_cap = 0;
 	pthread_mutex_unlock(&p->lock);
-	return pk;
+	return sp ? &sp->pk : NULL; /* every put has returned: its copies are in */
 }

@@ -1,6 +1,8 @@
 /* CUnit suite "packer": small chunks put back in order and cut into packs at boundaries
  * chosen by content and capped in size. Every expectation is computed from the inputs:
  * which slots land in which pack, at which offsets, with which bytes. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +179,109 @@ static void test_completion_order_does_not_change_the_packs(void)
 	s_free(&b);
 }
 
+/* Several threads putting at once, as the persist's workers do: the packs are those of one
+ * thread putting in order (the bytes are copied outside the packer's lock, and a pack goes out
+ * only once every copy into it is done). */
+struct s_shared {
+	struct rr_packer *p;
+	const uint64_t *seeds;
+	const int *skip;
+	atomic_size_t next;
+	pthread_mutex_t lock;
+	struct s_run run;
+	uint64_t seen[S_N]; /* per pack's first slot: its bytes' hash when it was handed out */
+	int failed;
+};
+
+static uint64_t s_fnv(const struct rr_pack *pk)
+{
+	uint64_t h = 1469598103934665603u;
+	for (size_t k = 0; k < pk->len; k++)
+		h = (h ^ pk->buf[pk->before + k]) * 1099511628211u;
+	return h;
+}
+
+static void *s_putter(void *arg)
+{
+	struct s_shared *sh = arg;
+	size_t i;
+
+	while ((i = atomic_fetch_add(&sh->next, 1)) < S_N) {
+		struct rr_pack **got = NULL;
+		size_t ngot = 0, len = s_len(sh->seeds[i], i);
+		unsigned char *b = s_bytes(sh->seeds[i], i, len);
+		int rc = rr_packer_put(sh->p, i, sh->skip[i] ? NULL : b, len, s_key(sh->seeds[i], i),
+				       &got, &ngot);
+		if (b) /* the copy is the packer's now: scribbling on ours must not show */
+			memset(b, 0xee, len);
+		free(b);
+		pthread_mutex_lock(&sh->lock);
+		sh->failed |= rc != 0;
+		for (size_t k = 0; k < ngot; k++) /* as the persist stores it: at once */
+			sh->seen[got[k]->slots[0]] = s_fnv(got[k]);
+		if (ngot) {
+			sh->run.packs = realloc(sh->run.packs, (sh->run.n + ngot) * sizeof(*got));
+			memcpy(sh->run.packs + sh->run.n, got, ngot * sizeof(*got));
+			sh->run.n += ngot;
+		}
+		pthread_mutex_unlock(&sh->lock);
+		free(got);
+	}
+	return NULL;
+}
+
+static int s_by_first_slot(const void *a, const void *b)
+{
+	size_t x = (*(struct rr_pack *const *)a)->slots[0];
+	size_t y = (*(struct rr_pack *const *)b)->slots[0];
+	return (x > y) - (x < y);
+}
+
+static void test_threads_putting_at_once_make_the_same_packs(void)
+{
+	uint64_t seeds[S_N];
+	int skip[S_N];
+	struct s_run one;
+	struct s_shared sh = { .seeds = seeds, .skip = skip };
+	pthread_t t[4];
+	struct rr_pack *last;
+
+	for (size_t i = 0; i < S_N; i++) {
+		seeds[i] = 6;
+		skip[i] = i % 7 == 3; /* as big chunks stored on their own are */
+	}
+	s_pack(&one, seeds, skip, NULL, S_N);
+	for (int round = 0; round < 20; round++) {
+		sh.p = rr_packer_new(S_N, 16, 16);
+		CU_ASSERT_FATAL(sh.p != NULL);
+		atomic_init(&sh.next, 0);
+		pthread_mutex_init(&sh.lock, NULL);
+		memset(&sh.run, 0, sizeof(sh.run));
+		for (int k = 0; k < 4; k++)
+			CU_ASSERT_FATAL(pthread_create(&t[k], NULL, s_putter, &sh) == 0);
+		for (int k = 0; k < 4; k++)
+			pthread_join(t[k], NULL);
+		CU_ASSERT_FALSE(sh.failed);
+		last = rr_packer_finish(sh.p);
+		if (last) {
+			sh.run.packs = realloc(sh.run.packs, (sh.run.n + 1) * sizeof(last));
+			sh.run.packs[sh.run.n++] = last;
+		}
+		qsort(sh.run.packs, sh.run.n, sizeof(*sh.run.packs), s_by_first_slot);
+		CU_ASSERT_EQUAL_FATAL(sh.run.n, one.n);
+		for (size_t k = 0; k < one.n; k++) {
+			CU_ASSERT_TRUE(s_same_pack(one.packs[k], sh.run.packs[k]));
+			if (k + 1 < one.n) /* the last comes from finish, after every put */
+				CU_ASSERT_EQUAL(sh.seen[one.packs[k]->slots[0]], s_fnv(one.packs[k]));
+		}
+		s_check(&sh.run, seeds, skip, S_N);
+		s_free(&sh.run);
+		rr_packer_destroy(sh.p);
+		pthread_mutex_destroy(&sh.lock);
+	}
+	s_free(&one);
+}
+
 static void test_skipped_slots_are_left_out(void)
 {
 	uint64_t seeds[S_N];
@@ -285,6 +390,8 @@ static CU_TestInfo s_tests[] = {
 	{ "test_in_order_chunks_fill_packs_in_order", test_in_order_chunks_fill_packs_in_order },
 	{ "test_completion_order_does_not_change_the_packs",
 	  test_completion_order_does_not_change_the_packs },
+	{ "test_threads_putting_at_once_make_the_same_packs",
+	  test_threads_putting_at_once_make_the_same_packs },
 	{ "test_skipped_slots_are_left_out", test_skipped_slots_are_left_out },
 	{ "test_one_changed_chunk_changes_only_nearby_packs",
 	  test_one_changed_chunk_changes_only_nearby_packs },
