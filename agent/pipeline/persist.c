@@ -131,6 +131,7 @@ struct s_job {
 	atomic_size_t kept_bytes;    /* their total, at most RR_PERSIST_KEEP_BYTES */
 	size_t *todo;                /* phase 2: chunks whose segment is not (known to be) reused */
 	size_t ntodo;
+	size_t *turn;                /* the order the workers take a phase's chunks in */
 	struct s_worker *workers;
 	size_t raw_cap;              /* each worker's raw buffer: the longest task's bytes */
 	struct s_reuse reuse;
@@ -621,8 +622,9 @@ static int s_plan_chunks(struct s_job *j)
 			j->stats = calloc(nt ? nt : 1, sizeof(*j->stats));
 			j->first = calloc(nt ? nt : 1, sizeof(*j->first));
 			j->todo = calloc(nt ? nt : 1, sizeof(*j->todo));
+			j->turn = calloc(nt ? nt : 1, sizeof(*j->turn));
 			j->kept = calloc(nt ? nt : 1, sizeof(*j->kept));
-			if (!j->tasks || !j->stats || !j->first || !j->todo || !j->kept)
+			if (!j->tasks || !j->stats || !j->first || !j->todo || !j->turn || !j->kept)
 				return RR_ENOMEM;
 		}
 	}
@@ -728,10 +730,10 @@ static void s_unkeep(struct s_job *j, size_t t)
 	atomic_fetch_sub(&j->kept_bytes, j->tasks[t].length);
 }
 
-static int s_analyse(size_t i, unsigned worker, void *ud)
+static int s_analyse(size_t k, unsigned worker, void *ud)
 {
 	struct s_job *j = ud;
-	size_t t = j->first[i];
+	size_t t = j->first[j->turn[k]];
 	unsigned char *raw = s_keep(j, t, j->workers[worker].raw);
 	int rc = s_read_chunk(j, &j->tasks[t], raw);
 	if (!rc)
@@ -946,9 +948,10 @@ static int s_to_packer(struct s_job *j, size_t i, const unsigned char *stored, s
 	return rc;
 }
 
-static int s_encode(size_t i, unsigned worker, void *ud)
+static int s_encode(size_t k, unsigned worker, void *ud)
 {
 	struct s_job *j = ud;
+	size_t i = j->turn[k]; /* the chunk's slot in todo (and the packer) */
 	const struct s_task *t = &j->tasks[j->todo[i]];
 	struct s_worker *w = &j->workers[worker];
 	const struct rr_file_entry *fe = &j->m->files[t->file];
@@ -1268,6 +1271,7 @@ static void s_job_free(struct s_job *j, unsigned threads)
 		s_unkeep(j, t);
 	free(j->kept);
 	free(j->todo);
+	free(j->turn);
 	free(j->reuse.segs);
 	rr_packer_destroy(j->packer);
 	rr_manifest_destroy(j->m);
@@ -1488,6 +1492,40 @@ static int s_prepare(struct s_job *j, const char *ckpt_dir, const char *name,
 /* The two pools: every file analysed (hashed, its tensors planned), then every segment
  * encoded and stored in packs, the last pack after the pool. A cancel (the caller logs it)
  * is RR_ECANCELED; another failure the job explained is logged here. */
+struct s_turn {
+	size_t len, i;
+};
+
+static int s_longest_first(const void *a, const void *b)
+{
+	const struct s_turn *x = a, *y = b;
+	if (x->len != y->len)
+		return x->len < y->len ? 1 : -1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/* j->turn for a phase over the n tasks task_of[0..n-1]: those of from bytes or more first,
+ * longest first, then the others in their order. The pool hands tasks out in turn, so the
+ * long ones do not come last to keep one worker busy while the other waits; the short ones
+ * stay in order, the order the packer places them in (each one done early is copied while
+ * it waits for its place). */
+static int s_order_turns(struct s_job *j, const size_t *task_of, size_t n, size_t from)
+{
+	struct s_turn *t = calloc(n ? n : 1, sizeof(*t));
+
+	if (!t)
+		return RR_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = j->tasks[task_of[i]].length;
+		t[i] = (struct s_turn){ .len = len >= from ? len : 0, .i = i };
+	}
+	qsort(t, n, sizeof(*t), s_longest_first);
+	for (size_t i = 0; i < n; i++)
+		j->turn[i] = t[i].i;
+	free(t);
+	return 0;
+}
+
 static int s_encode_all(struct s_job *j, const char *name, unsigned threads)
 {
 	char what[300], q[RR_QUOTE_CAP];
@@ -1496,9 +1534,14 @@ static int s_encode_all(struct s_job *j, const char *name, unsigned threads)
 
 	snprintf(what, sizeof(what), "persist %s", rr_quote_str(q, name));
 	j->progress = rr_progress_new(what, rr_manifest_total_size(j->m));
-	rc = rr_pool_run(threads, j->nfirst, s_analyse, j, cancel);
+	rc = s_order_turns(j, j->first, j->nfirst, 0);
+	if (!rc)
+		rc = rr_pool_run(threads, j->nfirst, s_analyse, j, cancel);
 	if (!rc) {
 		s_between_phases(j);
+		rc = s_order_turns(j, j->todo, j->ntodo, RR_SEGMENT_BYTES / 2);
+	}
+	if (!rc) {
 		j->packer = rr_packer_new(j->ntodo, rr_store_scratch_before(j->store),
 					  RR_STORE_SCRATCH_AFTER);
 		rc = j->packer ? rr_pool_run(threads, j->ntodo, s_encode, j, cancel) : RR_ENOMEM;

@@ -1019,7 +1019,8 @@ static uint64_t s_write_u8_tensor(const char *dir, const char *rel, size_t n)
 }
 
 /* step-1 holds one u8 tensor of n bytes (several chunks); rw rewrites it 100 bytes into the
- * tensor, mtime kept, while the persist runs. */
+ * tensor's second chunk, mtime kept, while the persist runs: the first chunk put is the
+ * tensor's first chunk (full chunks go first, in order), so the second is read after it. */
 static void s_rewrite_fixture(struct fx *f, struct s_rewriting *rw, size_t n)
 {
 	char *d;
@@ -1030,7 +1031,7 @@ static void s_rewrite_fixture(struct fx *f, struct s_rewriting *rw, size_t n)
 					      .inner = f->s },
 				    .keep_mtime = 1 };
 	d = fx_ckpt(f, "step-1");
-	rw->offset = s_write_u8_tensor(d, "model.safetensors", n) + 100;
+	rw->offset = s_write_u8_tensor(d, "model.safetensors", n) + RR_SEGMENT_BYTES + 100;
 	rw->path = fx_join(d, "model.safetensors");
 	free(d);
 }
@@ -1048,7 +1049,7 @@ static void test_persist_fails_when_a_file_changes_between_hash_and_encode(void)
 	struct s_rewriting rw;
 
 	s_rewrite_fixture(&f, &rw, 2 * RR_SEGMENT_BYTES + 4096);
-	o.threads = 1; /* the header's chunk is stored before the tensor is read again */
+	o.threads = 1; /* the first chunk is stored before the second is read again */
 	o.reread = 1;  /* as when the tensor does not fit in what phase 1 keeps */
 	CU_ASSERT_EQUAL(rr_persist_checkpoint(&rw.pass.base, f.ckpt_dir, "step-1", 1, &o, &m, &st),
 			RR_EIO);
