@@ -19,6 +19,9 @@ void rr_sha256_hex(const void *data, size_t len, char out[RR_SHA256_HEX_LEN + 1]
 /* XXH3-128 of len bytes as 32 lowercase hex digits (canonical, big-endian) plus NUL: a fast
  * non-cryptographic hash for noticing unchanged data (chunks are still named by sha256). */
 void rr_xxh128_hex(const void *data, size_t len, char out[33]);
+/* Test hook: with on, rr_xxh128_hex uses the system's libxxhash even where this build has its
+ * own AVX2 form and the CPU runs it; returns the one now in use, "avx2" or "libxxhash". */
+const char *rr_xxh128_force_portable(int on);
 /* Returns 1 when s is exactly 32 lowercase hex digits, else 0. */
 int rr_is_xxh128_hex(const char *s);
 

@@ -8,6 +8,7 @@
 #include "rr/cpu.h"
 #include "rr/hash.h"
 #include "sha256_ni.h"
+#include "xxh3_avx2.h"
 
 static EVP_MD *s_sha256_md;
 static pthread_once_t s_sha256_once = PTHREAD_ONCE_INIT;
@@ -64,10 +65,32 @@ void rr_sha256_hex(const void *data, size_t len, char out[RR_SHA256_HEX_LEN + 1]
 	rr_hex_encode(d, sizeof(d), out);
 }
 
+static atomic_int s_xxh_force_portable; /* rr_xxh128_force_portable */
+
+static int s_xxh_avx2(void)
+{
+	return RR_HAVE_XXH3_AVX2 && (rr_cpu_features() & RR_CPU_AVX2) &&
+	       !atomic_load_explicit(&s_xxh_force_portable, memory_order_relaxed);
+}
+
+const char *rr_xxh128_force_portable(int on)
+{
+	atomic_store_explicit(&s_xxh_force_portable, on ? 1 : 0, memory_order_relaxed);
+	return s_xxh_avx2() ? "avx2" : "libxxhash";
+}
+
 void rr_xxh128_hex(const void *data, size_t len, char out[33])
 {
 	XXH128_canonical_t c;
-	XXH128_canonicalFromHash(&c, XXH3_128bits(data, len));
+	XXH128_hash_t h;
+
+#if RR_HAVE_XXH3_AVX2
+	if (s_xxh_avx2())
+		rr_xxh3_128_avx2(data, len, &h.low64, &h.high64);
+	else
+#endif
+		h = XXH3_128bits(data, len);
+	XXH128_canonicalFromHash(&c, h);
 	rr_hex_encode(c.digest, sizeof(c.digest), out);
 }
 
