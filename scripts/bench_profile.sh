@@ -52,9 +52,9 @@ row() { # LABEL SYMBOL...
 	echo "| $label | $p | $r |"
 }
 row "zstd (compress / decompress)" ZSTD_compress2 ZSTD_decompress_usingDDict ZSTD_decompressDCtx
-row "reading files (the kernel's copy)" vfs_read
+row "reading files (the kernel's copy)" vfs_read __x64_sys_pread64 __x64_sys_read
 row "writing files (the kernel: pages, copy)" vfs_write
 row "SHA-256 of the stored bytes" rr_sha256 rr_sha256_ni rr_store_chunk_address
-row "xxHash of the original bytes" XXH3_128bits
+row "xxHash of the original bytes" XXH3_128bits rr_xxh128_hex
 row "FP16 narrowing / widening" s_to_fp16_avx2 s_from_fp16_avx2
 row "F32 statistics" s_stats_avx2
