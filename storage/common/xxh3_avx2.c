@@ -5,6 +5,9 @@
 #include "xxh3_avx2.h"
 
 #if RR_HAVE_XXH3_AVX2
+#ifndef __AVX2__
+#error "xxh3_avx2.c is built without -mavx2 (CMakeLists.txt)"
+#endif
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 

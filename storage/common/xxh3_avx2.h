@@ -6,7 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* RR_XXH3_AVX2: CMakeLists.txt builds xxh3_avx2.c with -mavx2 (on x86_64 only). */
+#if defined(RR_XXH3_AVX2) && defined(__x86_64__)
 #define RR_HAVE_XXH3_AVX2 1
 /* XXH3_128bits(data, len), the same hash: its low and high 64 bits. */
 void rr_xxh3_128_avx2(const void *data, size_t len, uint64_t *low, uint64_t *high);
