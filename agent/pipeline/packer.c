@@ -20,6 +20,7 @@ struct s_pack {
 	struct rr_pack pk; /* first: the rr_pack handed out is this allocation */
 	size_t copying;    /* slots placed in it whose bytes are not copied yet */
 	int closed;        /* no more slots go in */
+	struct s_pack *next_lost; /* on rr_packer's lost list */
 };
 
 /* A slot's copy into its pack, planned under the lock and made outside it. */
@@ -51,6 +52,10 @@ struct rr_packer {
 	 * already (a fresh buffer costs a page fault and zeroing per page). */
 	unsigned char *spare[S_SPARE];
 	unsigned nspare;
+	/* Closed packs that could not be handed out (no memory for the list): freed with the
+	 * packer, the put that lost one having failed. */
+	struct s_pack *lost;
+	size_t held_bytes, held_peak; /* bytes of held copies: now, and the most at once */
 };
 
 struct rr_packer *rr_packer_new(size_t nslots, size_t before, size_t after)
@@ -98,6 +103,11 @@ void rr_packer_destroy(struct rr_packer *p)
 	free(p->len);
 	free(p->key);
 	rr_pack_free(p->open ? &p->open->pk : NULL);
+	while (p->lost) {
+		struct s_pack *sp = p->lost;
+		p->lost = sp->next_lost;
+		rr_pack_free(&sp->pk);
+	}
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -113,15 +123,19 @@ int rr_pack_boundary(uint64_t key, size_t len)
 }
 
 /* Hands out pack sp (appends it to *out) when it is closed and its bytes are all in. */
-static int s_hand_out(struct s_pack *sp, struct rr_pack ***out, size_t *nout)
+static int s_hand_out(struct rr_packer *p, struct s_pack *sp, struct rr_pack ***out,
+		      size_t *nout)
 {
 	struct rr_pack **grown;
 
 	if (!sp->closed || sp->copying)
 		return 0;
 	grown = realloc(*out, (*nout + 1) * sizeof(**out));
-	if (!grown)
+	if (!grown) {
+		sp->next_lost = p->lost;
+		p->lost = sp;
 		return RR_ENOMEM;
+	}
 	*out = grown;
 	grown[(*nout)++] = &sp->pk;
 	return 0;
@@ -134,7 +148,7 @@ static int s_close_open(struct rr_packer *p, struct rr_pack ***out, size_t *nout
 	p->open = NULL;
 	p->open_cap = 0;
 	sp->closed = 1;
-	return s_hand_out(sp, out, nout);
+	return s_hand_out(p, sp, out, nout);
 }
 
 static int s_open_new(struct rr_packer *p)
@@ -185,6 +199,8 @@ static int s_append(struct rr_packer *p, size_t slot, const unsigned char *data,
 	cs->c[cs->n++] = (struct s_copy){ .to = p->open, .at = pk->len,
 					  .from = data ? data : p->held[slot],
 					  .owned = p->held[slot], .len = p->len[slot] };
+	if (p->held[slot])
+		p->held_bytes -= p->len[slot];
 	p->open->copying++;
 	p->held[slot] = NULL;
 	pk->slots[pk->n] = slot;
@@ -247,6 +263,8 @@ int rr_packer_put(struct rr_packer *p, size_t slot, const unsigned char *data, s
 	}
 	p->state[slot] = data ? S_HELD : S_SKIPPED;
 	p->held[slot] = copy;
+	if (copy && (p->held_bytes += len) > p->held_peak)
+		p->held_peak = p->held_bytes;
 	p->len[slot] = len;
 	p->key[slot] = key;
 	rc = s_advance(p, copy ? NULL : data, &cs, out, nout);
@@ -263,7 +281,7 @@ int rr_packer_put(struct rr_packer *p, size_t slot, const unsigned char *data, s
 		for (size_t k = 0; k < cs.n; k++) {
 			int rc2;
 			cs.c[k].to->copying--;
-			rc2 = s_hand_out(cs.c[k].to, out, nout);
+			rc2 = s_hand_out(p, cs.c[k].to, out, nout);
 			if (!rc)
 				rc = rc2;
 		}
@@ -284,6 +302,16 @@ void rr_packer_recycle(struct rr_packer *p, struct rr_pack *pk)
 	}
 	pthread_mutex_unlock(&p->lock);
 	rr_pack_free(pk);
+}
+
+size_t rr_packer_held_peak(struct rr_packer *p)
+{
+	size_t peak;
+
+	pthread_mutex_lock(&p->lock);
+	peak = p->held_peak;
+	pthread_mutex_unlock(&p->lock);
+	return peak;
 }
 
 struct rr_pack *rr_packer_finish(struct rr_packer *p)

@@ -40,6 +40,9 @@ void rr_packer_destroy(struct rr_packer *p);
 int rr_packer_put(struct rr_packer *p, size_t slot, const unsigned char *data, size_t len,
 		  uint64_t key, struct rr_pack ***out, size_t *nout);
 
+/* The most bytes held at once in copies of chunks done before their turn. */
+size_t rr_packer_held_peak(struct rr_packer *p);
+
 /* After every slot is put: the last, open pack (NULL if empty). The caller's to free. */
 struct rr_pack *rr_packer_finish(struct rr_packer *p);
 

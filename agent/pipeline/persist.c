@@ -1492,32 +1492,46 @@ static int s_prepare(struct s_job *j, const char *ckpt_dir, const char *name,
 /* The two pools: every file analysed (hashed, its tensors planned), then every segment
  * encoded and stored in packs, the last pack after the pool. A cancel (the caller logs it)
  * is RR_ECANCELED; another failure the job explained is logged here. */
+/* Phase 2 reorders within windows of this many original bytes (see s_order_turns). */
+#define S_TURN_WINDOW_BYTES (64u << 20)
+
 struct s_turn {
-	size_t len, i;
+	size_t window, len, i;
 };
 
 static int s_longest_first(const void *a, const void *b)
 {
 	const struct s_turn *x = a, *y = b;
+	if (x->window != y->window)
+		return x->window < y->window ? -1 : 1;
 	if (x->len != y->len)
 		return x->len < y->len ? 1 : -1;
 	return (x->i > y->i) - (x->i < y->i);
 }
 
-/* j->turn for a phase over the n tasks task_of[0..n-1]: those of from bytes or more first,
- * longest first, then the others in their order. The pool hands tasks out in turn, so the
- * long ones do not come last to keep one worker busy while the other waits; the short ones
- * stay in order, the order the packer places them in (each one done early is copied while
- * it waits for its place). */
-static int s_order_turns(struct s_job *j, const size_t *task_of, size_t n, size_t from)
+/* j->turn for a phase over the n tasks task_of[0..n-1], in windows of consecutive tasks of
+ * `window` original bytes: in each, the tasks of `from` bytes or more first, longest first,
+ * then the others in their order. The pool hands tasks out in turn, so the long ones do not
+ * come last to keep one worker busy while the other waits. The short ones stay in order, the
+ * order the packer places them in: a chunk done before its place comes is copied to wait
+ * (a long one may compress to a packed size too), and the window bounds what waits so. */
+static int s_order_turns(struct s_job *j, const size_t *task_of, size_t n, size_t from,
+			 uint64_t window)
 {
 	struct s_turn *t = calloc(n ? n : 1, sizeof(*t));
+	uint64_t in_window = 0;
+	size_t w = 0;
 
 	if (!t)
 		return RR_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		size_t len = j->tasks[task_of[i]].length;
-		t[i] = (struct s_turn){ .len = len >= from ? len : 0, .i = i };
+		t[i] = (struct s_turn){ .window = w, .len = len >= from ? len : 0, .i = i };
+		in_window += len;
+		if (in_window >= window) {
+			w++;
+			in_window = 0;
+		}
 	}
 	qsort(t, n, sizeof(*t), s_longest_first);
 	for (size_t i = 0; i < n; i++)
@@ -1534,12 +1548,13 @@ static int s_encode_all(struct s_job *j, const char *name, unsigned threads)
 
 	snprintf(what, sizeof(what), "persist %s", rr_quote_str(q, name));
 	j->progress = rr_progress_new(what, rr_manifest_total_size(j->m));
-	rc = s_order_turns(j, j->first, j->nfirst, 0);
+	rc = s_order_turns(j, j->first, j->nfirst, 0, UINT64_MAX);
 	if (!rc)
 		rc = rr_pool_run(threads, j->nfirst, s_analyse, j, cancel);
 	if (!rc) {
 		s_between_phases(j);
-		rc = s_order_turns(j, j->todo, j->ntodo, RR_SEGMENT_BYTES / 2);
+		rc = s_order_turns(j, j->todo, j->ntodo, RR_SEGMENT_BYTES / 2,
+				   S_TURN_WINDOW_BYTES);
 	}
 	if (!rc) {
 		j->packer = rr_packer_new(j->ntodo, rr_store_scratch_before(j->store),
@@ -1626,6 +1641,7 @@ static void s_fill_stats(struct s_job *j, const struct rr_buf *json,
 	stats->stored_bytes = rr_manifest_total_stored(j->m);
 	stats->new_bytes = atomic_load(&j->new_bytes) + json->len;
 	stats->refreshed_chunks = atomic_load(&j->refreshed);
+	stats->held_peak = j->packer ? rr_packer_held_peak(j->packer) : 0;
 	s_count(j, stats);
 }
 

@@ -73,6 +73,7 @@ struct rr_persist_stats {
 	uint64_t segments, reused_segments;
 	uint64_t refreshed_chunks;  /* already stored but old: written again for gc's grace */
 	uint64_t tensors[4];      /* tensor segments by encoding (index: enum rr_encoding) */
+	uint64_t held_peak;       /* most bytes of packable chunks held at once for their turn */
 	int64_t elapsed_ms;
 };
 

@@ -295,7 +295,7 @@ static inline size_t fx_count_chunks(const struct fx *f)
 static inline struct rr_persist_opts fx_opts(void)
 {
 	/* One object per chunk, so that the suites can count and find chunks; packs have
-	 * their own tests (test_packs.c, fx_opts_packed). */
+	 * their own tests (test_packer.c, and .no_packs = 0 where a test needs them). */
 	return (struct rr_persist_opts){ .run_id = FX_RUN, .host = "test-host",
 					 .zstd_level = RR_ZSTD_LEVEL_DEFAULT, .threads = 2,
 					 .no_packs = 1 };

@@ -960,6 +960,7 @@ struct s_rewriting {
 	struct s_failing pass; /* match "" never: rc unused */
 	const char *path;
 	uint64_t offset;
+	uint64_t every; /* when not 0: at offset + k * every too, up to the file's end */
 	int keep_mtime, done;
 };
 
@@ -974,9 +975,14 @@ static int s_rewriting_put(struct rr_store *s, const char *key, const void *data
 		int fd = open(rw->path, O_WRONLY | O_CLOEXEC);
 		rw->done = 1;
 		memset(junk, 0x5a, sizeof(junk));
-		if (fd >= 0 && fstat(fd, &sb) == 0 &&
-		    pwrite(fd, junk, sizeof(junk), (off_t)rw->offset) == (ssize_t)sizeof(junk) &&
-		    rw->keep_mtime) {
+		int wrote = fd >= 0 && fstat(fd, &sb) == 0;
+		uint64_t at = rw->offset;
+		do {
+			wrote = wrote && pwrite(fd, junk, sizeof(junk), (off_t)at) ==
+						 (ssize_t)sizeof(junk);
+			at += rw->every;
+		} while (wrote && rw->every && at + sizeof(junk) <= (uint64_t)sb.st_size);
+		if (wrote && rw->keep_mtime) {
 			struct timespec ts[2] = { sb.st_atim, sb.st_mtim };
 			CU_ASSERT_EQUAL(futimens(fd, ts), 0);
 		}
@@ -1018,9 +1024,9 @@ static uint64_t s_write_u8_tensor(const char *dir, const char *rel, size_t n)
 	return 8 + hlen;
 }
 
-/* step-1 holds one u8 tensor of n bytes (several chunks); rw rewrites it 100 bytes into the
- * tensor's second chunk, mtime kept, while the persist runs: the first chunk put is the
- * tensor's first chunk (full chunks go first, in order), so the second is read after it. */
+/* step-1 holds one u8 tensor of n bytes (several chunks); rw rewrites it 100 bytes into each
+ * of the tensor's chunks, mtime kept, while the persist runs: whichever chunk is put first,
+ * the others are read after it. */
 static void s_rewrite_fixture(struct fx *f, struct s_rewriting *rw, size_t n)
 {
 	char *d;
@@ -1031,7 +1037,8 @@ static void s_rewrite_fixture(struct fx *f, struct s_rewriting *rw, size_t n)
 					      .inner = f->s },
 				    .keep_mtime = 1 };
 	d = fx_ckpt(f, "step-1");
-	rw->offset = s_write_u8_tensor(d, "model.safetensors", n) + RR_SEGMENT_BYTES + 100;
+	rw->offset = s_write_u8_tensor(d, "model.safetensors", n) + 100;
+	rw->every = RR_SEGMENT_BYTES;
 	rw->path = fx_join(d, "model.safetensors");
 	free(d);
 }
@@ -1049,7 +1056,7 @@ static void test_persist_fails_when_a_file_changes_between_hash_and_encode(void)
 	struct s_rewriting rw;
 
 	s_rewrite_fixture(&f, &rw, 2 * RR_SEGMENT_BYTES + 4096);
-	o.threads = 1; /* the first chunk is stored before the second is read again */
+	o.threads = 1; /* one chunk is stored before the others are read again */
 	o.reread = 1;  /* as when the tensor does not fit in what phase 1 keeps */
 	CU_ASSERT_EQUAL(rr_persist_checkpoint(&rw.pass.base, f.ckpt_dir, "step-1", 1, &o, &m, &st),
 			RR_EIO);
@@ -1196,6 +1203,46 @@ static void test_persist_chunk_index_of_catalog_spares_the_first_listing(void)
 	fx_done(&f);
 }
 
+/* Long chunks go first, but a long chunk that compresses to a packable size waits, copied,
+ * for its place in the packer's order: the reordering is bounded (windows of 64 MiB of
+ * original bytes), so what waits at once does not grow with the checkpoint. A small file
+ * first, then 24 chunks of 8 MiB that each compress to about 700 KiB. */
+static void test_persist_holds_a_bounded_share_of_packable_chunks(void)
+{
+	struct fx f;
+	struct rr_persist_stats st;
+	struct rr_persist_opts o = fx_opts();
+	const size_t nchunks = 24, seg = RR_SEGMENT_BYTES;
+	unsigned char *b = calloc(nchunks, seg);
+	uint64_t x = 88172645463325252u;
+	char *d;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	for (size_t c = 0; c < nchunks; c++)
+		for (size_t k = 0; k < (700u << 10); k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			b[c * seg + k] = (unsigned char)x;
+		}
+	fx_init(&f);
+	d = fx_ckpt(&f, "step-1");
+	fx_write(d, "a_config.json", "{\"a\": 1}", 8, 0644);
+	fx_write(d, "model.bin", b, nchunks * seg, 0644);
+	o.no_packs = 0;
+	o.threads = 1; /* the order the chunks are taken in, and nothing else, decides */
+	CU_ASSERT_EQUAL_FATAL(rr_persist_checkpoint(f.s, f.ckpt_dir, "step-1", 1, &o, NULL, &st),
+			      0);
+	/* Every chunk is packed (under 1 MiB stored); a window holds 8 of them, and 9 bound
+	 * what one window's chunks (and one left from the window before) can hold. */
+	CU_ASSERT(st.stored_bytes > nchunks * (600u << 10));
+	CU_ASSERT(st.held_peak > 0);
+	CU_ASSERT(st.held_peak <= 9 * (st.stored_bytes / nchunks));
+	free(b);
+	free(d);
+	fx_done(&f);
+}
+
 static CU_TestInfo s_tests[] = {
 	{ "persist_of_more_files_than_it_holds_open", test_persist_of_more_files_than_it_holds_open },
 	{ "persist_manifest_landing_meanwhile_is_success_only_with_same_content",
@@ -1227,6 +1274,8 @@ static CU_TestInfo s_tests[] = {
 	  test_persist_refuses_names_restore_would_refuse },
 	{ "persist_keeps_first_read_of_a_multi_chunk_tensor",
 	  test_persist_keeps_first_read_of_a_multi_chunk_tensor },
+	{ "persist_holds_a_bounded_share_of_packable_chunks",
+	  test_persist_holds_a_bounded_share_of_packable_chunks },
 	{ "persist_fails_when_a_file_changes_between_hash_and_encode",
 	  test_persist_fails_when_a_file_changes_between_hash_and_encode },
 	{ "persist_fails_when_a_file_grows_after_the_commit",
