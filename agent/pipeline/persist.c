@@ -1489,9 +1489,6 @@ static int s_prepare(struct s_job *j, const char *ckpt_dir, const char *name,
 	return rc;
 }
 
-/* The two pools: every file analysed (hashed, its tensors planned), then every segment
- * encoded and stored in packs, the last pack after the pool. A cancel (the caller logs it)
- * is RR_ECANCELED; another failure the job explained is logged here. */
 /* Phase 2 reorders within windows of this many original bytes (see s_order_turns). */
 #define S_TURN_WINDOW_BYTES (64u << 20)
 
@@ -1540,6 +1537,9 @@ static int s_order_turns(struct s_job *j, const size_t *task_of, size_t n, size_
 	return 0;
 }
 
+/* The two pools: every file analysed (hashed, its tensors planned), then every segment
+ * encoded and stored in packs, the last pack after the pool. A cancel (the caller logs it)
+ * is RR_ECANCELED; another failure the job explained is logged here. */
 static int s_encode_all(struct s_job *j, const char *name, unsigned threads)
 {
 	char what[300], q[RR_QUOTE_CAP];
