@@ -230,6 +230,10 @@ static int s_advance(struct rr_packer *p, const unsigned char *data, struct s_co
 		if (!rc && rr_pack_boundary(p->key[s], p->len[s]))
 			rc = s_close_open(p, out, nout);
 	}
+	/* Every slot placed: the last pack closes too, to be stored by this worker while the
+	 * others finish, not after them. */
+	if (!rc && p->next == p->nslots && p->open)
+		rc = s_close_open(p, out, nout);
 	return rc;
 }
 

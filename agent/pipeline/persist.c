@@ -1029,16 +1029,6 @@ static int s_encode(size_t k, unsigned worker, void *ud)
 	return s_to_packer(j, i, NULL, 0, NULL);
 }
 
-/* After phase 2: stores the last pack. */
-static int s_pack_last(struct s_job *j)
-{
-	struct rr_pack *pk = rr_packer_finish(j->packer);
-	int rc = pk ? s_store_pack(j, pk) : 0;
-
-	rr_pack_free(pk);
-	return rc;
-}
-
 /* How many chunks the manifest names that the store, listed now, lacks (*missing). */
 static int s_count_missing(struct s_job *j, size_t *missing)
 {
@@ -1538,8 +1528,9 @@ static int s_order_turns(struct s_job *j, const size_t *task_of, size_t n, size_
 }
 
 /* The two pools: every file analysed (hashed, its tensors planned), then every segment
- * encoded and stored in packs, the last pack after the pool. A cancel (the caller logs it)
- * is RR_ECANCELED; another failure the job explained is logged here. */
+ * encoded and stored in packs (the last one by the worker that placed the last chunk in it).
+ * A cancel (the caller logs it) is RR_ECANCELED; another failure the job explained is
+ * logged here. */
 static int s_encode_all(struct s_job *j, const char *name, unsigned threads)
 {
 	char what[300], q[RR_QUOTE_CAP];
@@ -1560,9 +1551,8 @@ static int s_encode_all(struct s_job *j, const char *name, unsigned threads)
 		j->packer = rr_packer_new(j->ntodo, rr_store_scratch_before(j->store),
 					  RR_STORE_SCRATCH_AFTER);
 		rc = j->packer ? rr_pool_run(threads, j->ntodo, s_encode, j, cancel) : RR_ENOMEM;
-		if (!rc)
-			rc = s_pack_last(j);
-		/* The last pack is stored after the pool: a cancel during it still counts. */
+		/* The pool looks for a cancel between chunks only: one during the last chunks
+		 * (and the last pack) still counts. */
 		if (!rc && cancel && atomic_load(cancel))
 			rc = RR_ECANCELED;
 	}
