@@ -43,8 +43,9 @@ int rr_packer_put(struct rr_packer *p, size_t slot, const unsigned char *data, s
 /* The most bytes held at once in copies of chunks done before their turn. */
 size_t rr_packer_held_peak(struct rr_packer *p);
 
-/* The open pack (NULL if none), the caller's to free: after a put of every slot, NULL (the put
- * that placed the last slot closed the last pack); before that, the slots placed so far. */
+/* The open pack (NULL if none), the caller's to free; only once every put has returned (a put
+ * copies into the open pack after it lets go of the lock). After a put of every slot it is
+ * NULL: the put that placed the last slot closed the last pack. */
 struct rr_pack *rr_packer_finish(struct rr_packer *p);
 
 void rr_pack_free(struct rr_pack *pk);
