@@ -1,5 +1,6 @@
-/* Throughput of the conversion and shuffle kernels (storage/format/fp16.c, storage/format/shuffle.c), on
- * one core, portable and SIMD paths, for BENCHMARKS.md. Not a test: no assertions, and the
+/* Throughput of the conversion and shuffle kernels (storage/format/fp16.c, storage/format/shuffle.c)
+ * and of the XXH3-128 of each tensor's bytes (storage/common/hash.c: libxxhash against the AVX2
+ * form), on one core, portable and SIMD paths, for BENCHMARKS.md. Not a test: no assertions, and the
  * numbers depend on the machine.
  *
  * Data: 256 MiB of F32 (64 Mi values) shaped like a checkpoint: normal(0, 0.02) weights and
@@ -10,10 +11,8 @@
  * reported in GB/s (10^9 bytes per second) of F32 data: bytes read for encoders, stats and
  * shuffles, bytes written for decoders and unshuffles, i.e. always the size of the tensor.
  *
- * Build and run (from the repository root):
- *   gcc -std=c11 -D_GNU_SOURCE -O2 -Iinclude storage/format/fp16.c storage/format/shuffle.c \
- *       tests/bench/kernels_bench.c -lm -o /tmp/kernels_bench && /tmp/kernels_bench
- * An optional argument gives the size in MiB (default 256). */
+ * Built with the project (build/kernels_bench; scripts/bench.sh runs it). An optional
+ * argument gives the size in MiB (default 256). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 #include <time.h>
 
 #include "rr/fp16.h"
+#include "rr/hash.h"
 #include "shuffle.h"
 
 #define S_RUNS 5
@@ -66,6 +66,7 @@ enum s_kernel {
 	S_SHUF,
 	S_UNSHUF,
 	S_MEMCPY,
+	S_XXH3,
 };
 
 struct s_ctx {
@@ -98,6 +99,11 @@ static void s_run(struct s_ctx *c, enum s_kernel kind, unsigned width)
 	case S_SHUF: rr_shuffle(c->f32, 4 * c->n / width, width, c->out); break;
 	case S_UNSHUF: rr_unshuffle(c->out, 4 * c->n / width, width, c->f32); break;
 	case S_MEMCPY: memcpy(c->out, c->f32, 4 * c->n); break;
+	case S_XXH3: {
+		char hex[33];
+		rr_xxh128_hex(c->f32, 4 * c->n, hex);
+		break;
+	}
 	}
 }
 
@@ -120,6 +126,7 @@ static void s_row(struct s_ctx *c, const char *name, enum s_kernel kind, unsigne
 	for (int portable = 1; portable >= 0; portable--) {
 		rr_fp16_force_portable(portable);
 		rr_shuffle_force_portable(portable);
+		rr_xxh128_force_portable(portable);
 		g[portable] = s_best(c, kind, width);
 	}
 	printf("%-24s %10.2f %10.2f %8.1fx\n", name, g[1], g[0], g[0] / g[1]);
@@ -145,8 +152,8 @@ int main(int argc, char **argv)
 	/* Touch everything once so page faults are not timed. */
 	memset(c.half, 0, 2 * c.n);
 	memset(c.out, 0, 4 * c.n);
-	printf("paths: fp16 %s, shuffle %s\n", rr_fp16_force_portable(0),
-	       rr_shuffle_force_portable(0));
+	printf("paths: fp16 %s, shuffle %s, xxh3 %s\n", rr_fp16_force_portable(0),
+	       rr_shuffle_force_portable(0), rr_xxh128_force_portable(0));
 	for (int d = 0; d < 3; d++) {
 		struct rr_f32_stats st;
 		s_normals(c.f32, c.n, 0.02, d == 1);
@@ -175,6 +182,7 @@ int main(int argc, char **argv)
 				snprintf(name, sizeof(name), "unshuffle width %u", widths[w]);
 				s_row(&c, name, S_UNSHUF, widths[w]);
 			}
+			s_row(&c, "xxh3-128", S_XXH3, 0);
 			s_row(&c, "memcpy (reference)", S_MEMCPY, 0);
 		}
 	}
