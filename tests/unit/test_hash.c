@@ -53,36 +53,46 @@ static void test_sha256_known_answers_on_the_sha_extensions(void)
 	s_check_known();
 }
 
-/* Every length from 0 to 4 blocks and a few past (each padding case: the length fits in
- * the last block or needs one more), at every alignment of the start, and one of 5 MiB. */
-static void test_sha256_ni_and_openssl_agree_on_every_length_and_alignment(void)
+/* A hash's two forms compared (force(1): the reference one, force(0): the fast one, each
+ * writing hex): every length from 0 to max_len at offsets 0, step, 2 step... below 16 of a
+ * patterned buffer, then big bytes from offset big_off. Returns how many differed. */
+static unsigned s_forms_differ(void (*hex)(const void *, size_t, char *),
+			       const char *(*force)(int), size_t max_len, size_t step, size_t big,
+			       size_t big_off)
 {
-	size_t big = 5u << 20;
 	unsigned char *buf = malloc(big + 16);
-	uint8_t a[RR_SHA256_LEN], b[RR_SHA256_LEN];
+	char a[RR_SHA256_HEX_LEN + 1], b[RR_SHA256_HEX_LEN + 1];
 	unsigned mismatches = 0;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
-	if (strcmp(rr_sha256_force_openssl(0), "sha-ni") != 0)
-		fprintf(stderr, "no SHA extensions on this CPU: OpenSSL compared with itself ");
 	for (size_t i = 0; i < big + 16; i++)
 		buf[i] = (unsigned char)(i * 2654435761u >> 13);
-	for (size_t off = 0; off < 16; off += 3) {
-		for (size_t len = 0; len <= 300; len++) {
-			rr_sha256_force_openssl(1);
-			rr_sha256(buf + off, len, a);
-			rr_sha256_force_openssl(0);
-			rr_sha256(buf + off, len, b);
-			mismatches += memcmp(a, b, sizeof(a)) != 0;
+	for (size_t off = 0; off < 16; off += step) {
+		for (size_t len = 0; len <= max_len; len++) {
+			force(1);
+			hex(buf + off, len, a);
+			force(0);
+			hex(buf + off, len, b);
+			mismatches += strcmp(a, b) != 0;
 		}
 	}
-	rr_sha256_force_openssl(1);
-	rr_sha256(buf + 1, big, a);
-	rr_sha256_force_openssl(0);
-	rr_sha256(buf + 1, big, b);
-	mismatches += memcmp(a, b, sizeof(a)) != 0;
-	CU_ASSERT_EQUAL(mismatches, 0);
+	force(1);
+	hex(buf + big_off, big, a);
+	force(0);
+	hex(buf + big_off, big, b);
+	mismatches += strcmp(a, b) != 0;
 	free(buf);
+	return mismatches;
+}
+
+/* Every length from 0 to 4 blocks and a few past (each padding case: the length fits in
+ * the last block or needs one more), at every third alignment of the start, and one of 5 MiB. */
+static void test_sha256_ni_and_openssl_agree_on_every_length_and_alignment(void)
+{
+	if (strcmp(rr_sha256_force_openssl(0), "sha-ni") != 0)
+		fprintf(stderr, "no SHA extensions on this CPU: OpenSSL compared with itself ");
+	CU_ASSERT_EQUAL(s_forms_differ(rr_sha256_hex, rr_sha256_force_openssl, 300, 3, 5u << 20, 1),
+			0);
 }
 
 static void test_xxh128_hex_is_32_lowercase_digits(void)
@@ -101,35 +111,17 @@ static void test_xxh128_hex_is_32_lowercase_digits(void)
  * 9 MiB (several blocks of 1 KiB stripes, a chunk's size). */
 static void test_xxh128_avx2_and_libxxhash_agree(void)
 {
-	size_t big = 9u << 20;
-	unsigned char *buf = malloc(big + 16);
 	char a[33], b[33];
-	unsigned mismatches = 0;
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
 	if (strcmp(rr_xxh128_force_portable(0), "avx2") != 0) {
 		fprintf(stderr, "no AVX2 form of XXH3 here: libxxhash compared with itself ");
 #if defined(RR_XXH3_AVX2) /* where the build has it, only a CPU without AVX2 goes without */
 		CU_ASSERT_FALSE(rr_cpu_features() & RR_CPU_AVX2);
 #endif
 	}
-	for (size_t i = 0; i < big + 16; i++)
-		buf[i] = (unsigned char)(i * 2654435761u >> 13);
-	for (size_t off = 0; off < 16; off += 5) {
-		for (size_t len = 0; len <= 2100; len++) {
-			rr_xxh128_force_portable(1);
-			rr_xxh128_hex(buf + off, len, a);
-			rr_xxh128_force_portable(0);
-			rr_xxh128_hex(buf + off, len, b);
-			mismatches += strcmp(a, b) != 0;
-		}
-	}
-	rr_xxh128_force_portable(1);
-	rr_xxh128_hex(buf + 3, big, a);
-	rr_xxh128_force_portable(0);
-	rr_xxh128_hex(buf + 3, big, b);
-	mismatches += strcmp(a, b) != 0;
-	CU_ASSERT_EQUAL(mismatches, 0);
+	CU_ASSERT_EQUAL(s_forms_differ(rr_xxh128_hex, rr_xxh128_force_portable, 2100, 5, 9u << 20,
+				       3),
+			0);
 	/* And the known answer on both. */
 	rr_xxh128_force_portable(1);
 	rr_xxh128_hex("abc", 3, a);
@@ -137,7 +129,6 @@ static void test_xxh128_avx2_and_libxxhash_agree(void)
 	rr_xxh128_hex("abc", 3, b);
 	CU_ASSERT_STRING_EQUAL(a, "06b05ab6733a618578af5f94892f3950");
 	CU_ASSERT_STRING_EQUAL(b, "06b05ab6733a618578af5f94892f3950");
-	free(buf);
 }
 
 static CU_TestInfo s_tests[] = {
