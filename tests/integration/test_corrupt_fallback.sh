@@ -3,8 +3,14 @@
 # the one before, loudly; verify reports the damage.
 . "$(dirname "$0")/lib.sh"
 
-run_rr train.log --keep 5 -- "$PY" "$TRAINER" --steps 100 --step-time 0 --checkpoint-every 50 --keep-local 0
-expect_eq "$RC" 0 "training"
+# Two runs, so that both step-50 and step-100 are in the store: in one run the trainer commits
+# step-100 right after step-50, and a step-50 not yet persisted then gives way to it (the
+# newest wins), which a loaded machine made happen once.
+run_rr train.log --keep 5 -- "$PY" "$TRAINER" --steps 50 --step-time 0 --checkpoint-every 50 --keep-local 0
+expect_eq "$RC" 0 "training to step 50"
+run_rr train2.log --keep 5 -- "$PY" "$TRAINER" --steps 100 --step-time 0 --checkpoint-every 50 --keep-local 0
+expect_eq "$RC" 0 "training on to step 100"
+expect_grep 'resumed from step 50' train2.log "the second run went on from step 50"
 store=.resume-run/store/default
 
 # A chunk that step-100 uses and step-50 does not.
