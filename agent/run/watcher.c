@@ -66,7 +66,9 @@ struct rr_watcher {
 	int unwatched_warned;
 	/* Names reported so far and the commit time each was reported with: a scan reports a
 	 * name it has seen with that time, not the directory's ctime now, which a file created
-	 * or removed inside it since moves (an older checkpoint then sorted as the newest). */
+	 * or removed inside it since moves (an older checkpoint then sorted as the newest). A
+	 * name is forgotten when it leaves the directory (its event, or a scan that does not
+	 * find it), so a long run holds the names the directory holds, not every one it saw. */
 	struct s_known_name *known;
 	size_t nknown, cap_known;
 	/* Names of checkpoint files closed whole in place: due (monotonic ms) while the first
@@ -82,6 +84,7 @@ struct rr_watcher {
 struct s_known_name {
 	char *name;
 	int64_t ms;
+	int seen; /* reported by the scan under way */
 };
 
 struct s_sub {
@@ -127,6 +130,7 @@ static int64_t s_known_ms(struct rr_watcher *w, const char *name, int64_t ms, in
 
 	for (size_t i = 0; i < w->nknown; i++)
 		if (strcmp(w->known[i].name, name) == 0) {
+			w->known[i].seen |= scan;
 			if (scan)
 				return w->known[i].ms;
 			w->known[i].ms = ms;
@@ -140,9 +144,26 @@ static int64_t s_known_ms(struct rr_watcher *w, const char *name, int64_t ms, in
 		w->known = k;
 		w->cap_known = cap;
 	}
-	if ((w->known[w->nknown].name = strdup(name)) != NULL)
-		w->known[w->nknown++].ms = ms;
+	if ((w->known[w->nknown].name = strdup(name)) != NULL) {
+		w->known[w->nknown].ms = ms;
+		w->known[w->nknown++].seen = scan;
+	}
 	return ms;
+}
+
+/* Forgets the names that left the directory: the one named, or (name NULL) those the scan
+ * just made did not report. */
+static void s_known_forget(struct rr_watcher *w, const char *name)
+{
+	for (size_t i = 0; i < w->nknown;) {
+		struct s_known_name *k = &w->known[i];
+		if (name ? strcmp(k->name, name) != 0 : k->seen) {
+			i++;
+			continue;
+		}
+		free(k->name);
+		*k = w->known[--w->nknown];
+	}
 }
 
 static void s_report(const char *name, int64_t committed_unix_ms, void *arg)
@@ -539,7 +560,7 @@ int rr_watcher_scan(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_ud)
 	struct s_report rep = { w, user_cb, user_ud, 1 };
 	char pointed[NAME_MAX + 1] = "";
 	struct s_scan sc = { w, NULL, 0, s_report, &rep };
-	int fd;
+	int fd, rc;
 
 	if (!w || !user_cb)
 		return RR_EINVAL;
@@ -552,7 +573,12 @@ int rr_watcher_scan(struct rr_watcher *w, rr_watcher_cb user_cb, void *user_ud)
 		if (s_read_pointer(fd, p, pointed, sizeof(pointed), &sc.pointer_ms) && pointed[0])
 			sc.pointed = pointed;
 	}
-	return rr_dir_each(fd, 0, s_scan_one, &sc);
+	for (size_t i = 0; i < w->nknown; i++)
+		w->known[i].seen = 0;
+	rc = rr_dir_each(fd, 0, s_scan_one, &sc);
+	if (!rc)
+		s_known_forget(w, NULL);
+	return rc;
 }
 
 /* Warns about a directory made under a final name, once per name, for S_WARN_MAX names. */
@@ -799,6 +825,7 @@ static int s_handle(struct rr_watcher *w, const struct inotify_event *ev, const 
 	}
 	if (name && (ev->mask & (IN_MOVED_FROM | IN_DELETE))) {
 		s_in_place_gone(w, name);
+		s_known_forget(w, name);
 		return 0;
 	}
 	if (!name || rr_commit_is_temp_name(name))

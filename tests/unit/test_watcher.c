@@ -1232,6 +1232,54 @@ static void test_rescan_keeps_the_commit_time_of_a_name_seen_before(void)
 	s_rm_rf(e.root);
 }
 
+/* Commits step-400, then removes it (HF's save_total_limit rotating it away) and makes a
+ * step-400 directly (under rename, never reported by events); returns the commit time of
+ * the first. A later scan must report the second with its own time. */
+static int64_t s_commit_remove_remake(struct rr_watcher *w, struct s_rec *r, const char *dir,
+				      int process_between)
+{
+	char d[PATH_MAX];
+	int64_t first;
+
+	s_commit(dir, "step-400");
+	s_pump_until(w, r, "step-400");
+	first = r->ms[s_index(r, "step-400")];
+	s_path(d, sizeof(d), dir, "step-400");
+	s_rm_rf(d);
+	if (process_between)
+		s_sync_as(w, r, dir, "step-401"); /* the removal's event is handled by then */
+	else
+		CU_ASSERT(rr_watcher_scan(w, s_record, r) == 0); /* it does not find step-400 */
+	poll(NULL, 0, 20);
+	s_mkdir(dir, "step-400");
+	CU_ASSERT(s_ctime_ms(dir, "step-400") > first);
+	return first;
+}
+
+/* A name that leaves the directory is forgotten: a long run holds the names the directory
+ * holds (it held every name ever committed, 48 bytes each, a growth the long-run test
+ * measured), and a new checkpoint under an old name is not given the old one's time. */
+static void test_a_name_removed_is_forgotten(void)
+{
+	for (int process_between = 1; process_between >= 0; process_between--) {
+		struct s_env e;
+		struct rr_watcher *w;
+		struct s_rec r = { .n = 0 };
+		int64_t first;
+
+		s_env_init(&e);
+		w = s_new_with(e.dir, "rename");
+		first = s_commit_remove_remake(w, &r, e.dir, process_between);
+		r.n = 0; /* the removal's event still queued when !process_between */
+		CU_ASSERT(rr_watcher_scan(w, s_record, &r) == 0);
+		CU_ASSERT_FATAL(s_index(&r, "step-400") >= 0);
+		CU_ASSERT(r.ms[s_index(&r, "step-400")] != first);
+		CU_ASSERT_EQUAL(r.ms[s_index(&r, "step-400")], s_ctime_ms(e.dir, "step-400"));
+		rr_watcher_destroy(w);
+		s_rm_rf(e.root);
+	}
+}
+
 /* While set, watching a directory whose path holds "/checkpoint-" fails as when the
  * kernel's inotify watches are used up (fs.inotify.max_user_watches). */
 static int s_watches_used_up;
@@ -1295,6 +1343,7 @@ static void test_auto_finds_markers_when_no_watch_is_left(void)
 static CU_TestInfo s_tests[] = {
 	{ "rescan_keeps_the_commit_time_of_a_name_seen_before",
 	  test_rescan_keeps_the_commit_time_of_a_name_seen_before },
+	{ "a_name_removed_is_forgotten", test_a_name_removed_is_forgotten },
 	{ "auto_finds_markers_when_no_watch_is_left",
 	  test_auto_finds_markers_when_no_watch_is_left },
 	{ "test_auto_commits_an_hf_directory_when_trainer_state_is_closed",
