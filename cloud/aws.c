@@ -28,8 +28,8 @@ struct s_aws {
 	int64_t next_poll_mono;
 	char action_seen[RR_AWS_SPOT_KEY_MAX]; /* "action@time" of the spot notice reported */
 	int rebalance_standing;   /* the recommendation reported is still there */
-	char maint_seen[S_SEEN_MAX][96];
-	unsigned nmaint;
+	char maint_seen[S_SEEN_MAX][96]; /* a ring of the EventIds reported */
+	unsigned nmaint, maint_next;
 };
 
 static int s_create(const struct rr_cloud_opts *o, void **state)
@@ -323,8 +323,12 @@ static int s_on_maint(void *ud, const char *id, int64_t not_before_unix)
 
 	if (s_maint_seen(a, id))
 		return 0;
+	/* A ring, as azure.c's: the oldest is forgotten. Once full, a new event used to go
+	 * unremembered, and was reported again at every poll while it stood. */
+	snprintf(a->maint_seen[a->maint_next], sizeof(a->maint_seen[0]), "%s", id);
+	a->maint_next = (a->maint_next + 1) % S_SEEN_MAX;
 	if (a->nmaint < S_SEEN_MAX)
-		snprintf(a->maint_seen[a->nmaint++], sizeof(a->maint_seen[0]), "%s", id);
+		a->nmaint++;
 	m->n->kind = RR_NOTICE_MAINTENANCE;
 	m->n->deadline_unix = not_before_unix;
 	return 1;

@@ -334,6 +334,26 @@ static void test_aws_same_maintenance_event_is_reported_once(void)
 	s_teardown(&e);
 }
 
+/* More events than the 32 remembered, one after another over an instance's life: each is
+ * reported once (the 33rd was reported at every poll while it stood, 7.5 a second). */
+static void test_aws_maintenance_events_past_the_memory_are_reported_once(void)
+{
+	static char bodies[40][200];
+	struct s_env e;
+
+	s_setup_poll(&e, 5);
+	for (int i = 0; i < 40; i++) {
+		snprintf(bodies[i], sizeof(bodies[i]),
+			 "[{\"NotBefore\": \"" S_NOT_BEFORE "\", \"EventId\": "
+			 "\"instance-event-%d\", \"State\": \"active\"}]", i);
+		s_set(&e, &e.ec2.maintenance, bodies[i]);
+		CU_ASSERT_EQUAL(s_wait(&e), 1);
+		CU_ASSERT_EQUAL(s_wait(&e), 0);
+		CU_ASSERT_EQUAL(s_wait(&e), 0);
+	}
+	s_teardown(&e);
+}
+
 static void test_aws_canceled_and_completed_maintenance_is_ignored(void)
 {
 	struct s_env e;
@@ -565,6 +585,8 @@ static CU_TestInfo s_tests[] = {
 	  test_aws_scheduled_maintenance_has_its_not_before_deadline },
 	{ "aws_same_maintenance_event_is_reported_once",
 	  test_aws_same_maintenance_event_is_reported_once },
+	{ "aws_maintenance_events_past_the_memory_are_reported_once",
+	  test_aws_maintenance_events_past_the_memory_are_reported_once },
 	{ "aws_canceled_and_completed_maintenance_is_ignored",
 	  test_aws_canceled_and_completed_maintenance_is_ignored },
 	{ "aws_unknown_members_are_accepted", test_aws_unknown_members_are_accepted },
