@@ -402,6 +402,13 @@ static int s_pointer_commit(struct rr_watcher *w, int dirfd, const char *pointer
 			pointer, target);
 		return 0;
 	}
+	/* Committed: a watch inside it for a marker has nothing left to wait for (DeepSpeed
+	 * keeps every global_stepN, and each held a watch for as long as it stayed). */
+	for (size_t i = 0; i < w->nsubs; i++)
+		if (strcmp(w->subs[i].name, target) == 0) {
+			s_sub_remove(w, w->subs[i].wd);
+			break;
+		}
 	cb(target, ms, ud);
 	return 0;
 }

@@ -962,6 +962,22 @@ static void test_auto_commits_an_hf_directory_when_trainer_state_is_closed(void)
 
 static int s_scan_count(const char *dir, const char *name);
 
+/* The inotify watches the watcher holds (the kernel lists each in the descriptor's fdinfo). */
+static int s_watches(struct rr_watcher *w)
+{
+	char path[64], line[512];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", rr_watcher_fd(w));
+	f = fopen(path, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	while (fgets(line, sizeof(line), f))
+		n += strncmp(line, "inotify wd:", 11) == 0;
+	fclose(f);
+	return n;
+}
+
 /* DeepSpeed (DeepSpeedEngine.save_checkpoint): global_stepN/ in place, then `latest`
  * rewritten in place to name it. */
 static void test_auto_commits_a_deepspeed_directory_when_latest_names_it(void)
@@ -980,6 +996,10 @@ static void test_auto_commits_a_deepspeed_directory_when_latest_names_it(void)
 	s_write(e.dir, "latest", "global_step10");
 	s_pump_until(w, &r, "global_step10");
 	CU_ASSERT(r.ms[s_index(&r, "global_step10")] == s_ctime_ms(e.dir, "latest"));
+	/* committed: no watch left inside it, only the directory's own (DeepSpeed keeps every
+	 * global_stepN: one watch each counted against the kernel's limit for as long as it
+	 * stayed) */
+	CU_ASSERT_EQUAL(s_watches(w), 1);
 	/* crash mid-write of global_step20: latest still names global_step10 */
 	s_mkdir(e.dir, "global_step20");
 	s_write_in(e.dir, "global_step20", "mp_rank_00_model_states.pt", "half");
