@@ -166,9 +166,20 @@ static void s_known_forget(struct rr_watcher *w, const char *name)
 	}
 }
 
+static void s_sub_remove(struct rr_watcher *w, int wd);
+
 static void s_report(const char *name, int64_t committed_unix_ms, void *arg)
 {
 	struct s_report *r = arg;
+
+	/* Committed, however it was found (its marker, the pointer naming it, a scan): a
+	 * watch inside it for a marker has nothing left to wait for. DeepSpeed keeps every
+	 * global_stepN, and each held a watch for as long as it stayed. */
+	for (size_t i = 0; i < r->w->nsubs; i++)
+		if (strcmp(r->w->subs[i].name, name) == 0) {
+			s_sub_remove(r->w, r->w->subs[i].wd);
+			break;
+		}
 
 	if (!s_refused(r->w, name))
 		r->cb(name, s_known_ms(r->w, name, committed_unix_ms, r->scan), r->ud);
@@ -402,13 +413,6 @@ static int s_pointer_commit(struct rr_watcher *w, int dirfd, const char *pointer
 			pointer, target);
 		return 0;
 	}
-	/* Committed: a watch inside it for a marker has nothing left to wait for (DeepSpeed
-	 * keeps every global_stepN, and each held a watch for as long as it stayed). */
-	for (size_t i = 0; i < w->nsubs; i++)
-		if (strcmp(w->subs[i].name, target) == 0) {
-			s_sub_remove(w, w->subs[i].wd);
-			break;
-		}
 	cb(target, ms, ud);
 	return 0;
 }
@@ -807,8 +811,7 @@ static int s_on_sub_event(struct rr_watcher *w, struct s_sub *sub,
 	snprintf(dname, sizeof(dname), "%s", sub->name);
 	if (!s_marker_time(*dirfd, dname, name, &ms))
 		return 0;
-	s_sub_remove(w, sub->wd); /* committed: nothing more to wait for in it */
-	cb(dname, ms, ud);
+	cb(dname, ms, ud); /* which gives up the watch: nothing more to wait for in it */
 	return 0;
 }
 

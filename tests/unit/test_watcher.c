@@ -924,6 +924,22 @@ static void s_write_in(const char *dir, const char *name, const char *file, cons
 	s_write(p, file, text);
 }
 
+/* The inotify watches the watcher holds (the kernel lists each in the descriptor's fdinfo). */
+static int s_watches(struct rr_watcher *w)
+{
+	char path[64], line[512];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", rr_watcher_fd(w));
+	f = fopen(path, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	while (fgets(line, sizeof(line), f))
+		n += strncmp(line, "inotify wd:", 11) == 0;
+	fclose(f);
+	return n;
+}
+
 /* HF Trainer (transformers Trainer._save_checkpoint): checkpoint-N made in place, weights,
  * optimizer, scheduler, rng state, then trainer_state.json last. */
 static void test_auto_commits_an_hf_directory_when_trainer_state_is_closed(void)
@@ -946,6 +962,7 @@ static void test_auto_commits_an_hf_directory_when_trainer_state_is_closed(void)
 	s_pump_until(w, &r, "checkpoint-500");
 	s_path(d, sizeof(d), e.dir, "checkpoint-500");
 	CU_ASSERT(r.ms[s_index(&r, "checkpoint-500")] == s_ctime_ms(d, "trainer_state.json"));
+	CU_ASSERT_EQUAL(s_watches(w), 1); /* committed: its watch is given up */
 	/* a crash mid-write: the next directory never gets its marker, in events or scans */
 	s_mkdir(e.dir, "checkpoint-1000");
 	s_write_in(e.dir, "checkpoint-1000", "model.safetensors", "half");
@@ -961,22 +978,6 @@ static void test_auto_commits_an_hf_directory_when_trainer_state_is_closed(void)
 }
 
 static int s_scan_count(const char *dir, const char *name);
-
-/* The inotify watches the watcher holds (the kernel lists each in the descriptor's fdinfo). */
-static int s_watches(struct rr_watcher *w)
-{
-	char path[64], line[512];
-	int n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", rr_watcher_fd(w));
-	f = fopen(path, "r");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	while (fgets(line, sizeof(line), f))
-		n += strncmp(line, "inotify wd:", 11) == 0;
-	fclose(f);
-	return n;
-}
 
 /* DeepSpeed (DeepSpeedEngine.save_checkpoint): global_stepN/ in place, then `latest`
  * rewritten in place to name it. */
