@@ -134,7 +134,14 @@ env AZURE_TENANT_ID=rr-tenant AZURE_CLIENT_ID=rr-app AZURE_AUTHORITY_HOST="$META
 	AZURE_FEDERATED_TOKEN_FILE="$W/fed-token" "$RR_BIN" -v --keep 20 --store "az://$AZ_CONTAINER/wl" --checkpoint-dir wl-ck -- ./wl-train.sh > wl.log 2>&1 ||
 	fail "run with workload identity: $(grep -v debug wl.log | tail -5)"
 wait $rotate_pid || fail "the federated token was not rotated: $(cat rotate.out)"
-for n in $(seq 14); do expect_grep "persisted step-$n:" wl.log "step-$n persisted"; done
+# Every commit persisted, or gave way in the queue to the next one (the newest wins: a
+# persist slower than the trainer's 0.8 s, on a loaded machine, is not this test's failure),
+# and the last one persisted.
+for n in $(seq 13); do
+	grep -q "persisted step-$n:" wl.log || grep -q "step-$((n + 1)) replaces step-$n " wl.log ||
+		fail "step-$n neither persisted nor replaced by step-$((n + 1))"
+done
+expect_grep "persisted step-14:" wl.log "step-14 persisted"
 expect_eq "$(ident "len(r)")" "$refused_before" "token requests refused"
 expect_eq "$(refusals)" "$refused0" "Azurite's refusals of a token"
 "$PY" - "$META_CTL" "$before" "$new_sha" <<'PY' || fail "token timeline"
